@@ -1,0 +1,63 @@
+# mlflow-serverless: every target sets itself up (venv, CDK CLI) on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+CDK_VERSION := 2.1148.1
+CDK := node_modules/.bin/cdk
+PORT ?= 5000
+PYTEST_ARGS ?=
+
+.PHONY: help venv serve test lint format synth deploy destroy bench docs clean
+
+help:
+	@echo "make serve   - serve the MLflow API locally on http://127.0.0.1:$(PORT)"
+	@echo "make test    - ruff + the whole test suite"
+	@echo "make synth   - synthesize the AWS stack (offline, no Docker)"
+	@echo "make deploy  - cdk deploy with the pinned CDK CLI"
+	@echo "make bench   - DynamoDB requests/items per operation -> docs/performance.md"
+	@echo "make docs    - regenerate docs/schema.md and docs/access-patterns.md"
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements-dev.txt
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+$(CDK):
+	npm install --no-save --no-audit --no-fund --silent aws-cdk@$(CDK_VERSION)
+
+serve: $(STAMP)
+	PORT=$(PORT) $(PY) -m local
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+synth: $(STAMP) $(CDK)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CDK) synth --quiet
+
+deploy: $(STAMP) $(CDK)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CDK) deploy $(CDK_ARGS)
+
+destroy: $(STAMP) $(CDK)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CDK) destroy $(CDK_ARGS)
+
+bench: $(STAMP)
+	$(PY) -m tools.bench
+
+docs: $(STAMP)
+	$(PY) -m tools.gen_docs
+
+clean:
+	rm -rf $(VENV) cdk.out node_modules .pytest_cache build

@@ -1,0 +1,60 @@
+"""MLflow's error contract: `{"error_code": ..., "message": ...}` with the HTTP status MLflow maps it to."""
+
+from __future__ import annotations
+
+# mlflow/exceptions.py: ERROR_CODE_TO_HTTP_STATUS (any other code answers 500).
+HTTP_STATUS: dict[str, int] = {
+    "INVALID_PARAMETER_VALUE": 400,
+    "RESOURCE_ALREADY_EXISTS": 400,
+    "BAD_REQUEST": 400,
+    "INVALID_STATE": 500,
+    "INTERNAL_ERROR": 500,
+    "DATA_LOSS": 500,
+    "RESOURCE_DOES_NOT_EXIST": 404,
+    "ENDPOINT_NOT_FOUND": 404,
+    "NOT_FOUND": 404,
+    "UNAUTHENTICATED": 401,
+    "CUSTOMER_UNAUTHORIZED": 401,
+    "PERMISSION_DENIED": 403,
+    "ALREADY_EXISTS": 409,
+    "RESOURCE_CONFLICT": 409,
+    "ABORTED": 409,
+    "REQUEST_LIMIT_EXCEEDED": 429,
+    "RESOURCE_EXHAUSTED": 429,
+    "CANCELLED": 499,
+    "NOT_IMPLEMENTED": 501,
+    "TEMPORARILY_UNAVAILABLE": 503,
+    "DEADLINE_EXCEEDED": 504,
+}
+
+
+class MlflowError(Exception):
+    """An error answered to the client in MLflow's JSON shape."""
+
+    def __init__(self, message: str, error_code: str = "INTERNAL_ERROR") -> None:
+        super().__init__(message)
+        self.message = message
+        self.error_code = error_code
+
+    @property
+    def http_status(self) -> int:
+        return HTTP_STATUS.get(self.error_code, 500)
+
+    def to_json(self) -> dict[str, str]:
+        return {"error_code": self.error_code, "message": self.message}
+
+
+def invalid(message: str) -> MlflowError:
+    return MlflowError(message, "INVALID_PARAMETER_VALUE")
+
+
+def not_found(message: str) -> MlflowError:
+    return MlflowError(message, "RESOURCE_DOES_NOT_EXIST")
+
+
+def already_exists(message: str) -> MlflowError:
+    return MlflowError(message, "RESOURCE_ALREADY_EXISTS")
+
+
+def endpoint_not_found(method: str, path: str) -> MlflowError:
+    return MlflowError(f"No endpoint matches {method} {path}", "ENDPOINT_NOT_FOUND")

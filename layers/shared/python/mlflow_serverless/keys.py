@@ -1,0 +1,138 @@
+"""Order-preserving, prefix-free encodings for values that appear inside keys.
+
+DynamoDB compares string keys by their UTF-8 bytes, which is also how sqlite's BINARY collation
+orders MLflow's names, so a raw string sorts the way MLflow sorts it. Two things break when user
+strings are spliced into a composite key such as ``R#<run>#M#<key>#<step>``:
+
+* a ``#`` (or any separator) inside the string lets one key become a prefix of another, so a
+  ``begins_with`` query returns the wrong entity;
+* a separator that is larger than some content character reorders values ("a" vs "a!").
+
+``text()`` solves both: it escapes the four lowest code points and ends every string with
+``\\x01``, which is smaller than anything the escaped content can start with. A string that would
+not fit a key is cut and tagged with a digest so it stays unique; only such over-long strings
+lose exact ordering among themselves, and readers re-sort on the full value.
+
+Numbers get fixed-width encodings so lexicographic order is numeric order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+
+TERMINATOR = "\x01"
+_TRUNCATED = "\x02"
+_ESCAPE = "\x03"
+_ESCAPES = {chr(c): _ESCAPE + chr(c + 1) for c in range(4)}
+_UNESCAPES = {v: k for k, v in _ESCAPES.items()}
+
+# DynamoDB caps a sort key at 1024 bytes and a partition key at 2048; a user string gets at most
+# this many bytes so that the fixed parts of any key template still fit.
+DEFAULT_TEXT_BUDGET = 600
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def text(value: str, budget: int = DEFAULT_TEXT_BUDGET) -> str:
+    """Encode a user string so it sorts like the raw string and is never a prefix of another."""
+    escaped = "".join(_ESCAPES.get(ch, ch) for ch in value) if _needs_escape(value) else value
+    if len(escaped.encode("utf-8")) + 1 <= budget:
+        return escaped + TERMINATOR
+    digest = hashlib.sha256(value.encode("utf-8")).hexdigest()[:24]
+    head = _cut_utf8(escaped, budget - len(digest) - 2)
+    return head + _TRUNCATED + digest + TERMINATOR
+
+
+def decode_text(encoded: str) -> str:
+    """Inverse of ``text()`` for strings that were not truncated (read the full value from the item)."""
+    if _TRUNCATED in encoded:
+        raise ValueError("truncated key segment; read the value attribute instead")
+    body = encoded[:-1] if encoded.endswith(TERMINATOR) else encoded
+    out, i = [], 0
+    while i < len(body):
+        if body[i] == _ESCAPE:
+            out.append(_UNESCAPES[body[i : i + 2]])
+            i += 2
+        else:
+            out.append(body[i])
+            i += 1
+    return "".join(out)
+
+
+def _needs_escape(value: str) -> bool:
+    return any(ch < "\x04" for ch in value)
+
+
+def _cut_utf8(value: str, max_bytes: int) -> str:
+    cut = value.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
+    # Never split an escape pair.
+    if cut.endswith(_ESCAPE):
+        cut = cut[:-1]
+    return cut
+
+
+def int64(value: int) -> str:
+    """Fixed-width offset-binary hex: negative numbers and values past 2**53 sort correctly."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"{value} is outside the int64 range")
+    return format(value - INT64_MIN, "016x")
+
+
+def decode_int64(encoded: str) -> int:
+    return int(encoded, 16) + INT64_MIN
+
+
+def float64(value: float) -> str:
+    """Fixed-width hex of the IEEE-754 bits, reordered so byte order is numeric order.
+
+    -inf < negatives < 0 < positives < +inf < NaN. -0.0 is folded onto 0.0 and every NaN onto one
+    canonical NaN, as MLflow's SQL store treats them as equal.
+    """
+    if math.isnan(value):
+        value = math.nan
+    elif value == 0.0:
+        value = 0.0
+    (bits,) = struct.unpack(">Q", struct.pack(">d", value))
+    if bits & (1 << 63):
+        bits = ~bits & 0xFFFFFFFFFFFFFFFF
+    else:
+        bits |= 1 << 63
+    return format(bits, "016x")
+
+
+def decode_float64(encoded: str) -> float:
+    bits = int(encoded, 16)
+    if bits & (1 << 63):
+        bits &= ~(1 << 63)
+    else:
+        bits = ~bits & 0xFFFFFFFFFFFFFFFF
+    (value,) = struct.unpack(">d", struct.pack(">Q", bits))
+    return value
+
+
+VERSION_WIDTH = 10
+
+
+def version(value: int) -> str:
+    """Zero-padded model version number: lexicographic order is numeric order."""
+    if not 0 <= value < 10**VERSION_WIDTH:
+        raise ValueError(f"version {value} out of range")
+    return format(value, f"0{VERSION_WIDTH}d")
+
+
+def descending(encoded_hex: str) -> str:
+    """Invert a fixed-width hex encoding so an ascending read yields descending values."""
+    return encoded_hex.translate(_HEX_INVERT)
+
+
+_HEX_INVERT = str.maketrans("0123456789abcdef", "fedcba9876543210")
+
+ENCODERS = {
+    "str": text,
+    "i64": int64,
+    "f64": float64,
+    "ver": version,
+}

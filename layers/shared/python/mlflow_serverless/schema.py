@@ -1,0 +1,323 @@
+"""The single-table key schema, declared once as data.
+
+Every item carries ``pk``, ``sk`` and ``entity_type``; index key attributes are written only by the
+entities that project into that index (sparse indexes). Templates use ``{name}`` for raw
+server-generated identifiers and ``{name:codec}`` for values that must be encoded (see ``keys``):
+``str`` for user strings, ``i64`` for integers, ``f64`` for floats, ``ver`` for model versions.
+
+The CDK table, the local table, ``docs/schema.md`` and the access-pattern catalog are all generated
+from this module, so a key changes in exactly one place.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlflow_serverless.keys import ENCODERS
+
+PK = "pk"
+SK = "sk"
+ENTITY_TYPE = "entity_type"
+TTL_ATTRIBUTE = "expires_at"
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    kind: str  # "GSI" or "LSI"
+    pk: str
+    sk: str
+    projection: str  # "ALL" or "KEYS_ONLY"
+    purpose: str
+
+
+INDEXES: tuple[Index, ...] = (
+    Index("gsi1", "GSI", "gsi1pk", "gsi1sk", "KEYS_ONLY", "Reverse lookup: which experiment holds a run, trace or logged model"),
+    Index("gsi2", "GSI", "gsi2pk", "gsi2sk", "ALL", "Collections: experiments of a workspace; global FTS postings"),
+    Index("gsi3", "GSI", "gsi3pk", "gsi3sk", "ALL", "Cross-partition lookups: model versions by run id, registry by update time"),
+    Index("gsi4", "GSI", "gsi4pk", "gsi4sk", "KEYS_ONLY", "Permissions by resource"),
+    Index("gsi5", "GSI", "gsi5pk", "gsi5sk", "ALL", "Name-ordered listings: experiments and registered models"),
+    Index("lsi1", "LSI", PK, "lsi1sk", "ALL", "Runs by lifecycle stage, then start time"),
+    Index("lsi2", "LSI", PK, "lsi2sk", "ALL", "Runs and traces by start/request time"),
+    Index("lsi3", "LSI", PK, "lsi3sk", "ALL", "Runs by status, then start time"),
+    Index("lsi4", "LSI", PK, "lsi4sk", "ALL", "Runs and traces by name"),
+    Index("lsi5", "LSI", PK, "lsi5sk", "ALL", "Items changed at a time (source items the indexer derives from)"),
+)
+INDEX_BY_NAME = {index.name: index for index in INDEXES}
+
+_PLACEHOLDER = re.compile(r"\{(\w+)(?::(\w+))?\}")
+
+
+@dataclass(frozen=True)
+class KeyTemplate:
+    template: str
+
+    def render(self, values: dict[str, Any]) -> str:
+        def substitute(match: re.Match[str]) -> str:
+            name, codec = match.group(1), match.group(2)
+            if name not in values or values[name] is None:
+                raise KeyError(f"{self.template}: missing value for {name}")
+            value = values[name]
+            return ENCODERS[codec](value) if codec else str(value)
+
+        return _PLACEHOLDER.sub(substitute, self.template)
+
+    def prefix(self, values: dict[str, Any]) -> str:
+        """Render up to the first placeholder without a value: the ``begins_with`` operand."""
+        out, pos = [], 0
+        for match in _PLACEHOLDER.finditer(self.template):
+            out.append(self.template[pos : match.start()])
+            name, codec = match.group(1), match.group(2)
+            if values.get(name) is None:
+                return "".join(out)
+            value = values[name]
+            out.append(ENCODERS[codec](value) if codec else str(value))
+            pos = match.end()
+        out.append(self.template[pos:])
+        return "".join(out)
+
+    @property
+    def fields(self) -> list[str]:
+        return [m.group(1) for m in _PLACEHOLDER.finditer(self.template)]
+
+
+@dataclass(frozen=True)
+class Entity:
+    name: str
+    pk: KeyTemplate
+    sk: KeyTemplate
+    description: str
+    # index name -> (pk template, sk template); an LSI only has a sort-key template (pk is the table pk).
+    indexes: dict[str, tuple[KeyTemplate | None, KeyTemplate]] = field(default_factory=dict)
+    attributes: tuple[str, ...] = ()
+    derived: bool = False  # maintained by the stream indexer, never by a request handler
+    expires: bool = False  # carries the TTL attribute
+
+    def key(self, **values: Any) -> dict[str, str]:
+        return {PK: self.pk.render(values), SK: self.sk.render(values)}
+
+    def index_keys(self, **values: Any) -> dict[str, str]:
+        """Index attributes for an item of this entity; an index whose values are missing is skipped."""
+        out: dict[str, str] = {}
+        for index_name, (pk_template, sk_template) in self.indexes.items():
+            index = INDEX_BY_NAME[index_name]
+            try:
+                rendered = {index.sk: sk_template.render(values)}
+                if pk_template is not None:
+                    rendered[index.pk] = pk_template.render(values)
+            except KeyError:
+                continue
+            out.update(rendered)
+        return out
+
+    def item(self, attributes: dict[str, Any], **values: Any) -> dict[str, Any]:
+        """A complete item: keys, index keys, entity type and the given attributes."""
+        return {**attributes, **self.key(**values), **self.index_keys(**values), ENTITY_TYPE: self.name}
+
+    def sk_prefix(self, **values: Any) -> str:
+        return self.sk.prefix(values)
+
+
+def _e(
+    name: str,
+    pk: str,
+    sk: str,
+    description: str,
+    indexes: dict[str, tuple[str | None, str]] | None = None,
+    attributes: tuple[str, ...] = (),
+    derived: bool = False,
+    expires: bool = False,
+) -> Entity:
+    return Entity(
+        name=name,
+        pk=KeyTemplate(pk),
+        sk=KeyTemplate(sk),
+        description=description,
+        indexes={
+            index: (KeyTemplate(ipk) if ipk is not None else None, KeyTemplate(isk))
+            for index, (ipk, isk) in (indexes or {}).items()
+        },
+        attributes=attributes,
+        derived=derived,
+        expires=expires,
+    )
+
+
+EXP = "EXP#{experiment_id}"
+RM = "RM#{model_name:str}"
+
+ENTITIES: tuple[Entity, ...] = (
+    # --- experiment partition -------------------------------------------------------------
+    _e(
+        "experiment", EXP, "E#META", "Experiment metadata",
+        indexes={
+            "gsi2": ("WS#{workspace}#EXP", "{experiment_num:i64}"),
+            "gsi5": ("WS#{workspace}#EXPNAME", "{name:str}"),
+            "lsi5": (None, "U#{last_update_time:i64}#E"),
+        },
+        attributes=("experiment_id", "name", "artifact_location", "lifecycle_stage", "creation_time", "last_update_time", "workspace"),
+    ),
+    _e(
+        "experiment_name", "EXPNAME#{workspace}#{name:str}", "EXPNAME",
+        "Name claim: makes experiment names unique through a conditional write, and resolves a name",
+        attributes=("experiment_id", "name"),
+    ),
+    _e("experiment_tag", EXP, "E#TAG#{key:str}", "Experiment tag", attributes=("key", "value")),
+    _e(
+        "run", EXP, "R#{run_id}", "Run metadata (info)",
+        indexes={
+            "gsi1": ("RUN#{run_id}", "EXP#{experiment_id}"),
+            "lsi1": (None, "R#{lifecycle_stage}#{start_time:i64}#{run_id}"),
+            "lsi2": (None, "R#{start_time:i64}#{run_id}"),
+            "lsi3": (None, "R#{status}#{start_time:i64}#{run_id}"),
+            "lsi4": (None, "R#{run_name:str}{run_id}"),
+            "lsi5": (None, "U#{last_update_time:i64}#R#{run_id}"),
+        },
+        attributes=("run_id", "experiment_id", "run_name", "user_id", "status", "start_time", "end_time", "artifact_uri", "lifecycle_stage", "deleted_time"),
+    ),
+    _e(
+        "run_locator", "RUN#{run_id}", "RUN",
+        "Run id -> experiment id, read strongly consistent (a GSI could lag right after create_run)",
+        attributes=("experiment_id",),
+    ),
+    _e(
+        "latest_metric", EXP, "R#{run_id}#M#{key:str}", "Latest value of a run's metric (max step, then timestamp, then value)",
+        indexes={"lsi5": (None, "U#{changed_at:i64}#M#{run_id}")},
+        attributes=("key", "value", "timestamp", "step", "model_id", "dataset_name", "dataset_digest"),
+    ),
+    _e(
+        "metric_history", EXP, "H#{run_id}#{key:str}{step:i64}#{timestamp:i64}#{value:f64}",
+        "One logged metric point; identical re-logs land on the same key (idempotent)",
+        attributes=("key", "value", "timestamp", "step", "model_id", "dataset_name", "dataset_digest"),
+    ),
+    _e(
+        "param", EXP, "R#{run_id}#P#{key:str}", "Run parameter (immutable once logged)",
+        indexes={"lsi5": (None, "U#{changed_at:i64}#P#{run_id}")},
+        attributes=("key", "value"),
+    ),
+    _e("run_tag", EXP, "R#{run_id}#T#{key:str}", "Run tag", attributes=("key", "value")),
+    _e(
+        "run_input", EXP, "R#{run_id}#I#{dataset_name:str}{dataset_digest:str}",
+        "Dataset input of a run (dataset fields copied, input tags)",
+        attributes=("dataset", "tags"),
+    ),
+    _e("run_output", EXP, "R#{run_id}#O#{model_id}", "Logged model output of a run", attributes=("model_id", "step")),
+    _e(
+        "dataset", EXP, "D#{dataset_name:str}{dataset_digest:str}", "Dataset logged in an experiment",
+        attributes=("name", "digest", "source_type", "source", "schema", "profile"),
+    ),
+    _e(
+        "dataset_link", EXP, "DLINK#{dataset_name:str}{dataset_digest:str}{run_id}", "Run that used a dataset (search by datasets.*)",
+        attributes=("run_id", "context"),
+    ),
+    _e(
+        "logged_model", EXP, "L#{model_id}", "Logged model (MLflow 3)",
+        indexes={
+            "gsi1": ("LM#{model_id}", "EXP#{experiment_id}"),
+            "lsi2": (None, "L#{creation_timestamp:i64}#{model_id}"),
+        },
+        attributes=("model_id", "experiment_id", "name", "artifact_location", "creation_timestamp", "last_updated_timestamp", "status", "model_type", "source_run_id", "status_message", "lifecycle_stage"),
+    ),
+    _e("logged_model_locator", "LM#{model_id}", "LM", "Logged model id -> experiment id", attributes=("experiment_id",)),
+    _e("logged_model_tag", EXP, "L#{model_id}#T#{key:str}", "Logged model tag", attributes=("key", "value")),
+    _e("logged_model_param", EXP, "L#{model_id}#P#{key:str}", "Logged model parameter", attributes=("key", "value")),
+    _e(
+        "logged_model_metric", EXP, "L#{model_id}#M#{key:str}{step:i64}#{timestamp:i64}#{run_id}",
+        "Metric logged against a logged model", attributes=("key", "value", "timestamp", "step", "run_id", "dataset_name", "dataset_digest"),
+    ),
+    _e(
+        "trace", EXP, "T#{trace_id}", "Trace info (v3)",
+        indexes={
+            "gsi1": ("TRACE#{trace_id}", "EXP#{experiment_id}"),
+            "lsi2": (None, "T#{request_time:i64}#{trace_id}"),
+            "lsi4": (None, "T#{trace_name:str}{trace_id}"),
+        },
+        attributes=("trace_id", "experiment_id", "request_time", "execution_duration", "state", "request_preview", "response_preview", "trace_metadata"),
+    ),
+    _e("trace_locator", "TRACE#{trace_id}", "TRACE", "Trace id -> experiment id", attributes=("experiment_id",)),
+    _e("trace_tag", EXP, "T#{trace_id}#T#{key:str}", "Trace tag", attributes=("key", "value")),
+    _e("trace_spans", EXP, "T#{trace_id}#SPANS", "Spans of a trace (spilled to S3 when large)", attributes=("spans", "spill_key")),
+    # --- derived items, written only by the stream indexer ----------------------------------
+    _e(
+        "metric_rank", EXP, "RANK#m#{key:str}{value:f64}#{run_id}", "A run's latest metric value, in value order",
+        attributes=("run_id", "key", "value"), derived=True,
+    ),
+    _e(
+        "param_rank", EXP, "RANK#p#{key:str}{value:str}{run_id}", "A run's param value, in value order",
+        attributes=("run_id", "key", "value"), derived=True,
+    ),
+    _e(
+        "fts_forward", "{scope}", "FTS#{level}#{token}#{entity_kind}#{entity_id}",
+        "Token -> entity posting (scope is the owning partition: EXP#<id> or RM_FTS)",
+        indexes={"gsi2": ("FTS#{token}", "{level}#{entity_kind}#{entity_id}")},
+        attributes=("entity_kind", "entity_id", "token", "level"), derived=True,
+    ),
+    _e(
+        "fts_reverse", "{scope}", "FTS_REV#{entity_kind}#{entity_id}#{level}#{token}",
+        "Entity -> token, to find and remove stale postings", attributes=("entity_kind", "entity_id", "token", "level"), derived=True,
+    ),
+    # --- model registry partition -----------------------------------------------------------
+    _e(
+        "registered_model", RM, "M#META", "Registered model",
+        indexes={
+            "gsi5": ("WS#{workspace}#RMNAME", "{model_name:str}"),
+            "gsi3": ("WS#{workspace}#RMUPD", "{last_updated_timestamp:i64}#{model_name:str}"),
+        },
+        attributes=("name", "description", "creation_timestamp", "last_updated_timestamp", "next_version", "workspace"),
+    ),
+    _e(
+        "model_version", RM, "M#V#{version:ver}", "Model version, sorted numerically by zero-padded version",
+        indexes={"gsi3": ("MVRUN#{run_id}", "{model_name:str}{version:ver}")},
+        attributes=("name", "version", "creation_timestamp", "last_updated_timestamp", "description", "user_id", "current_stage", "source", "run_id", "run_link", "status", "status_message", "storage_location", "model_id"),
+    ),
+    _e("model_version_tag", RM, "M#V#{version:ver}#T#{key:str}", "Model version tag", attributes=("key", "value")),
+    _e("registered_model_tag", RM, "M#TAG#{key:str}", "Registered model tag", attributes=("key", "value")),
+    _e("model_alias", RM, "M#ALIAS#{alias:str}", "Alias -> version", attributes=("alias", "version")),
+    # --- workspaces, auth, config -----------------------------------------------------------
+    _e("workspace", "WORKSPACE#{workspace}", "WS#META", "Workspace", attributes=("name", "description", "default_artifact_root")),
+    _e("user", "USER#{username:str}", "U#META", "User credentials", attributes=("username", "password_hash", "is_admin")),
+    _e(
+        "experiment_permission", "USER#{username:str}", "U#PERM#{experiment_id}", "User permission on an experiment",
+        indexes={"gsi4": ("EXPPERM#{experiment_id}", "USER#{username:str}")}, attributes=("permission",),
+    ),
+    _e(
+        "registered_model_permission", "USER#{username:str}", "U#RPERM#{model_name:str}", "User permission on a registered model",
+        indexes={"gsi4": ("RMPERM#{model_name:str}", "USER#{username:str}")}, attributes=("permission",),
+    ),
+    _e("config", "CONFIG", "CFG#{key}", "Configuration value, counters and indexer watermarks", attributes=("value",)),
+    _e(
+        "idempotency", "IDEMPOTENCY#{request_hash}", "IDEM", "Answer of a non-idempotent create, replayed for retries",
+        attributes=("response",), expires=True,
+    ),
+)
+
+ENTITY: dict[str, Entity] = {entity.name: entity for entity in ENTITIES}
+
+
+def entity(name: str) -> Entity:
+    return ENTITY[name]
+
+
+def table_definition(table_name: str) -> dict[str, Any]:
+    """Arguments for DynamoDB CreateTable, used by the local runtime (CDK builds the same from INDEXES)."""
+    attribute_names = {PK, SK}
+    gsis, lsis = [], []
+    for index in INDEXES:
+        attribute_names.update({index.pk, index.sk})
+        key_schema = [
+            {"AttributeName": index.pk, "KeyType": "HASH"},
+            {"AttributeName": index.sk, "KeyType": "RANGE"},
+        ]
+        spec = {"IndexName": index.name, "KeySchema": key_schema, "Projection": {"ProjectionType": index.projection}}
+        (gsis if index.kind == "GSI" else lsis).append(spec)
+    return {
+        "TableName": table_name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": name, "AttributeType": "S"} for name in sorted(attribute_names)],
+        "KeySchema": [{"AttributeName": PK, "KeyType": "HASH"}, {"AttributeName": SK, "KeyType": "RANGE"}],
+        "GlobalSecondaryIndexes": gsis,
+        "LocalSecondaryIndexes": lsis,
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    }

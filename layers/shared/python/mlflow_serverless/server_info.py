@@ -1,0 +1,30 @@
+"""What ``/api/3.0/mlflow/server-info`` and ``/version`` advertise."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+# The MLflow REST API level this server implements (``/version``); the client only reads it to decide
+# whether OTLP span upload exists, and /v1/traces answers that it does not.
+MLFLOW_API_VERSION = "3.17.2"
+
+
+def artifacts_presigned() -> bool:
+    return os.environ.get("ARTIFACTS_PRESIGNED", "true").lower() == "true"
+
+
+def server_info() -> dict[str, Any]:
+    presigned = artifacts_presigned()
+    return {
+        "store_type": "DynamoDBStore",
+        "workspaces_enabled": False,
+        "trace_archival_enabled": False,
+        "multipart_uploads_enabled": presigned,
+        "multipart_downloads_enabled": presigned,
+        "artifacts_presigned_only": presigned,
+        "artifact_serving_enabled": True,
+        "presigned_upload_run_id_supported": True,
+        "presigned_upload_model_id_supported": True,
+        "features_enabled": {"gateway": False},
+    }

@@ -1,0 +1,1 @@
+"""Entity data access shared by several features (experiments are read by runs, artifacts, ...)."""

@@ -1,0 +1,438 @@
+"""Table access: the only module that talks to DynamoDB.
+
+Uses the low-level client with a small codec (no Decimal round-trips: numbers are ints, floats are
+stored as strings so NaN and infinities survive). Every call is counted in ``STATS`` so benchmarks
+can report requests and items per API operation. Batches are chunked to DynamoDB's limits and
+``UnprocessedItems``/``UnprocessedKeys`` are retried with backoff; throttling is retried by
+botocore's adaptive retry mode.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlflow_serverless.schema import PK, SK
+
+Item = dict[str, Any]
+
+BATCH_WRITE_LIMIT = 25
+BATCH_GET_LIMIT = 100
+TRANSACTION_LIMIT = 100
+MAX_UNPROCESSED_RETRIES = 12
+
+
+@dataclass
+class Stats:
+    """Counts DynamoDB work; read by the benchmarks and logged as metrics."""
+
+    requests: dict[str, int] = field(default_factory=dict)
+    items_read: int = 0
+    items_written: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, operation: str, read: int = 0, written: int = 0) -> None:
+        with self._lock:
+            self.requests[operation] = self.requests.get(operation, 0) + 1
+            self.items_read += read
+            self.items_written += written
+
+    @property
+    def total_requests(self) -> int:
+        return sum(self.requests.values())
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests = {}
+            self.items_read = 0
+            self.items_written = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {"requests": dict(self.requests), "items_read": self.items_read, "items_written": self.items_written}
+
+
+STATS = Stats()
+
+
+# --- codec ---------------------------------------------------------------------------------
+
+def to_attr(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, str):
+        return {"S": value}
+    if isinstance(value, int):
+        return {"N": str(value)}
+    if value is None:
+        return {"NULL": True}
+    if isinstance(value, dict):
+        return {"M": {k: to_attr(v) for k, v in value.items()}}
+    if isinstance(value, (list, tuple)):
+        return {"L": [to_attr(v) for v in value]}
+    if isinstance(value, bytes):
+        return {"B": value}
+    if isinstance(value, (set, frozenset)):
+        return {"SS": sorted(value)}
+    raise TypeError(f"cannot store {type(value).__name__} in the table (store floats as strings)")
+
+
+def from_attr(attr: dict[str, Any]) -> Any:
+    (kind, value), = attr.items()
+    if kind == "S":
+        return value
+    if kind == "N":
+        return int(value) if "." not in value and "e" not in value.lower() else float(value)
+    if kind == "BOOL":
+        return value
+    if kind == "NULL":
+        return None
+    if kind == "M":
+        return {k: from_attr(v) for k, v in value.items()}
+    if kind == "L":
+        return [from_attr(v) for v in value]
+    if kind == "B":
+        return value
+    if kind == "SS":
+        return set(value)
+    if kind == "NS":
+        return {int(v) for v in value}
+    raise TypeError(f"unsupported attribute type {kind}")
+
+
+def to_item(item: Item) -> dict[str, Any]:
+    return {k: to_attr(v) for k, v in item.items() if v is not None}
+
+
+def from_item(raw: dict[str, Any]) -> Item:
+    return {k: from_attr(v) for k, v in raw.items()}
+
+
+def key_of(item: Item) -> dict[str, str]:
+    return {PK: item[PK], SK: item[SK]}
+
+
+# --- client --------------------------------------------------------------------------------
+
+_client_lock = threading.Lock()
+_client: Any = None
+
+
+def client() -> Any:
+    global _client
+    if _client is None:
+        with _client_lock:
+            if _client is None:
+                import boto3
+                from botocore.config import Config
+
+                _client = boto3.client(
+                    "dynamodb",
+                    endpoint_url=os.environ.get("DYNAMODB_ENDPOINT_URL") or None,
+                    config=Config(retries={"mode": "adaptive", "max_attempts": 10}, max_pool_connections=32),
+                )
+    return _client
+
+
+def reset_client() -> None:
+    """Forget the cached client (tests switch endpoints)."""
+    global _client
+    _client = None
+
+
+def table_name() -> str:
+    return os.environ["TABLE_NAME"]
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(min(2.0, 0.02 * (2**attempt)) * random.random())
+
+
+class ConditionFailed(Exception):
+    """A conditional write or a transaction condition did not hold."""
+
+    def __init__(self, reasons: list[str] | None = None) -> None:
+        super().__init__("condition failed")
+        self.reasons = reasons or []
+
+
+def _is_condition_failure(error: Exception) -> bool:
+    code = getattr(error, "response", {}).get("Error", {}).get("Code")
+    return code in ("ConditionalCheckFailedException", "TransactionCanceledException")
+
+
+# --- single-item operations -------------------------------------------------------------
+
+def get(key: dict[str, str], consistent: bool = True, projection: str | None = None, names: dict[str, str] | None = None) -> Item | None:
+    kwargs: dict[str, Any] = {"TableName": table_name(), "Key": to_item(key), "ConsistentRead": consistent}
+    if projection:
+        kwargs["ProjectionExpression"] = projection
+        if names:
+            kwargs["ExpressionAttributeNames"] = names
+    raw = client().get_item(**kwargs).get("Item")
+    STATS.record("GetItem", read=1 if raw else 0)
+    return from_item(raw) if raw else None
+
+
+def put(item: Item, condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> None:
+    kwargs: dict[str, Any] = {"TableName": table_name(), "Item": to_item(item)}
+    _add_expression_args(kwargs, condition, names, values)
+    try:
+        client().put_item(**kwargs)
+    except Exception as error:
+        STATS.record("PutItem")
+        if _is_condition_failure(error):
+            raise ConditionFailed() from error
+        raise
+    STATS.record("PutItem", written=1)
+
+
+def update(
+    key: dict[str, str],
+    expression: str,
+    names: dict[str, str] | None = None,
+    values: dict[str, Any] | None = None,
+    condition: str | None = None,
+    return_values: str = "NONE",
+) -> Item | None:
+    kwargs: dict[str, Any] = {
+        "TableName": table_name(),
+        "Key": to_item(key),
+        "UpdateExpression": expression,
+        "ReturnValues": return_values,
+    }
+    _add_expression_args(kwargs, condition, names, values)
+    try:
+        response = client().update_item(**kwargs)
+    except Exception as error:
+        STATS.record("UpdateItem")
+        if _is_condition_failure(error):
+            raise ConditionFailed() from error
+        raise
+    STATS.record("UpdateItem", written=1)
+    attributes = response.get("Attributes")
+    return from_item(attributes) if attributes else None
+
+
+def delete(key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> None:
+    kwargs: dict[str, Any] = {"TableName": table_name(), "Key": to_item(key)}
+    _add_expression_args(kwargs, condition, names, values)
+    try:
+        client().delete_item(**kwargs)
+    except Exception as error:
+        STATS.record("DeleteItem")
+        if _is_condition_failure(error):
+            raise ConditionFailed() from error
+        raise
+    STATS.record("DeleteItem", written=1)
+
+
+def _add_expression_args(kwargs: dict[str, Any], condition: str | None, names: dict[str, str] | None, values: dict[str, Any] | None) -> None:
+    if condition:
+        kwargs["ConditionExpression"] = condition
+    if names:
+        kwargs["ExpressionAttributeNames"] = names
+    if values:
+        kwargs["ExpressionAttributeValues"] = {k: to_attr(v) for k, v in values.items()}
+
+
+# --- queries -------------------------------------------------------------------------------
+
+def query_pages(
+    pk_value: str,
+    sk_prefix: str | None = None,
+    *,
+    index: str | None = None,
+    pk_attr: str = PK,
+    sk_attr: str = SK,
+    sk_between: tuple[str, str] | None = None,
+    sk_after: str | None = None,
+    sk_before: str | None = None,
+    forward: bool = True,
+    consistent: bool = True,
+    limit: int | None = None,
+    start_key: dict[str, Any] | None = None,
+    filter_expression: str | None = None,
+    names: dict[str, str] | None = None,
+    values: dict[str, Any] | None = None,
+) -> Iterator[tuple[list[Item], dict[str, Any] | None]]:
+    """Yield (items, last_evaluated_key) page by page for one partition of the table or an index.
+
+    GSIs cannot be read consistently; callers that must see their own writes use the table or an LSI.
+    """
+    expr_names = {"#pk": pk_attr, **(names or {})}
+    expr_values: dict[str, Any] = {":pk": pk_value, **(values or {})}
+    condition = "#pk = :pk"
+    if sk_prefix is not None or sk_between or sk_after is not None or sk_before is not None:
+        expr_names["#sk"] = sk_attr
+    if sk_between:
+        condition += " AND #sk BETWEEN :lo AND :hi"
+        expr_values[":lo"], expr_values[":hi"] = sk_between
+    elif sk_after is not None:
+        condition += " AND #sk > :after"
+        expr_values[":after"] = sk_after
+    elif sk_before is not None:
+        condition += " AND #sk < :before"
+        expr_values[":before"] = sk_before
+    elif sk_prefix:
+        condition += " AND begins_with(#sk, :prefix)"
+        expr_values[":prefix"] = sk_prefix
+    kwargs: dict[str, Any] = {
+        "TableName": table_name(),
+        "KeyConditionExpression": condition,
+        "ExpressionAttributeNames": expr_names,
+        "ExpressionAttributeValues": {k: to_attr(v) for k, v in expr_values.items()},
+        "ScanIndexForward": forward,
+    }
+    if index:
+        kwargs["IndexName"] = index
+    if consistent and not (index and index.startswith("gsi")):
+        kwargs["ConsistentRead"] = True
+    if filter_expression:
+        kwargs["FilterExpression"] = filter_expression
+    remaining = limit
+    exclusive_start = start_key
+    while True:
+        if remaining is not None:
+            kwargs["Limit"] = remaining
+        if exclusive_start:
+            kwargs["ExclusiveStartKey"] = exclusive_start
+        response = client().query(**kwargs)
+        raw_items = response.get("Items", [])
+        STATS.record("Query", read=response.get("ScannedCount", len(raw_items)))
+        items = [from_item(raw) for raw in raw_items]
+        last_key = response.get("LastEvaluatedKey")
+        yield items, last_key
+        if remaining is not None:
+            remaining -= len(raw_items)
+            if remaining <= 0:
+                return
+        if not last_key:
+            return
+        exclusive_start = last_key
+
+
+def query(pk_value: str, sk_prefix: str | None = None, **kwargs: Any) -> list[Item]:
+    """All items of a query (every page)."""
+    out: list[Item] = []
+    for items, _ in query_pages(pk_value, sk_prefix, **kwargs):
+        out.extend(items)
+    return out
+
+
+def iter_query(pk_value: str, sk_prefix: str | None = None, **kwargs: Any) -> Iterator[Item]:
+    """Items one by one, fetching pages lazily (stop early without reading the rest)."""
+    for items, _ in query_pages(pk_value, sk_prefix, **kwargs):
+        yield from items
+
+
+# --- batches and transactions -----------------------------------------------------------------
+
+def batch_get(keys: Iterable[dict[str, str]], consistent: bool = True) -> list[Item]:
+    """Every existing item of ``keys`` (order not kept), retrying UnprocessedKeys."""
+    unique = list({(k[PK], k[SK]): k for k in keys}.values())
+    found: list[Item] = []
+    for start in range(0, len(unique), BATCH_GET_LIMIT):
+        pending: dict[str, Any] = {
+            table_name(): {"Keys": [to_item(k) for k in unique[start : start + BATCH_GET_LIMIT]], "ConsistentRead": consistent}
+        }
+        attempt = 0
+        while pending:
+            response = client().batch_get_item(RequestItems=pending)
+            raw_items = response.get("Responses", {}).get(table_name(), [])
+            STATS.record("BatchGetItem", read=len(raw_items))
+            found.extend(from_item(raw) for raw in raw_items)
+            pending = response.get("UnprocessedKeys") or {}
+            if pending:
+                attempt += 1
+                if attempt > MAX_UNPROCESSED_RETRIES:
+                    raise RuntimeError("BatchGetItem kept returning UnprocessedKeys")
+                _backoff(attempt)
+    return found
+
+
+def batch_write(puts: Iterable[Item] = (), deletes: Iterable[dict[str, str]] = ()) -> None:
+    """Unconditional puts and deletes in chunks of 25, retrying UnprocessedItems until all land."""
+    requests: list[dict[str, Any]] = [{"PutRequest": {"Item": to_item(item)}} for item in _dedupe(puts)]
+    requests += [{"DeleteRequest": {"Key": to_item(key)}} for key in deletes]
+    for start in range(0, len(requests), BATCH_WRITE_LIMIT):
+        pending: list[dict[str, Any]] = requests[start : start + BATCH_WRITE_LIMIT]
+        attempt = 0
+        while pending:
+            response = client().batch_write_item(RequestItems={table_name(): pending})
+            unprocessed = (response.get("UnprocessedItems") or {}).get(table_name(), [])
+            STATS.record("BatchWriteItem", written=len(pending) - len(unprocessed))
+            pending = unprocessed
+            if pending:
+                attempt += 1
+                if attempt > MAX_UNPROCESSED_RETRIES:
+                    raise RuntimeError("BatchWriteItem kept returning UnprocessedItems")
+                _backoff(attempt)
+
+
+def _dedupe(items: Iterable[Item]) -> list[Item]:
+    # A batch may not name the same key twice; the last write wins, as it would sequentially.
+    return list({(item[PK], item[SK]): item for item in items}.values())
+
+
+def put_op(item: Item, condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
+    op: dict[str, Any] = {"Put": {"TableName": table_name(), "Item": to_item(item)}}
+    _add_expression_args(op["Put"], condition, names, values)
+    return op
+
+
+def update_op(key: dict[str, str], expression: str, names: dict[str, str] | None = None, values: dict[str, Any] | None = None, condition: str | None = None) -> dict[str, Any]:
+    op: dict[str, Any] = {"Update": {"TableName": table_name(), "Key": to_item(key), "UpdateExpression": expression}}
+    _add_expression_args(op["Update"], condition, names, values)
+    return op
+
+
+def delete_op(key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
+    op: dict[str, Any] = {"Delete": {"TableName": table_name(), "Key": to_item(key)}}
+    _add_expression_args(op["Delete"], condition, names, values)
+    return op
+
+
+def check_op(key: dict[str, str], condition: str, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
+    op: dict[str, Any] = {"ConditionCheck": {"TableName": table_name(), "Key": to_item(key)}}
+    _add_expression_args(op["ConditionCheck"], condition, names, values)
+    return op
+
+
+def transact(operations: list[dict[str, Any]], token: str | None = None) -> None:
+    """All-or-nothing write of up to 100 operations. Raises ConditionFailed with per-item reasons.
+
+    ``token`` (ClientRequestToken) makes a retried transaction idempotent for 10 minutes.
+    """
+    if not operations:
+        return
+    if len(operations) > TRANSACTION_LIMIT:
+        raise ValueError("a transaction holds at most 100 operations")
+    kwargs: dict[str, Any] = {"TransactItems": operations}
+    if token:
+        kwargs["ClientRequestToken"] = token
+    attempt = 0
+    while True:
+        try:
+            client().transact_write_items(**kwargs)
+        except Exception as error:
+            STATS.record("TransactWriteItems")
+            response = getattr(error, "response", {})
+            code = response.get("Error", {}).get("Code")
+            reasons = [r.get("Code", "None") for r in response.get("CancellationReasons", [])]
+            if code == "TransactionCanceledException" and "TransactionConflict" in reasons and "ConditionalCheckFailed" not in reasons:
+                attempt += 1
+                if attempt <= MAX_UNPROCESSED_RETRIES:
+                    _backoff(attempt)
+                    continue
+            if _is_condition_failure(error):
+                raise ConditionFailed(reasons) from error
+            raise
+        writes = sum(1 for op in operations if "ConditionCheck" not in op)
+        STATS.record("TransactWriteItems", written=writes)
+        return

@@ -1,0 +1,25 @@
+"""``python -m local``: serve the MLflow API on http://127.0.0.1:5000 (``PORT`` overrides)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+
+from local.runtime import LocalRuntime
+
+
+def main() -> None:
+    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "WARNING"))
+    runtime = LocalRuntime().start()
+    print(f"mlflow-serverless listening on {runtime.url} (indexer: {runtime.indexer_mode})", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    runtime.stop()
+
+
+if __name__ == "__main__":
+    main()
