@@ -42,14 +42,14 @@ def server() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def runtime_handle(server: str):  # noqa: ANN201 - the LocalRuntime of `server`
+def runtime_handle(server: str):
     from local import runtime as runtime_module
 
     return runtime_module
 
 
 @pytest.fixture
-def client(server: str):  # noqa: ANN201
+def client(server: str):
     import mlflow
 
     mlflow.set_tracking_uri(server)

@@ -38,7 +38,7 @@ def test_unknown_route_answers_endpoint_not_found(server: str, path: str) -> Non
     assert json.loads(body)["error_code"] == "ENDPOINT_NOT_FOUND"
 
 
-def test_default_experiment_exists(client) -> None:  # noqa: ANN001
+def test_default_experiment_exists(client) -> None:
     experiment = client.get_experiment("0")
     assert experiment.name == "Default"
     assert experiment.lifecycle_stage == "active"

@@ -48,16 +48,18 @@ def text(value: str, budget: int = DEFAULT_TEXT_BUDGET) -> str:
 
 def decode_text(encoded: str) -> str:
     """Inverse of ``text()`` for strings that were not truncated (read the full value from the item)."""
-    if _TRUNCATED in encoded:
-        raise ValueError("truncated key segment; read the value attribute instead")
-    body = encoded[:-1] if encoded.endswith(TERMINATOR) else encoded
     out, i = [], 0
-    while i < len(body):
-        if body[i] == _ESCAPE:
-            out.append(_UNESCAPES[body[i : i + 2]])
+    while i < len(encoded):
+        ch = encoded[i]
+        if ch == _ESCAPE:
+            out.append(_UNESCAPES[encoded[i : i + 2]])
             i += 2
+        elif ch == TERMINATOR:
+            break
+        elif ch == _TRUNCATED:
+            raise ValueError("truncated key segment; read the value attribute instead")
         else:
-            out.append(body[i])
+            out.append(ch)
             i += 1
     return "".join(out)
 

@@ -189,7 +189,7 @@ def message(raw: dict[str, Any], fields: dict[str, str], schema: dict[str, list[
         validate(raw, schema, ok)
     if not ok:
         # Types that the handler schema did not check still fail protobuf parsing in MLflow.
-        for name, kind in fields.items():
+        for name in fields:
             if name in raw and name not in parsed and raw[name] is not None:
                 raise invalid(_invalid_value(name, raw[name], f" Hint: Value was of type '{type(raw[name]).__name__}'.") + API_DOCS_HINT)
     return parsed

@@ -136,7 +136,13 @@ def client() -> Any:
                     endpoint_url=os.environ.get("DYNAMODB_ENDPOINT_URL") or None,
                     config=Config(retries={"mode": "adaptive", "max_attempts": 10}, max_pool_connections=32),
                 )
+                _client.meta.events.register("before-call.dynamodb.Scan", _forbid_scan)
     return _client
+
+
+def _forbid_scan(**_: Any) -> None:
+    # Request paths are GetItem, Query, batches or transactions (docs/access-patterns.md), never Scan.
+    raise RuntimeError("Scan is not allowed on a request path")
 
 
 def reset_client() -> None:
