@@ -1,0 +1,68 @@
+"""Stack configuration read from CDK context (``cdk.json`` or ``cdk synth -c key=value``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+AUTHORIZATION_MODES = ("iam", "none")
+
+_RETENTION: dict[int, logs.RetentionDays] = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    90: logs.RetentionDays.THREE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+}
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    # Physical table name; the local runtime and tests use the same default.
+    table_name: str = "mlflow-serverless"
+    # "iam": every route needs a SigV4-signed request (MLFLOW_TRACKING_AWS_SIGV4=true on the client).
+    # "none": open API, for short trials only.
+    authorization: str = "iam"
+    log_level: str = "INFO"
+    log_retention_days: int = 30
+    # Stage-wide throttling defaults (requests/second and burst) for the HTTP API.
+    throttle_rate: int = 200
+    throttle_burst: int = 400
+    api_memory_mb: int = 1024
+    indexer_memory_mb: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.authorization not in AUTHORIZATION_MODES:
+            raise ValueError(f"context 'authorization' must be one of {AUTHORIZATION_MODES}, got {self.authorization!r}")
+        if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise ValueError(f"context 'log_level' is not a log level: {self.log_level!r}")
+
+    @property
+    def iam_auth(self) -> bool:
+        return self.authorization == "iam"
+
+    @property
+    def log_retention(self) -> logs.RetentionDays:
+        # CloudWatch only accepts a fixed set of retention periods.
+        try:
+            return _RETENTION[self.log_retention_days]
+        except KeyError:
+            raise ValueError(f"context 'log_retention_days' must be one of {sorted(_RETENTION)}, got {self.log_retention_days}") from None
+
+    @classmethod
+    def from_context(cls, scope: Construct) -> StackConfig:
+        """Read every field from context, falling back to the dataclass default."""
+        values: dict[str, Any] = {}
+        for name, default in cls.__dataclass_fields__.items():
+            raw = scope.node.try_get_context(name)
+            if raw is None:
+                continue
+            # `-c key=value` always arrives as a string.
+            values[name] = type(default.default)(raw) if not isinstance(default.default, str) else str(raw)
+        return cls(**values)

@@ -1,0 +1,1 @@
+"""Constructs of the stack, one concern each (table, layer, functions, API, bucket, indexer, bootstrap)."""

@@ -1,0 +1,149 @@
+"""One Lambda function per feature, all on the shared layer, each with its own least-privilege role."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra import FUNCTIONS_DIR
+from infra.config import StackConfig
+from infra.permissions import BUCKET_LIST_ACTIONS, BUCKET_OBJECT_ACTIONS, access_for
+
+# Newest Python runtime aws-cdk-lib 2.275 offers; the code targets 3.11+ and the layer is pure Python.
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE = lambda_.Architecture.ARM_64
+# HTTP API integrations time out after ~29-30 s: a longer Lambda timeout would only keep working on an
+# answer nobody receives.
+API_TIMEOUT = Duration.seconds(29)
+METRICS_NAMESPACE = "MlflowServerless"
+
+
+@dataclass(frozen=True)
+class SharedResources:
+    table: dynamodb.ITable
+    bucket: s3.IBucket
+    layer: lambda_.ILayerVersion
+    config: StackConfig
+
+
+def feature_code(feature: str, functions_dir: Path = FUNCTIONS_DIR) -> lambda_.Code:
+    """``functions/`` restricted to one feature's package, so the handler is ``<feature>.handler...``.
+
+    The feature's files alone decide the asset hash: editing ``runs`` does not redeploy ``registry``.
+    A feature whose folder does not exist yet still synthesizes (with an empty package directory).
+    """
+    return lambda_.Code.from_asset(
+        str(functions_dir),
+        exclude=["*", f"!{feature}", f"!{feature}/**", "__pycache__", "*.pyc", "tests", "conftest.py"],
+    )
+
+
+def grant_table(role: iam.IGrantable, table: dynamodb.ITable, actions: tuple[str, ...]) -> None:
+    if not actions:
+        return
+    resources = [table.table_arn]
+    if "dynamodb:Query" in actions:
+        # Queries may name an index: this table's index ARNs are the only wildcard the roles carry.
+        resources.append(index_arns(table))
+    iam.Grant.add_to_principal(grantee=role, actions=list(actions), resource_arns=resources)
+
+
+def index_arns(table: dynamodb.ITable) -> str:
+    return f"{table.table_arn}/index/*"
+
+
+def grant_bucket(role: iam.IGrantable, bucket: s3.IBucket) -> None:
+    iam.Grant.add_to_principal(grantee=role, actions=list(BUCKET_OBJECT_ACTIONS), resource_arns=[bucket.arn_for_objects("*")])
+    iam.Grant.add_to_principal(grantee=role, actions=list(BUCKET_LIST_ACTIONS), resource_arns=[bucket.bucket_arn])
+
+
+class ServerlessFunction(Construct):
+    """A Python function on the shared layer: own role (no managed policies), own log group, X-Ray."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: str,
+        code: lambda_.Code,
+        handler: str,
+        shared: SharedResources,
+        memory_size: int,
+        timeout: Duration,
+        description: str,
+        environment: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        access = access_for(name)
+        self.name = name
+        self.access = access
+        config = shared.config
+        self.log_group = logs.LogGroup(self, "Logs", retention=config.log_retention, removal_policy=RemovalPolicy.DESTROY)
+        # A role without AWSLambdaBasicExecutionRole: logging is granted on this function's log group only.
+        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=f"mlflow-serverless {name}")
+        iam.Grant.add_to_principal(
+            grantee=self.role,
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+            resource_arns=[self.log_group.log_group_arn],
+        )
+        grant_table(self.role, shared.table, access.table_actions)
+        if access.bucket:
+            grant_bucket(self.role, shared.bucket)
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            description=description,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            code=code,
+            handler=handler,
+            layers=[shared.layer],
+            role=self.role,
+            memory_size=memory_size,
+            timeout=timeout,
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=self.log_group,
+            environment={
+                "POWERTOOLS_SERVICE_NAME": name,
+                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+                "POWERTOOLS_LOG_LEVEL": config.log_level.upper(),
+                # Responses can be large (search pages); keep them out of X-Ray segments.
+                "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+                "TABLE_NAME": shared.table.table_name,
+                "BUCKET_NAME": shared.bucket.bucket_name,
+                **(environment or {}),
+            },
+        )
+
+
+class FeatureFunctions(Construct):
+    """The API's functions: ``functions/<feature>/`` with handler ``<feature>.handler.lambda_handler``."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, features: list[str], shared: SharedResources) -> None:
+        super().__init__(scope, construct_id)
+        self.functions: dict[str, ServerlessFunction] = {}
+        for feature in features:
+            self.functions[feature] = ServerlessFunction(
+                self,
+                _construct_name(feature),
+                name=feature,
+                code=feature_code(feature),
+                handler=f"{feature}.handler.lambda_handler",
+                shared=shared,
+                memory_size=shared.config.api_memory_mb,
+                timeout=API_TIMEOUT,
+                description=f"mlflow-serverless API feature '{feature}'",
+            )
+
+
+def _construct_name(feature: str) -> str:
+    return "".join(part.capitalize() for part in feature.split("_"))

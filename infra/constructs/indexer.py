@@ -1,0 +1,78 @@
+"""The stream indexer: table stream -> ``functions/indexer`` -> derived items (RANK, FTS).
+
+Records of derived entities are dropped by Lambda event filtering before they reach the function, so
+the indexer's own writes never re-trigger indexing (and cost no invocations). Failed records are
+bisected and retried a bounded number of times, then their stream coordinates go to an SQS queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.constructs.functions import ServerlessFunction, SharedResources, feature_code
+from mlflow_serverless import schema
+
+INDEXER = "indexer"
+RETRY_ATTEMPTS = 5
+MAX_RECORD_AGE = Duration.days(1)
+BATCH_SIZE = 100
+INDEXER_TIMEOUT = Duration.seconds(120)
+
+
+def derived_entity_types() -> list[str]:
+    return sorted(entity.name for entity in schema.ENTITIES if entity.derived)
+
+
+def stream_filters() -> list[dict[str, Any]]:
+    """Keep a record unless its item is a derived entity (filters are OR-ed: a record passes if one matches).
+
+    INSERT and MODIFY carry a NewImage; REMOVE carries only an OldImage. An item's entity_type never
+    changes (it is part of what the key means), so checking the image that exists is enough.
+    """
+    not_derived = {schema.ENTITY_TYPE: {"S": [{"anything-but": derived_entity_types()}]}}
+    return [
+        lambda_.FilterCriteria.filter({"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": not_derived}}),
+        lambda_.FilterCriteria.filter({"eventName": ["REMOVE"], "dynamodb": {"OldImage": not_derived}}),
+    ]
+
+
+class StreamIndexer(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, shared: SharedResources) -> None:
+        super().__init__(scope, construct_id)
+        self.dead_letter_queue = sqs.Queue(
+            self,
+            "DeadLetterQueue",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        self.function = ServerlessFunction(
+            self,
+            "Indexer",
+            name=INDEXER,
+            code=feature_code(INDEXER),
+            handler=f"{INDEXER}.handler.lambda_handler",
+            shared=shared,
+            memory_size=shared.config.indexer_memory_mb,
+            timeout=INDEXER_TIMEOUT,
+            description="mlflow-serverless stream indexer (derived RANK/FTS items)",
+        )
+        self.event_source = sources.DynamoEventSource(
+            shared.table,
+            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+            batch_size=BATCH_SIZE,
+            # The handler reports failed records individually; bisecting isolates a poison record.
+            report_batch_item_failures=True,
+            bisect_batch_on_error=True,
+            retry_attempts=RETRY_ATTEMPTS,
+            max_record_age=MAX_RECORD_AGE,
+            on_failure=sources.SqsDlq(self.dead_letter_queue),
+            filters=stream_filters(),
+        )
+        self.function.function.add_event_source(self.event_source)

@@ -1,0 +1,51 @@
+"""CloudFormation custom resource: write the bootstrap items (Default experiment 0) after deploy.
+
+Runs on the shared layer and calls ``mlflow_serverless.bootstrap.ensure_bootstrap_items`` (conditional
+puts that ignore ConditionalCheckFailed), so an existing Default experiment is never overwritten and the
+timestamps are those of the first deploy. Invoked directly by CloudFormation (no provider framework),
+so it answers CloudFormation's presigned ResponseURL itself. Delete is a no-op: the table is retained.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.request
+from typing import Any
+
+logger = logging.getLogger()
+logger.setLevel(logging.INFO)
+
+
+def _respond(event: dict[str, Any], context: Any, status: str, reason: str = "") -> None:
+    body = json.dumps(
+        {
+            "Status": status,
+            "Reason": reason or f"See CloudWatch log stream {getattr(context, 'log_stream_name', '?')}",
+            "PhysicalResourceId": event.get("PhysicalResourceId") or f"bootstrap-{event['ResourceProperties'].get('TableName', 'table')}",
+            "StackId": event["StackId"],
+            "RequestId": event["RequestId"],
+            "LogicalResourceId": event["LogicalResourceId"],
+            "Data": {},
+        }
+    ).encode()
+    request = urllib.request.Request(
+        event["ResponseURL"], data=body, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(body))}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        logger.info("CloudFormation response status %s", response.status)
+
+
+def handler(event: dict[str, Any], context: Any) -> None:
+    logger.info("%s %s", event.get("RequestType"), event.get("LogicalResourceId"))
+    try:
+        if event["RequestType"] in ("Create", "Update"):
+            # Imported here so a broken layer is reported to CloudFormation instead of hanging the stack.
+            from mlflow_serverless.bootstrap import ensure_bootstrap_items
+
+            ensure_bootstrap_items()
+    except Exception as error:  # report every failure: CloudFormation would otherwise wait for an hour
+        logger.exception("bootstrap failed")
+        _respond(event, context, "FAILED", f"{type(error).__name__}: {error}"[:1000])
+        return
+    _respond(event, context, "SUCCESS")

@@ -1,0 +1,64 @@
+"""The mlflow-serverless stack: table, bucket, shared layer, feature functions, HTTP API, indexer, bootstrap."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra.config import StackConfig
+from infra.constructs.api import MlflowHttpApi
+from infra.constructs.artifacts_bucket import ArtifactsBucket
+from infra.constructs.bootstrap import Bootstrap
+from infra.constructs.functions import ARCHITECTURE, RUNTIME, FeatureFunctions, SharedResources
+from infra.constructs.indexer import StreamIndexer
+from infra.constructs.layer import SharedLayer
+from infra.constructs.table import MlflowTable
+from infra.nag import add_suppressions
+from mlflow_serverless import routes
+
+
+class MlflowServerlessStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig | None = None, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, description="MLflow tracking server and model registry on AWS serverless", **kwargs)
+        self.config = config or StackConfig.from_context(self)
+
+        self.table = MlflowTable(self, "Table", table_name=self.config.table_name).table
+        self.artifacts = ArtifactsBucket(self, "Artifacts")
+        self.layer = SharedLayer(self, "Shared", runtime=RUNTIME, architecture=ARCHITECTURE)
+        shared = SharedResources(table=self.table, bucket=self.artifacts.bucket, layer=self.layer.layer, config=self.config)
+
+        self.features = FeatureFunctions(self, "Features", features=routes.features(), shared=shared)
+        self.api = MlflowHttpApi(
+            self,
+            "Api",
+            functions={name: fn.function for name, fn in self.features.functions.items()},
+            config=self.config,
+        )
+        self.indexer = StreamIndexer(self, "Indexer", shared=shared)
+        self.bootstrap = Bootstrap(self, "Bootstrap", shared=shared)
+
+        # Attach this to the users/roles that run the mlflow client when authorization is "iam".
+        self.client_policy_resource = self.format_arn(service="execute-api", resource=self.api.api.api_id, resource_name="*")
+        self.client_policy = iam.ManagedPolicy(
+            self,
+            "ClientPolicy",
+            description="Invoke the mlflow-serverless API (SigV4-signed requests from the mlflow client)",
+            statements=[
+                iam.PolicyStatement(
+                    actions=["execute-api:Invoke"],
+                    resources=[self.client_policy_resource],
+                )
+            ],
+        )
+
+        CfnOutput(self, "ApiUrl", value=self.api.url, description="MLFLOW_TRACKING_URI")
+        CfnOutput(self, "TableName", value=self.table.table_name)
+        CfnOutput(self, "BucketName", value=self.artifacts.bucket.bucket_name)
+        CfnOutput(
+            self, "DeadLetterQueueUrl", value=self.indexer.dead_letter_queue.queue_url, description="Stream records the indexer gave up on"
+        )
+        CfnOutput(self, "ClientPolicyArn", value=self.client_policy.managed_policy_arn, description="Grants execute-api:Invoke on the API")
+        CfnOutput(self, "Authorization", value=self.config.authorization)
+
+        add_suppressions(self)

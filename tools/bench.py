@@ -1,0 +1,207 @@
+"""``make bench``: DynamoDB requests and items per API operation, handler import times, artifacts and
+indexer figures, written to docs/performance.md.
+
+It runs the local runtime in-process on a fresh embedded table and sends raw HTTP requests (one API
+operation each), counting every DynamoDB call through ``table.STATS``. Request counts and items are
+what matter: moto's Query walks the whole table, so local seconds grow with table size and are
+reported only where they are meaningful (import times). Sizes: ``BENCH_RUNS`` (default 10000).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "layers" / "shared" / "python"))
+sys.path.insert(0, str(ROOT / "functions"))
+sys.path.insert(0, str(ROOT))
+
+from mlflow_serverless import routes  # noqa: E402
+from mlflow_serverless.table import STATS  # noqa: E402
+
+API = "/api/2.0/mlflow"
+
+
+@dataclass
+class Measurement:
+    operation: str
+    requests: int
+    by_type: dict[str, int]
+    items_read: int
+    items_written: int
+    note: str = ""
+    budget: str = ""
+
+
+class Bench:
+    def __init__(self, url: str, runtime: Any) -> None:
+        self.url = url
+        self.runtime = runtime
+        self.session = requests.Session()
+        self.results: list[Measurement] = []
+        self.extra: dict[str, list[tuple[str, str]]] = {}
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        response = self.session.request(method, self.url + path, json=body, params=params, timeout=600)
+        if response.status_code != 200:
+            raise RuntimeError(f"{method} {path} -> {response.status_code} {response.text[:300]}")
+        return response.json() if response.content else {}
+
+    def measure(self, operation: str, fn: Callable[[], Any], note: str = "", budget: str = "") -> Any:
+        STATS.reset()
+        result = fn()
+        snap = STATS.snapshot()
+        self.results.append(
+            Measurement(operation, sum(snap["requests"].values()), snap["requests"], snap["items_read"], snap["items_written"], note, budget)
+        )
+        return result
+
+
+def import_times() -> list[tuple[str, float]]:
+    """Cold import of each feature handler in a fresh interpreter (median of 3), in milliseconds."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "shared" / "python"), str(ROOT / "functions")])}
+    env.update({"POWERTOOLS_TRACE_DISABLED": "true", "TABLE_NAME": "bench", "AWS_DEFAULT_REGION": "us-east-1"})
+    out = []
+    for feature in [*routes.features(), "indexer"]:
+        if not (ROOT / "functions" / feature / "handler.py").exists():
+            continue
+        code = f"import time; t=time.perf_counter(); import {feature}.handler; print((time.perf_counter()-t)*1000)"
+        samples = []
+        for _ in range(3):
+            proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                break
+            samples.append(float(proc.stdout.strip().splitlines()[-1]))
+        if samples:
+            out.append((feature, statistics.median(samples)))
+    return out
+
+
+def scenario_tracking(bench: Bench, n_runs: int) -> None:
+    exp_name = f"bench-{uuid.uuid4().hex[:8]}"
+    exp_id = bench.measure("experiments/create", lambda: bench.call("POST", f"{API}/experiments/create", {"name": exp_name}))["experiment_id"]
+    bench.measure("experiments/get", lambda: bench.call("GET", f"{API}/experiments/get", params={"experiment_id": exp_id}))
+    bench.measure("experiments/get-by-name", lambda: bench.call("GET", f"{API}/experiments/get-by-name", params={"experiment_name": exp_name}))
+    run = bench.measure(
+        "runs/create", lambda: bench.call("POST", f"{API}/runs/create", {"experiment_id": exp_id, "start_time": 1, "tags": [{"key": "t", "value": "v"}]})
+    )["run"]
+    run_id = run["info"]["run_id"]
+    bench.measure("runs/log-parameter", lambda: bench.call("POST", f"{API}/runs/log-parameter", {"run_id": run_id, "key": "p", "value": "1"}))
+    bench.measure("runs/set-tag", lambda: bench.call("POST", f"{API}/runs/set-tag", {"run_id": run_id, "key": "k", "value": "v"}))
+    bench.measure(
+        "runs/log-metric", lambda: bench.call("POST", f"{API}/runs/log-metric", {"run_id": run_id, "key": "m", "value": 1.0, "timestamp": 1, "step": 0})
+    )
+    metrics = [{"key": f"m{i % 5}", "value": float(i), "timestamp": 1000 + i, "step": i // 5} for i in range(1000)]
+    m = bench.measure(
+        "runs/log-batch (1000 metrics, 5 keys)",
+        lambda: bench.call("POST", f"{API}/runs/log-batch", {"run_id": run_id, "metrics": metrics}),
+        budget="<= 45 requests, <= 1.1 items written per point",
+    )
+    del m
+    last = bench.results[-1]
+    last.note = f"{last.items_written / 1000:.3f} items written per metric point"
+    _clear_run_cache()
+    bench.measure("runs/get (cold Lambda)", lambda: bench.call("GET", f"{API}/runs/get", params={"run_id": run_id}), budget="<= 2 requests")
+    bench.measure("runs/get (warm Lambda)", lambda: bench.call("GET", f"{API}/runs/get", params={"run_id": run_id}), budget="1 request")
+    bench.measure(
+        "metrics/get-history (200 points)",
+        lambda: bench.call("GET", f"{API}/metrics/get-history", params={"run_id": run_id, "metric_key": "m0"}),
+    )
+
+    # search_runs: 100 of n_runs, no filter
+    search_exp = bench.call("POST", f"{API}/experiments/create", {"name": f"{exp_name}-search"})["experiment_id"]
+
+    def create(i: int) -> None:
+        bench.session.post(bench.url + f"{API}/runs/create", json={"experiment_id": search_exp, "start_time": 10_000 + i, "run_name": f"r{i}"}, timeout=600)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(create, range(n_runs)))
+    bench.extra.setdefault("Setup", []).append((f"created {n_runs} runs", f"{time.monotonic() - started:.0f} s (moto)"))
+    bench.measure(
+        f"runs/search (100 of {n_runs}, no filter)",
+        lambda: bench.call("POST", f"{API}/runs/search", {"experiment_ids": [search_exp], "max_results": 100}),
+        budget="<= 2 items per run returned + the run's data",
+    )
+    last = bench.results[-1]
+    last.note = f"{last.items_read / 100:.2f} items read per run returned"
+
+
+def _clear_run_cache() -> None:
+    """Forget warm-Lambda caches so the next call is measured as a cold start."""
+    try:
+        from mlflow_serverless.store import runs as runs_store
+
+        for name in dir(runs_store):
+            value = getattr(runs_store, name)
+            if hasattr(value, "cache_clear"):
+                value.cache_clear()
+            elif isinstance(value, dict) and name.isupper() and "CACHE" in name:
+                value.clear()
+    except ImportError:
+        pass
+
+
+SCENARIOS: list[tuple[str, Callable[..., None]]] = [("tracking", scenario_tracking)]
+
+
+def render(bench: Bench, imports: list[tuple[str, float]], n_runs: int) -> str:
+    lines = [
+        "<!-- Generated by `make bench` (tools/bench.py). -->\n",
+        "# Performance\n",
+        "Measured by `make bench` on the local runtime (embedded moto, fresh table): every DynamoDB call of one API",
+        "operation is counted. *Items read* is what DynamoDB reads (ScannedCount for queries), *items written* counts",
+        "each put/update/delete. Seconds are not reported for operations: moto's Query walks the whole table, so local",
+        "latency says nothing about DynamoDB's. Request-path counts are taken with the stream indexer paused.\n",
+        "## DynamoDB work per API operation\n",
+        "| operation | requests | by type | items read | items written | budget | note |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for m in bench.results:
+        by_type = ", ".join(f"{k} {v}" for k, v in sorted(m.by_type.items()))
+        lines.append(f"| {m.operation} | {m.requests} | {by_type} | {m.items_read} | {m.items_written} | {m.budget} | {m.note} |")
+    lines += ["\n## Handler import time (cold, fresh interpreter, median of 3)\n", "| feature | import ms |", "|---|---|"]
+    lines += [f"| {feature} | {ms:.0f} |" for feature, ms in imports]
+    for title, rows in bench.extra.items():
+        lines += [f"\n## {title}\n", "| measure | value |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    n_runs = int(os.environ.get("BENCH_RUNS", "10000"))
+    os.environ["TABLE_NAME"] = f"bench-{uuid.uuid4().hex[:8]}"
+    from local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(port=0, indexer_mode="paused").start()
+    bench = Bench(runtime.url, runtime)
+    try:
+        for name, scenario in SCENARIOS:
+            try:
+                scenario(bench, n_runs)
+            except Exception as error:  # a missing feature must not hide the other figures
+                bench.extra.setdefault("Scenario failures", []).append((name, str(error)[:200]))
+    finally:
+        runtime.stop()
+    imports = import_times()
+    out = ROOT / "docs" / "performance.md"
+    out.write_text(render(bench, imports, n_runs))
+    print(out.read_text())
+    print(json.dumps([m.__dict__ for m in bench.results], indent=1)[:2000])
+
+
+if __name__ == "__main__":
+    main()
