@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,7 @@ class LocalRuntime:
 
             moto_port = int(os.environ.get("MOTO_PORT", "0")) or free_port()
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
+            _serialize_moto_dynamodb()
             self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
             self._moto.start()
             endpoint = f"http://127.0.0.1:{moto_port}"
@@ -229,6 +230,29 @@ class LocalRuntime:
                 log.exception("stream poll failed")
 
 
+_moto_lock = threading.Lock()
+
+
+def _serialize_moto_dynamodb() -> None:
+    """Make embedded moto's DynamoDB atomic under concurrent requests, as DynamoDB is.
+
+    moto's TransactWriteItems snapshots the whole table and restores the snapshot when a condition
+    fails, erasing writes other threads committed meanwhile; one request at a time avoids that.
+    """
+    from moto.dynamodb.responses import DynamoHandler
+
+    if getattr(DynamoHandler.call_action, "_serialized", False):
+        return
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any) -> Any:
+        with _moto_lock:
+            return original(self)
+
+    call_action._serialized = True  # type: ignore[attr-defined]
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
+
 def api_gateway_event(
     method: str,
     raw_path: str,
@@ -247,7 +271,7 @@ def api_gateway_event(
         text_body, is_base64 = body.decode("utf-8"), False
     except UnicodeDecodeError:
         text_body, is_base64 = base64.b64encode(body).decode("ascii"), True
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": route_key,
@@ -344,7 +368,7 @@ def _make_request_handler(runtime: LocalRuntime) -> type[BaseHTTPRequestHandler]
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             log.info("%s %s", self.address_string(), format % args)
 
     return Handler

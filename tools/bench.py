@@ -155,7 +155,22 @@ def _clear_run_cache() -> None:
         pass
 
 
-SCENARIOS: list[tuple[str, Callable[..., None]]] = [("tracking", scenario_tracking)]
+def scenario_artifacts(bench: Bench, _: int) -> None:
+    """Upload and download a 100 MB model with the real client: Lambda invocations and bytes through Lambda."""
+    from tools.artifact_bench import measure_model_transfer
+
+    size_mb = int(os.environ.get("BENCH_MODEL_MB", "100"))
+    result = measure_model_transfer(size_mb, runtime=bench.runtime)
+    rows = bench.extra.setdefault(f"Artifacts: a {size_mb} MB model with the stock client", [])
+    for phase in ("upload", "download"):
+        figures = result[phase]
+        rows.append((f"{phase}: Lambda invocations", str(figures["invocations"])))
+        rows.append((f"{phase}: request + response bytes through Lambda", str(figures["request_bytes"] + figures["response_bytes"])))
+        rows.append((f"{phase}: artifact bytes through Lambda", str(figures["artifact_bytes_through_lambda"])))
+        rows.append((f"{phase}: invocations by route", ", ".join(f"{k} {v}" for k, v in figures["by_operation"].items())))
+
+
+SCENARIOS: list[tuple[str, Callable[..., None]]] = [("tracking", scenario_tracking), ("artifacts", scenario_artifacts)]
 
 
 def render(bench: Bench, imports: list[tuple[str, float]], n_runs: int) -> str:

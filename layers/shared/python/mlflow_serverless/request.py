@@ -133,11 +133,17 @@ def _parse_scalar(kind: str, value: Any) -> Any:
         if isinstance(value, float) and value.is_integer():
             return int(value)
         if isinstance(value, str):
-            return int(value)
+            try:
+                return int(value)
+            except ValueError:
+                # protobuf's JSON parser also takes integral floats written as strings ("1e2", "1.0").
+                as_float = float(value)
+                if not as_float.is_integer():
+                    raise
+                return int(as_float)
         raise ValueError
     if kind == "double":
-        if isinstance(value, bool):
-            raise ValueError
+        # protobuf's JSON parser reads true/false as 1.0/0.0 for doubles (not for integers).
         if isinstance(value, (int, float)):
             return float(value)
         if isinstance(value, str):

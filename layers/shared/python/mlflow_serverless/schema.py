@@ -36,12 +36,12 @@ class Index:
 INDEXES: tuple[Index, ...] = (
     Index("gsi1", "GSI", "gsi1pk", "gsi1sk", "KEYS_ONLY", "Reverse lookup: which experiment holds a run, trace or logged model"),
     Index("gsi2", "GSI", "gsi2pk", "gsi2sk", "ALL", "Collections: experiments of a workspace; global FTS postings"),
-    Index("gsi3", "GSI", "gsi3pk", "gsi3sk", "ALL", "Cross-partition lookups: model versions by run id, registry by update time"),
+    Index("gsi3", "GSI", "gsi3pk", "gsi3sk", "ALL", "Cross-partition lookups: model versions by run id"),
     Index("gsi4", "GSI", "gsi4pk", "gsi4sk", "KEYS_ONLY", "Permissions by resource"),
     Index("gsi5", "GSI", "gsi5pk", "gsi5sk", "ALL", "Name-ordered listings: experiments and registered models"),
     Index("lsi1", "LSI", PK, "lsi1sk", "ALL", "Runs by lifecycle stage, then start time"),
     Index("lsi2", "LSI", PK, "lsi2sk", "ALL", "Runs and traces by start/request time"),
-    Index("lsi3", "LSI", PK, "lsi3sk", "ALL", "Runs by status, then start time"),
+    Index("lsi3", "LSI", PK, "lsi3sk", "ALL", "Runs by status, then start time; model versions by stage, then version"),
     Index("lsi4", "LSI", PK, "lsi4sk", "ALL", "Runs and traces by name"),
     Index("lsi5", "LSI", PK, "lsi5sk", "ALL", "Items changed at a time (source items the indexer derives from)"),
 )
@@ -166,6 +166,19 @@ ENTITIES: tuple[Entity, ...] = (
     ),
     _e("experiment_tag", EXP, "E#TAG#{key:str}", "Experiment tag", attributes=("key", "value")),
     _e(
+        "experiment_entry", "EXPLIST#{workspace}", "E#{experiment_num:i64}#META",
+        "Copy of E#META in the workspace's consistent experiment collection, written in the same transaction: "
+        "search_experiments reads it strongly consistent (the gsi2 collection may lag a create)",
+        # lsi5: "name not yet indexed" flag for the FTS indexer (it removes lsi5sk once the name is indexed).
+        indexes={"lsi5": (None, "U#{last_update_time:i64}#E#{experiment_id}")},
+        attributes=("experiment_id", "name", "artifact_location", "lifecycle_stage", "creation_time", "last_update_time", "workspace"),
+    ),
+    _e(
+        "experiment_entry_tag", "EXPLIST#{workspace}", "E#{experiment_num:i64}#T#{key:str}",
+        "Copy of an experiment tag in the consistent experiment collection (search filters and returns tags)",
+        attributes=("experiment_id", "key", "value"),
+    ),
+    _e(
         "run", EXP, "R#{run_id}", "Run metadata (info)",
         indexes={
             "gsi1": ("RUN#{run_id}", "EXP#{experiment_id}"),
@@ -175,7 +188,7 @@ ENTITIES: tuple[Entity, ...] = (
             "lsi4": (None, "R#{run_name:str}{run_id}"),
             "lsi5": (None, "U#{last_update_time:i64}#R#{run_id}"),
         },
-        attributes=("run_id", "experiment_id", "run_name", "user_id", "status", "start_time", "end_time", "artifact_uri", "lifecycle_stage", "deleted_time"),
+        attributes=("run_id", "experiment_id", "run_name", "user_id", "status", "start_time", "end_time", "artifact_uri", "lifecycle_stage", "deleted_time", "last_update_time"),
     ),
     _e(
         "run_locator", "RUN#{run_id}", "RUN",
@@ -185,12 +198,16 @@ ENTITIES: tuple[Entity, ...] = (
     _e(
         "latest_metric", EXP, "R#{run_id}#M#{key:str}", "Latest value of a run's metric (max step, then timestamp, then value)",
         indexes={"lsi5": (None, "U#{changed_at:i64}#M#{run_id}")},
-        attributes=("key", "value", "timestamp", "step", "model_id", "dataset_name", "dataset_digest"),
+        # rank = int64(step) + int64(timestamp) + float64(value as SQL compares it): one string, so a
+        # condition `rank < :new` keeps MLflow's rule under concurrent writers.
+        attributes=("key", "value", "timestamp", "step", "is_nan", "rank", "changed_at"),
     ),
     _e(
-        "metric_history", EXP, "H#{run_id}#{key:str}{step:i64}#{timestamp:i64}#{value:f64}",
+        # Ordered as MLflow answers get-history (timestamp, step, value): pages are key ranges.
+        # value in the key is the SQL identity (+-inf as +-1.797e308, NaN distinct from 0).
+        "metric_history", EXP, "H#{run_id}#{key:str}{timestamp:i64}#{step:i64}#{value:f64}",
         "One logged metric point; identical re-logs land on the same key (idempotent)",
-        attributes=("key", "value", "timestamp", "step", "model_id", "dataset_name", "dataset_digest"),
+        attributes=("key", "value", "timestamp", "step", "is_nan"),
     ),
     _e(
         "param", EXP, "R#{run_id}#P#{key:str}", "Run parameter (immutable once logged)",
@@ -200,13 +217,25 @@ ENTITIES: tuple[Entity, ...] = (
     _e("run_tag", EXP, "R#{run_id}#T#{key:str}", "Run tag", attributes=("key", "value")),
     _e(
         "run_input", EXP, "R#{run_id}#I#{dataset_name:str}{dataset_digest:str}",
-        "Dataset input of a run (dataset fields copied, input tags)",
+        "Dataset input of a run (dataset fields copied so get_run stays one query, input tags)",
         attributes=("dataset", "tags"),
     ),
+    _e(
+        "run_input_part", EXP, "R#{run_id}#I#{dataset_name:str}{dataset_digest:str}#C{part:i64}",
+        "Slice of a large dataset schema/profile of a run input (items stay < 400 KB)",
+        attributes=("field", "data"),
+    ),
+    _e("run_model_input", EXP, "R#{run_id}#N#{model_id}", "Logged model input of a run", attributes=("model_id",)),
     _e("run_output", EXP, "R#{run_id}#O#{model_id}", "Logged model output of a run", attributes=("model_id", "step")),
     _e(
-        "dataset", EXP, "D#{dataset_name:str}{dataset_digest:str}", "Dataset logged in an experiment",
+        "dataset", EXP, "D#{dataset_name:str}{dataset_digest:str}",
+        "Dataset logged in an experiment: the first logged copy wins, as in MLflow's datasets table",
         attributes=("name", "digest", "source_type", "source", "schema", "profile"),
+    ),
+    _e(
+        "dataset_part", EXP, "D#{dataset_name:str}{dataset_digest:str}#C{part:i64}",
+        "Slice of a large dataset schema/profile (items stay < 400 KB)",
+        attributes=("field", "data"),
     ),
     _e(
         "dataset_link", EXP, "DLINK#{dataset_name:str}{dataset_digest:str}{run_id}", "Run that used a dataset (search by datasets.*)",
@@ -245,32 +274,46 @@ ENTITIES: tuple[Entity, ...] = (
         attributes=("run_id", "key", "value"), derived=True,
     ),
     _e(
-        "param_rank", EXP, "RANK#p#{key:str}{value:str}{run_id}", "A run's param value, in value order",
+        # value_key is keys.text(value, 300) so key + value + run id stay under DynamoDB's 1024-byte sort key.
+        "param_rank", EXP, "RANK#p#{key:str}{value_key}{run_id}", "A run's param value, in value order",
         attributes=("run_id", "key", "value"), derived=True,
     ),
     _e(
-        "fts_forward", "{scope}", "FTS#{level}#{token}#{entity_kind}#{entity_id}",
-        "Token -> entity posting (scope is the owning partition: EXP#<id> or RM_FTS)",
-        indexes={"gsi2": ("FTS#{token}", "{level}#{entity_kind}#{entity_id}")},
+        "fts_forward", "{scope}", "FTS#{level}#{token:str}{entity_kind}#{entity_id:str}",
+        "Token -> entity posting (scope: EXP#<id> for runs/traces, EXPLIST#<ws> for experiments, RMFTS#<ws> for models)",
+        indexes={"gsi2": ("FTS#{token:str}", "{level}#{entity_kind}#{scope}#{entity_id:str}")},
         attributes=("entity_kind", "entity_id", "token", "level"), derived=True,
     ),
     _e(
-        "fts_reverse", "{scope}", "FTS_REV#{entity_kind}#{entity_id}#{level}#{token}",
+        "fts_reverse", "{scope}", "FTS_REV#{entity_kind}#{entity_id:str}{level}#{token:str}",
         "Entity -> token, to find and remove stale postings", attributes=("entity_kind", "entity_id", "token", "level"), derived=True,
     ),
     # --- model registry partition -----------------------------------------------------------
     _e(
-        "registered_model", RM, "M#META", "Registered model",
-        indexes={
-            "gsi5": ("WS#{workspace}#RMNAME", "{model_name:str}"),
-            "gsi3": ("WS#{workspace}#RMUPD", "{last_updated_timestamp:i64}#{model_name:str}"),
-        },
-        attributes=("name", "description", "creation_timestamp", "last_updated_timestamp", "next_version", "workspace"),
+        "registered_model", RM, "M#META",
+        "Registered model; next_version allocates version numbers; rename/delete markers make those resumable",
+        # No GSI: the model list is the strongly consistent registered_model_entry collection, and a
+        # GSI key on last_updated_timestamp would cost two index writes per version created.
+        attributes=(
+            "name", "description", "creation_timestamp", "last_updated_timestamp", "next_version", "workspace",
+            "is_prompt", "renaming_to", "renaming_from", "renamed_at", "deleting",
+        ),
+    ),
+    _e(
+        "registered_model_entry", "RMLIST#{workspace}", "{model_name:str}",
+        "Name-ordered, strongly consistent list of registered models (search reads it with ConsistentRead)",
+        # lsi5: "name not yet indexed" flag for the FTS indexer; writers pass changed_at=<now ms>.
+        indexes={"lsi5": (None, "U#{changed_at:i64}#M")},
+        attributes=("name", "is_prompt"),
     ),
     _e(
         "model_version", RM, "M#V#{version:ver}", "Model version, sorted numerically by zero-padded version",
-        indexes={"gsi3": ("MVRUN#{run_id}", "{model_name:str}{version:ver}")},
-        attributes=("name", "version", "creation_timestamp", "last_updated_timestamp", "description", "user_id", "current_stage", "source", "run_id", "run_link", "status", "status_message", "storage_location", "model_id"),
+        indexes={
+            "gsi3": ("MVRUN#{run_id}", "{model_name:str}{version:ver}"),
+            # Latest version of each stage: one consistent LSI query per stage (descending, limit 1).
+            "lsi3": (None, "MV#{current_stage}#{version:ver}"),
+        },
+        attributes=("name", "version", "creation_timestamp", "last_updated_timestamp", "description", "user_id", "current_stage", "source", "run_id", "run_link", "status", "status_message", "storage_location", "model_id", "deleting"),
     ),
     _e("model_version_tag", RM, "M#V#{version:ver}#T#{key:str}", "Model version tag", attributes=("key", "value")),
     _e("registered_model_tag", RM, "M#TAG#{key:str}", "Registered model tag", attributes=("key", "value")),

@@ -1,27 +1,72 @@
-"""Experiment items: building, reading and the Default experiment."""
+"""Experiment items: building, reading, and the checks other features make against an experiment.
+
+Layout (see ``schema.py``):
+
+* ``EXP#<id> / E#META`` and ``EXP#<id> / E#TAG#<key>``: the experiment and its tags. ``get_experiment``
+  reads both with ONE strongly consistent Query (``begins_with "E#"``).
+* ``EXPNAME#<ws>#<name> / EXPNAME``: the name claim. Written with ``attribute_not_exists`` in the same
+  transaction as the experiment, so names are unique without read-then-write; also resolves a name.
+* ``EXPLIST#<ws> / E#<i64 id>#META`` and ``.../E#<i64 id>#T#<key>``: a copy of every experiment and tag
+  in one partition, written in the same transactions as the originals. ``search_experiments`` reads this
+  partition strongly consistent, so a search right after a create/rename/delete/tag sees it; the gsi2
+  collection (eventually consistent) is never used for correctness.
+"""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from mlflow_serverless import table
+from mlflow_serverless import keys, table
 from mlflow_serverless.artifact_locations import default_experiment_artifact_location
+from mlflow_serverless.errors import MlflowError, invalid, not_found
 from mlflow_serverless.schema import ENTITY
+from mlflow_serverless.validation import parse_experiment_id
 
 EXPERIMENT = ENTITY["experiment"]
 EXPERIMENT_NAME = ENTITY["experiment_name"]
 EXPERIMENT_TAG = ENTITY["experiment_tag"]
+EXPERIMENT_ENTRY = ENTITY["experiment_entry"]
+EXPERIMENT_ENTRY_TAG = ENTITY["experiment_entry_tag"]
+CONFIG = ENTITY["config"]
 
 DEFAULT_EXPERIMENT_ID = "0"
 DEFAULT_EXPERIMENT_NAME = "Default"
 DEFAULT_WORKSPACE = "default"
 ACTIVE = "active"
 DELETED = "deleted"
+EXPERIMENT_COUNTER_KEY = "seq#experiment"  # CFG#seq#experiment (see catalog.py)
+
+META_SK = "E#META"
+TAG_SK_PREFIX = "E#TAG#"
+
+_EXPERIMENT_FIELDS = ("experiment_id", "name", "artifact_location", "lifecycle_stage", "creation_time", "last_update_time", "workspace")
 
 
 def now_millis() -> int:
     return int(time.time() * 1000)
+
+
+# --- item builders ----------------------------------------------------------------------------------
+
+def experiment_attributes(
+    experiment_id: str,
+    name: str,
+    artifact_location: str,
+    creation_time: int,
+    lifecycle_stage: str = ACTIVE,
+    workspace: str = DEFAULT_WORKSPACE,
+    last_update_time: int | None = None,
+) -> dict[str, Any]:
+    return {
+        "experiment_id": experiment_id,
+        "name": name,
+        "artifact_location": artifact_location,
+        "lifecycle_stage": lifecycle_stage,
+        "creation_time": creation_time,
+        "last_update_time": creation_time if last_update_time is None else last_update_time,
+        "workspace": workspace,
+    }
 
 
 def experiment_item(
@@ -32,29 +77,190 @@ def experiment_item(
     lifecycle_stage: str = ACTIVE,
     workspace: str = DEFAULT_WORKSPACE,
 ) -> dict[str, Any]:
-    attributes = {
-        "experiment_id": experiment_id,
-        "name": name,
-        "artifact_location": artifact_location,
-        "lifecycle_stage": lifecycle_stage,
-        "creation_time": creation_time,
-        "last_update_time": creation_time,
-        "workspace": workspace,
-    }
+    attributes = experiment_attributes(experiment_id, name, artifact_location, creation_time, lifecycle_stage, workspace)
     return EXPERIMENT.item(attributes, **attributes, experiment_num=int(experiment_id))
+
+
+def entry_item(attributes: dict[str, Any]) -> dict[str, Any]:
+    """The collection copy of an experiment (same attributes as E#META)."""
+    attrs = {name: attributes[name] for name in _EXPERIMENT_FIELDS}
+    # All attributes as key values too: the lsi5 "name not yet indexed" flag is built from last_update_time.
+    return EXPERIMENT_ENTRY.item(attrs, **attrs, experiment_num=int(attrs["experiment_id"]))
+
+
+def tag_item(experiment_id: str, key: str, value: str) -> dict[str, Any]:
+    return EXPERIMENT_TAG.item({"key": key, "value": value}, experiment_id=experiment_id, key=key)
+
+
+def entry_tag_item(experiment_id: str, key: str, value: str, workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any]:
+    return EXPERIMENT_ENTRY_TAG.item(
+        {"experiment_id": experiment_id, "key": key, "value": value},
+        workspace=workspace, experiment_num=int(experiment_id), key=key,
+    )
 
 
 def name_claim_item(experiment_id: str, name: str, workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any]:
     return EXPERIMENT_NAME.item({"experiment_id": experiment_id, "name": name}, workspace=workspace, name=name)
 
 
+def name_claim_key(name: str, workspace: str = DEFAULT_WORKSPACE) -> dict[str, str]:
+    return EXPERIMENT_NAME.key(workspace=workspace, name=name)
+
+
+def meta_key(experiment_id: str) -> dict[str, str]:
+    return EXPERIMENT.key(experiment_id=experiment_id)
+
+
+def entry_key(experiment_id: str, workspace: str = DEFAULT_WORKSPACE) -> dict[str, str]:
+    return EXPERIMENT_ENTRY.key(workspace=workspace, experiment_num=int(experiment_id))
+
+
+def tag_key(experiment_id: str, key: str) -> dict[str, str]:
+    return EXPERIMENT_TAG.key(experiment_id=experiment_id, key=key)
+
+
+def entry_tag_key(experiment_id: str, key: str, workspace: str = DEFAULT_WORKSPACE) -> dict[str, str]:
+    return EXPERIMENT_ENTRY_TAG.key(workspace=workspace, experiment_num=int(experiment_id), key=key)
+
+
+def counter_key() -> dict[str, str]:
+    return CONFIG.key(key=EXPERIMENT_COUNTER_KEY)
+
+
 def default_experiment_items() -> list[dict[str, Any]]:
     created = now_millis()
-    return [
-        experiment_item(DEFAULT_EXPERIMENT_ID, DEFAULT_EXPERIMENT_NAME, default_experiment_artifact_location(DEFAULT_EXPERIMENT_ID), created),
-        name_claim_item(DEFAULT_EXPERIMENT_ID, DEFAULT_EXPERIMENT_NAME),
-    ]
+    meta = experiment_item(DEFAULT_EXPERIMENT_ID, DEFAULT_EXPERIMENT_NAME, default_experiment_artifact_location(DEFAULT_EXPERIMENT_ID), created)
+    return [meta, name_claim_item(DEFAULT_EXPERIMENT_ID, DEFAULT_EXPERIMENT_NAME), entry_item(meta)]
+
+
+# --- ids ----------------------------------------------------------------------------------------------
+
+def normalize_experiment_id(experiment_id: str | int | None) -> str:
+    """The SQL store's rule: ids are integers (``"007"`` is experiment 7); other strings are 400."""
+    if experiment_id is None or experiment_id == "":
+        experiment_id = DEFAULT_EXPERIMENT_ID  # SqlAlchemyStore._get_experiment: `experiment_id or "0"`
+    return str(parse_experiment_id(experiment_id))
+
+
+def _not_found(experiment_id: str) -> MlflowError:
+    return not_found(f"No Experiment with id={experiment_id} exists")
+
+
+def _in_key_range(experiment_id: str) -> bool:
+    return keys.INT64_MIN <= int(experiment_id) <= keys.INT64_MAX
+
+
+# --- reads ---------------------------------------------------------------------------------------------
+
+def to_api(meta: dict[str, Any], tags: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Experiment message as MLflow's server writes it (ids as strings, times as numbers)."""
+    out: dict[str, Any] = {
+        "experiment_id": str(meta["experiment_id"]),
+        "name": meta["name"],
+        "artifact_location": meta.get("artifact_location", ""),
+        "lifecycle_stage": meta["lifecycle_stage"],
+        "last_update_time": int(meta["last_update_time"]),
+        "creation_time": int(meta["creation_time"]),
+    }
+    if tags:
+        out["tags"] = [{"key": t["key"], "value": t["value"]} for t in sorted(tags, key=lambda t: t["key"])]
+    out["workspace"] = meta.get("workspace") or DEFAULT_WORKSPACE
+    return out
+
+
+def read_experiment(experiment_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """E#META and its tags, one strongly consistent Query; None when the experiment does not exist."""
+    if not _in_key_range(experiment_id):
+        return None
+    meta: dict[str, Any] | None = None
+    tags: list[dict[str, Any]] = []
+    for item in table.iter_query(EXPERIMENT.pk.render({"experiment_id": experiment_id}), "E#"):
+        if item["sk"] == META_SK:
+            meta = item
+        elif item["sk"].startswith(TAG_SK_PREFIX):
+            tags.append(item)
+    return (meta, tags) if meta is not None else None
+
+
+def get_experiment(experiment_id: str | int | None) -> dict[str, Any]:
+    """The experiment in API shape; 400 for a non-integer id, 404 RESOURCE_DOES_NOT_EXIST when missing."""
+    normalized = normalize_experiment_id(experiment_id)
+    found = read_experiment(normalized)
+    if found is None:
+        raise _not_found(normalized)
+    return to_api(*found)
 
 
 def get_experiment_item(experiment_id: str) -> dict[str, Any] | None:
-    return table.get(EXPERIMENT.key(experiment_id=experiment_id))
+    """Only E#META (a GetItem): enough to check existence, lifecycle and artifact location."""
+    normalized = normalize_experiment_id(experiment_id)
+    if not _in_key_range(normalized):
+        return None
+    return table.get(meta_key(normalized))
+
+
+def get_experiment_meta(experiment_id: str | int | None) -> dict[str, Any]:
+    """E#META as a dict (no tags); 400 bad id, 404 missing. Cheaper than ``get_experiment``."""
+    normalized = normalize_experiment_id(experiment_id)
+    item = get_experiment_item(normalized)
+    if item is None:
+        raise _not_found(normalized)
+    return item
+
+
+def check_experiment_active(experiment: dict[str, Any]) -> None:
+    """SqlAlchemyStore._check_experiment_is_active (used by create_run, tags, logged models ...)."""
+    if experiment["lifecycle_stage"] != ACTIVE:
+        raise invalid(
+            f"The experiment {experiment['experiment_id']} must be in the 'active' state. "
+            f"Current state is {experiment['lifecycle_stage']}."
+        )
+
+
+def get_active_experiment_meta(experiment_id: str | int | None) -> dict[str, Any]:
+    """E#META of an existing, active experiment (404 / 400 otherwise)."""
+    meta = get_experiment_meta(experiment_id)
+    check_experiment_active(meta)
+    return meta
+
+
+def experiment_id_for_name(name: str, workspace: str = DEFAULT_WORKSPACE) -> str | None:
+    claim = table.get(name_claim_key(name, workspace))
+    return str(claim["experiment_id"]) if claim else None
+
+
+def get_experiment_by_name(name: str, workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any] | None:
+    """GetItem on the name claim, then the experiment; None when no experiment has that name."""
+    experiment_id = experiment_id_for_name(name, workspace)
+    if experiment_id is None:
+        return None
+    found = read_experiment(experiment_id)
+    # A claim whose experiment is missing (a create that failed half-way cannot leave one: both are
+    # in one transaction) would be a bug; answer "not found" rather than a 500.
+    if found is None or found[0]["name"] != name:
+        return None
+    return to_api(*found)
+
+
+def list_experiments(workspace: str = DEFAULT_WORKSPACE) -> list[dict[str, Any]]:
+    """Every experiment of the workspace with its tags, in id order, from the consistent collection."""
+    experiments: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    current_tags: list[dict[str, Any]] = []
+    current_num: str | None = None
+
+    def flush() -> None:
+        if current is not None:
+            experiments.append(to_api(current, current_tags))
+
+    for item in table.iter_query(EXPERIMENT_ENTRY.pk.render({"workspace": workspace}), "E#"):
+        # sk = E#<16 hex>#META or E#<16 hex>#T#<key>; META sorts before T#, so it comes first.
+        num = item["sk"][2:18]
+        if item["sk"].endswith("#META") and item["entity_type"] == EXPERIMENT_ENTRY.name:
+            flush()
+            current, current_tags, current_num = item, [], num
+        elif item["entity_type"] == EXPERIMENT_ENTRY_TAG.name and num == current_num:
+            current_tags.append(item)
+        # A tag copy without its META (a >48-tag create that failed) is ignored.
+    flush()
+    return experiments

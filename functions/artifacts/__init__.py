@@ -1,0 +1,1 @@
+"""Artifacts feature: presigned S3 multipart uploads and downloads, listings, small PUTs."""

@@ -1,0 +1,107 @@
+"""The ``/api/2.0/mlflow-artifacts/*`` routes: the client moves artifact bytes straight to and from S3.
+
+Uploads: ``mpu/create`` answers presigned UploadPart URLs, the client PUTs the parts to S3, then
+``mpu/complete`` (or ``mpu/abort``). Downloads: ``presigned/<path>`` answers a presigned GET URL and the
+size. ``GET artifacts/<path>`` (the client's proxied download, used only when multipart downloads are
+off) redirects to the same URL, so no artifact byte passes through the function there either. The one
+exception is ``PUT artifacts/<path>``: the 3.17 client PUTs files smaller than
+MLFLOW_MULTIPART_UPLOAD_MINIMUM_FILE_SIZE, so small bodies are accepted and larger ones refused with the fix.
+"""
+
+from __future__ import annotations
+
+import gzip
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+
+from mlflow_serverless import request as checks
+from mlflow_serverless.api import JSON_CONTENT_TYPE, Request, build_app, dumps, lambda_entry
+from mlflow_serverless.errors import invalid
+
+from . import storage
+
+# A Lambda response is capped at 6 MB; a gzipped body travels base64-encoded (4/3 larger).
+MAX_PLAIN_RESPONSE = 5_500_000
+MAX_GZIP_RESPONSE = 4_000_000
+
+
+def _sized_json(body: dict[str, Any], req: Request) -> Response:
+    """JSON that fits the Lambda response cap: gzip when large (listings of huge directories, many part
+    URLs) and the client accepts it (requests always does), else a clear error rather than a 502."""
+    text = dumps(body)
+    if len(text) <= MAX_PLAIN_RESPONSE:
+        return Response(status_code=200, content_type=JSON_CONTENT_TYPE, body=text)
+    if "gzip" in req.headers.get("accept-encoding", "") and len(gzip.compress(text.encode("utf-8"), 6)) <= MAX_GZIP_RESPONSE:
+        # Powertools compresses (and base64-encodes) the body itself when the client accepts gzip.
+        return Response(status_code=200, content_type=JSON_CONTENT_TYPE, body=text, compress=True)
+    raise invalid("The response would exceed the 6 MB AWS Lambda limit: list a subdirectory, or upload in fewer parts.")
+
+
+def _path(req: Request) -> str:
+    return req.path_params.get("path", "")
+
+
+def list_artifacts(req: Request) -> Response:
+    message = req.message({"path": "string"})
+    files = storage.list_artifacts(message.get("path"))
+    # proto3 JSON leaves out an empty repeated field: an empty directory answers {} as MLflow does.
+    return _sized_json({"files": files} if files else {}, req)
+
+
+def download_artifact(req: Request) -> Response:
+    return Response(status_code=302, content_type=None, body="", headers={"Location": storage.download_url(_path(req))})
+
+
+def upload_artifact(req: Request) -> dict[str, Any]:
+    storage.upload_small(_path(req), req.raw_body, req.headers.get("content-type"))
+    return {}
+
+
+def delete_artifact(req: Request) -> dict[str, Any]:
+    storage.delete_artifacts(_path(req))
+    return {}
+
+
+_MPU_FIELDS = {"path": "string", "num_parts": "int64", "upload_id": "string", "parts": "[message]"}
+
+
+def create_multipart_upload(req: Request) -> Response:
+    message = req.message(_MPU_FIELDS, {"path": [checks.required, checks.string], "num_parts": [checks.intlike]})
+    created = storage.create_multipart_upload(_path(req), message["path"], message.get("num_parts", 0))
+    return _sized_json(created, req)
+
+
+def complete_multipart_upload(req: Request) -> dict[str, Any]:
+    message = req.message(
+        _MPU_FIELDS,
+        {"path": [checks.required, checks.string], "upload_id": [checks.string], "parts": [checks.required]},
+    )
+    storage.complete_multipart_upload(_path(req), message["path"], message.get("upload_id", ""), message.get("parts", []))
+    return {}
+
+
+def abort_multipart_upload(req: Request) -> dict[str, Any]:
+    message = req.message(_MPU_FIELDS, {"path": [checks.required, checks.string], "upload_id": [checks.string]})
+    storage.abort_multipart_upload(_path(req), message["path"], message.get("upload_id", ""))
+    return {}
+
+
+def presigned_download(req: Request) -> dict[str, Any]:
+    return storage.presigned_download(_path(req))
+
+
+app = build_app(
+    "artifacts",
+    {
+        "list_artifacts": list_artifacts,
+        "download_artifact": download_artifact,
+        "upload_artifact": upload_artifact,
+        "delete_artifact": delete_artifact,
+        "create_multipart_upload": create_multipart_upload,
+        "complete_multipart_upload": complete_multipart_upload,
+        "abort_multipart_upload": abort_multipart_upload,
+        "presigned_download": presigned_download,
+    },
+)
+lambda_handler = lambda_entry(app)

@@ -1,0 +1,1 @@
+"""Logged models feature Lambda (MLflow 3)."""

@@ -1,0 +1,131 @@
+"""Logged model routes (MLflow 3): parse like MLflow's handlers, call one domain function."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlflow_serverless.api import Request, build_app, lambda_entry
+from mlflow_serverless.errors import invalid
+from mlflow_serverless.request import API_DOCS_HINT, array, intlike, item_type_string, required, string
+from mlflow_serverless.store.logged_models import STATUS_CODES
+from mlflow_serverless.validation import invalid_value
+
+from . import logic
+
+
+def _model_id(req: Request) -> str:
+    return req.path_params.get("model_id", "")
+
+
+def create_logged_model(req: Request) -> dict[str, Any]:
+    msg = req.message(
+        {"experiment_id": "string", "name": "string", "model_type": "string", "source_run_id": "string", "params": "[message]", "tags": "[message]"},
+        {
+            "experiment_id": [string, required], "name": [string], "model_type": [string], "source_run_id": [string],
+            "params": [array], "tags": [array],
+        },
+    )
+    model = logic.create_logged_model(
+        msg["experiment_id"],
+        msg.get("name") or None,
+        # Proto defaults: MLflow's handler passes "" for an unset model_type / source_run_id.
+        msg.get("model_type", ""),
+        msg.get("source_run_id", ""),
+        msg.get("params", []),
+        msg.get("tags", []),
+    )
+    return {"model": model}
+
+
+def get_logged_model(req: Request) -> dict[str, Any]:
+    allow_deleted = (req.query.get("allow_deleted") or ["false"])[0].lower() == "true"
+    return {"model": logic.get_logged_model(_model_id(req), allow_deleted)}
+
+
+def finalize_logged_model(req: Request) -> dict[str, Any]:
+    msg = req.message({"model_id": "string", "status": "enum"}, {"model_id": [string, required], "status": [intlike, required]})
+    return {"model": logic.finalize_logged_model(msg["model_id"], _status(msg["status"]))}
+
+
+def _status(value: Any) -> int:
+    if isinstance(value, str):
+        if value in STATUS_CODES:
+            return STATUS_CODES[value]
+        try:
+            return int(value)
+        except ValueError:
+            # Protobuf rejects the name, then the handler's _assert_intlike check answers.
+            raise invalid(invalid_value("status", value, f" Hint: Value was of type '{type(value).__name__}'.") + API_DOCS_HINT) from None
+    return int(value)
+
+
+def delete_logged_model(req: Request) -> dict[str, Any]:
+    logic.delete_logged_model(_model_id(req))
+    return {}
+
+
+def set_logged_model_tags(req: Request) -> dict[str, Any]:
+    msg = req.message({"model_id": "string", "tags": "[message]"}, {"tags": [array]})
+    logic.set_logged_model_tags(_model_id(req), msg.get("tags", []))
+    return {}
+
+
+def delete_logged_model_tag(req: Request) -> dict[str, Any]:
+    logic.delete_logged_model_tag(_model_id(req), req.path_params.get("tag_key", ""))
+    return {}
+
+
+def log_logged_model_params(req: Request) -> dict[str, Any]:
+    msg = req.message({"model_id": "string", "params": "[message]"}, {"model_id": [string, required], "params": [array]})
+    logic.log_logged_model_params(_model_id(req), msg.get("params", []))
+    return {}
+
+
+def search_logged_models(req: Request) -> dict[str, Any]:
+    msg = req.message(
+        {
+            "experiment_ids": "[string]", "filter": "string", "datasets": "[message]", "max_results": "int32",
+            "order_by": "[message]", "page_token": "string",
+        },
+        {
+            "experiment_ids": [array, item_type_string, required], "filter": [string], "datasets": [array],
+            "max_results": [intlike], "order_by": [array], "page_token": [string],
+        },
+    )
+    datasets = [
+        {"dataset_name": d.get("dataset_name", ""), "dataset_digest": d.get("dataset_digest") or None} for d in msg.get("datasets", [])
+    ] or None
+    order_by = [
+        {
+            "field_name": o.get("field_name", ""),
+            "ascending": o.get("ascending", True),
+            "dataset_name": o.get("dataset_name") or None,
+            "dataset_digest": o.get("dataset_digest") or None,
+        }
+        for o in msg.get("order_by", [])
+    ] or None
+    models, token = logic.search_logged_models(
+        msg["experiment_ids"], msg.get("filter") or None, datasets, msg.get("max_results") or None, order_by, msg.get("page_token") or None
+    )
+    out: dict[str, Any] = {}
+    if models:
+        out["models"] = models
+    if token:
+        out["next_page_token"] = token
+    return out
+
+
+app = build_app(
+    "logged_models",
+    {
+        "create_logged_model": create_logged_model,
+        "get_logged_model": get_logged_model,
+        "finalize_logged_model": finalize_logged_model,
+        "delete_logged_model": delete_logged_model,
+        "set_logged_model_tags": set_logged_model_tags,
+        "delete_logged_model_tag": delete_logged_model_tag,
+        "log_logged_model_params": log_logged_model_params,
+        "search_logged_models": search_logged_models,
+    },
+)
+lambda_handler = lambda_entry(app)

@@ -1,0 +1,1 @@
+"""Model registry feature: registered models, versions, aliases, tags, stages, search."""

@@ -1,0 +1,180 @@
+"""search_registered_models and search_model_versions.
+
+Grammar, matching, ordering and keyset page tokens come from ``mlflow_serverless.search``; this
+module only decides which items to read:
+
+* Registered models: the name list ``RMLIST#<workspace>`` is one partition read with ConsistentRead,
+  so a model is listed by the very next request after its create (a GSI could lag). Name filters
+  and the prompt flag are applied to the list first; then META items are batch-read (for
+  timestamps), or whole heads are read when the filter needs tags. Only the returned page is
+  expanded with aliases and latest versions.
+* Model versions: ``name = 'x'`` / ``name IN (...)`` read those partitions (strongly consistent);
+  ``run_id = 'r'`` / ``run_id IN (...)`` use the run-id GSI (gsi3, eventually consistent: a version
+  created a moment ago may be missing) and re-read every hit from the table; anything else reads
+  every model's partition (after applying name filters to the name list).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from mlflow_serverless import search, table
+
+from . import reads
+from .items import (
+    IS_PROMPT_TAG_KEY,
+    VERSIONS_PREFIX,
+    WORKSPACE,
+    has_marker,
+    meta_key,
+    model_json,
+    partition,
+    version_json,
+)
+
+PARALLEL_READS = 8
+
+
+def _pool_map(fn: Any, values: list[Any]) -> list[Any]:
+    if len(values) <= 1:
+        return [fn(v) for v in values]
+    with ThreadPoolExecutor(max_workers=min(PARALLEL_READS, len(values))) as pool:
+        return list(pool.map(fn, values))
+
+
+def _entries() -> list[dict[str, Any]]:
+    return table.query(f"RMLIST#{WORKSPACE}")
+
+
+def _name_ok(name: str, flt: search.Filter) -> bool:
+    return all(search.compare(c, name, v) for c, v in search.name_patterns(flt))
+
+
+# --- registered models ----------------------------------------------------------------------------
+
+def search_registered_models(filter_string: str | None, max_results: int, order_by: list[str] | None, page_token: str | None) -> dict[str, Any]:
+    query = search.prepare_registered_model_search(filter_string, order_by, max_results, page_token)
+    flt = query.filter
+    candidates = [
+        e["name"] for e in _entries()
+        if (flt.querying_prompts or not e.get("is_prompt")) and _name_ok(e["name"], flt)
+    ]
+    needs_tags = flt.querying_prompts or any(n[0] == "tag" for n in flt.normalized)
+    heads: dict[str, reads.Head] = {}
+    if needs_tags:
+        for head in _pool_map(lambda n: reads.read_head(n), candidates):
+            if head is not None:
+                heads[head.meta["name"]] = head
+        metas = [h.meta for h in heads.values()]
+    else:
+        metas = [m for m in table.batch_get([meta_key(n) for n in candidates]) if not has_marker(m)]
+    entities = [
+        {
+            "name": m["name"],
+            "creation_timestamp": m.get("creation_timestamp"),
+            "last_updated_timestamp": m.get("last_updated_timestamp"),
+            "description": m.get("description"),
+            "tags": heads[m["name"]].tags if m["name"] in heads else {IS_PROMPT_TAG_KEY: "true"} if m.get("is_prompt") else {},
+        }
+        for m in metas
+    ]
+    page, token = query.run(entities)
+
+    def expand(entity: dict[str, Any]) -> dict[str, Any] | None:
+        head = heads.get(entity["name"]) or reads.read_head(entity["name"])
+        if head is None:
+            return None  # deleted between the list and now
+        return model_json(head.meta, head.tags, head.aliases, reads.latest_versions(entity["name"]))
+
+    models = [m for m in _pool_map(expand, page) if m is not None]
+    out: dict[str, Any] = {}
+    if models:
+        out["registered_models"] = models
+    if token:
+        out["next_page_token"] = token
+    return out
+
+
+# --- model versions ---------------------------------------------------------------------------------
+
+def _equality_values(flt: search.Filter, key: str) -> list[str] | None:
+    """Values of ``key = v`` / ``key IN (...)``: every match has one of them (None: no such comparison)."""
+    for type_, k, comparator, value in flt.normalized:
+        if type_ == "attribute" and k == key:
+            if comparator == "=":
+                return [value]
+            if comparator == "IN":
+                return list(value)
+    return None
+
+
+def _version_entity(item: dict[str, Any], tags: dict[str, str], model_is_prompt: bool | None) -> dict[str, Any]:
+    entity = {
+        "name": item["name"],
+        "version": item["version"],
+        "creation_timestamp": item.get("creation_timestamp"),
+        "last_updated_timestamp": item.get("last_updated_timestamp"),
+        "current_stage": item.get("current_stage"),
+        "source": item.get("source"),
+        "run_id": item.get("run_id"),
+        "status": item.get("status"),
+        "tags": tags,
+        "_item": item,
+    }
+    if model_is_prompt is not None:
+        entity["model_is_prompt"] = model_is_prompt
+    return entity
+
+
+def _partition_versions(name: str) -> list[dict[str, Any]]:
+    """Every live version of one model with its tags: one consistent Query of ``M#V#``."""
+    if reads.read_head(name, with_tags=False) is None:  # also finishes a rename/delete in progress
+        return []
+    items = table.query(partition(name), VERSIONS_PREFIX)
+    versions: dict[int, dict[str, Any]] = {}
+    tags: dict[int, dict[str, str]] = {}
+    for item in items:
+        if item.get("entity_type") == "model_version" and not item.get("deleting"):
+            versions[item["version"]] = item
+        elif item.get("entity_type") == "model_version_tag":
+            tags.setdefault(item["version"], {})[item["key"]] = item["value"]
+    # MLflow hides every version of a model that has any version tagged as a prompt.
+    model_is_prompt = any(t.get(IS_PROMPT_TAG_KEY) == "true" for t in tags.values())
+    return [_version_entity(item, tags.get(v, {}), model_is_prompt) for v, item in versions.items()]
+
+
+def _run_versions(run_ids: list[str]) -> list[dict[str, Any]]:
+    """Versions of these runs from the run-id GSI, each re-read consistently from the table."""
+    hits: list[dict[str, Any]] = []
+    for run_id in run_ids:
+        hits += table.query(f"MVRUN#{run_id}", index="gsi3", pk_attr="gsi3pk", sk_attr="gsi3sk")
+
+    def reread(hit: dict[str, Any]) -> dict[str, Any] | None:
+        found = reads.read_version(hit["name"], hit["version"])
+        if found is None or found[0].get("run_id") != hit.get("run_id"):
+            return None
+        return _version_entity(found[0], found[1], None)
+
+    return [e for e in _pool_map(reread, hits) if e is not None]
+
+
+def search_model_versions(filter_string: str | None, max_results: int, order_by: list[str] | None, page_token: str | None) -> dict[str, Any]:
+    query = search.prepare_model_version_search(filter_string, order_by, max_results, page_token)
+    flt = query.filter
+    names = _equality_values(flt, "name")
+    run_ids = _equality_values(flt, "run_id")
+    if names is None and run_ids is not None:
+        entities = _run_versions(run_ids)
+    else:
+        if names is None:
+            names = [e["name"] for e in _entries() if _name_ok(e["name"], flt)]
+        entities = [e for batch in _pool_map(_partition_versions, sorted(set(names))) for e in batch]
+    page, token = query.run(entities)
+    out: dict[str, Any] = {}
+    if page:
+        out["model_versions"] = [version_json(e["_item"], e["tags"]) for e in page]
+    if token:
+        out["next_page_token"] = token
+    return out
+

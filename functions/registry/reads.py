@@ -1,0 +1,122 @@
+"""Strongly consistent reads of a registered model's partition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mlflow_serverless import table
+from mlflow_serverless.errors import MlflowError, not_found
+from mlflow_serverless.schema import SK
+
+from . import lifecycle
+from .items import (
+    ALIAS_PREFIX,
+    ALL_STAGES,
+    META_SK,
+    VERSIONS_PREFIX,
+    has_marker,
+    partition,
+    version_json,
+    version_prefix,
+)
+
+LSI_STAGE = "lsi3"
+LSI_STAGE_SK = "lsi3sk"
+
+
+@dataclass
+class Head:
+    """META, model tags and aliases of one model (everything sorted before its versions)."""
+
+    meta: dict[str, Any]
+    tags: dict[str, str]
+    aliases: dict[str, int]
+
+    def aliases_of(self, version: int) -> list[str]:
+        return [alias for alias, target in self.aliases.items() if target == version]
+
+
+def model_not_found(name: str) -> Exception:
+    return not_found(f"Registered Model with name={name} not found")
+
+
+def version_not_found(name: str, version: Any) -> Exception:
+    return not_found(f"Model Version (name={name}, version={version}) not found")
+
+
+def read_head(name: str, with_tags: bool = True) -> Head | None:
+    """One Query: aliases + META (+ model tags). Finishes a rename/delete it meets; None if absent."""
+    for _ in range(lifecycle.MAX_SETTLE_ROUNDS):
+        if with_tags:
+            items = table.query(partition(name), sk_before=VERSIONS_PREFIX)
+        else:
+            items = table.query(partition(name), sk_between=(ALIAS_PREFIX, META_SK))
+        meta = next((item for item in items if item[SK] == META_SK), None)
+        if meta is None:
+            return None
+        if has_marker(meta):
+            lifecycle.finish(meta)
+            continue
+        return Head(
+            meta=meta,
+            tags={item["key"]: item["value"] for item in items if item.get("entity_type") == "registered_model_tag"},
+            aliases={item["alias"]: item["version"] for item in items if item.get("entity_type") == "model_alias"},
+        )
+    raise MlflowError(f"Registered Model (name={name}) is busy; retry the request.", "TEMPORARILY_UNAVAILABLE")
+
+
+def require_head(name: str, with_tags: bool = True) -> Head:
+    head = read_head(name, with_tags)
+    if head is None:
+        raise model_not_found(name)
+    return head
+
+
+def require_meta(name: str) -> dict[str, Any]:
+    meta = lifecycle.settle(name)
+    if meta is None:
+        raise model_not_found(name)
+    return meta
+
+
+def read_version(name: str, version: int) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """One Query: the version item and its tags; None for a missing or half-deleted version."""
+    items = table.query(partition(name), version_prefix(version))
+    item = next((i for i in items if i.get("entity_type") == "model_version"), None)
+    if item is None or item.get("deleting"):
+        return None
+    tags = {i["key"]: i["value"] for i in items if i.get("entity_type") == "model_version_tag"}
+    return item, tags
+
+
+def version_tags(name: str, version: int) -> dict[str, str]:
+    items = table.query(partition(name), version_prefix(version) + "#T#")
+    return {i["key"]: i["value"] for i in items}
+
+
+def latest_in_stage(name: str, stage: str) -> dict[str, Any] | None:
+    """Highest live version in ``stage``: a descending, limit-1 consistent query on the stage LSI."""
+    prefix = f"MV#{stage}#"
+    before: str | None = None
+    while True:
+        if before is None:
+            items = table.query(partition(name), prefix, index=LSI_STAGE, sk_attr=LSI_STAGE_SK, forward=False, limit=1)
+        else:
+            items = table.query(partition(name), index=LSI_STAGE, sk_attr=LSI_STAGE_SK, sk_between=(prefix, before), forward=False, limit=2)
+            items = [item for item in items if item[LSI_STAGE_SK] != before][:1]
+        if not items:
+            return None
+        if not items[0].get("deleting"):
+            return items[0]
+        before = items[0][LSI_STAGE_SK]
+
+
+def latest_versions(name: str, stages: tuple[str, ...] = ALL_STAGES, aliases: Head | None = None) -> list[dict[str, Any]]:
+    """Latest version per stage as ModelVersion JSON (tags included; aliases only when ``aliases`` given)."""
+    found = [item for item in (latest_in_stage(name, stage) for stage in stages) if item is not None]
+    found.sort(key=lambda item: item["version"])
+    return [
+        version_json(item, version_tags(name, item["version"]), aliases.aliases_of(item["version"]) if aliases else None)
+        for item in found
+    ]

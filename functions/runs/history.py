@@ -1,0 +1,135 @@
+"""Metric history reads: get-history (paged) and get-history-bulk-interval (sampled).
+
+History items are keyed ``H#<run>#<key><timestamp><step><value>``, the order MLflow answers
+get-history in (timestamp, step, value), so a page is one key range. Page tokens are keyset
+positions (the last key returned): a point logged between two pages is never returned twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from typing import Any
+
+from mlflow_serverless import table
+from mlflow_serverless.errors import invalid
+from mlflow_serverless.store import runs as store
+from mlflow_serverless.store.runs import METRIC_HISTORY
+
+from .data import sql_value
+from .parsing import MAX_RESULTS_PER_RUN
+
+
+def _encode_token(last_sk: str) -> str:
+    return base64.b64encode(json.dumps({"after": last_sk}).encode("utf-8")).decode("ascii")
+
+
+def _decode_token(token: str, prefix: str) -> str:
+    """The sort key a page resumes after; MLflow's messages for tokens that do not decode."""
+    try:
+        decoded = base64.b64decode(token)
+    except (TypeError, binascii.Error):
+        raise invalid("Invalid page token, could not base64-decode") from None
+    try:
+        parsed = json.loads(decoded)
+    except ValueError:
+        raise invalid(f"Invalid page token, decoded value={decoded}") from None
+    after = parsed.get("after") if isinstance(parsed, dict) else None
+    if not isinstance(after, str) or not after.startswith(prefix):
+        raise invalid(f"Invalid page token, parsed value={parsed}")
+    return after
+
+
+def read_history(experiment_id: str, run_id: str, metric_key: str) -> list[dict[str, Any]]:
+    prefix = METRIC_HISTORY.sk_prefix(run_id=run_id, key=metric_key)
+    return table.query(f"EXP#{experiment_id}", prefix)
+
+
+def get_metric_history(msg: dict[str, Any]) -> dict[str, Any]:
+    run_id = msg.get("run_id", "")
+    metric_key = msg.get("metric_key", "")
+    max_results = msg.get("max_results")
+    if max_results is not None and max_results <= 0:
+        raise invalid(f"Invalid value {max_results} for parameter 'max_results' supplied. It must be a positive integer.")
+    # Like the SQL store, an unknown run simply has no history.
+    experiment_id = store.find_experiment_id(run_id)
+    prefix = METRIC_HISTORY.sk_prefix(run_id=run_id, key=metric_key)
+    after = _decode_token(msg["page_token"], prefix) if msg.get("page_token") else None
+    if experiment_id is None:
+        return {}
+    start_key = table.to_item({"pk": f"EXP#{experiment_id}", "sk": after}) if after else None
+    limit = max_results + 1 if max_results is not None else None
+    items: list[dict[str, Any]] = []
+    for page, _ in table.query_pages(f"EXP#{experiment_id}", prefix, limit=limit, start_key=start_key):
+        items.extend(page)
+    out: dict[str, Any] = {}
+    next_token = None
+    if max_results is not None and len(items) > max_results:
+        items = items[:max_results]
+        next_token = _encode_token(items[-1]["sk"])
+    if items:
+        out["metrics"] = [store.metric_json(item) for item in items]
+    if next_token:
+        out["next_page_token"] = next_token
+    return out
+
+
+# --- bulk interval (SqlAlchemyStore.get_metric_history_bulk_interval) ---------------------------------
+
+def _sample_order(item: dict[str, Any]) -> tuple[int, int, float, bool]:
+    value = float(item["value"])
+    is_nan = bool(item.get("is_nan")) or math.isnan(value)
+    return (item["step"], item["timestamp"], sql_value(value), is_nan)
+
+
+def sample_points(rows: list[dict[str, Any]], max_results: int) -> list[dict[str, Any]]:
+    """NTILE(max_results) over (step, timestamp, value, is_nan), the first row of each bucket, then the
+    last row kept as the end boundary (replacing the last sample when already at max_results)."""
+    rows = sorted(rows, key=_sample_order)
+    total = len(rows)
+    if not total:
+        return []
+    buckets = min(max_results, total)
+    base, extra = divmod(total, buckets)
+    sampled, index = [], 0
+    for bucket in range(buckets):
+        sampled.append(rows[index])
+        index += base + (1 if bucket < extra else 0)
+    last = rows[-1]
+    if _row_key(sampled[-1]) != _row_key(last):
+        if len(sampled) >= max_results:
+            sampled[-1] = last
+        else:
+            sampled.append(last)
+    return sampled
+
+
+def _row_key(item: dict[str, Any]) -> tuple[Any, ...]:
+    step, timestamp, value, is_nan = _sample_order(item)
+    return (step, timestamp, None if is_nan else value, is_nan)
+
+
+def get_metric_history_bulk_interval(msg: dict[str, Any]) -> dict[str, Any]:
+    run_ids: list[str] = msg.get("run_ids") or []
+    metric_key = msg.get("metric_key", "")
+    max_results = msg.get("max_results", MAX_RESULTS_PER_RUN)
+    start_step, end_step = msg.get("start_step"), msg.get("end_step")
+    if start_step is not None and end_step is not None:
+        if start_step > end_step:
+            raise invalid(f"end_step must be greater than start_step. Found start_step={start_step} and end_step={end_step}.")
+    elif start_step is not None or end_step is not None:
+        raise invalid("If either start step or end step are specified, both must be specified.")
+    max_results = max(1, max_results)
+    out: list[dict[str, Any]] = []
+    for run_id in run_ids:
+        experiment_id = store.find_experiment_id(run_id)
+        if experiment_id is None:
+            continue
+        rows = read_history(experiment_id, run_id, metric_key)
+        if start_step is not None and end_step is not None:
+            rows = [row for row in rows if start_step <= row["step"] <= end_step]
+        for row in sample_points(rows, max_results):
+            out.append({**store.metric_json(row), "run_id": run_id})
+    return {"metrics": out} if out else {}

@@ -1,0 +1,139 @@
+"""Run lifecycle: create, get, update (status, end time, name), delete and restore.
+
+Semantics follow ``SqlAlchemyStore.create_run`` / ``update_run_info`` / ``delete_run`` /
+``restore_run``; writes are conditional so a concurrent delete or a concurrent experiment delete
+cannot be overtaken.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from mlflow_serverless import table
+from mlflow_serverless.artifact_locations import append_to_uri_path
+from mlflow_serverless.errors import invalid
+from mlflow_serverless.store import experiments as experiments_store
+from mlflow_serverless.store import runs as store
+from mlflow_serverless.store.runs import ACTIVE, RUN_NAME_TAG, RUN_TAG, RunView
+
+from .names import random_run_name
+from .parsing import RUN_STATUS_NAMES, RUN_STATUS_NUMBERS, key_values_of
+
+
+def create_run(msg: dict[str, Any]) -> dict[str, Any]:
+    experiment = experiments_store.get_active_experiment_meta(msg.get("experiment_id"))
+    experiment_id = str(experiment["experiment_id"])
+    tags = key_values_of(msg.get("tags") or [], "tags")
+    run_name_tag = next((tag["value"] for tag in tags if tag["key"] == RUN_NAME_TAG), None)
+    run_name = msg.get("run_name") or None
+    if run_name and run_name_tag and run_name != run_name_tag:
+        raise invalid(
+            "Both 'run_name' argument and 'mlflow.runName' tag are specified, but with "
+            f"different values (run_name='{run_name}', mlflow.runName='{run_name_tag}')."
+        )
+    run_name = run_name or run_name_tag or random_run_name()
+    if not run_name_tag:
+        tags.append({"key": RUN_NAME_TAG, "value": run_name})
+    run_id = uuid.uuid4().hex
+    now = store.now_millis()
+    info = {
+        "run_id": run_id,
+        "experiment_id": experiment_id,
+        "run_name": run_name,
+        "user_id": msg.get("user_id", ""),
+        "status": "RUNNING",
+        "start_time": msg.get("start_time", 0),
+        "end_time": None,
+        "artifact_uri": append_to_uri_path(experiment["artifact_location"], run_id, "artifacts"),
+        "lifecycle_stage": ACTIVE,
+        "last_update_time": now,
+    }
+    # The last value of a repeated tag key wins (one item per key).
+    tag_values = {tag["key"]: tag["value"] for tag in tags}
+    tag_items = [RUN_TAG.item({"key": k, "value": v}, experiment_id=experiment_id, run_id=run_id, key=k) for k, v in tag_values.items()]
+    operations = [
+        # The experiment must still be active when the run appears: a concurrent delete_experiment
+        # (which marks every run deleted) either sees this run or makes this create fail.
+        table.check_op(experiments_store.meta_key(experiment_id), "#lc = :active", {"#lc": "lifecycle_stage"}, {":active": ACTIVE}),
+        table.put_op(store.run_item(info), "attribute_not_exists(pk)"),
+        table.put_op(store.RUN_LOCATOR.item({"experiment_id": experiment_id}, run_id=run_id)),
+    ]
+    first, rest = tag_items[: table.TRANSACTION_LIMIT - len(operations)], tag_items[table.TRANSACTION_LIMIT - len(operations) :]
+    operations += [table.put_op(item) for item in first]
+    try:
+        table.transact(operations)
+    except table.ConditionFailed:
+        # Only the experiment check can fail (the run id is new): report its current state.
+        experiments_store.get_active_experiment_meta(experiment_id)
+        raise
+    if rest:
+        table.batch_write(rest)
+    store.remember_location(run_id, experiment_id)
+    view = RunView(info=store.run_item(info), tags=tag_values)
+    return {"run": store.run_json(view, inputs=True, outputs=False)}
+
+
+def get_run(msg: dict[str, Any]) -> dict[str, Any]:
+    return {"run": store.get_run(msg.get("run_id", ""))}
+
+
+def _status_of(value: Any) -> str | None:
+    """A RunStatus from JSON: a name or a number. An unknown name leaves the field unset (protobuf
+    fails to parse it and MLflow's handler then sees no status); an unknown number is a 400."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value if value in RUN_STATUS_NUMBERS else None
+    if isinstance(value, int) and value in RUN_STATUS_NAMES:
+        return RUN_STATUS_NAMES[value]
+    raise invalid(f"Invalid value {value} for parameter 'status' supplied: Hint: Value was of type '{type(value).__name__}'.")
+
+
+def update_run(msg: dict[str, Any]) -> dict[str, Any]:
+    run_id = msg.get("run_id", "")
+    run = store.get_active_run_item(run_id)
+    changes: dict[str, Any] = {}
+    status = _status_of(msg.get("status"))
+    if status is not None:
+        changes["status"] = status
+    if msg.get("end_time") is not None:
+        changes["end_time"] = msg["end_time"]
+    run_name = msg.get("run_name")
+    if run_name:
+        changes["run_name"] = run_name
+    if changes:
+        write_run_changes(run, changes)
+    return {"run_info": store.run_info_json({**run, **changes})}
+
+
+def write_run_changes(run: dict[str, Any], changes: dict[str, Any]) -> None:
+    """Update an active run's attributes; a new run_name also sets the mlflow.runName tag, in the same
+    transaction (as ``update_run_info`` does). 400 if the run stopped being active meanwhile."""
+    expression, names, values = store.run_update(run, changes)
+    names["#lc"] = "lifecycle_stage"
+    values[":active"] = ACTIVE
+    condition = "attribute_exists(pk) AND #lc = :active"
+    key = store.RUN.key(experiment_id=run["experiment_id"], run_id=run["run_id"])
+    try:
+        if "run_name" in changes:
+            tag = RUN_TAG.item(
+                {"key": RUN_NAME_TAG, "value": changes["run_name"]}, experiment_id=run["experiment_id"], run_id=run["run_id"], key=RUN_NAME_TAG
+            )
+            table.transact([table.update_op(key, expression, names, values, condition), table.put_op(tag)])
+        else:
+            table.update(key, expression, names, values, condition=condition)
+    except table.ConditionFailed:
+        raise store.run_not_active(run["run_id"], store.DELETED) from None
+
+
+def delete_run(msg: dict[str, Any]) -> dict[str, Any]:
+    run = store.get_run_item(msg.get("run_id", ""))
+    store.set_lifecycle(run, store.DELETED)
+    return {}
+
+
+def restore_run(msg: dict[str, Any]) -> dict[str, Any]:
+    run = store.get_run_item(msg.get("run_id", ""))
+    store.set_lifecycle(run, ACTIVE)
+    return {}

@@ -1,0 +1,198 @@
+"""search_runs: MLflow's grammar and ordering (the shared ``search`` package) over consistent reads.
+
+Two plans, both strongly consistent (a search right after a write sees it):
+
+* **full**: any filter or order. Each experiment's ``R#`` range is read with one paged Query (runs
+  with their latest metrics, params, tags and inputs; history lives elsewhere), then filtered,
+  sorted and paged in memory by the search package. Cost grows with the experiments' runs.
+* **by start time**: no filter (or only attribute filters other than run_name) and the default order
+  or ``start_time ASC|DESC``. Runs are read in order from an LSI (lifecycle + start time, or start
+  time for ALL), merged across experiments, and only the returned page's data is fetched: about one
+  item read per run passed plus each returned run's data.
+
+Page tokens are the search package's keyset positions, so runs added between pages are neither
+repeated nor skipped.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from mlflow_serverless import keys, search, table, validation
+from mlflow_serverless.store import runs as store
+from mlflow_serverless.store.runs import ACTIVE, DELETED, RunView
+
+from .parsing import VIEW_TYPE_NUMBERS, VIEW_TYPES
+
+DATA_READ_WORKERS = 16
+_LSI_PAGE_MIN = 16
+_LSI_PAGE_MAX = 1000
+
+
+# --- entity dicts for the search package -----------------------------------------------------------
+
+def search_entity(view: RunView) -> dict[str, Any]:
+    """The run dict shape the search package evaluates (see ``mlflow_serverless.search``)."""
+    metrics = {}
+    for key, item in view.metrics.items():
+        metrics[key] = math.nan if item.get("is_nan") else float(item["value"])
+    datasets = []
+    for entry in view.dataset_inputs:
+        context = next((t["value"] for t in entry["tags"] if t["key"] == "mlflow.data.context"), None)
+        datasets.append({"name": entry["dataset"]["name"], "digest": entry["dataset"]["digest"], "context": context})
+    return {
+        "info": _info(view.info),
+        "metrics": metrics,
+        "params": view.params,
+        "tags": view.tags,
+        "datasets": datasets,
+        "_view": view,
+    }
+
+
+def _info(item: dict[str, Any]) -> dict[str, Any]:
+    return {name: item.get(name) for name in (
+        "run_id", "run_name", "experiment_id", "user_id", "status", "start_time", "end_time", "artifact_uri", "lifecycle_stage",
+    )}
+
+
+# --- request --------------------------------------------------------------------------------------------
+
+def _view_type(value: Any) -> int:
+    if value is None:
+        return 1
+    if isinstance(value, str):
+        return VIEW_TYPE_NUMBERS.get(value, 1)
+    return value if value in VIEW_TYPES else 1
+
+
+def search_runs(msg: dict[str, Any]) -> dict[str, Any]:
+    max_results = msg.get("max_results", search.SEARCH_MAX_RESULTS_DEFAULT)
+    query = search.prepare_run_search(msg.get("filter") or None, list(msg.get("order_by") or []), max_results, msg.get("page_token") or None)
+    experiment_ids = list(dict.fromkeys(str(validation.parse_experiment_id(e)) for e in msg.get("experiment_ids") or []))
+    stages = search.view_type_stages(_view_type(msg.get("run_view_type")))
+    if not experiment_ids:
+        return {}
+    if _start_time_plan_applies(query):
+        runs, token = _search_by_start_time(query, experiment_ids, stages)
+    else:
+        runs, token = _search_full(query, experiment_ids, stages)
+    out: dict[str, Any] = {}
+    if runs:
+        out["runs"] = [store.run_json(entity["_view"]) for entity in runs]
+    if token:
+        out["next_page_token"] = token
+    return out
+
+
+def _search_full(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
+    candidates = []
+    for experiment_id in experiment_ids:
+        for view in store.experiment_runs(experiment_id):
+            if view.info["lifecycle_stage"] in stages:
+                candidates.append(search_entity(view))
+    return query.run(candidates)
+
+
+# --- the start-time plan ----------------------------------------------------------------------------------
+
+def _start_time_plan_applies(query: search.SearchQuery) -> bool:
+    terms = [(t.type, t.key) for t in query.order_by]
+    if terms[-2:] != [("attribute", "start_time"), ("attribute", "run_id")] or len(terms) != 2:
+        return False
+    # Attribute filters read only the run item; run_name filters read the mlflow.runName tag.
+    return all(kind == "attribute" and key != "run_name" for kind, key, _, _ in query.filter.normalized)
+
+
+def _lsi_range(stages: set[str], ascending: bool, position: list[list[Any]] | None) -> tuple[str, str, str, str]:
+    """(index, sk attribute, low, high) of the runs to read, starting at the token's start time."""
+    if stages == {ACTIVE} or stages == {DELETED}:
+        index, prefix = "lsi1", f"R#{next(iter(stages))}#"
+    else:
+        index, prefix = "lsi2", "R#"
+    low, high = prefix, prefix + "~"  # "~" sorts after the hex of every key below the prefix
+    if position is not None:
+        start_time = position[0][1]
+        if isinstance(start_time, int) and keys.INT64_MIN <= start_time <= keys.INT64_MAX:
+            boundary = prefix + keys.int64(start_time) + "#"
+            if ascending:
+                low = boundary
+            else:
+                high = boundary + "~"
+    return index, f"{index}sk", low, high
+
+
+def _ordered_runs(
+    experiment_id: str, index: str, sk_attr: str, low: str, high: str, ascending: bool, first_page: int
+) -> Iterator[dict[str, Any]]:
+    """Run items of one experiment in (start_time, run_id ASC) order for the requested direction.
+
+    The LSI orders equal start times by run id in the scan direction; a descending scan therefore
+    buffers each group of equal start times and yields it by ascending run id, as MLflow's
+    tie-breaker (run_id ASC) wants. Pages are fetched lazily (the first one sized for the page the
+    caller wants, then doubling), so a page of n runs costs about n + 2 item reads.
+    """
+    page_size = first_page
+    start_key: dict[str, Any] | None = None
+    group: list[dict[str, Any]] = []
+    while True:
+        last_key = None
+        for items, page_last_key in table.query_pages(
+            f"EXP#{experiment_id}", index=index, sk_attr=sk_attr, sk_between=(low, high), forward=ascending, limit=page_size, start_key=start_key,
+        ):
+            last_key = page_last_key
+            for item in items:
+                if group and group[0]["start_time"] != item["start_time"]:
+                    yield from sorted(group, key=lambda run: run["run_id"])
+                    group = []
+                group.append(item)
+        if not last_key:
+            break
+        start_key = last_key
+        # Past the first page more runs are needed only to close a tie group or to replace runs a
+        # filter rejected: start small, then grow.
+        page_size = _LSI_PAGE_MIN if page_size == first_page else min(page_size * 2, _LSI_PAGE_MAX)
+    yield from sorted(group, key=lambda run: run["run_id"])
+
+
+def _search_by_start_time(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
+    ascending = query.order_by[0].ascending
+    index, sk_attr, low, high = _lsi_range(stages, ascending, query.position)
+    limit = query.max_results
+    # One more than the page (to know whether a next page exists) and one for a tie at the edge.
+    first_page = max(_LSI_PAGE_MIN, min(limit + 2, _LSI_PAGE_MAX)) if limit is not None else _LSI_PAGE_MAX
+    streams = [
+        ({"info": _info(item), "_item": item} for item in _ordered_runs(experiment_id, index, sk_attr, low, high, ascending, first_page))
+        for experiment_id in experiment_ids
+    ]
+    merged = heapq.merge(*streams, key=query.sort_key) if len(streams) > 1 else streams[0]
+    selected: list[dict[str, Any]] = []
+    for entity in merged:
+        if entity["info"]["lifecycle_stage"] not in stages or not query.matches(entity) or not query.is_after_token(entity):
+            continue
+        selected.append(entity)
+        if limit is not None and len(selected) > limit:
+            break
+    page, token = search.page(selected, query.order_by, limit, None)
+    views = _read_data([entity["_item"] for entity in page])
+    for entity, view in zip(page, views, strict=True):
+        entity["_view"] = view
+    return page, token
+
+
+def _read_data(run_items: list[dict[str, Any]]) -> list[RunView]:
+    """Each run's data (``R#<run>#`` only: the run item is already in hand), queried in parallel."""
+
+    def read(run_item: dict[str, Any]) -> RunView:
+        items = table.query(f"EXP#{run_item['experiment_id']}", f"R#{run_item['run_id']}#")
+        views = store.assemble_runs([run_item, *items])
+        return views[0]
+
+    if len(run_items) <= 1:
+        return [read(item) for item in run_items]
+    with ThreadPoolExecutor(max_workers=min(DATA_READ_WORKERS, len(run_items))) as pool:
+        return list(pool.map(read, run_items))

@@ -1,0 +1,180 @@
+"""Admin: verify or rebuild the derived items (RANK, FTS) from the source items.
+
+    python -m mlflow_serverless.admin verify  [--workspace default ...] [--json]
+    python -m mlflow_serverless.admin reindex [--workspace default ...]
+
+Runs against ``TABLE_NAME`` at ``DYNAMODB_ENDPOINT_URL`` (unset = AWS). Every derived item lives in
+the partition of the source item it comes from (model-name postings: ``RMFTS#<ws>``), so every
+partition is read with Queries only (no Scan): the workspace collections (``EXPLIST#<ws>``:
+experiment names; ``RMLIST#<ws>``: registered model names; ``RMFTS#<ws>``) and every experiment
+partition, enumerated from the consistent ``EXPLIST#<ws>`` collection plus the ``gsi2`` listing.
+
+``verify`` exits 1 when a derived item is missing, unexpected or different. Source items still
+flagged "not yet indexed" are reported as ``pending`` (normal while the indexer catches up).
+``reindex`` writes the missing/different items, deletes the unexpected ones and clears the flags
+of what it indexed. Run it when the indexer is quiet; a concurrent write is picked up again by its
+own stream record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlflow_serverless import fts, table
+from mlflow_serverless.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_source
+from mlflow_serverless.schema import ENTITY, ENTITY_TYPE, PK, SK
+
+Item = dict[str, Any]
+Key = tuple[str, str]
+DEFAULT_WORKSPACES = ("default",)
+
+
+@dataclass
+class PartitionReport:
+    pk: str
+    missing: list[Item] = field(default_factory=list)
+    unexpected: list[Item] = field(default_factory=list)
+    changed: list[Item] = field(default_factory=list)
+    pending: list[Item] = field(default_factory=list)
+
+    @property
+    def differences(self) -> int:
+        return len(self.missing) + len(self.unexpected) + len(self.changed)
+
+
+@dataclass
+class Report:
+    partitions: list[PartitionReport] = field(default_factory=list)
+
+    @property
+    def differences(self) -> int:
+        return sum(p.differences for p in self.partitions)
+
+    @property
+    def pending(self) -> int:
+        return sum(len(p.pending) for p in self.partitions)
+
+    def summary(self, examples: int = 5) -> dict[str, Any]:
+        def keys(items: list[Item]) -> list[str]:
+            return [f"{item[PK]} | {item[SK]!r}" for item in items[:examples]]
+
+        return {
+            "partitions": len(self.partitions),
+            "differences": self.differences,
+            "missing": sum(len(p.missing) for p in self.partitions),
+            "unexpected": sum(len(p.unexpected) for p in self.partitions),
+            "changed": sum(len(p.changed) for p in self.partitions),
+            "pending": self.pending,
+            "examples": {
+                p.pk: {"missing": keys(p.missing), "unexpected": keys(p.unexpected), "changed": keys(p.changed)}
+                for p in self.partitions
+                if p.differences
+            },
+        }
+
+
+def partitions(workspaces: Iterable[str] = DEFAULT_WORKSPACES) -> list[str]:
+    """Every partition that can hold source or derived items, without a Scan."""
+    out: list[str] = []
+    for workspace in workspaces:
+        out += [fts.experiments_scope(workspace), fts.registered_models_collection(workspace), fts.registered_models_scope(workspace)]
+        experiment_ids = {
+            item["experiment_id"]
+            for item in table.iter_query(fts.experiments_scope(workspace), "E#")
+            if item.get(ENTITY_TYPE) == "experiment_entry"
+        }
+        # The gsi2 listing also covers experiments written before the consistent collection existed.
+        experiment_ids |= {
+            item["experiment_id"]
+            for item in table.iter_query(f"WS#{workspace}#EXP", index="gsi2", pk_attr="gsi2pk")
+            if "experiment_id" in item
+        }
+        out += [ENTITY["experiment"].pk.render({"experiment_id": e}) for e in sorted(experiment_ids, key=_numeric)]
+    return list(dict.fromkeys(out))
+
+
+def _numeric(value: str) -> tuple[int, str]:
+    return (int(value), value) if value.isdigit() else (sys.maxsize, value)
+
+
+def check_partitions(pks: list[str]) -> list[PartitionReport]:
+    """Recompute the derived items of every source item in ``pks`` and compare with the stored ones.
+
+    Derived items usually live in their source's partition; model-name postings live in RMFTS#<ws>
+    (also in ``pks``), so expectations are gathered across all partitions before comparing.
+    """
+    expected: dict[str, dict[Key, Item]] = {pk: {} for pk in pks}
+    actual: dict[str, dict[Key, Item]] = {pk: {} for pk in pks}
+    reports = {pk: PartitionReport(pk) for pk in pks}
+    for pk in pks:
+        for item in table.iter_query(pk):
+            if item.get(ENTITY_TYPE) in DERIVED_TYPES:
+                actual[pk][(item[PK], item[SK])] = item
+            elif is_source(item):
+                for key, derived in derive(item).items():
+                    expected.setdefault(key[0], {})[key] = derived
+                if item[ENTITY_TYPE] in FLAGGED_TYPES and FLAG_ATTRIBUTE in item:
+                    reports[pk].pending.append(item)
+    for pk, report in reports.items():
+        want, have = expected.get(pk, {}), actual[pk]
+        report.missing = [want[k] for k in want.keys() - have.keys()]
+        report.unexpected = [have[k] for k in have.keys() - want.keys()]
+        report.changed = [want[k] for k in want.keys() & have.keys() if want[k] != have[k]]
+    return list(reports.values())
+
+
+def verify(workspaces: Iterable[str] = DEFAULT_WORKSPACES) -> Report:
+    return Report(check_partitions(partitions(workspaces)))
+
+
+def reindex(workspaces: Iterable[str] = DEFAULT_WORKSPACES) -> Report:
+    """Repair every difference; returns the report of what was found before repairing."""
+    report = verify(workspaces)
+    for partition in report.partitions:
+        if partition.differences:
+            table.batch_write(
+                puts=partition.missing + partition.changed,
+                deletes=[{PK: item[PK], SK: item[SK]} for item in partition.unexpected],
+            )
+        for item in partition.pending:
+            try:
+                table.update(
+                    {PK: item[PK], SK: item[SK]}, "REMOVE #f", names={"#f": FLAG_ATTRIBUTE},
+                    values={":f": item[FLAG_ATTRIBUTE]}, condition="#f = :f",
+                )
+            except table.ConditionFailed:
+                pass  # written again since: its stream record will index it
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mlflow_serverless.admin", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("verify", "reindex"))
+    parser.add_argument("--workspace", action="append", dest="workspaces", help="workspace to check (repeatable; default: default)")
+    parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    args = parser.parse_args(argv)
+    workspaces = args.workspaces or list(DEFAULT_WORKSPACES)
+    report = verify(workspaces) if args.command == "verify" else reindex(workspaces)
+    summary = report.summary()
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(
+            f"{args.command}: {summary['partitions']} partitions, {summary['differences']} differences "
+            f"({summary['missing']} missing, {summary['unexpected']} unexpected, {summary['changed']} changed), "
+            f"{summary['pending']} pending"
+        )
+        for pk, diff in summary["examples"].items():
+            print(f"  {pk}: {diff}")
+    if args.command == "verify" and report.differences:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

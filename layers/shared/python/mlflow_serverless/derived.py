@@ -1,0 +1,78 @@
+"""Source item -> the derived items it implies. Pure: used by the stream indexer and by ``admin verify``.
+
+Derived items (RANK and FTS) are a function of one source item each, so the indexer can rebuild
+them from any image of that item and verify can recompute all of them from the source items.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mlflow_serverless import fts, ranks
+from mlflow_serverless.schema import ENTITY, ENTITY_TYPE, PK, SK
+
+Item = dict[str, Any]
+Key = tuple[str, str]
+
+# Source entity types the indexer reacts to; everything else (derived items, config, locators...)
+# is ignored so the indexer's own writes never cause more indexing work.
+SOURCE_TYPES = frozenset({"latest_metric", "param", "run", "experiment_entry", "registered_model_entry", "trace_tag"})
+DERIVED_TYPES = frozenset(entity.name for entity in ENTITY.values() if entity.derived)
+# Sources that carry the "not yet indexed" LSI5 flag (lsi5sk), removed by the indexer.
+FLAGGED_TYPES = frozenset({"latest_metric", "param", "run", "experiment_entry", "registered_model_entry"})
+FLAG_ATTRIBUTE = "lsi5sk"
+
+
+@dataclass(frozen=True)
+class NameSource:
+    """The indexed name of one entity, and the partition its postings live in."""
+
+    scope: str
+    kind: str
+    entity_id: str
+    name: str | None
+
+
+def is_source(item: Item | None) -> bool:
+    return bool(item) and item.get(ENTITY_TYPE) in SOURCE_TYPES
+
+
+def name_source(item: Item) -> NameSource | None:
+    """Which entity's name this source item carries (None if it carries no indexed name)."""
+    entity_type = item.get(ENTITY_TYPE)
+    if entity_type == "run":
+        return NameSource(item[PK], fts.RUN, item["run_id"], item.get("run_name"))
+    if entity_type == "experiment_entry":
+        return NameSource(item[PK], fts.EXPERIMENT, item["experiment_id"], item.get("name"))
+    if entity_type == "registered_model_entry":
+        workspace = item[PK].split("#", 1)[1]  # RMLIST#<workspace>
+        return NameSource(fts.registered_models_scope(workspace), fts.REGISTERED_MODEL, item["name"], item.get("name"))
+    if entity_type == "trace_tag" and item.get("key") == fts.TRACE_NAME_TAG:
+        return NameSource(item[PK], fts.TRACE, item[SK].split("#")[1], item.get("value"))
+    return None
+
+
+def derive(item: Item | None) -> dict[Key, Item]:
+    """Every derived item implied by ``item`` (a source item image, or None), keyed by (pk, sk)."""
+    if not is_source(item):
+        return {}
+    assert item is not None
+    entity_type = item[ENTITY_TYPE]
+    out: list[Item] = []
+    if entity_type == "latest_metric":
+        out.append(ranks.metric_rank_item(item))
+    elif entity_type == "param":
+        out.append(ranks.param_rank_item(item))
+    source = name_source(item)
+    if source is not None:
+        for level, token in sorted(fts.name_tokens(source.name)):
+            out.extend(fts.posting_items(source.scope, source.kind, source.entity_id, level, token))
+    return {(derived[PK], derived[SK]): derived for derived in out}
+
+
+def only_flag_removed(old: Item | None, new: Item | None) -> bool:
+    """True for the MODIFY the indexer itself causes by clearing the LSI5 flag: nothing to index."""
+    if not old or not new or FLAG_ATTRIBUTE not in old or FLAG_ATTRIBUTE in new:
+        return False
+    return {k: v for k, v in old.items() if k != FLAG_ATTRIBUTE} == new

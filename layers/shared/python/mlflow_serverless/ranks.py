@@ -1,0 +1,249 @@
+"""RANK items: each run's latest metric value and each param value, in value order per experiment.
+
+``RANK#m#<key><f64 value>#<run_id>`` and ``RANK#p#<key><text(value, 300)><run_id>`` live in the
+experiment partition and are maintained by the stream indexer. Readers walk them in key order and
+yield *groups* of runs with an equal value in MLflow's order (``order_by metrics.k`` puts NaN after
+every number in both directions; runs lacking the key come last and are not yielded here). Ties
+inside a group are MLflow's ``start_time DESC, run_uuid``: ``order_runs`` does that with the run
+items the caller loads anyway (to filter lifecycle stage).
+
+The index may lag: a latest_metric/param item whose LSI5 flag is still set (not indexed yet) is
+read from the source instead, and its possibly stale RANK item is skipped.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from mlflow_serverless import keys, table
+from mlflow_serverless.schema import ENTITY, ENTITY_TYPE, PK, SK
+
+METRIC_RANK = ENTITY["metric_rank"]
+PARAM_RANK = ENTITY["param_rank"]
+PARAM_VALUE_BUDGET = 300
+_DIGEST_AND_MARKERS = 26  # keys.text(): 24-char digest + truncation mark + terminator
+PARAM_HEAD_BYTES = PARAM_VALUE_BUDGET - _DIGEST_AND_MARKERS
+_NAN_KEY = keys.float64(math.nan)
+_PAGE_SIZES = (16, 64, 256, 1000)
+
+
+def metric_value(raw: Any) -> float:
+    """A stored metric value (string or number) as a float; ``NaN``/``inf`` strings included."""
+    return float(raw)
+
+
+def rank_value(value: float) -> float:
+    """MLflow's SQL store saves +-inf as +-max float, so they tie with it: rank them the same."""
+    if math.isinf(value):
+        return sys.float_info.max if value > 0 else -sys.float_info.max
+    return value
+
+
+def run_id_of(source: dict[str, Any]) -> str:
+    return source[SK].split("#")[1]  # R#<run_id>#M#... / R#<run_id>#P#...
+
+
+def experiment_id_of(source: dict[str, Any]) -> str:
+    return source[PK].split("#", 1)[1]
+
+
+def metric_rank_item(source: dict[str, Any]) -> dict[str, Any]:
+    value = metric_value(source["value"])
+    run_id = run_id_of(source)
+    attributes = {"run_id": run_id, "key": source["key"], "value": repr(value), "is_nan": math.isnan(value)}
+    return METRIC_RANK.item(attributes, experiment_id=experiment_id_of(source), key=source["key"], value=rank_value(value), run_id=run_id)
+
+
+def param_value_key(value: str) -> str:
+    return keys.text(value, PARAM_VALUE_BUDGET)
+
+
+def param_rank_item(source: dict[str, Any]) -> dict[str, Any]:
+    run_id = run_id_of(source)
+    value = str(source["value"])
+    attributes = {"run_id": run_id, "key": source["key"], "value": value}
+    return PARAM_RANK.item(attributes, experiment_id=experiment_id_of(source), key=source["key"], value_key=param_value_key(value), run_id=run_id)
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Ranked:
+    run_id: str
+    experiment_id: str
+    value: Any  # float for metrics (NaN kept), str for params
+
+
+def _pages(pk: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Items of one key range, in growing pages: a top-10 reads a few dozen items, a full walk stays cheap."""
+    start: dict[str, Any] | None = None
+    for size in _iter_sizes():
+        last: dict[str, Any] | None = None
+        for items, page_last in table.query_pages(pk, limit=size, start_key=start, **kwargs):
+            last = page_last
+            yield from items
+        if not last:
+            return
+        start = last
+
+
+def _iter_sizes() -> Iterator[int]:
+    yield from _PAGE_SIZES
+    while True:
+        yield _PAGE_SIZES[-1]
+
+
+def _flagged_sources(experiment_id: str, entity_type: str, key: str) -> dict[str, dict[str, Any]]:
+    """Sources of this key not indexed yet (LSI5 flag set), by run id: their RANK item may be stale."""
+    pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
+    return {
+        run_id_of(item): item
+        for item in table.iter_query(pk, "U#", index="lsi5", sk_attr="lsi5sk")
+        if item.get(ENTITY_TYPE) == entity_type and item.get("key") == key
+    }
+
+
+def _metric_sort_key(value: float, ascending: bool) -> tuple[int, float]:
+    if math.isnan(value):
+        return (1, 0.0)
+    ranked = rank_value(value)
+    return (0, ranked if ascending else -ranked)
+
+
+def _metric_stream(experiment_id: str, key: str, ascending: bool) -> Iterator[tuple[tuple[int, float], Ranked]]:
+    flagged = _flagged_sources(experiment_id, "latest_metric", key)
+    overrides = sorted(
+        ((_metric_sort_key(metric_value(item["value"]), ascending), Ranked(run_id, experiment_id, metric_value(item["value"])))
+         for run_id, item in flagged.items()),
+        key=lambda pair: (pair[0], pair[1].run_id),
+    )
+    prefix = METRIC_RANK.sk_prefix(experiment_id=experiment_id, key=key)
+    pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
+
+    def indexed() -> Iterator[tuple[tuple[int, float], Ranked]]:
+        ranges = [{"sk_between": (prefix, prefix + _NAN_KEY), "forward": ascending}, {"sk_prefix": prefix + _NAN_KEY}]
+        for query in ranges:
+            for item in _pages(pk, **query):
+                if item["run_id"] in flagged:
+                    continue
+                value = metric_value(item["value"])
+                yield _metric_sort_key(value, ascending), Ranked(item["run_id"], experiment_id, value)
+
+    return heapq.merge(indexed(), iter(overrides), key=lambda pair: pair[0])
+
+
+def _group(stream: Iterable[tuple[Any, Ranked]]) -> Iterator[list[Ranked]]:
+    current: list[Ranked] = []
+    current_key: Any = None
+    for sort_key, ranked in stream:
+        if current and sort_key != current_key:
+            yield current
+            current = []
+        current_key = sort_key
+        current.append(ranked)
+    if current:
+        yield current
+
+
+def iter_metric_groups(experiment_ids: Iterable[str], key: str, ascending: bool) -> Iterator[list[Ranked]]:
+    """Runs having metric ``key``, in groups of equal latest value, in MLflow's order."""
+    streams = [_metric_stream(experiment_id, key, ascending) for experiment_id in experiment_ids]
+    return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
+
+
+class _Reversed:
+    """Inverts string order for descending merges."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return other.value < self.value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reversed) and other.value == self.value
+
+
+def _param_stream(experiment_id: str, key: str, ascending: bool) -> Iterator[tuple[Any, Ranked]]:
+    flagged = _flagged_sources(experiment_id, "param", key)
+    order = (lambda v: v) if ascending else _Reversed
+    overrides = sorted(
+        ((order(str(item["value"])), Ranked(run_id, experiment_id, str(item["value"]))) for run_id, item in flagged.items()),
+        key=lambda pair: (pair[0], pair[1].run_id),
+    )
+    prefix = PARAM_RANK.sk_prefix(experiment_id=experiment_id, key=key)
+    pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
+
+    def indexed() -> Iterator[tuple[Any, Ranked]]:
+        # Values past PARAM_HEAD_BYTES may be truncated in the key and then order by digest: read the
+        # whole group sharing such a head and sort it on the full value attribute.
+        done_heads: set[str] = set()
+        for item in _pages(pk, sk_prefix=prefix, forward=ascending):
+            value_key = item[SK][len(prefix) : -len(item["run_id"])]
+            head = _long_head(value_key)
+            if head is None:
+                if item["run_id"] not in flagged:
+                    yield order(item["value"]), Ranked(item["run_id"], experiment_id, item["value"])
+                continue
+            if head in done_heads:
+                continue
+            done_heads.add(head)
+            group = [g for g in table.iter_query(pk, prefix + head) if g["run_id"] not in flagged]
+            group.sort(key=lambda g: (g["value"], g["run_id"]), reverse=not ascending)
+            for g in group:
+                yield order(g["value"]), Ranked(g["run_id"], experiment_id, g["value"])
+
+    return heapq.merge(indexed(), iter(overrides), key=lambda pair: pair[0])
+
+
+def _long_head(value_key: str) -> str | None:
+    """The shared key head of values that may be truncated, or None for a value ordered exactly."""
+    # A truncated head may be up to 3 bytes shorter than PARAM_HEAD_BYTES (cut at a character
+    # boundary), so group on a prefix every such value shares in full.
+    group_bytes = PARAM_HEAD_BYTES - 3
+    if len(value_key.encode("utf-8")) < group_bytes:
+        return None
+    return keys._cut_utf8(value_key, group_bytes).split("\x02", 1)[0]
+
+
+def iter_param_groups(experiment_ids: Iterable[str], key: str, ascending: bool) -> Iterator[list[Ranked]]:
+    """Runs having param ``key``, in groups of equal value, in MLflow's order (string order)."""
+    streams = [_param_stream(experiment_id, key, ascending) for experiment_id in experiment_ids]
+    return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
+
+
+def order_runs(groups: Iterable[list[Ranked]], load_runs: Callable[[list[Ranked]], dict[str, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+    """Run items in MLflow's order: groups in order, ties by start_time DESC then run_id.
+
+    ``load_runs`` returns the run items of a group by run id (missing = deleted for good: skipped);
+    the caller filters lifecycle stage / other conditions on what this yields and stops early.
+    """
+    for group in groups:
+        runs = load_runs(group)
+        present = [runs[r.run_id] for r in group if r.run_id in runs]
+        present.sort(key=lambda run: (-(run.get("start_time") or 0), run["run_id"]))
+        yield from present
+
+
+def load_runs_consistent(group: list[Ranked]) -> dict[str, dict[str, Any]]:
+    """Default loader for ``order_runs``: one BatchGetItem of the group's run items."""
+    run = ENTITY["run"]
+    items = table.batch_get([run.key(experiment_id=r.experiment_id, run_id=r.run_id) for r in group])
+    return {item["run_id"]: item for item in items}
+
+
+def iter_run_ids_by_metric(experiment_ids: Iterable[str], key: str, ascending: bool) -> Iterator[str]:
+    for run in order_runs(iter_metric_groups(experiment_ids, key, ascending), load_runs_consistent):
+        yield run["run_id"]
+
+
+def iter_run_ids_by_param(experiment_ids: Iterable[str], key: str, ascending: bool) -> Iterator[str]:
+    for run in order_runs(iter_param_groups(experiment_ids, key, ascending), load_runs_consistent):
+        yield run["run_id"]

@@ -1,0 +1,166 @@
+"""Logged model items (MLflow 3): reading a model with its tags, params and metrics.
+
+Shared because runs (outputs, metrics with ``model_id``) and artifacts (a model's artifact location)
+read logged models too. Layout (see ``schema.py``), all in the model's experiment partition:
+
+* ``LM#<model_id> / LM``: locator, model id -> experiment id (GetItem, strongly consistent).
+* ``EXP#<id> / L#<model_id>``: the model; ``L#<model_id>#T#<key>`` tags, ``#P#<key>`` params,
+  ``#M#...`` metric points (written by the runs feature). One Query ``begins_with L#<model_id>`` reads
+  them all: model ids have a fixed length (``m-`` + 32 hex), so no id is a prefix of another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlflow_serverless import table
+from mlflow_serverless.errors import MlflowError, not_found
+from mlflow_serverless.schema import ENTITY
+
+LOGGED_MODEL = ENTITY["logged_model"]
+LOCATOR = ENTITY["logged_model_locator"]
+TAG = ENTITY["logged_model_tag"]
+PARAM = ENTITY["logged_model_param"]
+METRIC = ENTITY["logged_model_metric"]
+
+ACTIVE = "active"
+DELETED = "deleted"
+# LoggedModelStatus: int code stored (the SQL column is an INTEGER), proto enum name answered.
+STATUS_NAMES = {0: "LOGGED_MODEL_STATUS_UNSPECIFIED", 1: "LOGGED_MODEL_PENDING", 2: "LOGGED_MODEL_READY", 3: "LOGGED_MODEL_UPLOAD_FAILED"}
+STATUS_CODES = {name: code for code, name in STATUS_NAMES.items()}
+MODEL_ID_LENGTH = 34  # "m-" + 32 hex
+
+
+def model_not_found(model_id: str) -> MlflowError:
+    return not_found(f"Logged model with ID '{model_id}' not found.")
+
+
+def experiment_of(model_id: str) -> str | None:
+    """The experiment holding a model, from its locator (None when the model does not exist)."""
+    locator = table.get(LOCATOR.key(model_id=model_id))
+    return str(locator["experiment_id"]) if locator else None
+
+
+def _float(value: Any) -> float:
+    # The runs feature stores floats as text (NaN/inf survive); numbers may also come back as int.
+    return float(value)
+
+
+def assemble(items: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Group one model's items (model, tags, params, metrics) into the search package's model dict."""
+    model: dict[str, Any] | None = None
+    tags: dict[str, str] = {}
+    params: dict[str, str] = {}
+    metrics: list[dict[str, Any]] = []
+    for item in items:
+        kind = item.get("entity_type")
+        if kind == LOGGED_MODEL.name:
+            model = item
+        elif kind == TAG.name:
+            tags[item["key"]] = item["value"]
+        elif kind == PARAM.name:
+            params[item["key"]] = item["value"]
+        elif kind == METRIC.name:
+            metrics.append({
+                "key": item["key"], "value": _float(item["value"]), "timestamp": int(item["timestamp"]),
+                "step": int(item.get("step") or 0), "run_id": item.get("run_id"), "model_id": item.get("model_id"),
+                "dataset_name": item.get("dataset_name"), "dataset_digest": item.get("dataset_digest"),
+            })
+    if model is None:
+        return None
+    return {
+        "model_id": model["model_id"],
+        "experiment_id": str(model["experiment_id"]),
+        "name": model.get("name"),
+        "artifact_location": model.get("artifact_location"),
+        "creation_timestamp": int(model["creation_timestamp"]),
+        "last_updated_timestamp": int(model["last_updated_timestamp"]),
+        "status": int(model.get("status", 0)),
+        "lifecycle_stage": model.get("lifecycle_stage", ACTIVE),
+        "model_type": model.get("model_type"),
+        "source_run_id": model.get("source_run_id"),
+        "status_message": model.get("status_message"),
+        "tags": tags,
+        "params": params,
+        "metrics": metrics,
+    }
+
+
+def read_model(experiment_id: str, model_id: str) -> dict[str, Any] | None:
+    """The model with tags/params/metrics: one strongly consistent Query on its experiment partition."""
+    pk = LOGGED_MODEL.pk.render({"experiment_id": experiment_id})
+    return assemble(table.query(pk, LOGGED_MODEL.sk.render({"model_id": model_id})))
+
+
+def find_model(model_id: str) -> dict[str, Any] | None:
+    """Locator + model (deleted ones included); None when unknown."""
+    experiment_id = experiment_of(model_id)
+    return read_model(experiment_id, model_id) if experiment_id is not None else None
+
+
+def get_logged_model_record(model_id: str) -> dict[str, Any]:
+    """SqlAlchemyStore._get_logged_model_record: deleted models are found too; 404 when unknown."""
+    model = find_model(model_id)
+    if model is None:
+        raise model_not_found(model_id)
+    return model
+
+
+def get_logged_model(model_id: str, allow_deleted: bool = False) -> dict[str, Any]:
+    """SqlAlchemyStore.get_logged_model: a deleted model is 404 unless ``allow_deleted``."""
+    model = get_logged_model_record(model_id)
+    if model["lifecycle_stage"] == DELETED and not allow_deleted:
+        raise model_not_found(model_id)
+    return model
+
+
+def list_models(experiment_id: str) -> list[dict[str, Any]]:
+    """Every model of an experiment with tags/params/metrics (one strongly consistent Query, paged)."""
+    pk = LOGGED_MODEL.pk.render({"experiment_id": experiment_id})
+    models: list[dict[str, Any]] = []
+    group: list[dict[str, Any]] = []
+    current: str | None = None
+    for item in table.iter_query(pk, "L#"):
+        model_id = item["sk"][2 : 2 + MODEL_ID_LENGTH]
+        if model_id != current:
+            if group and (model := assemble(group)) is not None:
+                models.append(model)
+            group, current = [], model_id
+        group.append(item)
+    if group and (model := assemble(group)) is not None:
+        models.append(model)
+    return models
+
+
+def to_api(model: dict[str, Any]) -> dict[str, Any]:
+    """The LoggedModel message as MLflow's server writes it."""
+    info: dict[str, Any] = {
+        "model_id": model["model_id"],
+        "experiment_id": model["experiment_id"],
+        "name": model["name"],
+        "creation_timestamp_ms": model["creation_timestamp"],
+        "last_updated_timestamp_ms": model["last_updated_timestamp"],
+        "artifact_uri": model["artifact_location"],
+        "status": STATUS_NAMES.get(model["status"], STATUS_NAMES[0]),
+    }
+    for field in ("model_type", "source_run_id", "status_message"):
+        if model.get(field) is not None:
+            info[field] = model[field]
+    if model["tags"]:
+        info["tags"] = [{"key": k, "value": v} for k, v in sorted(model["tags"].items())]
+    data: dict[str, Any] = {}
+    if model["params"]:
+        data["params"] = [{"key": k, "value": v} for k, v in sorted(model["params"].items())]
+    if model["metrics"]:
+        data["metrics"] = [_metric_json(m) for m in model["metrics"]]
+    return {"info": info, "data": data}
+
+
+def _metric_json(metric: dict[str, Any]) -> dict[str, Any]:
+    from mlflow_serverless.api import float_json
+
+    out: dict[str, Any] = {"key": metric["key"], "value": float_json(metric["value"]), "timestamp": metric["timestamp"], "step": metric["step"]}
+    for field in ("dataset_name", "dataset_digest", "model_id", "run_id"):
+        if metric.get(field) is not None:
+            out[field] = metric[field]
+    return out

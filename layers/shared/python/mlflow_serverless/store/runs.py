@@ -1,0 +1,326 @@
+"""Run items shared by every feature that touches runs (runs, artifacts, registry, experiments).
+
+A run lives in its experiment's partition: ``R#<run_id>`` is the run (info) and
+``R#<run_id>#<kind>#...`` are its latest metrics, params, tags, inputs and outputs, so one
+strongly consistent Query returns a whole run. Metric history lives under ``H#`` and is not read
+here. ``RUN#<run_id>`` (the locator) maps a run id to its experiment; runs never move, so warm
+Lambdas keep that mapping in ``LOCATOR_CACHE``.
+
+This module also renders runs as MLflow's server answers them (``Run.to_proto()`` through
+``message_to_json``), so every feature returns the same JSON.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlflow_serverless import table
+from mlflow_serverless.errors import MlflowError, not_found
+from mlflow_serverless.schema import ENTITY, ENTITY_TYPE, SK
+
+RUN = ENTITY["run"]
+RUN_LOCATOR = ENTITY["run_locator"]
+LATEST_METRIC = ENTITY["latest_metric"]
+METRIC_HISTORY = ENTITY["metric_history"]
+PARAM = ENTITY["param"]
+RUN_TAG = ENTITY["run_tag"]
+RUN_INPUT = ENTITY["run_input"]
+RUN_INPUT_PART = ENTITY["run_input_part"]
+RUN_MODEL_INPUT = ENTITY["run_model_input"]
+RUN_OUTPUT = ENTITY["run_output"]
+
+ACTIVE = "active"
+DELETED = "deleted"
+RUN_NAME_TAG = "mlflow.runName"
+# MLflow's SQL store cannot hold infinities: it stores (and so answers) +-max double instead.
+SQL_MAX_DOUBLE = 1.7976931348623157e308
+RUN_ID_LENGTH = 32
+
+# run id -> experiment id. Runs never move between experiments, so entries never go stale.
+LOCATOR_CACHE: dict[str, str] = {}
+_LOCATOR_CACHE_LIMIT = 100_000
+# A run id we could have generated (uuid4 hex); anything else cannot be in the table.
+_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def now_millis() -> int:
+    return int(time.time() * 1000)
+
+
+def run_not_found(run_id: str) -> MlflowError:
+    return not_found(f"Run with id={run_id} not found")
+
+
+def run_not_active(run_id: str, lifecycle_stage: str) -> MlflowError:
+    return MlflowError(
+        f"The run {run_id} must be in the 'active' state. Current state is {lifecycle_stage}.",
+        "INVALID_PARAMETER_VALUE",
+    )
+
+
+# --- locating a run --------------------------------------------------------------------------
+
+def find_experiment_id(run_id: str) -> str | None:
+    """The experiment holding ``run_id``, or None. One consistent GetItem unless cached."""
+    if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
+        return None
+    cached = LOCATOR_CACHE.get(run_id)
+    if cached is not None:
+        return cached
+    item = table.get(RUN_LOCATOR.key(run_id=run_id))
+    if item is None:
+        return None
+    remember_location(run_id, item["experiment_id"])
+    return item["experiment_id"]
+
+
+def remember_location(run_id: str, experiment_id: str) -> None:
+    if len(LOCATOR_CACHE) >= _LOCATOR_CACHE_LIMIT:
+        LOCATOR_CACHE.clear()
+    LOCATOR_CACHE[run_id] = experiment_id
+
+
+def locate_run(run_id: str) -> str:
+    """The experiment id of a run; 404 RESOURCE_DOES_NOT_EXIST as MLflow answers for unknown runs."""
+    experiment_id = find_experiment_id(run_id)
+    if experiment_id is None:
+        raise run_not_found(run_id)
+    return experiment_id
+
+
+def get_run_item(run_id: str) -> dict[str, Any]:
+    """The run (info) item alone: locator (cached) + one consistent GetItem."""
+    experiment_id = locate_run(run_id)
+    item = table.get(RUN.key(experiment_id=experiment_id, run_id=run_id))
+    if item is None:
+        raise run_not_found(run_id)
+    return item
+
+
+def get_active_run_item(run_id: str) -> dict[str, Any]:
+    item = get_run_item(run_id)
+    if item["lifecycle_stage"] != ACTIVE:
+        raise run_not_active(run_id, item["lifecycle_stage"])
+    return item
+
+
+# --- a run with its data -------------------------------------------------------------------------
+
+@dataclass
+class RunView:
+    """One run as read from its ``R#<run_id>`` range."""
+
+    info: dict[str, Any]
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    dataset_inputs: list[dict[str, Any]] = field(default_factory=list)
+    model_inputs: list[str] = field(default_factory=list)
+    model_outputs: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return self.info["run_id"]
+
+
+def run_id_of_sk(sk: str) -> str:
+    """Every item of a run's range starts ``R#<32 hex>``: the run id is a fixed slice."""
+    return sk[2 : 2 + RUN_ID_LENGTH]
+
+
+def assemble_runs(items: Iterable[dict[str, Any]]) -> list[RunView]:
+    """Group the items of one or more ``R#<run>`` ranges (in key order) into runs, in key order.
+
+    Data items whose run item is missing (a create that never completed cannot leave any, but a
+    reader racing a hard delete could) are ignored.
+    """
+    runs: dict[str, RunView] = {}
+    inputs_by_sk: dict[str, dict[str, Any]] = {}
+    for item in items:
+        kind = item.get(ENTITY_TYPE)
+        run_id = run_id_of_sk(item[SK])
+        if kind == "run":
+            runs[run_id] = RunView(info=item)
+            continue
+        view = runs.get(run_id)
+        if view is None:
+            continue
+        if kind == "latest_metric":
+            view.metrics[item["key"]] = item
+        elif kind == "param":
+            view.params[item["key"]] = item.get("value", "")
+        elif kind == "run_tag":
+            view.tags[item["key"]] = item.get("value", "")
+        elif kind == "run_input":
+            entry = {"dataset": dict(item["dataset"]), "tags": list(item.get("tags") or [])}
+            inputs_by_sk[item[SK]] = entry
+            view.dataset_inputs.append(entry)
+        elif kind == "run_input_part":
+            # Parts sort right after their input item (its key is their prefix): append in order.
+            parent = inputs_by_sk.get(item[SK][: item[SK].rindex("#C")])
+            if parent is not None:
+                dataset = parent["dataset"]
+                dataset[item["field"]] = dataset.get(item["field"], "") + item["data"]
+        elif kind == "run_model_input":
+            view.model_inputs.append(item["model_id"])
+        elif kind == "run_output":
+            view.model_outputs.append({"model_id": item["model_id"], "step": item.get("step", 0)})
+    return list(runs.values())
+
+
+def read_run(run_id: str) -> RunView:
+    """A run with its data: locator (cached) + ONE consistent Query over ``R#<run_id>``."""
+    experiment_id = locate_run(run_id)
+    items = table.query(RUN.key(experiment_id=experiment_id, run_id=run_id)["pk"], RUN.sk_prefix(run_id=run_id))
+    runs = assemble_runs(items)
+    if not runs:
+        raise run_not_found(run_id)
+    return runs[0]
+
+
+def get_run(run_id: str) -> dict[str, Any]:
+    """The ``run`` of MLflow's GetRun response: ``{info, data, inputs, outputs}``."""
+    return run_json(read_run(run_id))
+
+
+def experiment_runs(experiment_id: str) -> list[RunView]:
+    """Every run of an experiment with its data: one paged consistent Query over ``R#``."""
+    return assemble_runs(table.iter_query(f"EXP#{experiment_id}", "R#"))
+
+
+# --- JSON as MLflow's server writes it ----------------------------------------------------------------
+
+def metric_value_json(value: float, is_nan: bool = False) -> float | str:
+    """What MLflow's server answers for a stored metric value: NaN as "NaN", +-inf as +-max double."""
+    if is_nan or math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return SQL_MAX_DOUBLE if value > 0 else -SQL_MAX_DOUBLE
+    return value
+
+
+def metric_json(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "key": item["key"],
+        "value": metric_value_json(float(item["value"]), bool(item.get("is_nan"))),
+        "timestamp": item["timestamp"],
+        "step": item["step"],
+    }
+
+
+def run_info_json(item: dict[str, Any]) -> dict[str, Any]:
+    """RunInfo in proto field order; unset optional fields are left out as proto2 JSON does."""
+    info: dict[str, Any] = {"run_uuid": item["run_id"], "experiment_id": item["experiment_id"]}
+    for name in ("run_name", "user_id", "status", "start_time", "end_time", "artifact_uri", "lifecycle_stage"):
+        if item.get(name) is not None:
+            info[name] = item[name]
+    info["run_id"] = item["run_id"]
+    return info
+
+
+def dataset_json(dataset: dict[str, Any]) -> dict[str, Any]:
+    out = {name: dataset[name] for name in ("name", "digest", "source_type", "source")}
+    for name in ("schema", "profile"):
+        if dataset.get(name) is not None:
+            out[name] = dataset[name]
+    return out
+
+
+def run_json(view: RunView, inputs: bool = True, outputs: bool = True) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if view.metrics:
+        data["metrics"] = [metric_json(m) for m in view.metrics.values()]
+    if view.params:
+        data["params"] = [{"key": k, "value": v} for k, v in view.params.items()]
+    if view.tags:
+        data["tags"] = [{"key": k, "value": v} for k, v in view.tags.items()]
+    out: dict[str, Any] = {"info": run_info_json(view.info), "data": data}
+    if inputs:
+        run_inputs: dict[str, Any] = {}
+        if view.dataset_inputs:
+            run_inputs["dataset_inputs"] = [
+                {**({"tags": entry["tags"]} if entry["tags"] else {}), "dataset": dataset_json(entry["dataset"])}
+                for entry in view.dataset_inputs
+            ]
+        if view.model_inputs:
+            run_inputs["model_inputs"] = [{"model_id": model_id} for model_id in view.model_inputs]
+        out["inputs"] = run_inputs
+    if outputs:
+        out["outputs"] = {"model_outputs": view.model_outputs} if view.model_outputs else {}
+    return out
+
+
+# --- run items and their index keys -----------------------------------------------------------------
+
+def run_item(attributes: dict[str, Any]) -> dict[str, Any]:
+    """A complete run item (keys + LSI keys) from its attributes."""
+    return RUN.item({k: v for k, v in attributes.items() if v is not None}, **attributes)
+
+
+def run_update(
+    current: dict[str, Any], changes: dict[str, Any], remove: Iterable[str] = ()
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """An UpdateItem expression that sets ``changes`` and re-derives the index keys they feed.
+
+    Only the changed attributes (and the index keys built from them plus immutable ones such as
+    start_time and run_id) are written, so concurrent updates of other attributes are not lost.
+    """
+    merged = {**current, **changes, "last_update_time": changes.get("last_update_time", now_millis())}
+    index_values = RUN.index_keys(**merged)
+    sets: dict[str, Any] = {"last_update_time": merged["last_update_time"], **changes}
+    touched = set(changes) | {"last_update_time"}
+    for index_name, (_, sk_template) in RUN.indexes.items():
+        if index_name.startswith("lsi") and touched & set(sk_template.fields):
+            attribute = f"{index_name}sk"
+            if attribute in index_values:
+                sets[attribute] = index_values[attribute]
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    clauses = []
+    for i, (name, value) in enumerate(sets.items()):
+        names[f"#a{i}"] = name
+        values[f":v{i}"] = value
+        clauses.append(f"#a{i} = :v{i}")
+    expression = "SET " + ", ".join(clauses)
+    removed = [name for name in remove if name not in sets]
+    if removed:
+        for j, name in enumerate(removed):
+            names[f"#r{j}"] = name
+        expression += " REMOVE " + ", ".join(f"#r{j}" for j in range(len(removed)))
+    return expression, names, values
+
+
+def set_lifecycle(run: dict[str, Any], stage: str, condition_active: bool = False) -> None:
+    """Delete (stage=deleted, deleted_time=now) or restore (active, no deleted_time) one run."""
+    if stage == DELETED:
+        expression, names, values = run_update(run, {"lifecycle_stage": DELETED, "deleted_time": now_millis()})
+    else:
+        expression, names, values = run_update(run, {"lifecycle_stage": ACTIVE}, remove=("deleted_time",))
+    condition = "attribute_exists(pk)"
+    if condition_active:
+        names["#lc"] = "lifecycle_stage"
+        values[":active"] = ACTIVE
+        condition += " AND #lc = :active"
+    table.update(RUN.key(experiment_id=run["experiment_id"], run_id=run["run_id"]), expression, names, values, condition=condition)
+
+
+def set_experiment_runs_lifecycle(experiment_id: str, stage: str) -> int:
+    """What MLflow's delete/restore_experiment do to runs: every run of the experiment is marked
+    deleted (with a new deleted_time) or active. Returns how many runs were updated.
+
+    Reads the run items from LSI2 (run items only, no data) and updates each with UpdateItem, so a
+    concurrent update of another attribute of a run is not overwritten.
+    """
+    runs = table.query(f"EXP#{experiment_id}", "R#", index="lsi2", sk_attr="lsi2sk")
+    runs = [run for run in runs if run.get(ENTITY_TYPE) == "run"]
+    if not runs:
+        return 0
+    with ThreadPoolExecutor(max_workers=min(8, len(runs))) as pool:
+        list(pool.map(lambda run: set_lifecycle(run, stage), runs))
+    return len(runs)
