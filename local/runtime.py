@@ -231,26 +231,57 @@ class LocalRuntime:
 
 
 _moto_lock = threading.Lock()
+_moto_copy_cache = threading.local()
 
 
 def _serialize_moto_dynamodb() -> None:
-    """Make embedded moto's DynamoDB atomic under concurrent requests, as DynamoDB is.
+    """Make embedded moto's DynamoDB behave like DynamoDB under concurrent requests, and affordably.
 
-    moto's TransactWriteItems snapshots the whole table and restores the snapshot when a condition
-    fails, erasing writes other threads committed meanwhile; one request at a time avoids that.
+    * moto's TransactWriteItems snapshots the whole table and restores the snapshot when a condition
+      fails, erasing writes other threads committed meanwhile: one request at a time avoids that.
+    * It also deep-copies the table (items and stream history) once per operation of a transaction,
+      only to keep the first copy for rollback; copies within one transaction now share that first
+      copy, which is exactly the state moto rolls back to.
     """
+    import copy
+
+    import moto.dynamodb.models as backend_module
+    from moto.dynamodb.models.table import Table
     from moto.dynamodb.responses import DynamoHandler
 
     if getattr(DynamoHandler.call_action, "_serialized", False):
         return
-    original = DynamoHandler.call_action
+    original_call = DynamoHandler.call_action
 
     def call_action(self: Any) -> Any:
         with _moto_lock:
-            return original(self)
+            return original_call(self)
+
+    class _CopyShim:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(copy, name)
+
+        def deepcopy(self, obj: Any, memo: Any = None) -> Any:
+            cache = getattr(_moto_copy_cache, "tables", None)
+            if cache is None or not isinstance(obj, Table):
+                return copy.deepcopy(obj, memo)
+            if id(obj) not in cache:
+                cache[id(obj)] = copy.deepcopy(obj)
+            return cache[id(obj)]
+
+    original_transact = backend_module.DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        _moto_copy_cache.tables = {}
+        try:
+            return original_transact(self, transact_items)
+        finally:
+            _moto_copy_cache.tables = None
 
     call_action._serialized = True  # type: ignore[attr-defined]
     DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+    backend_module.copy = _CopyShim()  # type: ignore[attr-defined]
+    backend_module.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
 def api_gateway_event(

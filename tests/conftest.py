@@ -89,4 +89,9 @@ def fresh_server() -> Iterator[str]:
         yield url
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            # A loaded machine can keep the runtime's shutdown (moto's server thread) slow: do not fail a test on it.
+            process.kill()
+            process.wait(timeout=10)

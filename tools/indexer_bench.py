@@ -5,7 +5,7 @@ tools.indexer_bench`` runs it alone on a fresh embedded table and prints the row
 
 * Write amplification: a write is sent over HTTP with the indexer paused, then the stream is
   drained through the real indexer handler and its DynamoDB work is counted (``table.STATS``).
-* Search reads: ``n`` experiments (``BENCH_EXPERIMENTS``, default 2000: every name costs ~35 derived
+* Search reads: ``n`` experiments (``BENCH_EXPERIMENTS``, default 2000; 10000 takes > 20 min in moto: every name costs ~35 derived
   items in moto) and ``n_runs`` runs are written directly in their indexed state (source items plus
   the derived items ``derived.derive`` computes, exactly what the indexer writes), then the
   index-backed reads are counted against the exhaustive ones.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlflow_serverless import search, table
+from mlflow_serverless import fts, search, table
 from mlflow_serverless.artifact_locations import default_experiment_artifact_location
 from mlflow_serverless.errors import MlflowError, already_exists, invalid, not_found
 from mlflow_serverless.schema import ENTITY
@@ -284,8 +284,12 @@ def search_experiments(
     resumes after the last experiment returned even while experiments are created."""
     query = search.prepare_experiment_search(filter_string, order_by, max_results, page_token)
     stages = search.view_type_stages(view_type)
+    # Name substring filters read only the FTS candidates (plus names not yet indexed); the exact filter
+    # below removes false candidates, so the index can narrow the read but never change the answer.
+    candidate_ids = fts.filter_candidates(query.filter, [fts.experiments_scope(store.DEFAULT_WORKSPACE)], fts.EXPERIMENT)
+    experiments = store.list_experiments() if candidate_ids is None else store.list_experiments_by_id(candidate_ids)
     candidates = []
-    for experiment in store.list_experiments():
+    for experiment in experiments:
         if experiment["lifecycle_stage"] in stages:
             tags = {tag["key"]: tag["value"] for tag in experiment.get("tags", [])}
             candidates.append({**experiment, "tags": tags, "_api": experiment})

@@ -59,7 +59,8 @@ META_ATTRIBUTES = ("name", "description", "creation_timestamp", "last_updated_ti
 
 
 class Interrupted(Exception):
-    """Raised by the test hook ``stop_after`` to simulate a request that dies half way."""
+    """Raised by the test hook ``stop_after`` (stop after that many batches; negative: after the last
+    batch, before the final step) to simulate a request that dies half way."""
 
 
 def settle(name: str) -> dict[str, Any] | None:
@@ -180,14 +181,15 @@ def _run_batches(checks: list[dict[str, Any]], operations: list[dict[str, Any]],
     """Apply ``operations`` in transactions guarded by ``checks``. False when a check failed."""
     done = 0
     for batch in _batches(operations, MAX_OPS_PER_TRANSACTION + 2 - len(checks)):
-        if stop_after is not None and done >= stop_after:
+        if stop_after is not None and 0 <= stop_after <= done:
             raise Interrupted(f"stopped after {done} batches")
         try:
             table.transact([*checks, *batch])
         except table.ConditionFailed:
             return False
         done += 1
-    if stop_after is not None and done >= stop_after and operations:
+    # stop_after < 0: die after the last batch, before the final step.
+    if stop_after is not None and (stop_after < 0 or done >= stop_after) and operations:
         raise Interrupted(f"stopped after {done} batches")
     return True
 

@@ -16,13 +16,13 @@ module only decides which items to read:
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from mlflow_serverless import search, table
+from mlflow_serverless import fts, search, table
 
 from . import reads
 from .items import (
+    ENTRY,
     IS_PROMPT_TAG_KEY,
     VERSIONS_PREFIX,
     WORKSPACE,
@@ -33,18 +33,20 @@ from .items import (
     version_json,
 )
 
-PARALLEL_READS = 8
 
+def _entries(flt: search.Filter | None = None) -> list[dict[str, Any]]:
+    """The name list, or only the entries the FTS index names as candidates for the filter's name patterns.
 
-def _pool_map(fn: Any, values: list[Any]) -> list[Any]:
-    if len(values) <= 1:
-        return [fn(v) for v in values]
-    with ThreadPoolExecutor(max_workers=min(PARALLEL_READS, len(values))) as pool:
-        return list(pool.map(fn, values))
-
-
-def _entries() -> list[dict[str, Any]]:
-    return table.query(f"RMLIST#{WORKSPACE}")
+    Candidates include names not yet indexed, so the exact filter applied afterwards decides alone.
+    """
+    names = None
+    if flt is not None:
+        names = fts.filter_candidates(
+            flt, [fts.registered_models_scope(WORKSPACE)], fts.REGISTERED_MODEL, pending_scope=fts.registered_models_collection(WORKSPACE)
+        )
+    if names is None:
+        return table.query(fts.registered_models_collection(WORKSPACE))
+    return table.batch_get([ENTRY.key(workspace=WORKSPACE, model_name=name) for name in names])
 
 
 def _name_ok(name: str, flt: search.Filter) -> bool:
@@ -57,13 +59,13 @@ def search_registered_models(filter_string: str | None, max_results: int, order_
     query = search.prepare_registered_model_search(filter_string, order_by, max_results, page_token)
     flt = query.filter
     candidates = [
-        e["name"] for e in _entries()
+        e["name"] for e in _entries(flt)
         if (flt.querying_prompts or not e.get("is_prompt")) and _name_ok(e["name"], flt)
     ]
     needs_tags = flt.querying_prompts or any(n[0] == "tag" for n in flt.normalized)
     heads: dict[str, reads.Head] = {}
     if needs_tags:
-        for head in _pool_map(lambda n: reads.read_head(n), candidates):
+        for head in reads.pool_map(lambda n: reads.read_head(n), candidates):
             if head is not None:
                 heads[head.meta["name"]] = head
         metas = [h.meta for h in heads.values()]
@@ -87,7 +89,7 @@ def search_registered_models(filter_string: str | None, max_results: int, order_
             return None  # deleted between the list and now
         return model_json(head.meta, head.tags, head.aliases, reads.latest_versions(entity["name"]))
 
-    models = [m for m in _pool_map(expand, page) if m is not None]
+    models = [m for m in reads.pool_map(expand, page) if m is not None]
     out: dict[str, Any] = {}
     if models:
         out["registered_models"] = models
@@ -156,7 +158,7 @@ def _run_versions(run_ids: list[str]) -> list[dict[str, Any]]:
             return None
         return _version_entity(found[0], found[1], None)
 
-    return [e for e in _pool_map(reread, hits) if e is not None]
+    return [e for e in reads.pool_map(reread, hits) if e is not None]
 
 
 def search_model_versions(filter_string: str | None, max_results: int, order_by: list[str] | None, page_token: str | None) -> dict[str, Any]:
@@ -168,8 +170,8 @@ def search_model_versions(filter_string: str | None, max_results: int, order_by:
         entities = _run_versions(run_ids)
     else:
         if names is None:
-            names = [e["name"] for e in _entries() if _name_ok(e["name"], flt)]
-        entities = [e for batch in _pool_map(_partition_versions, sorted(set(names))) for e in batch]
+            names = [e["name"] for e in _entries(flt) if _name_ok(e["name"], flt)]
+        entities = [e for batch in reads.pool_map(_partition_versions, sorted(set(names))) for e in batch]
     page, token = query.run(entities)
     out: dict[str, Any] = {}
     if page:

@@ -414,7 +414,11 @@ def finish_version_delete(name: str, number: int, now: int) -> None:
     deletes = [table.delete_op({"pk": i["pk"], "sk": i["sk"]}) for i in doomed]
     guard = table.check_op(meta_key(name), NO_MARKERS)
     while len(deletes) > 97:
-        table.transact([guard, *deletes[:97]])
+        try:
+            table.transact([guard, *deletes[:97]])
+        except table.ConditionFailed:
+            reads.require_meta(name)  # a rename/delete took over: it drops half-deleted versions
+            return
         deletes = deletes[97:]
     version_delete = table.delete_op(version_key(name, number), condition="attribute_exists(deleting)")
     touch = table.update_op(meta_key(name), "SET last_updated_timestamp = :now", values={":now": now}, condition=NO_MARKERS)

@@ -62,11 +62,14 @@ def create_run(msg: dict[str, Any]) -> dict[str, Any]:
     first, rest = tag_items[: table.TRANSACTION_LIMIT - len(operations)], tag_items[table.TRANSACTION_LIMIT - len(operations) :]
     operations += [table.put_op(item) for item in first]
     try:
-        table.transact(operations)
-    except table.ConditionFailed:
-        # Only the experiment check can fail (the run id is new): report its current state.
-        experiments_store.get_active_experiment_meta(experiment_id)
-        raise
+        # The token makes DynamoDB answer a retried transaction (the SDK retries timeouts) as a success.
+        table.transact(operations, token=run_id)
+    except table.ConditionFailed as failure:
+        # The run id is new, so a failed put of the run item can only be our own earlier attempt that
+        # landed (a retry without token support, e.g. moto): the run exists as requested.
+        if failure.reasons[:2] != ["None", "ConditionalCheckFailed"]:
+            experiments_store.get_active_experiment_meta(experiment_id)
+            raise
     if rest:
         table.batch_write(rest)
     store.remember_location(run_id, experiment_id)

@@ -164,7 +164,9 @@ def _search_by_start_time(query: search.SearchQuery, experiment_ids: list[str], 
     index, sk_attr, low, high = _lsi_range(stages, ascending, query.position)
     limit = query.max_results
     # One more than the page (to know whether a next page exists) and one for a tie at the edge.
-    first_page = max(_LSI_PAGE_MIN, min(limit + 2, _LSI_PAGE_MAX)) if limit is not None else _LSI_PAGE_MAX
+    # After a token the range starts at the token's own start time, whose run is read again.
+    extra = 2 if query.position is None else 3
+    first_page = max(_LSI_PAGE_MIN, min(limit + extra, _LSI_PAGE_MAX)) if limit is not None else _LSI_PAGE_MAX
     streams = [
         ({"info": _info(item), "_item": item} for item in _ordered_runs(experiment_id, index, sk_attr, low, high, ascending, first_page))
         for experiment_id in experiment_ids

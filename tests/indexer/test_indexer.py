@@ -126,3 +126,29 @@ def test_watermark_recorded(stream: s.Stream) -> None:
 
     mark = read_watermark()
     assert mark is not None and mark["value"] > 0 and mark["lag_ms"] >= 0
+
+
+def test_poison_record_ends_in_dead_letters_after_bounded_retries(stream: s.Stream) -> None:
+    from indexer.handler import lambda_handler
+
+    from local.runtime import LocalRuntime
+
+    s.put_experiment("1", "dlq", 1)
+    s.put_run("1", "f" * 32, "before poison", 2)
+    s.put_run("1", "9" * 32, "after poison", 3)
+    records = stream.read_new()
+    bad = copy.deepcopy(records[-1])
+    bad["dynamodb"]["SequenceNumber"] = "5" * 12
+    bad["dynamodb"]["NewImage"]["run_id"] = {"NULL": True}
+    calls: list[int] = []
+
+    def counting(event: dict, context: object) -> dict:
+        calls.append(len(event["Records"]))
+        return lambda_handler(event, context)
+
+    runtime = LocalRuntime(port=0)  # not started: only its event-source-mapping logic is used
+    runtime._deliver(counting, [*records[:-1], bad, records[-1]])
+    assert next(r["dynamodb"]["SequenceNumber"] for r in runtime.dead_letters) == "5" * 12
+    assert len(calls) == 3  # bounded retries
+    assert fts.run_candidates(["1"], "%poison%") == {"f" * 32, "9" * 32}
+    assert admin.verify().differences == 0

@@ -16,6 +16,7 @@ from mlflow.utils.search_utils import _ilike, _like
 
 from mlflow_serverless import fts, ranks, table
 from mlflow_serverless.schema import ENTITY
+from mlflow_serverless.search.like import like_match
 
 from . import support as s
 
@@ -37,7 +38,8 @@ def test_pattern_tokens_never_exclude_a_match(name: str, data: st.DataObject) ->
     if tokens is None:
         return
     indexed = {token for _, token in fts.name_tokens(name)}
-    if _like(name, pattern) or _ilike(name, pattern):
+    # MLflow's Python matchers and the sqlite semantics the search package reproduces.
+    if _like(name, pattern) or _ilike(name, pattern) or like_match(name, pattern, True) or like_match(name, pattern, False):
         assert set(tokens) <= indexed, (name, pattern)
 
 
@@ -171,6 +173,27 @@ def test_rank_order_matches_sqlalchemy_store_also_while_paused(stream: s.Stream,
             direction = "ASC" if ascending else "DESC"
             assert _our_order("metrics", "m", ascending) == _mlflow_order(mlflow_store, experiment_id, f"metrics.m {direction}", having_metric)
             assert _our_order("params", "p", ascending) == _mlflow_order(mlflow_store, experiment_id, f"params.p {direction}", having_param)
+            _check_resume(ascending)
+
+    def _check_resume(ascending: bool) -> None:
+        # A later page resumes at the last value returned: dropping what earlier pages returned
+        # (the page token's job) leaves exactly the rest of the full order.
+        metric_groups = list(ranks.iter_metric_groups(["1"], "m", ascending))
+        full = [r for g in metric_groups for r in g]
+        order = list(ranks.order_runs(metric_groups, ranks.load_runs_consistent))
+        for i, run in enumerate(order):
+            value = next(r.value for r in full if r.run_id == run["run_id"])
+            resumed = [x["run_id"] for x in ranks.order_runs(ranks.iter_metric_groups(["1"], "m", ascending, value), ranks.load_runs_consistent)]
+            seen = {x["run_id"] for x in order[:i]}
+            assert [r for r in resumed if r not in seen] == [x["run_id"] for x in order[i:]]
+        param_groups = list(ranks.iter_param_groups(["1"], "p", ascending))
+        full = [r for g in param_groups for r in g]
+        order = list(ranks.order_runs(param_groups, ranks.load_runs_consistent))
+        for i, run in enumerate(order):
+            value = next(r.value for r in full if r.run_id == run["run_id"])
+            resumed = [x["run_id"] for x in ranks.order_runs(ranks.iter_param_groups(["1"], "p", ascending, value), ranks.load_runs_consistent)]
+            seen = {x["run_id"] for x in order[:i]}
+            assert [r for r in resumed if r not in seen] == [x["run_id"] for x in order[i:]]
 
     check()
     # Paused indexer: new latest values and a new param are not indexed yet, the order is still MLflow's.

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import pytest
+import requests
 from mlflow.exceptions import MlflowException, RestException
-from mlflow.entities.model_registry import ModelVersionTag, RegisteredModelTag
 
 from tests.conftest import unique
 
 pytestmark = pytest.mark.e2e
 
 
+def _items(name: str) -> list[dict]:
+    from registry.items import partition
+
+    from mlflow_serverless import table
+
+    return table.query(partition(name))
+
+
 def _error(excinfo: pytest.ExceptionInfo[BaseException]) -> str:
     return getattr(excinfo.value, "error_code", "")
 
 
-def test_create_get_update_tags(client) -> None:  # noqa: ANN001
+def test_create_get_update_tags(client) -> None:
     name = unique("rm#ü ")
     created = client.create_registered_model(name, tags={"team": "a", "x.y:z": "z"}, description="first")
     assert created.name == name and created.description == "first"
@@ -39,7 +47,7 @@ def test_create_get_update_tags(client) -> None:  # noqa: ANN001
     assert f"Registered Model (name={name}) already exists." in str(excinfo.value)
 
 
-def test_missing_model_and_version_errors(client) -> None:  # noqa: ANN001
+def test_missing_model_and_version_errors(client) -> None:
     name = unique("missing")
     with pytest.raises(RestException) as excinfo:
         client.get_registered_model(name)
@@ -61,7 +69,7 @@ def test_missing_model_and_version_errors(client) -> None:  # noqa: ANN001
     assert _error(excinfo) == "INVALID_PARAMETER_VALUE"
 
 
-def test_versions_aliases_stages(client) -> None:  # noqa: ANN001
+def test_versions_aliases_stages(client) -> None:
     name = unique("mv")
     client.create_registered_model(name)
     v1 = client.create_model_version(name, "s3://bucket/m1", tags={"k": "v"}, description="d1")
@@ -112,7 +120,15 @@ def test_versions_aliases_stages(client) -> None:  # noqa: ANN001
         client.get_model_version(name, "2")
     assert _error(excinfo) == "RESOURCE_DOES_NOT_EXIST"
     assert client.get_registered_model(name).aliases == {}  # aliases of the deleted version went with it
+    assert not [i for i in _items(name) if i["sk"].startswith("M#V#0000000002")]  # its tags are gone too
     v4 = client.create_model_version(name, "s3://bucket/m4")
+    # GET variant of get-latest-versions (the client falls back to it), repeated stages.
+    response = requests.get(
+        f"{client.tracking_uri}/api/2.0/mlflow/registered-models/get-latest-versions",
+        params=[("name", name), ("stages", "Staging"), ("stages", "Production")],
+        timeout=60,
+    )
+    assert sorted(v["version"] for v in response.json()["model_versions"]) == ["1", "3"]
     assert v4.version == "4"  # numbers are never reused
     assert client.get_model_version_download_uri(name, "4") == "s3://bucket/m4"
 
@@ -121,7 +137,7 @@ def test_versions_aliases_stages(client) -> None:  # noqa: ANN001
         client.get_model_version_by_alias(name, "champion")
 
 
-def test_rename_and_delete(client) -> None:  # noqa: ANN001
+def test_rename_and_delete(client) -> None:
     name, new_name = unique("old"), unique("new")
     client.create_registered_model(name, tags={"t": "1"})
     for i in range(3):
@@ -152,10 +168,3 @@ def test_rename_and_delete(client) -> None:  # noqa: ANN001
     # The name is free again and starts from version 1.
     client.create_registered_model(new_name)
     assert client.create_model_version(new_name, "s3://bucket/again").version == "1"
-
-
-def test_tags_via_entities(client) -> None:  # noqa: ANN001
-    name = unique("ent")
-    client.create_registered_model(name, tags=[RegisteredModelTag("a", "1")] and {"a": "1"})
-    mv = client.create_model_version(name, "s3://b/x", tags={t.key: t.value for t in [ModelVersionTag("q", "w")]})
-    assert mv.tags == {"q": "w"}

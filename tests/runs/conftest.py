@@ -65,19 +65,23 @@ class Twin:
         (``ordered``: keep list order, for answers whose order is defined such as get-history)."""
         values = self.ours_values if side == "ours" else self.reference_values
 
-        def text(value: str) -> str:
-            for name, actual in sorted(values.items(), key=lambda kv: -len(kv[1])):
-                # Short ids (experiments) only as whole tokens: "1" must not rewrite "10" or "0.1".
-                value = re.sub(rf"(?<![\w.]){re.escape(actual)}(?![\w.])", "{" + name + "}", value)
-            return re.sub(r"^.*/(\{exp\w*\}/)", r"ROOT/\1", value)
+        short = {actual: name for name, actual in values.items() if len(actual) < 16}
+        long = sorted(((actual, name) for name, actual in values.items() if len(actual) >= 16), key=lambda kv: -len(kv[0]))
 
-        def walk(value: Any) -> Any:
+        def text(value: str) -> str:
+            # Run ids (32 hex) are unique anywhere in a text; short experiment ids are only rewritten where
+            # they are ids (experiment_id fields, artifact URIs), never inside values such as "1".
+            for actual, name in long:
+                value = value.replace(actual, "{" + name + "}")
+            return re.sub(r"^.*/([^/]+)/(\{run\w*\}/artifacts)$", lambda m: f"ROOT/{{{short.get(m.group(1), m.group(1))}}}/{m.group(2)}", value)
+
+        def walk(value: Any, key: str | None = None) -> Any:
             if isinstance(value, str):
-                return text(value)
+                return "{" + short[value] + "}" if key == "experiment_id" and value in short else text(value)
             if isinstance(value, list):
                 return [walk(v) for v in value]
             if isinstance(value, dict):
-                return {k: walk(v) for k, v in value.items()}
+                return {k: walk(v, k) for k, v in value.items()}
             return value
 
         parsed = walk(body)

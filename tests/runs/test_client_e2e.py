@@ -7,7 +7,7 @@ import math
 import mlflow
 import pandas as pd
 import pytest
-from mlflow.entities import Metric, Param, RunStatus, RunTag, ViewType
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunStatus, RunTag, ViewType
 from mlflow.exceptions import MlflowException
 
 from tests.conftest import unique
@@ -217,3 +217,25 @@ def test_log_batch_with_run_name_tag_renames(client: mlflow.MlflowClient) -> Non
     run = client.get_run(run_id)
     assert run.info.run_name == "renamed"
     assert run.data.tags["a"] == "2"
+
+
+def test_large_dataset_profile_round_trips(client: mlflow.MlflowClient, server: str) -> None:
+    """A dataset larger than a DynamoDB item (400 KB) is split into parts and read back whole."""
+    import requests
+
+    experiment_id = client.create_experiment(unique("large-dataset"))
+    first, second = client.create_run(experiment_id).info.run_id, client.create_run(experiment_id).info.run_id
+    profile = "".join(chr(0x4E00 + i % 500) for i in range(450_000))  # 1.35 MB of UTF-8
+    schema = '{"mlflow_colspec": [' + ", ".join(f'{{"name": "c{i}", "type": "double"}}' for i in range(2000)) + "]}"
+    big = Dataset("big", "digest1", "s3", "s3://bucket/big", schema=schema, profile=profile)
+    client.log_inputs(first, [DatasetInput(big, [InputTag("mlflow.data.context", "train")])])
+    # Same name and digest from another run: the experiment's stored (large) copy is linked.
+    client.log_inputs(second, [DatasetInput(Dataset("big", "digest1", "s3", "s3://other", profile="{}"), [])])
+    for run_id in (first, second):
+        [dataset_input] = client.get_run(run_id).inputs.dataset_inputs
+        assert dataset_input.dataset.profile == profile and dataset_input.dataset.schema == schema
+        assert dataset_input.dataset.source == "s3://bucket/big"
+    found = client.search_runs([experiment_id], "datasets.name = 'big' and datasets.context = 'train'")
+    assert [r.info.run_id for r in found] == [first]
+    assert found[0].inputs.dataset_inputs[0].dataset.profile == profile
+    assert requests.get(f"{server}/api/2.0/mlflow/runs/get", params={"run_id": second}, timeout=60).status_code == 200

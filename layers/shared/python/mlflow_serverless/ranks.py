@@ -115,18 +115,27 @@ def _metric_sort_key(value: float, ascending: bool) -> tuple[int, float]:
     return (0, ranked if ascending else -ranked)
 
 
-def _metric_stream(experiment_id: str, key: str, ascending: bool) -> Iterator[tuple[tuple[int, float], Ranked]]:
+def _metric_stream(experiment_id: str, key: str, ascending: bool, start_value: float | None = None) -> Iterator[tuple[tuple[int, float], Ranked]]:
+    start = None if start_value is None else _metric_sort_key(start_value, ascending)
     flagged = _flagged_sources(experiment_id, "latest_metric", key)
     overrides = sorted(
         ((_metric_sort_key(metric_value(item["value"]), ascending), Ranked(run_id, experiment_id, metric_value(item["value"])))
          for run_id, item in flagged.items()),
         key=lambda pair: (pair[0], pair[1].run_id),
     )
+    overrides = [pair for pair in overrides if start is None or pair[0] >= start]
     prefix = METRIC_RANK.sk_prefix(experiment_id=experiment_id, key=key)
     pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
+    numbers = (prefix, prefix + _NAN_KEY)
+    if start is not None and start[0] == 0:
+        # Resume at start_value (inclusive: its whole tie group is read again).
+        at = prefix + keys.float64(rank_value(start_value))  # type: ignore[arg-type]
+        numbers = (at, prefix + _NAN_KEY) if ascending else (prefix, at + "#~")
+    ranges: list[dict[str, Any]] = [{"sk_prefix": prefix + _NAN_KEY}]
+    if start is None or start[0] == 0:
+        ranges.insert(0, {"sk_between": numbers, "forward": ascending})
 
     def indexed() -> Iterator[tuple[tuple[int, float], Ranked]]:
-        ranges = [{"sk_between": (prefix, prefix + _NAN_KEY), "forward": ascending}, {"sk_prefix": prefix + _NAN_KEY}]
         for query in ranges:
             for item in _pages(pk, **query):
                 if item["run_id"] in flagged:
@@ -150,9 +159,13 @@ def _group(stream: Iterable[tuple[Any, Ranked]]) -> Iterator[list[Ranked]]:
         yield current
 
 
-def iter_metric_groups(experiment_ids: Iterable[str], key: str, ascending: bool) -> Iterator[list[Ranked]]:
-    """Runs having metric ``key``, in groups of equal latest value, in MLflow's order."""
-    streams = [_metric_stream(experiment_id, key, ascending) for experiment_id in experiment_ids]
+def iter_metric_groups(experiment_ids: Iterable[str], key: str, ascending: bool, start_value: float | None = None) -> Iterator[list[Ranked]]:
+    """Runs having metric ``key``, in groups of equal latest value, in MLflow's order.
+
+    ``start_value`` resumes a later page: groups before it are not read; its own group is yielded
+    whole (the caller skips what its page token already covered, e.g. ``query.is_after_token``).
+    """
+    streams = [_metric_stream(experiment_id, key, ascending, start_value) for experiment_id in experiment_ids]
     return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
 
 
@@ -171,7 +184,7 @@ class _Reversed:
         return isinstance(other, _Reversed) and other.value == self.value
 
 
-def _param_stream(experiment_id: str, key: str, ascending: bool) -> Iterator[tuple[Any, Ranked]]:
+def _param_stream(experiment_id: str, key: str, ascending: bool, start_value: str | None = None) -> Iterator[tuple[Any, Ranked]]:
     flagged = _flagged_sources(experiment_id, "param", key)
     order = (lambda v: v) if ascending else _Reversed
     overrides = sorted(
@@ -180,12 +193,20 @@ def _param_stream(experiment_id: str, key: str, ascending: bool) -> Iterator[tup
     )
     prefix = PARAM_RANK.sk_prefix(experiment_id=experiment_id, key=key)
     pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
+    query: dict[str, Any] = {"sk_prefix": prefix, "forward": ascending}
+    if start_value is not None:
+        # Resume at start_value, its tie group (or its long-value head group) included.
+        overrides = [pair for pair in overrides if not pair[0] < order(start_value)]
+        value_key = param_value_key(start_value)
+        at = prefix + (_long_head(value_key) or value_key)
+        query["sk_between"] = (at, prefix + "\U0010ffff") if ascending else (prefix, at + "\U0010ffff")
+        del query["sk_prefix"]
 
     def indexed() -> Iterator[tuple[Any, Ranked]]:
         # Values past PARAM_HEAD_BYTES may be truncated in the key and then order by digest: read the
         # whole group sharing such a head and sort it on the full value attribute.
         done_heads: set[str] = set()
-        for item in _pages(pk, sk_prefix=prefix, forward=ascending):
+        for item in _pages(pk, **query):
             value_key = item[SK][len(prefix) : -len(item["run_id"])]
             head = _long_head(value_key)
             if head is None:
@@ -213,9 +234,13 @@ def _long_head(value_key: str) -> str | None:
     return keys._cut_utf8(value_key, group_bytes).split("\x02", 1)[0]
 
 
-def iter_param_groups(experiment_ids: Iterable[str], key: str, ascending: bool) -> Iterator[list[Ranked]]:
-    """Runs having param ``key``, in groups of equal value, in MLflow's order (string order)."""
-    streams = [_param_stream(experiment_id, key, ascending) for experiment_id in experiment_ids]
+def iter_param_groups(experiment_ids: Iterable[str], key: str, ascending: bool, start_value: str | None = None) -> Iterator[list[Ranked]]:
+    """Runs having param ``key``, in groups of equal value, in MLflow's order (string order).
+
+    ``start_value`` resumes a later page (see ``iter_metric_groups``); values before it that share
+    its long-value key head may be yielded too: the caller's page-token check drops them.
+    """
+    streams = [_param_stream(experiment_id, key, ascending, start_value) for experiment_id in experiment_ids]
     return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
 
 

@@ -43,7 +43,7 @@ INDEXES: tuple[Index, ...] = (
     Index("lsi2", "LSI", PK, "lsi2sk", "ALL", "Runs and traces by start/request time"),
     Index("lsi3", "LSI", PK, "lsi3sk", "ALL", "Runs by status, then start time; model versions by stage, then version"),
     Index("lsi4", "LSI", PK, "lsi4sk", "ALL", "Runs and traces by name"),
-    Index("lsi5", "LSI", PK, "lsi5sk", "ALL", "Items changed at a time (source items the indexer derives from)"),
+    Index("lsi5", "LSI", PK, "lsi5sk", "ALL", "Source items not yet indexed by the stream indexer (writers set lsi5sk, the indexer removes it)"),
 )
 INDEX_BY_NAME = {index.name: index for index in INDEXES}
 

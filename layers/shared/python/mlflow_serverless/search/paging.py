@@ -20,18 +20,19 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from mlflow_serverless import validation
 from mlflow_serverless.errors import invalid
 from mlflow_serverless.search.ordering import OrderBy, position, position_key, sort_key
+from mlflow_serverless.validation import SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT as SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT
+from mlflow_serverless.validation import SEARCH_MAX_RESULTS_DEFAULT as SEARCH_MAX_RESULTS_DEFAULT
+from mlflow_serverless.validation import SEARCH_MAX_RESULTS_THRESHOLD as SEARCH_MAX_RESULTS_THRESHOLD
+from mlflow_serverless.validation import SEARCH_MODEL_VERSION_MAX_RESULTS_DEFAULT as SEARCH_MODEL_VERSION_MAX_RESULTS_DEFAULT
+from mlflow_serverless.validation import SEARCH_MODEL_VERSION_MAX_RESULTS_THRESHOLD as SEARCH_MODEL_VERSION_MAX_RESULTS_THRESHOLD
+from mlflow_serverless.validation import SEARCH_REGISTERED_MODEL_MAX_RESULTS_DEFAULT as SEARCH_REGISTERED_MODEL_MAX_RESULTS_DEFAULT
+from mlflow_serverless.validation import SEARCH_REGISTERED_MODEL_MAX_RESULTS_THRESHOLD as SEARCH_REGISTERED_MODEL_MAX_RESULTS_THRESHOLD
 
 TOKEN_VERSION = 1
 
-SEARCH_MAX_RESULTS_DEFAULT = 1000  # runs, experiments
-SEARCH_MAX_RESULTS_THRESHOLD = 50000
-SEARCH_REGISTERED_MODEL_MAX_RESULTS_DEFAULT = 100
-SEARCH_REGISTERED_MODEL_MAX_RESULTS_THRESHOLD = 1000
-SEARCH_MODEL_VERSION_MAX_RESULTS_DEFAULT = 10000
-SEARCH_MODEL_VERSION_MAX_RESULTS_THRESHOLD = 200_000
-SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT = 100
 
 Position = list[list[Any]]
 
@@ -127,37 +128,13 @@ def page(
 
 def check_max_results_runs(max_results: int | None) -> None:
     """SqlAlchemyStore._validate_max_results_param(max_results, allow_null=True) (search_runs)."""
-    _check_tracking_max_results(max_results, allow_null=True)
+    validation.validate_max_results_param(max_results, allow_null=True)
 
 
 def check_max_results_experiments(max_results: int | None) -> None:
     """SqlAlchemyStore._validate_max_results_param(max_results) (search_experiments)."""
-    _check_tracking_max_results(max_results, allow_null=False)
+    validation.validate_max_results_param(max_results, allow_null=False)
 
 
-def _check_tracking_max_results(max_results: int | None, allow_null: bool) -> None:
-    if (not allow_null and max_results is None) or (max_results is not None and max_results < 1):
-        raise invalid(f"Invalid value {max_results} for parameter 'max_results' supplied. It must be a positive integer")
-    if max_results is not None and max_results > SEARCH_MAX_RESULTS_THRESHOLD:
-        raise invalid(
-            f"Invalid value {max_results} for parameter 'max_results' supplied. It must be at most {SEARCH_MAX_RESULTS_THRESHOLD}"
-        )
-
-
-def check_max_results_registered_models(max_results: int) -> None:
-    """search_registered_models: only the upper bound is checked by the store."""
-    if max_results > SEARCH_REGISTERED_MODEL_MAX_RESULTS_THRESHOLD:
-        raise invalid(
-            "Invalid value for request parameter max_results. It must be at most "
-            f"{SEARCH_REGISTERED_MODEL_MAX_RESULTS_THRESHOLD}, but got value {max_results}"
-        )
-
-
-def check_max_results_model_versions(max_results: int) -> None:
-    if not isinstance(max_results, int) or max_results < 1:
-        raise invalid(f"Invalid value for max_results. It must be a positive integer, but got {max_results}")
-    if max_results > SEARCH_MODEL_VERSION_MAX_RESULTS_THRESHOLD:
-        raise invalid(
-            "Invalid value for request parameter max_results. It must be at most "
-            f"{SEARCH_MODEL_VERSION_MAX_RESULTS_THRESHOLD}, but got value {max_results}"
-        )
+check_max_results_registered_models = validation.validate_registered_model_max_results
+check_max_results_model_versions = validation.validate_model_version_max_results

@@ -14,6 +14,7 @@ Layout (see ``schema.py``):
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -240,6 +241,21 @@ def get_experiment_by_name(name: str, workspace: str = DEFAULT_WORKSPACE) -> dic
     if found is None or found[0]["name"] != name:
         return None
     return to_api(*found)
+
+
+def list_experiments_by_id(experiment_ids: set[str], workspace: str = DEFAULT_WORKSPACE) -> list[dict[str, Any]]:
+    """The named experiments with their tags, from the consistent collection (one Query each)."""
+    out = []
+    for experiment_id in sorted(experiment_ids, key=int):
+        num = int(experiment_id)
+        # The longest prefix shared by the entry (E#<n>#META) and its tags (E#<n>#T#<key>).
+        prefix = os.path.commonprefix([  # noqa: RUF071 - a string prefix, not a path
+            EXPERIMENT_ENTRY.sk.render({"experiment_num": num}), EXPERIMENT_ENTRY_TAG.sk_prefix(experiment_num=num)])
+        items = table.query(EXPERIMENT_ENTRY.pk.render({"workspace": workspace}), prefix)
+        metas = [item for item in items if item["entity_type"] == EXPERIMENT_ENTRY.name]
+        if metas:
+            out.append(to_api(metas[0], [item for item in items if item["entity_type"] == EXPERIMENT_ENTRY_TAG.name]))
+    return out
 
 
 def list_experiments(workspace: str = DEFAULT_WORKSPACE) -> list[dict[str, Any]]:
