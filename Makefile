@@ -9,7 +9,7 @@ CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: help venv serve test lint format synth deploy destroy bench docs clean
+.PHONY: help venv serve test lint format synth deploy destroy bench docs verify reindex clean
 
 help:
 	@echo "make serve   - serve the MLflow API locally on http://127.0.0.1:$(PORT)"
@@ -18,6 +18,7 @@ help:
 	@echo "make deploy  - cdk deploy with the pinned CDK CLI"
 	@echo "make bench   - DynamoDB requests/items per operation -> docs/performance.md"
 	@echo "make docs    - regenerate docs/schema.md and docs/access-patterns.md"
+	@echo "make verify  - check every FTS/RANK item against the source items (make reindex repairs)"
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +56,12 @@ destroy: $(STAMP) $(CDK)
 
 bench: $(STAMP)
 	$(PY) -m tools.bench
+
+# Recompute every derived (FTS/RANK) item from the source items: `verify` reports, `reindex` repairs.
+# Local: DYNAMODB_ENDPOINT_URL=<printed by make serve> TABLE_NAME=mlflow-serverless make verify
+# Deployed: AWS credentials + TABLE_NAME=<TableName output> make verify
+verify reindex: $(STAMP)
+	PYTHONPATH=layers/shared/python $(PY) -m mlflow_serverless.admin $@
 
 docs: $(STAMP)
 	$(PY) -m tools.gen_docs

@@ -14,6 +14,10 @@ def main() -> None:
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "WARNING"))
     runtime = LocalRuntime().start()
     print(f"mlflow-serverless listening on {runtime.url} (indexer: {runtime.indexer_mode})", flush=True)
+    print(
+        f"DynamoDB: {os.environ['DYNAMODB_ENDPOINT_URL']} table {runtime.table_name}; S3: {os.environ['S3_ENDPOINT_URL']} bucket {runtime.bucket_name}",
+        flush=True,
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

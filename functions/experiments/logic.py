@@ -211,6 +211,9 @@ def _set_lifecycle(experiment_id: str, from_stage: str, to_stage: str) -> None:
                 ),
                 table.put_op(new_entry),
             ])
+            # A run created between the first pass and the flip (create_run checks the experiment is
+            # active in its own transaction, so none can follow the flip) is caught by this second pass.
+            runs_store.set_experiment_runs_lifecycle(normalized, to_stage, only_stage=from_stage)
             return
         except table.ConditionFailed:
             meta = store.get_experiment_item(normalized)

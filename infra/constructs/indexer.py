@@ -1,7 +1,8 @@
 """The stream indexer: table stream -> ``functions/indexer`` -> derived items (RANK, FTS).
 
-Records of derived entities are dropped by Lambda event filtering before they reach the function, so
-the indexer's own writes never re-trigger indexing (and cost no invocations). Failed records are
+Lambda event filtering passes only records of the source entities the indexer derives from
+(``derived.SOURCE_TYPES``): the indexer's own writes never re-trigger indexing, and the bulk of the
+table's writes (metric history, tags, ...) cost no invocations. Failed records are
 bisected and retried a bounded number of times, then their stream coordinates go to an SQS queue.
 """
 
@@ -16,7 +17,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.constructs.functions import ServerlessFunction, SharedResources, feature_code
-from mlflow_serverless import schema
+from mlflow_serverless import derived, schema
 
 INDEXER = "indexer"
 RETRY_ATTEMPTS = 5
@@ -25,20 +26,20 @@ BATCH_SIZE = 100
 INDEXER_TIMEOUT = Duration.seconds(120)
 
 
-def derived_entity_types() -> list[str]:
-    return sorted(entity.name for entity in schema.ENTITIES if entity.derived)
+def source_entity_types() -> list[str]:
+    return sorted(derived.SOURCE_TYPES)
 
 
 def stream_filters() -> list[dict[str, Any]]:
-    """Keep a record unless its item is a derived entity (filters are OR-ed: a record passes if one matches).
+    """Keep a record only if its item is a source entity (filters are OR-ed: a record passes if one matches).
 
     INSERT and MODIFY carry a NewImage; REMOVE carries only an OldImage. An item's entity_type never
     changes (it is part of what the key means), so checking the image that exists is enough.
     """
-    not_derived = {schema.ENTITY_TYPE: {"S": [{"anything-but": derived_entity_types()}]}}
+    source = {schema.ENTITY_TYPE: {"S": source_entity_types()}}
     return [
-        lambda_.FilterCriteria.filter({"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": not_derived}}),
-        lambda_.FilterCriteria.filter({"eventName": ["REMOVE"], "dynamodb": {"OldImage": not_derived}}),
+        lambda_.FilterCriteria.filter({"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": source}}),
+        lambda_.FilterCriteria.filter({"eventName": ["REMOVE"], "dynamodb": {"OldImage": source}}),
     ]
 
 

@@ -1,11 +1,15 @@
-"""A moto endpoint for the indexer tests: the session runtime's if one is up, else a private server."""
+"""Indexer test fixtures: a moto endpoint (the session runtime's if one is up, else a private server) and a
+local runtime whose stream indexer is paused."""
 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 
 import pytest
+
+from mlflow_serverless import table
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +32,18 @@ def moto_endpoint() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.stop()
+
+
+@pytest.fixture
+def paused_runtime(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    from local.runtime import LocalRuntime
+
+    monkeypatch.setenv("TABLE_NAME", f"paused-{uuid.uuid4().hex[:10]}")
+    monkeypatch.setenv("DYNAMODB_ENDPOINT_URL", moto_endpoint)
+    monkeypatch.setenv("S3_ENDPOINT_URL", os.environ.get("S3_ENDPOINT_URL") or moto_endpoint)
+    runtime = LocalRuntime(port=0, indexer_mode="paused").start()
+    try:
+        yield runtime
+    finally:
+        runtime.stop()
+        table.reset_client()

@@ -6,9 +6,7 @@ catches up (``admin verify`` clean, no pending flags left), and after further wr
 from __future__ import annotations
 
 import math
-import os
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -17,21 +15,6 @@ from mlflow_serverless.search import parse_experiment_filter
 from mlflow_serverless.search.like import like_match
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def paused_runtime(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
-    from local.runtime import LocalRuntime
-
-    monkeypatch.setenv("TABLE_NAME", f"paused-{uuid.uuid4().hex[:10]}")
-    monkeypatch.setenv("DYNAMODB_ENDPOINT_URL", moto_endpoint)
-    monkeypatch.setenv("S3_ENDPOINT_URL", os.environ.get("S3_ENDPOINT_URL") or moto_endpoint)
-    runtime = LocalRuntime(port=0, indexer_mode="paused").start()
-    try:
-        yield runtime
-    finally:
-        runtime.stop()
-        table.reset_client()
 
 
 def _entries() -> dict[str, str]:

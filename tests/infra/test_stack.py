@@ -19,7 +19,7 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 import infra
 from infra.config import StackConfig
-from infra.constructs.indexer import RETRY_ATTEMPTS, derived_entity_types
+from infra.constructs.indexer import RETRY_ATTEMPTS, source_entity_types
 from infra.constructs.layer import RUNTIME_PROVIDED, vendored_distributions
 from infra.permissions import ACCESS, TABLE_READ, TABLE_WRITE, access_for
 from infra.stack import MlflowServerlessStack
@@ -306,11 +306,12 @@ def test_indexer_event_source_mapping(synth: Synth) -> None:
     def passes(record: dict[str, Any]) -> bool:
         return any(_matches(pattern, record) for pattern in patterns)
 
-    derived = derived_entity_types()
-    assert derived == sorted(e.name for e in schema.ENTITIES if e.derived) and derived
+    sources = source_entity_types()
+    assert sources and not {e.name for e in schema.ENTITIES if e.derived} & set(sources)
     for event_name in ("INSERT", "MODIFY", "REMOVE"):
         for entity in schema.ENTITIES:
-            assert passes(_record(event_name, entity.name)) is (not entity.derived), (event_name, entity.name)
+            assert passes(_record(event_name, entity.name)) is (entity.name in sources), (event_name, entity.name)
+    assert not passes(_record("INSERT", "metric_history"))
 
 
 def test_dead_letter_queue_is_encrypted_and_tls_only(synth: Synth) -> None:

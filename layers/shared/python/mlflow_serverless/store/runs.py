@@ -310,14 +310,18 @@ def set_lifecycle(run: dict[str, Any], stage: str, condition_active: bool = Fals
     table.update(RUN.key(experiment_id=run["experiment_id"], run_id=run["run_id"]), expression, names, values, condition=condition)
 
 
-def set_experiment_runs_lifecycle(experiment_id: str, stage: str) -> int:
+def set_experiment_runs_lifecycle(experiment_id: str, stage: str, only_stage: str | None = None) -> int:
     """What MLflow's delete/restore_experiment do to runs: every run of the experiment is marked
     deleted (with a new deleted_time) or active. Returns how many runs were updated.
 
-    Reads the run items from LSI2 (run items only, no data) and updates each with UpdateItem, so a
-    concurrent update of another attribute of a run is not overwritten.
+    Reads the run items from LSI2 (run items only, no data), or only the runs in ``only_stage`` from
+    LSI1, and updates each with UpdateItem, so a concurrent update of another attribute of a run is
+    not overwritten.
     """
-    runs = table.query(f"EXP#{experiment_id}", "R#", index="lsi2", sk_attr="lsi2sk")
+    if only_stage is None:
+        runs = table.query(f"EXP#{experiment_id}", "R#", index="lsi2", sk_attr="lsi2sk")
+    else:
+        runs = table.query(f"EXP#{experiment_id}", f"R#{only_stage}#", index="lsi1", sk_attr="lsi1sk")
     runs = [run for run in runs if run.get(ENTITY_TYPE) == "run"]
     if not runs:
         return 0

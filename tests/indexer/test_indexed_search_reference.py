@@ -1,0 +1,127 @@
+"""Index-backed searches through the handlers equal MLflow's own store while the indexer lags.
+
+The same runs go to our server (indexer paused) and to MLflow's SqlAlchemyStore on sqlite. search_runs
+ordered by a metric or a param (RANK plan), filtered by run name (FTS plan) and search_experiments by
+name substring (FTS) must return the same runs in the same order, page by page: with nothing indexed,
+after the indexer catches up, and after more writes while it is paused again.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ORDERS = [["metrics.acc DESC"], ["metrics.acc ASC"], ["params.p ASC"], ["params.p DESC"], ["metrics.loss DESC"]]
+NAME_FILTERS = ["attributes.run_name LIKE '%alpha%'", "attributes.run_name ILIKE '%BETA-1%'", "attributes.run_name LIKE 'gam%a_'"]
+ACC = [0.5, 0.9, math.nan, math.inf, -1.0, 0.9, 0.0, -math.inf, 2.5, None, 0.1, 0.9]
+PARAMS = ["b", "a", "c", None, "aa", "b", "A", "", "z" * 300, "b", None, "é"]
+
+
+def _log(client: Any, store: Any, pair: tuple[str, str], name: str, start: int, acc: float | None, param: str | None) -> tuple[str, str]:
+    from mlflow.entities import Metric, Param, RunTag
+
+    ours = client.create_run(pair[0], start_time=start, run_name=name, tags={"ref": name}).info.run_id
+    theirs = store.create_run(pair[1], "u", start, [RunTag("ref", name)], name).info.run_id
+    metrics = [] if acc is None else [Metric("acc", acc, 1, 0)]
+    params = [] if param is None else [Param("p", param)]
+    client.log_batch(ours, metrics=metrics, params=params)
+    store.log_batch(theirs, metrics=metrics, params=params, tags=[])
+    return ours, theirs
+
+
+def _pages_ours(client: Any, experiment_id: str, order_by: list[str] | None, filter_string: str = "") -> list[str]:
+    names, token = [], None
+    while True:
+        page = client.search_runs([experiment_id], filter_string, max_results=4, order_by=order_by, page_token=token)
+        names += [run.data.tags["ref"] for run in page]
+        token = page.token
+        if not token:
+            return names
+
+
+def _pages_theirs(store: Any, experiment_id: str, order_by: list[str] | None, filter_string: str = "") -> list[str]:
+    from mlflow.entities import ViewType
+
+    names, token = [], None
+    while True:
+        page = store.search_runs([experiment_id], filter_string, ViewType.ACTIVE_ONLY, 4, order_by, token)
+        names += [run.data.tags["ref"] for run in page]
+        token = page.token
+        if not token:
+            return names
+
+
+def _compare(client: Any, store: Any, pair: tuple[str, str]) -> None:
+    for order_by in ORDERS:
+        assert _pages_ours(client, pair[0], order_by) == _pages_theirs(store, pair[1], order_by), order_by
+    for filter_string in NAME_FILTERS:
+        ours = _pages_ours(client, pair[0], None, filter_string)
+        assert ours == _pages_theirs(store, pair[1], None, filter_string), filter_string
+
+
+def test_rank_and_name_searches_match_reference_while_indexer_lags(paused_runtime: Any, tmp_path: Any) -> None:
+    import mlflow
+    from mlflow.entities import Metric, RunTag
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    client = mlflow.MlflowClient(paused_runtime.url)
+    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    tag = uuid.uuid4().hex[:6]
+    pair = (client.create_experiment(f"idx-{tag}"), store.create_experiment(f"idx-{tag}"))
+    # Distinct start times: ties would fall to run ids, which differ between the two stores.
+    names = [f"alpha-{i}" if i % 3 == 0 else f"beta-{i}" if i % 3 == 1 else f"gamma{i}a" for i in range(len(ACC))]
+    runs = [_log(client, store, pair, name, 1000 + (7 * i) % 13, ACC[i], PARAMS[i]) for i, name in enumerate(names)]
+
+    _compare(client, store, pair)  # nothing indexed yet: flagged sources only
+
+    paused_runtime.indexer_mode = "sync"
+    assert paused_runtime.drain_stream() > 0
+    paused_runtime.indexer_mode = "paused"
+    _compare(client, store, pair)  # everything indexed
+
+    # New latest values, a new run and a deleted run while the index lags again.
+    for (ours, theirs), value in zip(runs[:4], [3.0, -5.0, math.nan, 0.9], strict=True):
+        client.log_metric(ours, "acc", value, timestamp=2, step=1)
+        store.log_metric(theirs, Metric("acc", value, 2, 1))
+    _log(client, store, pair, "alpha-late", 999, 0.95, "b")
+    client.delete_run(runs[5][0])
+    store.delete_run(runs[5][1])
+    client.set_tag(runs[6][0], "mlflow.runName", "beta-1-renamed")
+    store.set_tag(runs[6][1], RunTag("mlflow.runName", "beta-1-renamed"))
+    _compare(client, store, pair)
+
+
+def test_experiment_name_search_matches_reference_while_indexer_lags(paused_runtime: Any, tmp_path: Any) -> None:
+    import mlflow
+    from mlflow.entities import ViewType
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    client = mlflow.MlflowClient(paused_runtime.url)
+    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    tag = uuid.uuid4().hex[:6]
+    for i, word in enumerate(["Training", "train", "TRAINING-x", "retrain_me", "other", "tra_in"]):
+        for target in (client, store):
+            target.create_experiment(f"{tag}-{word}-{i}")
+
+    def compare() -> None:
+        for pattern in ["%train%", "%TRAIN%", f"{tag}-%ra_n%", "%ining%", f"{tag}-tra\\_in%"]:
+            for comparator in ("LIKE", "ILIKE"):
+                filter_string = f"name {comparator} '{pattern}'"
+                ours = [e.name for e in client.search_experiments(ViewType.ALL, filter_string=filter_string, max_results=1000)]
+                theirs = [e.name for e in store.search_experiments(ViewType.ALL, filter_string=filter_string, max_results=1000)]
+                assert ours == theirs, filter_string
+
+    compare()
+    paused_runtime.indexer_mode = "sync"
+    paused_runtime.drain_stream()
+    paused_runtime.indexer_mode = "paused"
+    compare()
+    renamed = client.get_experiment_by_name(f"{tag}-other-4")
+    client.rename_experiment(renamed.experiment_id, f"{tag}-now-training-4")
+    store.rename_experiment(store.get_experiment_by_name(f"{tag}-other-4").experiment_id, f"{tag}-now-training-4")
+    compare()
