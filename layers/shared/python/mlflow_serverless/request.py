@@ -8,12 +8,12 @@ describe the proto types and ``schema`` lists the handler's checks, so the error
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from typing import Any
 
 from mlflow_serverless.errors import invalid
+from mlflow_serverless.validation import invalid_value
 
 API_DOCS_HINT = " See the API docs for more information about request parameters."
 
@@ -22,13 +22,6 @@ Check = Callable[[Any], None]
 
 class _Fail(AssertionError):
     pass
-
-
-def _invalid_value(path: str, value: Any, message: str | None = None) -> str:
-    formatted = json.dumps(value, sort_keys=True, separators=(",", ":"))
-    if message:
-        return f"Invalid value {formatted} for parameter '{path}' supplied: {message}"
-    return f"Invalid value {formatted} for parameter '{path}' supplied."
 
 
 def required(value: Any) -> None:
@@ -114,7 +107,7 @@ def validate(raw: dict[str, Any], schema: dict[str, list[Check]], proto_ok: bool
                 elif check is required:
                     message = f"Missing value for required parameter '{param}'."
                 else:
-                    message = _invalid_value(param, value, f" Hint: Value was of type '{type(value).__name__}'.")
+                    message = invalid_value(param, value, f" Hint: Value was of type '{type(value).__name__}'.")
                 raise invalid(message + API_DOCS_HINT) from None
 
 
@@ -197,5 +190,5 @@ def message(raw: dict[str, Any], fields: dict[str, str], schema: dict[str, list[
         # Types that the handler schema did not check still fail protobuf parsing in MLflow.
         for name in fields:
             if name in raw and name not in parsed and raw[name] is not None:
-                raise invalid(_invalid_value(name, raw[name], f" Hint: Value was of type '{type(raw[name]).__name__}'.") + API_DOCS_HINT)
+                raise invalid(invalid_value(name, raw[name], f" Hint: Value was of type '{type(raw[name]).__name__}'.") + API_DOCS_HINT)
     return parsed

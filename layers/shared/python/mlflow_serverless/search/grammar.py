@@ -438,7 +438,20 @@ class RunGrammar:
         return parsed
 
 
-class ExperimentGrammar(RunGrammar):
+class _UnquotedClauseErrors(RunGrammar):
+    """Experiments and the registry list invalid clauses without the quotes runs put around each."""
+
+    @classmethod
+    def _process_statement(cls, statement: Any) -> list[dict[str, Any]]:
+        tokens = join_in_comparison_tokens(statement.tokens)
+        invalids = list(filter(cls._invalid_statement_token, tokens))
+        if len(invalids) > 0:
+            invalid_clauses = ", ".join(map(str, invalids))
+            raise invalid(f"Invalid clause(s) in filter string: {invalid_clauses}")
+        return [cls._get_comparison(t) for t in tokens if isinstance(t, Comparison)]
+
+
+class ExperimentGrammar(_UnquotedClauseErrors):
     """Port of `SearchExperimentsUtils`."""
 
     VALID_SEARCH_ATTRIBUTE_KEYS: ClassVar[set[str]] = {"name", "experiment_id", "creation_time", "last_update_time"}
@@ -446,16 +459,6 @@ class ExperimentGrammar(RunGrammar):
     NUMERIC_ATTRIBUTES: ClassVar[set[str]] = {"creation_time", "last_update_time"}
     VALID_TAG_COMPARATORS: ClassVar[set[str]] = {"!=", "=", "LIKE", "ILIKE", "IS NULL", "IS NOT NULL"}
     LIST_SUPPORTED_KEYS: ClassVar[frozenset[str] | None] = frozenset({"experiment_id"})
-
-    @classmethod
-    def _process_statement(cls, statement: Any) -> list[dict[str, Any]]:
-        tokens = join_in_comparison_tokens(statement.tokens)
-        invalids = list(filter(cls._invalid_statement_token, tokens))
-        if len(invalids) > 0:
-            # (sic) no quotes around each clause here, unlike runs.
-            invalid_clauses = ", ".join(map(str, invalids))
-            raise invalid(f"Invalid clause(s) in filter string: {invalid_clauses}")
-        return [cls._get_comparison(t) for t in tokens if isinstance(t, Comparison)]
 
     @classmethod
     def _get_identifier(cls, identifier: str, valid_attributes: set[str]) -> dict[str, Any]:
@@ -499,17 +502,8 @@ class ExperimentGrammar(RunGrammar):
         return identifier["type"], identifier["key"], is_ascending
 
 
-class _RegistryGrammar(RunGrammar):
+class _RegistryGrammar(_UnquotedClauseErrors):
     """What `SearchModelUtils` and `SearchModelVersionUtils` share (attribute and tag filters only)."""
-
-    @classmethod
-    def _process_statement(cls, statement: Any) -> list[dict[str, Any]]:
-        tokens = join_in_comparison_tokens(statement.tokens)
-        invalids = list(filter(cls._invalid_statement_token, tokens))
-        if len(invalids) > 0:
-            invalid_clauses = ", ".join(map(str, invalids))
-            raise invalid(f"Invalid clause(s) in filter string: {invalid_clauses}")
-        return [cls._get_comparison(t) for t in tokens if isinstance(t, Comparison)]
 
     @classmethod
     def _get_registry_identifier(cls, identifier: str, valid_attributes: set[str]) -> dict[str, Any]:
