@@ -225,8 +225,10 @@ SCENARIOS: list[tuple[str, Callable[..., None]]] = [
     ("tracking", scenario_tracking),
     ("registry", scenario_registry),
     ("artifacts", scenario_artifacts),
-    ("indexer", scenario_indexer),
 ]
+# Run on a fresh table: the others leave a paused stream backlog (10,000 bulk-loaded runs) that the
+# indexer scenario would otherwise have to drain, and moto's Query walks the whole table.
+FRESH_TABLE_SCENARIOS: list[tuple[str, Callable[..., None]]] = [("indexer", scenario_indexer)]
 
 
 def render(bench: Bench, imports: list[tuple[str, float]], n_runs: int) -> str:
@@ -252,23 +254,43 @@ def render(bench: Bench, imports: list[tuple[str, float]], n_runs: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    n_runs = int(os.environ.get("BENCH_RUNS", "10000"))
-    os.environ["TABLE_NAME"] = f"bench-{uuid.uuid4().hex[:8]}"
+def _fresh_runtime() -> Any:
+    """A local runtime with its own embedded moto and an empty table, indexer paused."""
     from local.runtime import LocalRuntime
+    from mlflow_serverless import table
 
-    runtime = LocalRuntime(port=0, indexer_mode="paused").start()
+    for name in ("DYNAMODB_ENDPOINT_URL", "S3_ENDPOINT_URL"):
+        os.environ.pop(name, None)
+    os.environ["TABLE_NAME"] = f"bench-{uuid.uuid4().hex[:8]}"
+    table.reset_client()
+    return LocalRuntime(port=0, indexer_mode="paused").start()
+
+
+def _run(scenarios: list[tuple[str, Callable[..., None]]], bench_extra: dict[str, list[tuple[str, str]]], results: list[Measurement], n_runs: int) -> None:
+    runtime = _fresh_runtime()
     bench = Bench(runtime.url, runtime)
+    bench.extra = bench_extra
+    bench.results = results
     try:
-        for name, scenario in SCENARIOS:
+        for name, scenario in scenarios:
             try:
                 scenario(bench, n_runs)
             except Exception as error:  # a missing feature must not hide the other figures
                 bench.extra.setdefault("Scenario failures", []).append((name, str(error)[:200]))
     finally:
         runtime.stop()
+
+
+def main() -> None:
+    n_runs = int(os.environ.get("BENCH_RUNS", "10000"))
+    extra: dict[str, list[tuple[str, str]]] = {}
+    results: list[Measurement] = []
+    _run(SCENARIOS, extra, results, n_runs)
+    _run(FRESH_TABLE_SCENARIOS, extra, results, n_runs)
+    bench = Bench("", None)
+    bench.extra, bench.results = extra, results
     imports = import_times()
-    out = ROOT / "docs" / "performance.md"
+    out = Path(os.environ.get("BENCH_OUT") or ROOT / "docs" / "performance.md")
     out.write_text(render(bench, imports, n_runs))
     print(out.read_text())
     print(json.dumps([m.__dict__ for m in bench.results], indent=1)[:2000])
