@@ -61,7 +61,7 @@ bench: $(STAMP)
 # Local: DYNAMODB_ENDPOINT_URL=<printed by make serve> TABLE_NAME=mlflow-serverless make verify
 # Deployed: AWS credentials + TABLE_NAME=<TableName output> make verify
 verify reindex: $(STAMP)
-	PYTHONPATH=layers/shared/python $(PY) -m mlflow_serverless.admin $@
+	PYTHONPATH=layers/shared/python $(PY) -m serverless_mlflow.admin $@
 
 docs: $(STAMP)
 	$(PY) -m tools.gen_docs

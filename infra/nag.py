@@ -23,7 +23,7 @@ XRAY_REASON = (
     "permissions, so CDK grants them on '*' (no other action of this role is on '*')."
 )
 INDEX_REASON = (
-    "Query by index name on this table's own indexes (gsi1-gsi5, lsi1-lsi5 from mlflow_serverless.schema); "
+    "Query by index name on this table's own indexes (gsi1-gsi5, lsi1-lsi5 from serverless_mlflow.schema); "
     "the wildcard is limited to <table-arn>/index/*."
 )
 SYNC_DLQ_REASON = (

@@ -2,7 +2,7 @@
 
 Every feature of ``routes.features()`` (plus the stream indexer and the deploy-time bootstrap) must have
 an entry; synth fails on a feature without one, so a new feature cannot silently inherit broad rights.
-``tests/infra`` checks that a feature whose code imports ``mlflow_serverless.table``/``.s3`` (directly or
+``tests/infra`` checks that a feature whose code imports ``serverless_mlflow.table``/``.s3`` (directly or
 through the layer) is declared with table/bucket access, since IAM is not enforced by the local runtime.
 Table actions apply to the table and its indexes (``<table-arn>/index/*``, the only wildcard).
 ``TransactWriteItems`` needs no action of its own: DynamoDB authorizes each operation in the transaction

@@ -15,7 +15,7 @@ from infra.constructs.indexer import StreamIndexer
 from infra.constructs.layer import SharedLayer
 from infra.constructs.table import MlflowTable
 from infra.nag import add_suppressions
-from mlflow_serverless import routes
+from serverless_mlflow import routes
 
 
 class MlflowServerlessStack(Stack):

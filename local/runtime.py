@@ -30,9 +30,9 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from mlflow_serverless import bootstrap, routes, schema  # noqa: E402
+from serverless_mlflow import bootstrap, routes, schema  # noqa: E402
 
-log = logging.getLogger("mlflow_serverless.local")
+log = logging.getLogger("serverless_mlflow.local")
 
 DEFAULT_TABLE = "mlflow-serverless"
 DEFAULT_BUCKET = "mlflow-serverless-artifacts"
@@ -128,7 +128,7 @@ class LocalRuntime:
             endpoint = f"http://127.0.0.1:{moto_port}"
             os.environ.setdefault("DYNAMODB_ENDPOINT_URL", endpoint)
             os.environ.setdefault("S3_ENDPOINT_URL", endpoint)
-        from mlflow_serverless import table
+        from serverless_mlflow import table
 
         table.reset_client()
 

@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "layers" / "shared" / "python"))
 sys.path.insert(0, str(ROOT / "functions"))
 sys.path.insert(0, str(ROOT))
 
-from mlflow_serverless import routes  # noqa: E402
-from mlflow_serverless.table import STATS  # noqa: E402
+from serverless_mlflow import routes  # noqa: E402
+from serverless_mlflow.table import STATS  # noqa: E402
 
 API = "/api/2.0/mlflow"
 
@@ -138,8 +138,8 @@ def bulk_load_runs(experiment_id: str, n_runs: int) -> None:
     The items come from the same schema builders the API uses; the API's create_run is a transaction,
     and moto copies the whole table for every transaction, which would take hours at this size.
     """
-    from mlflow_serverless import table
-    from mlflow_serverless.store import runs as store
+    from serverless_mlflow import table
+    from serverless_mlflow.store import runs as store
 
     items: list[dict[str, Any]] = []
     for i in range(n_runs):
@@ -165,7 +165,7 @@ def bulk_load_runs(experiment_id: str, n_runs: int) -> None:
 def _clear_run_cache() -> None:
     """Forget warm-Lambda caches so the next call is measured as a cold start."""
     try:
-        from mlflow_serverless.store import runs as runs_store
+        from serverless_mlflow.store import runs as runs_store
 
         for name in dir(runs_store):
             value = getattr(runs_store, name)
@@ -257,7 +257,7 @@ def render(bench: Bench, imports: list[tuple[str, float]], n_runs: int) -> str:
 def _fresh_runtime() -> Any:
     """A local runtime with its own embedded moto and an empty table, indexer paused."""
     from local.runtime import LocalRuntime
-    from mlflow_serverless import table
+    from serverless_mlflow import table
 
     for name in ("DYNAMODB_ENDPOINT_URL", "S3_ENDPOINT_URL"):
         os.environ.pop(name, None)

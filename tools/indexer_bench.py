@@ -26,9 +26,9 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions", ROOT):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from mlflow_serverless import derived, fts, ranks, table  # noqa: E402
-from mlflow_serverless.schema import ENTITY  # noqa: E402
-from mlflow_serverless.table import STATS  # noqa: E402
+from serverless_mlflow import derived, fts, ranks, table  # noqa: E402
+from serverless_mlflow.schema import ENTITY  # noqa: E402
+from serverless_mlflow.table import STATS  # noqa: E402
 
 API = "/api/2.0/mlflow"
 WORDS = ["churn", "fraud", "forecast", "ranking", "vision", "speech", "pricing", "search", "ads", "risk", "demand", "nlp"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlflow_serverless.artifact_locations import relative_path
-from mlflow_serverless.errors import MlflowError
-from mlflow_serverless.store import runs
+from serverless_mlflow.artifact_locations import relative_path
+from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.store import runs
 
 
 def check_writable(relative: str) -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from mlflow_serverless import request as checks
-from mlflow_serverless.api import JSON_CONTENT_TYPE, Request, build_app, dumps, lambda_entry
-from mlflow_serverless.errors import invalid
+from serverless_mlflow import request as checks
+from serverless_mlflow.api import JSON_CONTENT_TYPE, Request, build_app, dumps, lambda_entry
+from serverless_mlflow.errors import invalid
 
 from . import storage
 

@@ -14,9 +14,9 @@ import posixpath
 from collections.abc import Iterator
 from typing import Any
 
-from mlflow_serverless import s3
-from mlflow_serverless.artifact_locations import artifact_key, artifacts_prefix, safe_relative_path
-from mlflow_serverless.errors import MlflowError, invalid, not_found
+from serverless_mlflow import s3
+from serverless_mlflow.artifact_locations import artifact_key, artifacts_prefix, safe_relative_path
+from serverless_mlflow.errors import MlflowError, invalid, not_found
 
 from .guard import check_writable
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlflow_serverless.api import Request, build_app, lambda_entry
-from mlflow_serverless.errors import invalid
-from mlflow_serverless.request import API_DOCS_HINT, array, intlike, required, string
-from mlflow_serverless.validation import invalid_value
+from serverless_mlflow.api import Request, build_app, lambda_entry
+from serverless_mlflow.errors import invalid
+from serverless_mlflow.request import API_DOCS_HINT, array, intlike, required, string
+from serverless_mlflow.validation import invalid_value
 
 from . import logic
 

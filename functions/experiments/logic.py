@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlflow_serverless import fts, search, table
-from mlflow_serverless.artifact_locations import default_experiment_artifact_location
-from mlflow_serverless.errors import MlflowError, already_exists, invalid, not_found
-from mlflow_serverless.schema import ENTITY
-from mlflow_serverless.store import experiments as store
-from mlflow_serverless.store import runs as runs_store
-from mlflow_serverless.validation import (
+from serverless_mlflow import fts, search, table
+from serverless_mlflow.artifact_locations import default_experiment_artifact_location
+from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found
+from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.store import experiments as store
+from serverless_mlflow.store import runs as runs_store
+from serverless_mlflow.validation import (
     MAX_CUSTOM_VIEWS_PER_EXPERIMENT,
     validate_experiment_artifact_location,
     validate_experiment_artifact_location_length,

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlflow_serverless import fts, table
-from mlflow_serverless.derived import FLAG_ATTRIBUTE, FLAGGED_TYPES, NameSource, derive, is_source, name_source, only_flag_removed
-from mlflow_serverless.schema import ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow import fts, table
+from serverless_mlflow.derived import FLAG_ATTRIBUTE, FLAGGED_TYPES, NameSource, derive, is_source, name_source, only_flag_removed
+from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
 
 Item = dict[str, Any]
 Key = tuple[str, str]

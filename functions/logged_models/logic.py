@@ -11,12 +11,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from mlflow_serverless import keys, search, table
-from mlflow_serverless.errors import MlflowError, invalid
-from mlflow_serverless.names import random_name
-from mlflow_serverless.store import experiments as experiment_store
-from mlflow_serverless.store import logged_models as store
-from mlflow_serverless.validation import parse_experiment_ids, validate_logged_model_name
+from serverless_mlflow import keys, search, table
+from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.names import random_name
+from serverless_mlflow.store import experiments as experiment_store
+from serverless_mlflow.store import logged_models as store
+from serverless_mlflow.validation import parse_experiment_ids, validate_logged_model_name
 
 MODELS_FOLDER_NAME = "models"
 ARTIFACTS_FOLDER_NAME = "artifacts"

@@ -6,9 +6,9 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from mlflow_serverless.api import Request, build_app, lambda_entry
-from mlflow_serverless.errors import MlflowError
-from mlflow_serverless.server_info import MLFLOW_API_VERSION, server_info
+from serverless_mlflow.api import Request, build_app, lambda_entry
+from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.server_info import MLFLOW_API_VERSION, server_info
 
 
 def health(_: Request) -> Response:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlflow_serverless.api import Request, build_app, lambda_entry
-from mlflow_serverless.request import array, boolean, intlike, item_type_string, less_than_or_equal, required, string
+from serverless_mlflow.api import Request, build_app, lambda_entry
+from serverless_mlflow.request import array, boolean, intlike, item_type_string, less_than_or_equal, required, string
 
 from . import listing, models, versions
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mlflow_serverless.keys import version as encode_version
-from mlflow_serverless.schema import ENTITY, PK, SK
+from serverless_mlflow.keys import version as encode_version
+from serverless_mlflow.schema import ENTITY, PK, SK
 
 RM = ENTITY["registered_model"]
 ENTRY = ENTITY["registered_model_entry"]
@@ -76,7 +76,7 @@ def meta_item(attributes: dict[str, Any]) -> dict[str, Any]:
 
 
 def entry_item(name: str, is_prompt: bool) -> dict[str, Any]:
-    # changed_at sets the lsi5 "name not yet indexed" flag the FTS indexer clears (mlflow_serverless.fts).
+    # changed_at sets the lsi5 "name not yet indexed" flag the FTS indexer clears (serverless_mlflow.fts).
     return ENTRY.item({"name": name, "is_prompt": is_prompt}, workspace=WORKSPACE, model_name=name, changed_at=int(time.time() * 1000))
 
 

@@ -34,9 +34,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from mlflow_serverless import table
-from mlflow_serverless.errors import MlflowError
-from mlflow_serverless.schema import PK, SK
+from serverless_mlflow import table
+from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.schema import PK, SK
 
 from .items import (
     META_SK,

@@ -1,6 +1,6 @@
 """search_registered_models and search_model_versions.
 
-Grammar, matching, ordering and keyset page tokens come from ``mlflow_serverless.search``; this
+Grammar, matching, ordering and keyset page tokens come from ``serverless_mlflow.search``; this
 module only decides which items to read:
 
 * Registered models: the name list ``RMLIST#<workspace>`` is one partition read with ConsistentRead,
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlflow_serverless import fts, search, table
+from serverless_mlflow import fts, search, table
 
 from . import reads
 from .items import (

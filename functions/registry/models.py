@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlflow_serverless import table
-from mlflow_serverless.errors import MlflowError, already_exists
-from mlflow_serverless.store.experiments import now_millis
-from mlflow_serverless.validation import (
+from serverless_mlflow import table
+from serverless_mlflow.errors import MlflowError, already_exists
+from serverless_mlflow.store.experiments import now_millis
+from serverless_mlflow.validation import (
     validate_model_alias_name,
     validate_model_alias_name_reserved,
     validate_model_name,

@@ -7,9 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from mlflow_serverless import table
-from mlflow_serverless.errors import MlflowError, not_found
-from mlflow_serverless.schema import SK
+from serverless_mlflow import table
+from serverless_mlflow.errors import MlflowError, not_found
+from serverless_mlflow.schema import SK
 
 from . import lifecycle
 from .items import (

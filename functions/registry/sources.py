@@ -19,9 +19,9 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from mlflow_serverless import table
-from mlflow_serverless.errors import MlflowError, invalid, not_found
-from mlflow_serverless.schema import ENTITY
+from serverless_mlflow import table
+from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.schema import ENTITY
 
 PROMPT_SOURCE_PLACEHOLDERS = frozenset({"dummy-source", "prompt-template"})
 MODELS_URI_SUFFIX_LATEST = "latest"

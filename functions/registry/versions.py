@@ -9,10 +9,10 @@ import time
 import urllib.parse
 from typing import Any
 
-from mlflow_serverless import table
-from mlflow_serverless.errors import MlflowError, invalid, not_found
-from mlflow_serverless.store.experiments import now_millis
-from mlflow_serverless.validation import (
+from serverless_mlflow import table
+from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.store.experiments import now_millis
+from serverless_mlflow.validation import (
     validate_model_alias_name,
     validate_model_name,
     validate_model_version,

@@ -14,11 +14,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mlflow_serverless import keys, table, validation
-from mlflow_serverless.errors import invalid, not_found
-from mlflow_serverless.schema import ENTITY
-from mlflow_serverless.store import runs as store
-from mlflow_serverless.store.runs import LATEST_METRIC, METRIC_HISTORY, PARAM, RUN_NAME_TAG, RUN_TAG, SQL_MAX_DOUBLE
+from serverless_mlflow import keys, table, validation
+from serverless_mlflow.errors import invalid, not_found
+from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.store import runs as store
+from serverless_mlflow.store.runs import LATEST_METRIC, METRIC_HISTORY, PARAM, RUN_NAME_TAG, RUN_TAG, SQL_MAX_DOUBLE
 
 from .lifecycle import write_run_changes
 from .parsing import key_values_of, metrics_of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlflow_serverless.api import Request, build_app, lambda_entry
+from serverless_mlflow.api import Request, build_app, lambda_entry
 
 from . import data, history, inputs, lifecycle, search
 from .parsing import message

@@ -13,10 +13,10 @@ import json
 import math
 from typing import Any
 
-from mlflow_serverless import table
-from mlflow_serverless.errors import invalid
-from mlflow_serverless.store import runs as store
-from mlflow_serverless.store.runs import METRIC_HISTORY
+from serverless_mlflow import table
+from serverless_mlflow.errors import invalid
+from serverless_mlflow.store import runs as store
+from serverless_mlflow.store.runs import METRIC_HISTORY
 
 from .data import sql_value
 from .parsing import MAX_RESULTS_PER_RUN

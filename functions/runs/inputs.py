@@ -12,11 +12,11 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from mlflow_serverless import table, validation
-from mlflow_serverless.errors import invalid
-from mlflow_serverless.schema import ENTITY
-from mlflow_serverless.store import runs as store
-from mlflow_serverless.store.runs import RUN_INPUT, RUN_INPUT_PART, RUN_MODEL_INPUT, RUN_OUTPUT, RUN_TAG
+from serverless_mlflow import table, validation
+from serverless_mlflow.errors import invalid
+from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.store import runs as store
+from serverless_mlflow.store.runs import RUN_INPUT, RUN_INPUT_PART, RUN_MODEL_INPUT, RUN_OUTPUT, RUN_TAG
 
 from .parsing import NestedParseError, key_values_of, nested_error, to_int64, to_string
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from mlflow_serverless import table
-from mlflow_serverless.artifact_locations import append_to_uri_path
-from mlflow_serverless.errors import invalid
-from mlflow_serverless.names import random_name as random_run_name
-from mlflow_serverless.store import experiments as experiments_store
-from mlflow_serverless.store import runs as store
-from mlflow_serverless.store.runs import ACTIVE, RUN_NAME_TAG, RUN_TAG, RunView
+from serverless_mlflow import table
+from serverless_mlflow.artifact_locations import append_to_uri_path
+from serverless_mlflow.errors import invalid
+from serverless_mlflow.names import random_name as random_run_name
+from serverless_mlflow.store import experiments as experiments_store
+from serverless_mlflow.store import runs as store
+from serverless_mlflow.store.runs import ACTIVE, RUN_NAME_TAG, RUN_TAG, RunView
 
 from .parsing import RUN_STATUS_NAMES, RUN_STATUS_NUMBERS, key_values_of
 

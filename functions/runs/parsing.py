@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlflow_serverless import request as rp
-from mlflow_serverless.api import Request
-from mlflow_serverless.errors import invalid
+from serverless_mlflow import request as rp
+from serverless_mlflow.api import Request
+from serverless_mlflow.errors import invalid
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1

@@ -29,10 +29,10 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from mlflow_serverless import fts, keys, ranks, search, table, validation
-from mlflow_serverless.errors import MlflowError
-from mlflow_serverless.store import runs as store
-from mlflow_serverless.store.runs import ACTIVE, DELETED, RunView
+from serverless_mlflow import fts, keys, ranks, search, table, validation
+from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.store import runs as store
+from serverless_mlflow.store.runs import ACTIVE, DELETED, RunView
 
 from .parsing import VIEW_TYPE_NUMBERS, VIEW_TYPES
 
@@ -44,7 +44,7 @@ _LSI_PAGE_MAX = 1000
 # --- entity dicts for the search package -----------------------------------------------------------
 
 def search_entity(view: RunView) -> dict[str, Any]:
-    """The run dict shape the search package evaluates (see ``mlflow_serverless.search``)."""
+    """The run dict shape the search package evaluates (see ``serverless_mlflow.search``)."""
     metrics = {}
     for key, item in view.metrics.items():
         metrics[key] = math.nan if item.get("is_nan") else float(item["value"])

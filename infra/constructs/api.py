@@ -1,4 +1,4 @@
-"""The HTTP API: one route per entry of ``mlflow_serverless.routes.ROUTES`` plus ``$default``.
+"""The HTTP API: one route per entry of ``serverless_mlflow.routes.ROUTES`` plus ``$default``.
 
 Payload format 2.0 (the event shape the local runtime also produces). ``$default`` goes to the
 ``meta`` feature, so an unknown route answers MLflow's ``ENDPOINT_NOT_FOUND`` JSON instead of API
@@ -21,7 +21,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.config import StackConfig
-from mlflow_serverless.routes import DEFAULT_FEATURE, ROUTES, Route
+from serverless_mlflow.routes import DEFAULT_FEATURE, ROUTES, Route
 
 # One JSON object per request (structured logging), with the fields needed to correlate a request
 # with the function's Powertools logs (requestId) and to see integration failures.

@@ -11,8 +11,8 @@ from constructs import Construct
 
 from infra import HANDLERS_DIR
 from infra.constructs.functions import ServerlessFunction, SharedResources
-from mlflow_serverless import schema
-from mlflow_serverless.bootstrap import bootstrap_items
+from serverless_mlflow import schema
+from serverless_mlflow.bootstrap import bootstrap_items
 
 
 def bootstrap_fingerprint() -> str:

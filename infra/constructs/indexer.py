@@ -17,7 +17,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.constructs.functions import ServerlessFunction, SharedResources, feature_code
-from mlflow_serverless import derived, schema
+from serverless_mlflow import derived, schema
 
 INDEXER = "indexer"
 RETRY_ATTEMPTS = 5

@@ -145,7 +145,7 @@ class SharedLayer(Construct):
             self,
             "Layer",
             # Lambda caps layer descriptions at 256 characters.
-            description=("mlflow_serverless + " + ", ".join(f"{d.metadata['Name']}=={d.version}" for d in self.distributions))[:256],
+            description=("serverless_mlflow + " + ", ".join(f"{d.metadata['Name']}=={d.version}" for d in self.distributions))[:256],
             code=lambda_.Code.from_asset(
                 str(LAYER_DIR),
                 asset_hash_type=AssetHashType.CUSTOM,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from local.runtime import LambdaContext, api_gateway_event
-from mlflow_serverless import routes, table
+from serverless_mlflow import routes, table
 from tests.conftest import unique
 
 M2 = "/api/2.0/mlflow"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlflow_serverless import keys
+from serverless_mlflow import keys
 
 ADVERSARIAL = ["", "a", "a#", "a#b", "a!", "a ", "a\x00", "a\x01", "a\x02", "a\x03", "a\x04", "#", "##", "a#\x01", "é", "日本", "😀", "a%", "a_"]
 

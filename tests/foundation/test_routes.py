@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mlflow_serverless import routes
+from serverless_mlflow import routes
 
 
 def test_literal_routes_beat_path_parameters() -> None:

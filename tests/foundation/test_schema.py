@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mlflow_serverless import catalog, schema
+from serverless_mlflow import catalog, schema
 from tools import gen_docs
 
 ROOT = Path(__file__).resolve().parents[2]

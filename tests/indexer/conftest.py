@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mlflow_serverless import table
+from serverless_mlflow import table
 
 
 @pytest.fixture(scope="session")

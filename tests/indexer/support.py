@@ -17,8 +17,8 @@ from typing import Any
 import boto3
 
 from local.runtime import LambdaContext, lambda_stream_record
-from mlflow_serverless import schema, table
-from mlflow_serverless.schema import ENTITY
+from serverless_mlflow import schema, table
+from serverless_mlflow.schema import ENTITY
 
 WS = "default"
 

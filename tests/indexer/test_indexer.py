@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from mlflow_serverless import admin, fts, ranks, table
-from mlflow_serverless.schema import ENTITY
+from serverless_mlflow import admin, fts, ranks, table
+from serverless_mlflow.schema import ENTITY
 
 from . import support as s
 

@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from mlflow_serverless import admin, fts, ranks, table
-from mlflow_serverless.search import parse_experiment_filter
-from mlflow_serverless.search.like import like_match
+from serverless_mlflow import admin, fts, ranks, table
+from serverless_mlflow.search import parse_experiment_filter
+from serverless_mlflow.search.like import like_match
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mlflow_serverless import admin
+from serverless_mlflow import admin
 
 from . import support as s
 
@@ -97,7 +97,7 @@ def test_random_operations_and_redeliveries_verify_clean(moto_endpoint: str, ope
 
 
 def test_verify_detects_and_reindex_repairs(moto_endpoint: str) -> None:
-    from mlflow_serverless import table
+    from serverless_mlflow import table
 
     clock = s.Clock()
     with s.private_table(moto_endpoint) as stream:

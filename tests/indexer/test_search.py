@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mlflow.utils.search_utils import _ilike, _like
 
-from mlflow_serverless import fts, ranks, table
-from mlflow_serverless.schema import ENTITY
-from mlflow_serverless.search.like import like_match
+from serverless_mlflow import fts, ranks, table
+from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.search.like import like_match
 
 from . import support as s
 

@@ -16,8 +16,8 @@ import boto3
 import pytest
 
 import infra
-from mlflow_serverless import schema, table
-from mlflow_serverless.bootstrap import bootstrap_items
+from serverless_mlflow import schema, table
+from serverless_mlflow.bootstrap import bootstrap_items
 
 TABLE = "bootstrap-resource-test"
 

@@ -23,7 +23,7 @@ from infra.constructs.indexer import RETRY_ATTEMPTS, source_entity_types
 from infra.constructs.layer import RUNTIME_PROVIDED, vendored_distributions
 from infra.permissions import ACCESS, TABLE_READ, TABLE_WRITE, access_for
 from infra.stack import MlflowServerlessStack
-from mlflow_serverless import routes, schema
+from serverless_mlflow import routes, schema
 
 pytestmark = pytest.mark.xdist_group("infra")
 
@@ -177,7 +177,7 @@ def test_layer_vendors_third_party_packages_without_boto3(synth: Synth) -> None:
     ((_, layer),) = synth.resources("AWS::Lambda::LayerVersion").items()
     staged = synth.asset_dir(layer["Properties"]["Content"]["S3Key"])
     python = staged / "python"
-    assert (python / "mlflow_serverless" / "schema.py").is_file()
+    assert (python / "serverless_mlflow" / "schema.py").is_file()
     assert (python / "aws_lambda_powertools" / "__init__.py").is_file()
     assert (python / "ulid").is_dir() and (python / "sqlparse").is_dir() and (python / "aws_xray_sdk").is_dir()
     assert not (python / "boto3").exists() and not (python / "botocore").exists()
@@ -389,7 +389,7 @@ def test_no_wildcard_resources_beyond_index_arns(synth: Synth) -> None:
 
 
 def test_bootstrap_custom_resource_names_the_bootstrap_items(synth: Synth) -> None:
-    from mlflow_serverless.bootstrap import bootstrap_items
+    from serverless_mlflow.bootstrap import bootstrap_items
 
     ((_, resource),) = synth.resources("Custom::MlflowBootstrapItems").items()
     props = resource["Properties"]
@@ -502,7 +502,7 @@ def test_cdk_nag_packs_do_flag_an_unacknowledged_wildcard() -> None:
 
 
 def _reached_layer_modules(feature: str) -> set[str]:
-    """Layer modules (``mlflow_serverless.*``) a feature's package imports, directly or through the layer."""
+    """Layer modules (``serverless_mlflow.*``) a feature's package imports, directly or through the layer."""
     import ast
 
     layer_root = infra.LAYER_PYTHON_DIR
@@ -518,7 +518,7 @@ def _reached_layer_modules(feature: str) -> set[str]:
                     base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *([base] if base else [])])
                 out.add(base)
                 out.update(f"{base}.{alias.name}" for alias in node.names)
-        return {name for name in out if name.startswith("mlflow_serverless")}
+        return {name for name in out if name.startswith("serverless_mlflow")}
 
     def module_file(name: str) -> Path | None:
         candidate = layer_root / Path(*name.split("."))
@@ -547,10 +547,10 @@ def test_declared_access_covers_what_the_feature_code_imports(feature: str) -> N
         pytest.skip(f"functions/{feature} does not exist yet")
     reached = _reached_layer_modules(feature)
     access = access_for(feature)
-    if "mlflow_serverless.table" in reached:
-        assert access.table_read, f"{feature} imports mlflow_serverless.table but has no table access"
-    if "mlflow_serverless.s3" in reached:
-        assert access.bucket, f"{feature} imports mlflow_serverless.s3 but has no bucket access"
+    if "serverless_mlflow.table" in reached:
+        assert access.table_read, f"{feature} imports serverless_mlflow.table but has no table access"
+    if "serverless_mlflow.s3" in reached:
+        assert access.bucket, f"{feature} imports serverless_mlflow.s3 but has no bucket access"
 
 
 _IMPORT_EVERY_HANDLER = """

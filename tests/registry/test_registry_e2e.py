@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 def _items(name: str) -> list[dict]:
     from registry.items import partition
 
-    from mlflow_serverless import table
+    from serverless_mlflow import table
 
     return table.query(partition(name))
 

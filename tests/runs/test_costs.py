@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from runs import data, lifecycle, search
 
-from mlflow_serverless import table
-from mlflow_serverless.store import runs as store
+from serverless_mlflow import table
+from serverless_mlflow.store import runs as store
 from tests.conftest import unique
 
 pytestmark = pytest.mark.e2e

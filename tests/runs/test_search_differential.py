@@ -20,7 +20,7 @@ import pytest
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunStatus, RunTag, ViewType
 from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
-from mlflow_serverless import search
+from serverless_mlflow import search
 from tests.search.helpers import STRINGS, assert_same, outcome
 from tests.search.test_runs_differential import (
     CONTEXTS,

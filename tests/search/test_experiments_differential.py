@@ -13,7 +13,7 @@ import pytest
 from mlflow.entities import ExperimentTag, ViewType
 from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
-from mlflow_serverless import search
+from serverless_mlflow import search
 from tests.search.helpers import LIKE_PATTERNS, STRINGS, assert_same, drain_mlflow, drain_ours, outcome, quoted
 
 SEED = 424242

@@ -7,9 +7,9 @@ import random
 import pytest
 from mlflow.utils.search_utils import SearchExperimentsUtils, SearchModelUtils, SearchModelVersionUtils, SearchUtils
 
-from mlflow_serverless import search
-from mlflow_serverless.errors import MlflowError
-from mlflow_serverless.search.grammar import ExperimentGrammar, ModelVersionGrammar, RegisteredModelGrammar, RunGrammar
+from serverless_mlflow import search
+from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.search.grammar import ExperimentGrammar, ModelVersionGrammar, RegisteredModelGrammar, RunGrammar
 from tests.search.helpers import assert_same, outcome
 
 PAIRS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import sqlite3
 
-from mlflow_serverless import search
+from serverless_mlflow import search
 
 ALPHABET = ["a", "A", "b", "é", "É", "ß", "%", "_", "\\", "\n", "日", " ", "."]
 

@@ -15,7 +15,7 @@ from mlflow.entities import LoggedModelParameter, LoggedModelStatus, LoggedModel
 from mlflow.exceptions import MlflowException
 from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
-from mlflow_serverless import search
+from serverless_mlflow import search
 from tests.search.helpers import LIKE_PATTERNS, STRINGS, assert_same, drain_mlflow, drain_ours, outcome, quoted
 
 SEED = 99

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from mlflow.utils.search_utils import SearchUtils
 
-from mlflow_serverless import search
-from mlflow_serverless.errors import MlflowError
+from serverless_mlflow import search
+from serverless_mlflow.errors import MlflowError
 from tests.search.helpers import outcome
 
 

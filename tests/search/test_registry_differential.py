@@ -14,7 +14,7 @@ import pytest
 from mlflow.entities.model_registry import ModelVersionTag, RegisteredModelTag
 from mlflow.store.model_registry.sqlalchemy_store import SqlAlchemyStore as RegistryStore
 
-from mlflow_serverless import search
+from serverless_mlflow import search
 from tests.search.helpers import LIKE_PATTERNS, STRINGS, assert_same, drain_mlflow, drain_ours, outcome, quoted
 
 SEED = 77

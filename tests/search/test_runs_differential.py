@@ -18,7 +18,7 @@ import pytest
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunStatus, RunTag, ViewType
 from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
-from mlflow_serverless import search
+from serverless_mlflow import search
 from tests.search.helpers import LIKE_PATTERNS, STRINGS, assert_same, drain_mlflow, drain_ours, outcome, quoted
 
 SEED = 20261122

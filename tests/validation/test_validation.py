@@ -11,8 +11,8 @@ from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunT
 from mlflow.exceptions import MlflowException
 from mlflow.utils import validation as ref
 
-from mlflow_serverless import validation as ours
-from mlflow_serverless.errors import MlflowError
+from serverless_mlflow import validation as ours
+from serverless_mlflow.errors import MlflowError
 
 
 def outcome(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[str, Any]:

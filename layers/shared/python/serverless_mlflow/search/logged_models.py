@@ -29,10 +29,10 @@ from typing import Any
 import sqlparse
 from sqlparse.sql import Comparison as SqlComparison
 
-from mlflow_serverless.errors import MlflowError, invalid
-from mlflow_serverless.search.filters import LOGGED_MODEL, Filter, compare, metric_value
-from mlflow_serverless.search.grammar import join_in_comparison_tokens
-from mlflow_serverless.search.ordering import OrderBy, OrderTerm
+from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.search.filters import LOGGED_MODEL, Filter, compare, metric_value
+from serverless_mlflow.search.grammar import join_in_comparison_tokens
+from serverless_mlflow.search.ordering import OrderBy, OrderTerm
 
 _ENTITY_TYPES = ["attributes", "metrics", "params", "tags"]
 _IDENTIFIER_RE = re.compile(r"^([a-z]+)\.(.+)$")
@@ -273,8 +273,8 @@ def prepare_logged_model_search(
     page_token: str | None = None,
 ) -> Any:
     """search_logged_models: datasets check, filter, order_by, page token; max_results defaults to 100."""
-    from mlflow_serverless.search.paging import SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT, decode_page_token
-    from mlflow_serverless.search.queries import SearchQuery
+    from serverless_mlflow.search.paging import SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT, decode_page_token
+    from serverless_mlflow.search.queries import SearchQuery
 
     flt, late_error = _parse_logged_model_filter(filter_string, datasets)
     order = parse_logged_model_order_by(order_by)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlflow_serverless.keys import ENCODERS
+from serverless_mlflow.keys import ENCODERS
 
 PK = "pk"
 SK = "sk"

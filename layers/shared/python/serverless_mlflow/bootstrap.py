@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlflow_serverless import table
-from mlflow_serverless.store.experiments import default_experiment_items
+from serverless_mlflow import table
+from serverless_mlflow.store.experiments import default_experiment_items
 
 
 def bootstrap_items() -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ import os
 import re
 from urllib.parse import unquote
 
-from mlflow_serverless.errors import invalid
+from serverless_mlflow.errors import invalid
 
 SCHEME = "mlflow-artifacts"
 DEFAULT_PREFIX = "mlartifacts"

@@ -12,8 +12,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from mlflow_serverless.errors import invalid
-from mlflow_serverless.validation import invalid_value
+from serverless_mlflow.errors import invalid
+from serverless_mlflow.validation import invalid_value
 
 API_DOCS_HINT = " See the API docs for more information about request parameters."
 

@@ -20,7 +20,7 @@ import sqlparse
 from sqlparse.sql import Comparison, Identifier, Parenthesis, Statement, Token, TokenList
 from sqlparse.tokens import Token as TokenType
 
-from mlflow_serverless.errors import MlflowError, invalid
+from serverless_mlflow.errors import MlflowError, invalid
 
 # mlflow.entities.RunInfo.get_searchable_attributes() (sorted); all are also orderable.
 _RUN_INFO_SEARCHABLE = ["artifact_uri", "end_time", "run_id", "run_name", "start_time", "status", "user_id"]

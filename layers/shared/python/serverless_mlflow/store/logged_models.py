@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlflow_serverless import table
-from mlflow_serverless.errors import MlflowError, not_found
-from mlflow_serverless.schema import ENTITY
+from serverless_mlflow import table
+from serverless_mlflow.errors import MlflowError, not_found
+from serverless_mlflow.schema import ENTITY
 
 LOGGED_MODEL = ENTITY["logged_model"]
 LOCATOR = ENTITY["logged_model_locator"]
@@ -157,7 +157,7 @@ def to_api(model: dict[str, Any]) -> dict[str, Any]:
 
 
 def _metric_json(metric: dict[str, Any]) -> dict[str, Any]:
-    from mlflow_serverless.api import float_json
+    from serverless_mlflow.api import float_json
 
     out: dict[str, Any] = {"key": metric["key"], "value": float_json(metric["value"]), "timestamp": metric["timestamp"], "step": metric["step"]}
     for field in ("dataset_name", "dataset_digest", "model_id", "run_id"):

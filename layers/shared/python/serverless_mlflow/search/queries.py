@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mlflow_serverless.search.filters import (
+from serverless_mlflow.search.filters import (
     Filter,
     matches,
     parse_experiment_filter,
@@ -14,8 +14,8 @@ from mlflow_serverless.search.filters import (
     validate_registered_model_filter,
     validate_run_filter,
 )
-from mlflow_serverless.search.grammar import RegisteredModelGrammar, RunGrammar
-from mlflow_serverless.search.ordering import (
+from serverless_mlflow.search.grammar import RegisteredModelGrammar, RunGrammar
+from serverless_mlflow.search.ordering import (
     OrderBy,
     parse_experiment_order_by,
     parse_model_version_order_by,
@@ -23,7 +23,7 @@ from mlflow_serverless.search.ordering import (
     parse_run_order_by,
     sort_key,
 )
-from mlflow_serverless.search.paging import (
+from serverless_mlflow.search.paging import (
     SEARCH_MAX_RESULTS_DEFAULT,
     SEARCH_MODEL_VERSION_MAX_RESULTS_DEFAULT,
     SEARCH_REGISTERED_MODEL_MAX_RESULTS_DEFAULT,

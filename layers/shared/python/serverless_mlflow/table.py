@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlflow_serverless.schema import PK, SK
+from serverless_mlflow.schema import PK, SK
 
 Item = dict[str, Any]
 

@@ -19,15 +19,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from mlflow_serverless.errors import invalid
-from mlflow_serverless.search.filters import (
+from serverless_mlflow.errors import invalid
+from serverless_mlflow.search.filters import (
     EXPERIMENT,
     MODEL_VERSION,
     REGISTERED_MODEL,
     RUN,
     metric_value,
 )
-from mlflow_serverless.search.grammar import ExperimentGrammar, ModelVersionGrammar, RunGrammar, _internal
+from serverless_mlflow.search.grammar import ExperimentGrammar, ModelVersionGrammar, RunGrammar, _internal
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,7 @@ def raw_value(entity: dict[str, Any], kind: str, term: OrderTerm) -> Any:
         v = entity.get("version")
         return None if v is None else int(v)
     if kind == "logged_model":
-        from mlflow_serverless.search.logged_models import logged_model_raw_value
+        from serverless_mlflow.search.logged_models import logged_model_raw_value
 
         return logged_model_raw_value(entity, term)
     return entity.get(term.key)

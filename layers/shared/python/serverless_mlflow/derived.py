@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mlflow_serverless import fts, ranks
-from mlflow_serverless.schema import ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow import fts, ranks
+from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
 
 Item = dict[str, Any]
 Key = tuple[str, str]

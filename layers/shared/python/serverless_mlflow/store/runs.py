@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlflow_serverless import table
-from mlflow_serverless.errors import MlflowError, not_found
-from mlflow_serverless.schema import ENTITY, ENTITY_TYPE, SK
+from serverless_mlflow import table
+from serverless_mlflow.errors import MlflowError, not_found
+from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
 
 RUN = ENTITY["run"]
 RUN_LOCATOR = ENTITY["run_locator"]

@@ -18,11 +18,11 @@ import os
 import time
 from typing import Any
 
-from mlflow_serverless import keys, table
-from mlflow_serverless.artifact_locations import default_experiment_artifact_location
-from mlflow_serverless.errors import MlflowError, invalid, not_found
-from mlflow_serverless.schema import ENTITY
-from mlflow_serverless.validation import parse_experiment_id
+from serverless_mlflow import keys, table
+from serverless_mlflow.artifact_locations import default_experiment_artifact_location
+from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.validation import parse_experiment_id
 
 EXPERIMENT = ENTITY["experiment"]
 EXPERIMENT_NAME = ENTITY["experiment_name"]

@@ -23,9 +23,9 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 
-from mlflow_serverless import request as request_parsing
-from mlflow_serverless.errors import MlflowError, endpoint_not_found, invalid
-from mlflow_serverless.routes import routes_for
+from serverless_mlflow import request as request_parsing
+from serverless_mlflow.errors import MlflowError, endpoint_not_found, invalid
+from serverless_mlflow.routes import routes_for
 
 logger = Logger(service="mlflow-serverless")
 tracer = Tracer(service="mlflow-serverless")

@@ -5,7 +5,7 @@ the request with MLflow's exact errors, decide matches, sort, and page with keys
 
 Quick use (any search API)::
 
-    from mlflow_serverless import search
+    from serverless_mlflow import search
 
     q = search.prepare_run_search(filter_string, order_by, max_results, page_token)  # raises MlflowError
     runs, next_token = q.run(candidate_run_dicts)       # filter + sort + page in memory
@@ -47,13 +47,13 @@ direction order, with +/-inf stored as +/-MAX_FLOAT via `metric_value`, so inf t
 `start_time DESC, run_id ASC`); params/tags: values (string code-point order) then missing. A token's
 position (`decode_page_token`) is [[rank, value], ...] per term: the first pair tells where to resume.
 
-Errors are `mlflow_serverless.errors.MlflowError`, with MLflow's message and error_code (mostly
+Errors are `serverless_mlflow.errors.MlflowError`, with MLflow's message and error_code (mostly
 INVALID_PARAMETER_VALUE; a few, e.g. duplicate order_by fields, are INTERNAL_ERROR as in MLflow).
 """
 
 from __future__ import annotations
 
-from mlflow_serverless.search.filters import (
+from serverless_mlflow.search.filters import (
     EXPERIMENT,
     IS_PROMPT_TAG_KEY,
     LOGGED_MODEL,
@@ -79,13 +79,13 @@ from mlflow_serverless.search.filters import (
     parse_run_filter,
     view_type_stages,
 )
-from mlflow_serverless.search.like import ascii_lower, like_literals, like_match, like_prefix, like_to_regex
-from mlflow_serverless.search.logged_models import (
+from serverless_mlflow.search.like import ascii_lower, like_literals, like_match, like_prefix, like_to_regex
+from serverless_mlflow.search.logged_models import (
     parse_logged_model_filter,
     parse_logged_model_order_by,
     prepare_logged_model_search,
 )
-from mlflow_serverless.search.ordering import (
+from serverless_mlflow.search.ordering import (
     OrderBy,
     OrderTerm,
     parse_experiment_order_by,
@@ -98,7 +98,7 @@ from mlflow_serverless.search.ordering import (
     sort_key,
     term_value,
 )
-from mlflow_serverless.search.paging import (
+from serverless_mlflow.search.paging import (
     SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT,
     SEARCH_MAX_RESULTS_DEFAULT,
     SEARCH_MAX_RESULTS_THRESHOLD,
@@ -116,7 +116,7 @@ from mlflow_serverless.search.paging import (
     is_after,
     page,
 )
-from mlflow_serverless.search.queries import (
+from serverless_mlflow.search.queries import (
     SearchQuery,
     prepare_experiment_search,
     prepare_model_version_search,

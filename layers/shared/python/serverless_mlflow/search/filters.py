@@ -20,15 +20,15 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mlflow_serverless.errors import invalid
-from mlflow_serverless.search.grammar import (
+from serverless_mlflow.errors import invalid
+from serverless_mlflow.search.grammar import (
     ExperimentGrammar,
     ModelVersionGrammar,
     RegisteredModelGrammar,
     RunGrammar,
     _internal,
 )
-from mlflow_serverless.search.like import like_match
+from serverless_mlflow.search.like import like_match
 
 RUN = "run"
 EXPERIMENT = "experiment"
@@ -344,7 +344,7 @@ def matches(entity: dict[str, Any], comparisons: Filter) -> bool:
     if kind in (REGISTERED_MODEL, MODEL_VERSION):
         return _registry_matches(entity, comparisons)
     if kind == LOGGED_MODEL:
-        from mlflow_serverless.search.logged_models import logged_model_matches
+        from serverless_mlflow.search.logged_models import logged_model_matches
 
         return logged_model_matches(entity, comparisons)
     raise ValueError(f"unknown filter kind {kind!r}")

@@ -22,8 +22,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from mlflow_serverless import table
-from mlflow_serverless.schema import ENTITY, ENTITY_TYPE, SK
+from serverless_mlflow import table
+from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
 
 FORWARD = ENTITY["fts_forward"]
 REVERSE = ENTITY["fts_reverse"]
@@ -258,13 +258,13 @@ def run_candidates(experiment_ids: Iterable[str], pattern: str) -> set[str] | No
 
 
 def filter_candidates(comparisons: Any, scopes: Iterable[str], kind: str, pending_scope: str | None = None) -> set[str] | None:
-    """Candidate ids for a parsed search ``Filter`` (``mlflow_serverless.search``), or None.
+    """Candidate ids for a parsed search ``Filter`` (``serverless_mlflow.search``), or None.
 
     Uses every ``LIKE``/``ILIKE``/``=`` comparison on the entity's name (they are ANDed, so their
     candidate sets intersect). None when no comparison yields trigrams: list everything instead.
     The caller still applies the filter exactly (``query.matches``/``query.run``) to the candidates.
     """
-    from mlflow_serverless.search.filters import name_patterns
+    from serverless_mlflow.search.filters import name_patterns
 
     scopes = list(scopes)
     best: set[str] | None = None

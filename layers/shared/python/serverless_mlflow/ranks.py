@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mlflow_serverless import keys, table
-from mlflow_serverless.schema import ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow import keys, table
+from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
 
 METRIC_RANK = ENTITY["metric_rank"]
 PARAM_RANK = ENTITY["param_rank"]

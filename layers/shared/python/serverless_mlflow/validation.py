@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
-from mlflow_serverless.errors import invalid
+from serverless_mlflow.errors import invalid
 
 _logger = logging.getLogger(__name__)
 

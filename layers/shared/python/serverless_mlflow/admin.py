@@ -1,7 +1,7 @@
 """Admin: verify or rebuild the derived items (RANK, FTS) from the source items.
 
-    python -m mlflow_serverless.admin verify  [--workspace default ...] [--json]
-    python -m mlflow_serverless.admin reindex [--workspace default ...]
+    python -m serverless_mlflow.admin verify  [--workspace default ...] [--json]
+    python -m serverless_mlflow.admin reindex [--workspace default ...]
 
 Runs against ``TABLE_NAME`` at ``DYNAMODB_ENDPOINT_URL`` (unset = AWS). Every derived item lives in
 the partition of the source item it comes from (model-name postings: ``RMFTS#<ws>``), so every
@@ -25,9 +25,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlflow_serverless import fts, table
-from mlflow_serverless.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_source
-from mlflow_serverless.schema import ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow import fts, table
+from serverless_mlflow.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_source
+from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
 
 Item = dict[str, Any]
 Key = tuple[str, str]
@@ -153,7 +153,7 @@ def reindex(workspaces: Iterable[str] = DEFAULT_WORKSPACES) -> Report:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mlflow_serverless.admin", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m serverless_mlflow.admin", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("verify", "reindex"))
     parser.add_argument("--workspace", action="append", dest="workspaces", help="workspace to check (repeatable; default: default)")
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
