@@ -134,7 +134,12 @@ def client() -> Any:
                 _client = boto3.client(
                     "dynamodb",
                     endpoint_url=os.environ.get("DYNAMODB_ENDPOINT_URL") or None,
-                    config=Config(retries={"mode": "adaptive", "max_attempts": 10}, max_pool_connections=32),
+                    config=Config(
+                        retries={"mode": "adaptive", "max_attempts": 10},
+                        max_pool_connections=32,
+                        # Embedded moto walks the whole table per Query; large local benchmarks need longer.
+                        read_timeout=int(os.environ.get("DYNAMODB_READ_TIMEOUT_SECONDS", "60")),
+                    ),
                 )
                 _client.meta.events.register("before-call.dynamodb.Scan", _forbid_scan)
     return _client
