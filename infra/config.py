@@ -36,16 +36,31 @@ class StackConfig:
     throttle_burst: int = 400
     api_memory_mb: int = 1024
     indexer_memory_mb: int = 1024
+    # Deleted or overwritten artifacts stay recoverable (S3 versioning) this many days.
+    noncurrent_version_days: int = 30
+    # Extra browser origins (comma-separated) allowed to read presigned artifact URLs; the API's own is always allowed.
+    cors_origins: str = ""
+    # Alarm notifications: an existing SNS topic's ARN, and/or an e-mail address for a topic the stack creates.
+    alarm_topic_arn: str = ""
+    alarm_email: str = ""
 
     def __post_init__(self) -> None:
         if self.authorization not in AUTHORIZATION_MODES:
             raise ValueError(f"context 'authorization' must be one of {AUTHORIZATION_MODES}, got {self.authorization!r}")
+        if self.noncurrent_version_days < 1:
+            raise ValueError(f"context 'noncurrent_version_days' must be at least 1, got {self.noncurrent_version_days}")
+        if self.alarm_topic_arn and not self.alarm_topic_arn.startswith("arn:"):
+            raise ValueError(f"context 'alarm_topic_arn' must be an SNS topic ARN, got {self.alarm_topic_arn!r}")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ValueError(f"context 'log_level' is not a log level: {self.log_level!r}")
 
     @property
     def iam_auth(self) -> bool:
         return self.authorization == "iam"
+
+    @property
+    def extra_cors_origins(self) -> list[str]:
+        return [origin.strip().rstrip("/") for origin in self.cors_origins.split(",") if origin.strip()]
 
     @property
     def log_retention(self) -> logs.RetentionDays:

@@ -87,12 +87,12 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
     _function_acks(stack, stack.bootstrap.function, BOOTSTRAP_DLQ_REASON)
 
     for function in stack.features.functions.values():
-        if function.access.bucket:
+        for pattern in function.access.object_resources():
             acknowledge(
                 function,
-                f"AwsSolutions-IAM5[{nag_resource(stack, stack.artifacts.bucket.arn_for_objects('*'))}]",
-                "The artifacts feature signs presigned GET/PUT/multipart URLs for any artifact path of any "
-                "experiment; object actions are limited to this one artifact bucket's objects.",
+                f"AwsSolutions-IAM5[{nag_resource(stack, stack.artifacts.bucket.arn_for_objects(pattern))}]",
+                f"Object actions limited to keys under '{pattern}' of the stack's own bucket (this function's prefix: "
+                "any experiment's objects live below it, and presigned URLs are signed with this role).",
             )
 
     queue = stack.indexer.dead_letter_queue
@@ -105,6 +105,21 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
         f"AwsSolutions-IAM5[{nag_resource(stack, stack.client_policy_resource)}]",
         "The MLflow client calls every route of this API (stage/method/path); the policy is limited to this one API.",
     )
+
+    topic = stack.monitoring.topic
+    if topic is not None and stack.config.alarm_email and not stack.config.alarm_topic_arn:
+        acknowledge(
+            topic,
+            "AwsSolutions-SNS2",
+            "Alarm notifications carry only alarm names and states. CloudWatch cannot publish to a topic encrypted "
+            "with the AWS-managed SNS key, and a customer-managed key would cost money while the stack is idle.",
+        )
+        acknowledge(
+            topic,
+            "Serverless-SNSRedrivePolicy",
+            "An e-mail notification that cannot be delivered loses nothing: the alarm's state and history stay in "
+            "CloudWatch (and on the stack's dashboard).",
+        )
 
     if not stack.config.iam_auth:
         acknowledge(

@@ -1,75 +1,90 @@
-"""Least-privilege IAM, declared as data: what each function may do, in one place.
+"""Least-privilege IAM, declared as data: exactly what each function may do, in one place.
 
 Every feature of ``routes.features()`` (plus the stream indexer and the deploy-time bootstrap) must have
-an entry; synth fails on a feature without one, so a new feature cannot silently inherit broad rights.
-``tests/infra`` checks that a feature whose code imports ``serverless_mlflow.table``/``.s3`` (directly or
-through the layer) is declared with table/bucket access, since IAM is not enforced by the local runtime.
-Table actions apply to the table and its indexes (``<table-arn>/index/*``, the only wildcard).
-``TransactWriteItems`` needs no action of its own: DynamoDB authorizes each operation in the transaction
-as PutItem/UpdateItem/DeleteItem/ConditionCheckItem.
+an entry; synth fails on a function without one, so a new feature cannot silently inherit broad rights.
+Each entry names the DynamoDB actions the function's code performs and the S3 key prefixes it touches,
+nothing more. The local runtime enforces the same declarations (``local/iam.py``): a test that makes a
+function call an undeclared action fails with the ``AccessDeniedException`` the deployed role would raise,
+so the declarations are checked by every end-to-end test, not only by reading the code.
+
+Table actions apply to the table and, when ``Query`` is among them, its indexes (``<table-arn>/index/*``,
+the only wildcard). ``TransactWriteItems`` needs no action of its own: DynamoDB authorizes each
+operation of a transaction as PutItem/UpdateItem/DeleteItem/ConditionCheckItem.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-TABLE_READ: tuple[str, ...] = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem")
-TABLE_WRITE: tuple[str, ...] = (
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:BatchWriteItem",
-    "dynamodb:ConditionCheckItem",
-)
-# Object-level actions on the artifact bucket's objects. CreateMultipartUpload, UploadPart and
-# CompleteMultipartUpload are authorized as s3:PutObject; aborting and listing parts have their own actions.
-BUCKET_OBJECT_ACTIONS: tuple[str, ...] = (
-    "s3:GetObject",
-    "s3:PutObject",
-    "s3:DeleteObject",
-    "s3:AbortMultipartUpload",
-    "s3:ListMultipartUploadParts",
-)
-# list_artifacts lists a prefix: ListObjectsV2 is authorized on the bucket ARN, not on objects.
-BUCKET_LIST_ACTIONS: tuple[str, ...] = ("s3:ListBucket",)
+from serverless_mlflow.artifact_locations import DEFAULT_PREFIX as ARTIFACTS_PREFIX
+
+TABLE_READ: tuple[str, ...] = ("GetItem", "Query", "BatchGetItem")
+TABLE_WRITE: tuple[str, ...] = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")
+# S3 object actions: CreateMultipartUpload, UploadPart and CompleteMultipartUpload are authorized as
+# s3:PutObject, HeadObject as s3:GetObject, DeleteObjects per key as s3:DeleteObject.
 
 
 @dataclass(frozen=True)
 class Access:
-    table_read: bool = True
-    table_write: bool = False
-    # PutItem only (the bootstrap custom resource writes a handful of items, conditionally).
-    table_put_only: bool = False
-    bucket: bool = False
+    # DynamoDB actions (without the "dynamodb:" prefix) on the table.
+    table: tuple[str, ...] = ()
+    # S3 object actions, allowed on keys under ``prefixes`` of the stack's bucket only.
+    objects: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    # s3:ListBucket, conditioned on the listed prefix being under ``prefixes``.
+    list_objects: bool = False
     # Stream read is granted by the DynamoEventSource itself (see constructs/indexer.py).
     stream: bool = False
 
     @property
     def table_actions(self) -> tuple[str, ...]:
-        if self.table_put_only:
-            return ("dynamodb:PutItem",)
-        actions = TABLE_READ if self.table_read else ()
-        return actions + (TABLE_WRITE if self.table_write else ())
+        return tuple(f"dynamodb:{action}" for action in self.table)
+
+    @property
+    def table_read(self) -> bool:
+        return bool(self.table)
+
+    @property
+    def bucket(self) -> bool:
+        return bool(self.objects or self.list_objects)
+
+    def object_resources(self) -> tuple[str, ...]:
+        """Key patterns for the bucket's object ARN (``<bucket-arn>/<pattern>``)."""
+        return tuple(f"{prefix}*" for prefix in self.prefixes)
+
+    def list_conditions(self) -> tuple[str, ...]:
+        """``s3:prefix`` values a listing may ask for (the prefix itself and anything below it)."""
+        return tuple(value for prefix in self.prefixes for value in (prefix, f"{prefix}*"))
+
+    def allows_object(self, action: str, key: str) -> bool:
+        return action in self.objects and any(key.startswith(prefix) for prefix in self.prefixes)
+
+    def allows_list(self, prefix: str) -> bool:
+        return self.list_objects and any(prefix.startswith(allowed) for allowed in self.prefixes)
 
 
-NO_TABLE = Access(table_read=False)
-READ_ONLY = Access()
-READ_WRITE = Access(table_write=True)
+ARTIFACTS = f"{ARTIFACTS_PREFIX}/"
 
+# Derived from what each function does (``LOCAL_IAM=record`` over the test suite), then enforced locally.
 ACCESS: dict[str, Access] = {
     # health/version/server-info and ENDPOINT_NOT_FOUND: never touches the table.
-    "meta": NO_TABLE,
-    "experiments": READ_WRITE,
-    "runs": READ_WRITE,
-    "logged_models": READ_WRITE,
-    "registry": READ_WRITE,
-    # The only function with S3 rights: presigned URLs are signed with its role, so the role must hold
-    # the object actions the client then performs directly against S3. Reads runs (artifact roots).
-    "artifacts": Access(bucket=True),
-    # Derives RANK/FTS items from stream records: reads source items, writes derived ones.
-    "indexer": Access(table_write=True, stream=True),
+    "meta": Access(),
+    "experiments": Access(table=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")),
+    "runs": Access(table=(*TABLE_READ, *TABLE_WRITE)),
+    "logged_models": Access(table=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
+    "registry": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
+    # Presigned URLs are signed with this role, so it must hold the object actions the client then performs
+    # directly against S3 - under the artifact prefix only. Reads runs and experiments (artifact roots).
+    "artifacts": Access(
+        table=("GetItem",),
+        objects=("s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"),
+        prefixes=(ARTIFACTS,),
+        list_objects=True,
+    ),
+    # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
+    "indexer": Access(table=("BatchGetItem", "Query", "UpdateItem", "BatchWriteItem"), stream=True),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk).
-    "bootstrap": Access(table_read=False, table_put_only=True),
+    "bootstrap": Access(table=("PutItem",)),
 }
 
 
@@ -79,5 +94,5 @@ def access_for(name: str) -> Access:
     except KeyError:
         raise KeyError(
             f"function {name!r} has no IAM declaration: add it to infra/permissions.py ACCESS "
-            "(read-only, read-write, bucket) before it can be deployed"
+            "(the DynamoDB actions and S3 prefixes it uses) before it can be deployed"
         ) from None

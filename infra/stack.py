@@ -13,6 +13,7 @@ from infra.constructs.bootstrap import Bootstrap
 from infra.constructs.functions import ARCHITECTURE, RUNTIME, FeatureFunctions, SharedResources
 from infra.constructs.indexer import StreamIndexer
 from infra.constructs.layer import SharedLayer
+from infra.constructs.monitoring import Monitoring
 from infra.constructs.table import MlflowTable
 from infra.nag import add_suppressions
 from serverless_mlflow import routes
@@ -24,7 +25,7 @@ class MlflowServerlessStack(Stack):
         self.config = config or StackConfig.from_context(self)
 
         self.table = MlflowTable(self, "Table", table_name=self.config.table_name).table
-        self.artifacts = ArtifactsBucket(self, "Artifacts")
+        self.artifacts = ArtifactsBucket(self, "Artifacts", noncurrent_version_days=self.config.noncurrent_version_days)
         self.layer = SharedLayer(self, "Shared", runtime=RUNTIME, architecture=ARCHITECTURE)
         shared = SharedResources(table=self.table, bucket=self.artifacts.bucket, layer=self.layer.layer, config=self.config)
 
@@ -35,7 +36,18 @@ class MlflowServerlessStack(Stack):
             functions={name: fn.function for name, fn in self.features.functions.items()},
             config=self.config,
         )
+        self.artifacts.allow_browser_reads([self.api.url, *self.config.extra_cors_origins])
         self.indexer = StreamIndexer(self, "Indexer", shared=shared)
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            config=self.config,
+            api=self.api.api,
+            table=self.table,
+            functions={name: fn.function for name, fn in self.features.functions.items()},
+            indexer=self.indexer.function.function,
+            dead_letter_queue=self.indexer.dead_letter_queue,
+        )
         self.bootstrap = Bootstrap(self, "Bootstrap", shared=shared)
 
         # Attach this to the users/roles that run the mlflow client when authorization is "iam".
@@ -60,5 +72,6 @@ class MlflowServerlessStack(Stack):
         )
         CfnOutput(self, "ClientPolicyArn", value=self.client_policy.managed_policy_arn, description="Grants execute-api:Invoke on the API")
         CfnOutput(self, "Authorization", value=self.config.authorization)
+        CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name, description="CloudWatch dashboard")
 
         add_suppressions(self)

@@ -30,6 +30,7 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
+from local import iam  # noqa: E402
 from serverless_mlflow import bootstrap, routes, schema  # noqa: E402
 
 log = logging.getLogger("serverless_mlflow.local")
@@ -128,9 +129,11 @@ class LocalRuntime:
             endpoint = f"http://127.0.0.1:{moto_port}"
             os.environ.setdefault("DYNAMODB_ENDPOINT_URL", endpoint)
             os.environ.setdefault("S3_ENDPOINT_URL", endpoint)
-        from serverless_mlflow import table
+        from serverless_mlflow import s3, table
 
+        iam.install()
         table.reset_client()
+        s3.reset_clients()
 
     def _ensure_resources(self) -> None:
         import boto3
@@ -172,7 +175,8 @@ class LocalRuntime:
                 "body": json.dumps({"message": "Request Entity Too Large"}),
             }
         event = api_gateway_event(method, raw_path, query, headers, body, route_key, path_params, self.host)
-        response = self.handler_for(feature)(event, LambdaContext(feature))
+        with iam.acting_as(feature):
+            response = self.handler_for(feature)(event, LambdaContext(feature))
         if method != "GET" and self.indexer_mode == "sync":
             self.drain_stream()
         return response
@@ -213,7 +217,8 @@ class LocalRuntime:
         """Lambda's event-source mapping: retry reported failures, bisecting, then dead-letter."""
         pending = records
         for _ in range(MAX_STREAM_ATTEMPTS):
-            result = indexer({"Records": pending}, LambdaContext("indexer")) or {}
+            with iam.acting_as("indexer"):
+                result = indexer({"Records": pending}, LambdaContext("indexer")) or {}
             failures = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
             if not failures:
                 return

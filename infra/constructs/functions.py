@@ -15,7 +15,7 @@ from constructs import Construct
 
 from infra import FUNCTIONS_DIR
 from infra.config import StackConfig
-from infra.permissions import BUCKET_LIST_ACTIONS, BUCKET_OBJECT_ACTIONS, access_for
+from infra.permissions import Access, access_for
 
 # Newest Python runtime aws-cdk-lib 2.275 offers; the code targets 3.11+ and the layer is pure Python.
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -60,9 +60,19 @@ def index_arns(table: dynamodb.ITable) -> str:
     return f"{table.table_arn}/index/*"
 
 
-def grant_bucket(role: iam.IGrantable, bucket: s3.IBucket) -> None:
-    iam.Grant.add_to_principal(grantee=role, actions=list(BUCKET_OBJECT_ACTIONS), resource_arns=[bucket.arn_for_objects("*")])
-    iam.Grant.add_to_principal(grantee=role, actions=list(BUCKET_LIST_ACTIONS), resource_arns=[bucket.bucket_arn])
+def grant_bucket(role: iam.IGrantable, bucket: s3.IBucket, access: Access) -> None:
+    """Object actions on the declared key prefixes only; listing only below those prefixes."""
+    if access.objects:
+        resources = [bucket.arn_for_objects(pattern) for pattern in access.object_resources()]
+        iam.Grant.add_to_principal(grantee=role, actions=list(access.objects), resource_arns=resources)
+    if access.list_objects:
+        role.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": list(access.list_conditions())}},
+            )
+        )
 
 
 class ServerlessFunction(Construct):
@@ -97,7 +107,7 @@ class ServerlessFunction(Construct):
         )
         grant_table(self.role, shared.table, access.table_actions)
         if access.bucket:
-            grant_bucket(self.role, shared.bucket)
+            grant_bucket(self.role, shared.bucket, access)
         self.function = lambda_.Function(
             self,
             "Function",

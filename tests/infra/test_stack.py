@@ -21,7 +21,7 @@ import infra
 from infra.config import StackConfig
 from infra.constructs.indexer import RETRY_ATTEMPTS, source_entity_types
 from infra.constructs.layer import RUNTIME_PROVIDED, vendored_distributions
-from infra.permissions import ACCESS, TABLE_READ, TABLE_WRITE, access_for
+from infra.permissions import ACCESS, TABLE_WRITE, access_for
 from infra.stack import MlflowServerlessStack
 from serverless_mlflow import routes, schema
 
@@ -61,7 +61,14 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 @pytest.fixture(scope="module")
 def open_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return Synth(tmp_path_factory.mktemp("cdk-none"), authorization="none", table_name="mlflow-trial")
+    return Synth(
+        tmp_path_factory.mktemp("cdk-none"),
+        authorization="none",
+        table_name="mlflow-trial",
+        alarm_email="ops@example.com",
+        cors_origins="https://ui.example.com/, https://other.example.com",
+        noncurrent_version_days="7",
+    )
 
 
 def function_of(synth: Synth, name: str) -> tuple[str, dict[str, Any]]:
@@ -341,7 +348,12 @@ def test_artifact_bucket_hardening(synth: Synth) -> None:
     rules = props["LifecycleConfiguration"]["Rules"]
     assert any(r.get("AbortIncompleteMultipartUpload") == {"DaysAfterInitiation": 1} for r in rules)
     (cors,) = props["CorsConfiguration"]["CorsRules"]
-    assert {"GET", "PUT"} <= set(cors["AllowedMethods"]) and "ETag" in cors["ExposedHeaders"]
+    # Browsers only read (UI previews after a redirect); the Python client needs no CORS at all.
+    assert set(cors["AllowedMethods"]) == {"GET", "HEAD"} and "ETag" in cors["ExposedHeaders"]
+    assert cors["AllowedOrigins"] == [synth.stack.resolve(synth.stack.api.url)], "only the API's own origin (plus context cors_origins)"
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    (noncurrent,) = [r for r in rules if "NoncurrentVersionExpiration" in r]
+    assert noncurrent["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30} and noncurrent["ExpiredObjectDeleteMarker"] is True
     policies = [p for p in synth.resources("AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"] == {"Ref": bucket_id}]
     statements = policies[0]["Properties"]["PolicyDocument"]["Statement"]
     assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements)
@@ -350,10 +362,26 @@ def test_artifact_bucket_hardening(synth: Synth) -> None:
 # --- IAM -------------------------------------------------------------------------------------------
 
 
-def test_only_the_artifacts_role_mentions_s3(synth: Synth) -> None:
+def test_s3_rights_only_on_declared_prefixes(synth: Synth) -> None:
+    bucket_arn = synth.stack.resolve(synth.stack.artifacts.bucket.bucket_arn)
     for name in ALL_FUNCTIONS:
-        mentions_s3 = any(action.startswith("s3:") for action in actions_of(policy_statements_of(synth, name)))
-        assert mentions_s3 is (name == "artifacts"), name
+        access = access_for(name)
+        statements = [s for s in policy_statements_of(synth, name) if any(a.startswith("s3:") for a in _actions(s))]
+        assert bool(statements) is access.bucket, name
+        for statement in statements:
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            if _actions(statement) == {"s3:ListBucket"}:
+                assert resources == [bucket_arn]
+                assert statement["Condition"] == {"StringLike": {"s3:prefix": list(access.list_conditions())}}
+            else:
+                assert _actions(statement) == set(access.objects), name
+                patterns = {r["Fn::Join"][1][-1] for r in resources}
+                assert patterns == {f"/{p}" for p in access.object_resources()}, name
+    assert access_for("artifacts").prefixes == ("mlartifacts/",)
+
+
+def _actions(statement: dict[str, Any]) -> set[str]:
+    return {statement["Action"]} if isinstance(statement["Action"], str) else set(statement["Action"])
 
 
 def test_table_actions_follow_the_declared_access(synth: Synth) -> None:
@@ -364,7 +392,11 @@ def test_table_actions_follow_the_declared_access(synth: Synth) -> None:
             expected |= {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
         assert dynamodb_actions == expected, name
     artifacts_actions = actions_of(policy_statements_of(synth, "artifacts"))
-    assert not artifacts_actions & set(TABLE_WRITE) and set(TABLE_READ) <= artifacts_actions
+    assert {a for a in artifacts_actions if a.startswith("dynamodb:")} == {"dynamodb:GetItem"}
+    assert not {f"dynamodb:{a}" for a in TABLE_WRITE} & actions_of(policy_statements_of(synth, "indexer")) - {
+        "dynamodb:UpdateItem",
+        "dynamodb:BatchWriteItem",
+    }
     assert not any(a.startswith("dynamodb:") for a in actions_of(policy_statements_of(synth, "meta")))
 
 
@@ -380,8 +412,8 @@ def test_no_wildcard_resources_beyond_index_arns(synth: Synth) -> None:
                     assert actions <= allowed_on_star, statement
                 elif isinstance(resource, dict) and "Fn::Join" in resource:
                     suffix = resource["Fn::Join"][1][-1]
-                    assert suffix in ("/index/*", "/*"), statement
-                    if suffix == "/*":
+                    assert suffix == "/index/*" or re.fullmatch(r"/[a-z_-]+/\*", suffix), statement
+                    if suffix != "/index/*":
                         assert all(a.startswith("s3:") for a in actions), statement
 
 
@@ -434,9 +466,63 @@ def test_layer_hash_depends_on_content_only(tmp_path: Path) -> None:
     assert layer_asset_hash(copies) != layer_asset_hash(files)
 
 
+# --- monitoring -------------------------------------------------------------------------------------
+
+
+def test_alarms_cover_dlq_iterator_age_5xx_throttles_and_every_function(synth: Synth) -> None:
+    alarms = synth.resources("AWS::CloudWatch::Alarm")
+    expected = {"IndexerDeadLetters", "IndexerIteratorAge", "ApiServerErrorRate", "TableThrottles"}
+    expected |= {f"{''.join(p.capitalize() for p in name.split('_'))}Failures" for name in ALL_FUNCTIONS}
+    assert set(synth.stack.monitoring.alarms) == expected
+    assert len(alarms) == len(expected)
+    for alarm in alarms.values():
+        props = alarm["Properties"]
+        assert props["TreatMissingData"] == "notBreaching" and props["AlarmDescription"]
+        assert "AlarmActions" not in props, "no topic configured: console only"
+    dlq = synth.json["Resources"][synth.stack.get_logical_id(synth.stack.monitoring.alarms["IndexerDeadLetters"].node.default_child)]
+    assert dlq["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible" and dlq["Properties"]["Threshold"] == 1
+    rate = synth.json["Resources"][synth.stack.get_logical_id(synth.stack.monitoring.alarms["ApiServerErrorRate"].node.default_child)]
+    expressions = [m["Expression"] for m in rate["Properties"]["Metrics"] if "Expression" in m]
+    assert expressions == ["IF(requests > 0, 100 * errors / requests, 0)"]
+    (dashboard,) = synth.resources("AWS::CloudWatch::Dashboard").values()
+    assert "DashboardBody" in dashboard["Properties"]
+
+
+def test_alarm_email_creates_a_tls_only_topic_every_alarm_notifies(open_synth: Synth) -> None:
+    (topic_id,) = open_synth.resources("AWS::SNS::Topic")
+    (subscription,) = open_synth.resources("AWS::SNS::Subscription").values()
+    assert subscription["Properties"]["Protocol"] == "email" and subscription["Properties"]["Endpoint"] == "ops@example.com"
+    for alarm in open_synth.resources("AWS::CloudWatch::Alarm").values():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}]
+        assert alarm["Properties"]["OKActions"] == [{"Ref": topic_id}]
+    (policy,) = open_synth.resources("AWS::SNS::TopicPolicy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements)
+
+
+def test_alarm_topic_arn_from_context_is_used_as_is(tmp_path: Path) -> None:
+    arn = "arn:aws:sns:us-east-1:123456789012:ops"
+    config = StackConfig(alarm_topic_arn=arn)
+    app = cdk.App(outdir=str(tmp_path), context=infra.cdk_json_context())
+    stack = MlflowServerlessStack(app, "AlarmTopicArn", config=config)
+    template = assertions.Template.from_stack(stack).to_json()
+    assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::SNS::Topic"]
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::CloudWatch::Alarm":
+            assert resource["Properties"]["AlarmActions"] == [arn]
+
+
+def test_context_origins_and_version_expiry(open_synth: Synth) -> None:
+    bucket = open_synth.json["Resources"][open_synth.logical_id(open_synth.stack.artifacts.bucket)]["Properties"]
+    (cors,) = bucket["CorsConfiguration"]["CorsRules"]
+    assert cors["AllowedOrigins"][1:] == ["https://ui.example.com", "https://other.example.com"]
+    (noncurrent,) = [r for r in bucket["LifecycleConfiguration"]["Rules"] if "NoncurrentVersionExpiration" in r]
+    assert noncurrent["NoncurrentVersionExpiration"] == {"NoncurrentDays": 7}
+
+
 def test_outputs(synth: Synth) -> None:
     outputs = synth.json["Outputs"]
-    assert {"ApiUrl", "TableName", "BucketName", "DeadLetterQueueUrl"} <= set(outputs)
+    assert {"ApiUrl", "TableName", "BucketName", "DeadLetterQueueUrl", "DashboardName"} <= set(outputs)
     # No trailing slash: the value is used as MLFLOW_TRACKING_URI as is.
     assert outputs["ApiUrl"]["Value"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.api.api), "ApiEndpoint"]}
 
@@ -446,6 +532,10 @@ def test_context_is_validated() -> None:
         StackConfig(authorization="basic")
     with pytest.raises(ValueError, match="log_retention_days"):
         _ = StackConfig(log_retention_days=12).log_retention
+    with pytest.raises(ValueError, match="noncurrent_version_days"):
+        StackConfig(noncurrent_version_days=0)
+    with pytest.raises(ValueError, match="alarm_topic_arn"):
+        StackConfig(alarm_topic_arn="ops-topic")
 
 
 # --- cdk-nag ---------------------------------------------------------------------------------------

@@ -1,0 +1,132 @@
+"""IAM, emulated: each feature's AWS calls are checked against its declaration in ``infra/permissions.py``.
+
+Deployed, a function's role refuses every DynamoDB or S3 action (and every S3 key outside its prefixes)
+it was not granted. Nothing refuses them locally, so a feature that starts using a new action would pass
+every test here and fail only once deployed. The runtime marks which function is running (a context
+variable, carried into the function's worker threads) and a botocore hook refuses an undeclared action
+with the ``AccessDeniedException`` the role would raise. Calls made outside a function (the runtime's own
+set-up, the stream follower, tests) are not checked.
+
+``LOCAL_IAM=record`` (instead of the default ``enforce``) allows everything and appends each
+``feature action`` pair seen to the file named by ``LOCAL_IAM_RECORD`` (how the declarations were derived).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+from infra.permissions import access_for
+
+_current: contextvars.ContextVar[str | None] = contextvars.ContextVar("local_iam_function", default=None)
+_installed = False
+_record_lock = threading.Lock()
+
+# TransactWriteItems is authorized per operation (DynamoDB's own rule), TransactGetItems as GetItem.
+_TRANSACT_ACTIONS = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
+# S3 operations and the IAM action that authorizes each (multipart parts are authorized as PutObject).
+_S3_ACTIONS = {
+    "GetObject": "s3:GetObject",
+    "HeadObject": "s3:GetObject",
+    "PutObject": "s3:PutObject",
+    "CreateMultipartUpload": "s3:PutObject",
+    "UploadPart": "s3:PutObject",
+    "CompleteMultipartUpload": "s3:PutObject",
+    "AbortMultipartUpload": "s3:AbortMultipartUpload",
+    "ListParts": "s3:ListMultipartUploadParts",
+    "DeleteObject": "s3:DeleteObject",
+    "DeleteObjects": "s3:DeleteObject",
+    "ListObjectsV2": "s3:ListBucket",
+    "ListObjects": "s3:ListBucket",
+}
+
+
+class AccessDenied(Exception):
+    pass
+
+
+@contextmanager
+def acting_as(function: str) -> Iterator[None]:
+    """Run the enclosed calls with the rights of ``function``'s role."""
+    token = _current.set(function)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def install() -> None:
+    """Hook every boto3 client created from now on (the layer's cached clients must be reset after this)."""
+    global _installed
+    if _installed:
+        return
+    import boto3
+
+    session = boto3._get_default_session()
+    session.events.register("before-parameter-build.dynamodb", _check_dynamodb)
+    session.events.register("before-parameter-build.s3", _check_s3)
+    _carry_context_into_worker_threads()
+    _installed = True
+
+
+def _carry_context_into_worker_threads() -> None:
+    # In Lambda one process runs one function, so its worker threads have its rights too. Here many
+    # functions share a process: a worker thread must inherit the submitting thread's function.
+    original_submit = ThreadPoolExecutor.submit
+    if getattr(original_submit, "_carries_context", False):
+        return
+
+    def submit(self: ThreadPoolExecutor, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        return original_submit(self, contextvars.copy_context().run, fn, *args, **kwargs)
+
+    submit._carries_context = True  # type: ignore[attr-defined]
+    ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]
+
+
+def _check_dynamodb(params: dict[str, Any], model: Any, **_: Any) -> None:
+    function = _current.get()
+    if function is None:
+        return
+    if model.name == "TransactWriteItems":
+        actions = {_TRANSACT_ACTIONS[kind] for item in params.get("TransactItems", []) for kind in item}
+    elif model.name == "TransactGetItems":
+        actions = {"GetItem"}
+    else:
+        actions = {model.name}
+    declared = set(access_for(function).table_actions)
+    for action in sorted(actions):
+        _decide(function, f"dynamodb:{action}", f"dynamodb:{action}" in declared)
+
+
+def _check_s3(params: dict[str, Any], model: Any, **_: Any) -> None:
+    function = _current.get()
+    if function is None:
+        return
+    action = _S3_ACTIONS.get(model.name, f"s3:{model.name}")
+    access = access_for(function)
+    if action == "s3:ListBucket":
+        allowed = access.allows_list(params.get("Prefix", ""))
+    else:
+        keys = [params["Key"]] if "Key" in params else [o["Key"] for o in params.get("Delete", {}).get("Objects", [])]
+        allowed = bool(keys) and all(access.allows_object(action, key) for key in keys)
+    _decide(function, action, allowed)
+
+
+def _decide(function: str, action: str, allowed: bool) -> None:
+    mode = os.environ.get("LOCAL_IAM", "enforce")
+    if mode == "record":
+        path = os.environ.get("LOCAL_IAM_RECORD")
+        if path:
+            with _record_lock, open(path, "a", encoding="utf-8") as out:
+                out.write(f"{function} {action}\n")
+        return
+    if mode == "enforce" and not allowed:
+        raise AccessDenied(
+            f"local IAM: the role of '{function}' is not allowed to perform {action} here; "
+            "declare it in infra/permissions.py (the deployed role would refuse it too)"
+        )

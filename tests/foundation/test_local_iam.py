@@ -1,0 +1,71 @@
+"""The local runtime refuses what a function's deployed role would refuse (``local/iam.py``).
+
+Every end-to-end test runs under this enforcement, so these tests only pin the mechanism itself.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.conftest import unique
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def key() -> dict[str, str]:
+    from serverless_mlflow import schema
+
+    return {schema.PK: unique("IAM#"), schema.SK: "probe"}
+
+
+def test_a_function_without_table_rights_cannot_read_the_table(server: str, key: dict[str, str]) -> None:
+    from local import iam
+    from serverless_mlflow import table
+
+    with iam.acting_as("meta"), pytest.raises(iam.AccessDenied, match=r"'meta' is not allowed to perform dynamodb:GetItem"):
+        table.get(key)
+    # Outside a function (the runtime's own set-up, tests) nothing is checked.
+    assert table.get(key) is None
+
+
+def test_only_declared_actions_are_allowed(server: str, key: dict[str, str]) -> None:
+    from local import iam
+    from serverless_mlflow import table
+
+    with iam.acting_as("artifacts"):
+        assert table.get(key) is None
+        with pytest.raises(iam.AccessDenied, match="dynamodb:PutItem"):
+            table.put({**key, "entity_type": "probe"})
+    with iam.acting_as("indexer"), pytest.raises(iam.AccessDenied, match="dynamodb:ConditionCheckItem"):
+        table.transact([table.check_op(key, "attribute_not_exists(pk)")])
+
+
+def test_s3_rights_stop_at_the_declared_prefix(server: str) -> None:
+    from local import iam
+    from serverless_mlflow import s3
+
+    bucket = s3.bucket_name()
+    with iam.acting_as("artifacts"):
+        s3.client().put_object(Bucket=bucket, Key=f"mlartifacts/{unique('iam')}/ok.txt", Body=b"1")
+        s3.client().list_objects_v2(Bucket=bucket, Prefix="mlartifacts/")
+        with pytest.raises(iam.AccessDenied, match="s3:PutObject"):
+            s3.client().put_object(Bucket=bucket, Key="elsewhere/x.txt", Body=b"1")
+        with pytest.raises(iam.AccessDenied, match="s3:ListBucket"):
+            s3.client().list_objects_v2(Bucket=bucket, Prefix="")
+        # Presigning is where the artifacts role hands its rights to the client: checked too.
+        with pytest.raises(iam.AccessDenied, match="s3:GetObject"):
+            s3.presign_client().generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "elsewhere/x.txt"})
+    with iam.acting_as("runs"), pytest.raises(iam.AccessDenied, match="s3:GetObject"):
+        s3.client().get_object(Bucket=bucket, Key="mlartifacts/x")
+
+
+def test_worker_threads_keep_the_function_s_rights(server: str, key: dict[str, str]) -> None:
+    from local import iam
+    from serverless_mlflow import table
+
+    with iam.acting_as("meta"), ThreadPoolExecutor(max_workers=1) as pool:
+        with pytest.raises(iam.AccessDenied):
+            pool.submit(table.get, key).result()
