@@ -4,7 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
-CDK_VERSION := 2.1148.1
+# Node tools (package.json pins them): the CDK CLI and AWS's DynamoDB Local (jar + native libraries; Java runs it).
+NODE_TOOLS := node_modules/.installed
 CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
@@ -28,13 +29,17 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 venv: $(STAMP)
 
-$(CDK):
-	npm install --no-save --no-audit --no-fund --silent aws-cdk@$(CDK_VERSION)
+$(NODE_TOOLS): package.json
+	command -v java >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq default-jre-headless; }
+	npm install --no-audit --no-fund --silent
+	touch $(NODE_TOOLS)
 
-serve: $(STAMP)
+$(CDK): $(NODE_TOOLS)
+
+serve: $(STAMP) $(NODE_TOOLS)
 	PORT=$(PORT) $(PY) -m local
 
-test: $(STAMP)
+test: $(STAMP) $(NODE_TOOLS)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
@@ -54,7 +59,7 @@ deploy: $(STAMP) $(CDK)
 destroy: $(STAMP) $(CDK)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CDK) destroy $(CDK_ARGS)
 
-bench: $(STAMP)
+bench: $(STAMP) $(NODE_TOOLS)
 	$(PY) -m tools.bench
 
 # Recompute every derived (FTS/RANK) item from the source items: `verify` reports, `reindex` repairs.

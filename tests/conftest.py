@@ -1,7 +1,9 @@
-"""Shared fixtures: an in-process local runtime (real HTTP, embedded moto) and the real mlflow client.
+"""Shared fixtures: an in-process local runtime (real HTTP, embedded DynamoDB Local + moto S3) and the real
+mlflow client.
 
-``server`` is one runtime per test session (tests use unique names); ``fresh_server`` starts a
-separate runtime process with its own empty table for tests that need a clean store.
+``server`` is one runtime per test session (per xdist worker; tests use unique names); ``fresh_server``
+starts a separate runtime process with its own empty table and bucket on the session's engines, for tests
+that need a clean store.
 """
 
 from __future__ import annotations
@@ -9,11 +11,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,16 +33,23 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 # Presigned-only artifacts: small files must also go through multipart (the 3.17 client PUTs otherwise).
 os.environ.setdefault("MLFLOW_MULTIPART_UPLOAD_MINIMUM_FILE_SIZE", "0")
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+# Stream checkpoints of tables on a shared engine belong to the test run, not to the checkout.
+os.environ.setdefault("STREAM_CHECKPOINT_DIR", tempfile.mkdtemp(prefix="stream-checkpoints-"))
 
 
 @pytest.fixture(scope="session")
-def server() -> Iterator[str]:
+def local_runtime() -> Iterator[Any]:
     from local.runtime import LocalRuntime
 
     runtime = LocalRuntime(port=0).start()
     os.environ["MLFLOW_TRACKING_URI"] = runtime.url
-    yield runtime.url
+    yield runtime
     runtime.stop()
+
+
+@pytest.fixture(scope="session")
+def server(local_runtime: Any) -> str:
+    return local_runtime.url
 
 
 @pytest.fixture(scope="session")
@@ -75,13 +86,13 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 6
 
 
 @pytest.fixture
-def fresh_server() -> Iterator[str]:
-    """A separate runtime process with its own embedded moto (an empty table)."""
+def fresh_server(server: str) -> Iterator[str]:
+    """A separate runtime process with its own empty table and bucket (on the session's DynamoDB Local and S3)."""
     from local.runtime import free_port
 
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DYNAMODB_ENDPOINT_URL", "S3_ENDPOINT_URL", "TABLE_NAME")}
-    env["PORT"] = str(port)
+    env = dict(os.environ)
+    env.update(PORT=str(port), TABLE_NAME=unique("fresh"), BUCKET_NAME=unique("fresh"))
     process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -92,6 +103,6 @@ def fresh_server() -> Iterator[str]:
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            # A loaded machine can keep the runtime's shutdown (moto's server thread) slow: do not fail a test on it.
+            # A loaded machine can keep the runtime's shutdown slow: do not fail a test on it.
             process.kill()
             process.wait(timeout=10)

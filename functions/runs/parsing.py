@@ -12,7 +12,6 @@ from typing import Any
 
 from serverless_mlflow import request as rp
 from serverless_mlflow.api import Request
-from serverless_mlflow.errors import invalid
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -133,7 +132,7 @@ def message(req: Request, operation: str) -> dict[str, Any]:
 def _int_in_range(value: int, name: str, raw: Any, kind: str) -> int:
     low, high = (INT64_MIN, INT64_MAX) if kind == "int64" else (INT32_MIN, INT32_MAX)
     if not low <= value <= high:
-        raise invalid(rp._invalid_value(name, raw, f" Hint: Value was of type '{type(raw).__name__}'.") + rp.API_DOCS_HINT)
+        raise rp.type_error(name, raw)
     return value
 
 
@@ -189,7 +188,7 @@ def to_string(value: Any) -> str:
 
 
 def nested_error(path: str, value: Any) -> Exception:
-    return invalid(rp._invalid_value(path, value, f" Hint: Value was of type '{type(value).__name__}'.") + rp.API_DOCS_HINT)
+    return rp.type_error(path, value)
 
 
 def metrics_of(entries: list[Any], list_name: str = "metrics") -> list[dict[str, Any]]:

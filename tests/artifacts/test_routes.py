@@ -224,6 +224,14 @@ def test_put_over_the_lambda_limit_names_the_fix(api: str) -> None:
     assert requests.put(f"{api}/artifacts/{root}/ok.bin", data=b"\1" * (4 * 1024 * 1024)).status_code == 200
 
 
+def test_a_body_over_lambda_s_payload_cap_never_reaches_the_function(api: str) -> None:
+    # 5 MiB of binary is ~7 MB of base64: Lambda refuses the invocation and API Gateway answers by itself.
+    root = unique("huge")
+    response = requests.put(f"{api}/artifacts/{root}/huge.bin", data=b"\2" * (5 * 1024 * 1024))
+    assert (response.status_code, response.json()) == (413, {"message": "Request Entity Too Large"})
+    assert requests.get(f"{api}/artifacts", params={"path": root}).json() == {}
+
+
 TRAVERSALS = [
     "../escape.txt",
     "1/../../escape.txt",

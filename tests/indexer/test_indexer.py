@@ -14,8 +14,8 @@ from . import support as s
 
 
 @pytest.fixture
-def stream(moto_endpoint: str):
-    with s.private_table(moto_endpoint) as st:
+def stream(dynamodb_endpoint: str):
+    with s.private_table(dynamodb_endpoint) as st:
         yield st
 
 
@@ -131,7 +131,8 @@ def test_watermark_recorded(stream: s.Stream) -> None:
 def test_poison_record_ends_in_dead_letters_after_bounded_retries(stream: s.Stream) -> None:
     from indexer.handler import lambda_handler
 
-    from local.runtime import LocalRuntime
+    from local.events import LambdaContext
+    from local.streams import StreamFollower
 
     s.put_experiment("1", "dlq", 1)
     s.put_run("1", "f" * 32, "before poison", 2)
@@ -146,9 +147,9 @@ def test_poison_record_ends_in_dead_letters_after_bounded_retries(stream: s.Stre
         calls.append(len(event["Records"]))
         return lambda_handler(event, context)
 
-    runtime = LocalRuntime(port=0)  # not started: only its event-source-mapping logic is used
-    runtime._deliver(counting, [*records[:-1], bad, records[-1]])
-    assert next(r["dynamodb"]["SequenceNumber"] for r in runtime.dead_letters) == "5" * 12
+    follower = StreamFollower(None, stream.arn, lambda batch: counting({"Records": batch}, LambdaContext("indexer")))
+    follower._deliver([*records[:-1], bad, records[-1]])
+    assert next(r["dynamodb"]["SequenceNumber"] for r in follower.dead_letters) == "5" * 12
     assert len(calls) == 3  # bounded retries
     assert fts.run_candidates(["1"], "%poison%") == {"f" * 32, "9" * 32}
     assert admin.verify().differences == 0

@@ -68,10 +68,10 @@ def deliver_randomly(stream: s.Stream, rng: random.Random, delivered: list[list[
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(operations=st.lists(OPERATION, min_size=1, max_size=25), seed=st.integers(0, 2**16))
-def test_random_operations_and_redeliveries_verify_clean(moto_endpoint: str, operations: list[tuple], seed: int) -> None:
+def test_random_operations_and_redeliveries_verify_clean(dynamodb_endpoint: str, operations: list[tuple], seed: int) -> None:
     rng = random.Random(seed)
     clock = s.Clock()
-    with s.private_table(moto_endpoint) as stream:
+    with s.private_table(dynamodb_endpoint) as stream:
         for experiment_id in EXPERIMENTS:  # the partitions exist (as create_experiment makes them)
             s.put_experiment(experiment_id, f"exp{experiment_id}", clock.tick())
         delivered: list[list[dict]] = []
@@ -96,11 +96,11 @@ def test_random_operations_and_redeliveries_verify_clean(moto_endpoint: str, ope
         assert report.pending == 0, report.summary()
 
 
-def test_verify_detects_and_reindex_repairs(moto_endpoint: str) -> None:
+def test_verify_detects_and_reindex_repairs(dynamodb_endpoint: str) -> None:
     from serverless_mlflow import table
 
     clock = s.Clock()
-    with s.private_table(moto_endpoint) as stream:
+    with s.private_table(dynamodb_endpoint) as stream:
         s.put_experiment("1", "repair me", clock.tick())
         s.put_run("1", RUNS[0], "run name", clock.tick())
         s.log_metric("1", RUNS[0], "m", 1.0, clock.tick())

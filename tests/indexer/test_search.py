@@ -52,8 +52,8 @@ def test_short_and_wildcard_patterns_fall_back() -> None:
 
 
 @pytest.fixture
-def stream(moto_endpoint: str):
-    with s.private_table(moto_endpoint) as st:
+def stream(dynamodb_endpoint: str):
+    with s.private_table(dynamodb_endpoint) as st:
         yield st
 
 

@@ -99,6 +99,15 @@ class Twin:
         self.check(ours, reference, (method, path, body, query), ordered)
         return ours, reference
 
+    def refused(self, method: str, path: str, body: Any, field: str, reference_status: int = 400) -> None:
+        """Input MLflow's server mishandles (its proto parser drops the message or wraps an out-of-range int):
+        ours must be a clear INVALID_PARAMETER_VALUE naming ``field`` and change nothing; MLflow's answer is
+        pinned too (``reference_status``), so a change on its side shows up here. See docs/compatibility.md."""
+        ours, reference = self.call(method, path, body)
+        assert (ours.status, ours.body.get("error_code")) == (400, "INVALID_PARAMETER_VALUE"), (path, body, ours)
+        assert f"parameter '{field}'" in ours.body["message"], ours
+        assert reference.status == reference_status, (path, body, reference)
+
     def check(self, ours: Answer, reference: Answer, context: Any, ordered: bool = False) -> None:
         assert ours.status == reference.status, (context, ours, reference)
         if reference.status != 200:

@@ -24,7 +24,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 
 from serverless_mlflow import request as request_parsing
-from serverless_mlflow.errors import MlflowError, endpoint_not_found, invalid
+from serverless_mlflow.errors import MlflowError, Unavailable, endpoint_not_found, invalid
 from serverless_mlflow.routes import routes_for
 
 logger = Logger(service="mlflow-serverless")
@@ -167,10 +167,22 @@ def build_app(feature: str, operations: dict[str, Operation]) -> APIGatewayHttpR
 
     @app.exception_handler(Exception)
     def _unexpected(error: Exception) -> Response:
+        if is_capacity_failure(error):
+            logger.warning("DynamoDB refused the request for capacity after retries", exc_info=True)
+            return error_response(MlflowError("The tracking store is busy; retry the request.", "TEMPORARILY_UNAVAILABLE"))
         logger.exception("unexpected failure")
         return error_response(MlflowError("An internal error occurred. See the server logs for the correlation id.", "INTERNAL_ERROR"))
 
     return app
+
+
+# DynamoDB's answers to "too much at once", once botocore's own retries are spent: nothing was written.
+_CAPACITY_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+
+
+def is_capacity_failure(error: Exception) -> bool:
+    code = getattr(error, "response", {}).get("Error", {}).get("Code")
+    return isinstance(error, Unavailable) or code in _CAPACITY_CODES
 
 
 def _adapt(app: APIGatewayHttpResolver, operation: Operation) -> Callable[..., Response]:

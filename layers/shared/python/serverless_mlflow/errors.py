@@ -44,6 +44,10 @@ class MlflowError(Exception):
         return {"error_code": self.error_code, "message": self.message}
 
 
+class Unavailable(Exception):
+    """DynamoDB kept refusing a request for capacity or contention, past every retry: nothing was written."""
+
+
 def invalid(message: str) -> MlflowError:
     return MlflowError(message, "INVALID_PARAMETER_VALUE")
 

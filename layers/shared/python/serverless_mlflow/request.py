@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.errors import MlflowError, invalid
 from serverless_mlflow.validation import invalid_value
 
 API_DOCS_HINT = " See the API docs for more information about request parameters."
@@ -89,6 +89,11 @@ def each_has(field_names: tuple[str, ...], list_name: str) -> Check:
 
 
 _TYPE_CHECKS = {string, intlike, floatlike, array, boolean, item_type_string}
+
+
+def type_error(path: str, value: Any) -> MlflowError:
+    """MLflow's answer to a value of the wrong type (or out of its proto type's range) at ``path``."""
+    return invalid(invalid_value(path, value, f" Hint: Value was of type '{type(value).__name__}'.") + API_DOCS_HINT)
 
 
 def validate(raw: dict[str, Any], schema: dict[str, list[Check]], proto_ok: bool) -> None:
@@ -190,5 +195,5 @@ def message(raw: dict[str, Any], fields: dict[str, str], schema: dict[str, list[
         # Types that the handler schema did not check still fail protobuf parsing in MLflow.
         for name in fields:
             if name in raw and name not in parsed and raw[name] is not None:
-                raise invalid(invalid_value(name, raw[name], f" Hint: Value was of type '{type(raw[name]).__name__}'.") + API_DOCS_HINT)
+                raise type_error(name, raw[name])
     return parsed

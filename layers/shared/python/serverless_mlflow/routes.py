@@ -38,6 +38,8 @@ ART = "/api/2.0/mlflow-artifacts"
 _TABLE: tuple[tuple[str, str, str, str], ...] = (
     # --- meta -------------------------------------------------------------------------------
     ("GET", "/health", "meta", "health"),
+    # Load balancers and uptime checks probe with HEAD (MLflow's Flask server answers HEAD for every GET).
+    ("HEAD", "/health", "meta", "health"),
     ("GET", "/version", "meta", "version"),
     ("GET", f"{M3}/server-info", "meta", "server_info"),
     ("POST", "/v1/traces", "meta", "otlp_traces"),

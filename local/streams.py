@@ -1,0 +1,211 @@
+"""The local stand-in for Lambda's DynamoDB-stream event source mapping.
+
+It reads every shard of the table's stream in order, parents before children, and hands the records to the
+indexer as the stream events Lambda delivers. Like the event source mapping it keeps, per shard, the
+sequence number of the last record it delivered (its checkpoint), so that
+
+* an iterator that expired (DynamoDB Streams expires them after 15 minutes) is re-acquired
+  ``AFTER_SEQUENCE_NUMBER`` the checkpoint, and nothing is skipped or lost;
+* shards that close (the stream rolls shards over every few hours) are read to their end, then their
+  children are found with ``DescribeStream`` and read from their start;
+* a restart picks up where the last run stopped: checkpoints are saved to a small JSON file per stream
+  (``STREAM_CHECKPOINT_DIR``), the stream ARN naming the table generation.
+
+A record may be delivered twice (after a crash between delivery and checkpoint): the indexer is idempotent.
+Records the indexer keeps failing on are retried, then dead-lettered, and the shard moves on.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("serverless_mlflow.local")
+
+MAX_ATTEMPTS = 3
+PAGE_LIMIT = 1000
+REGION = "us-east-1"
+
+Deliver = Callable[[list[dict[str, Any]]], dict[str, Any] | None]
+
+
+@dataclass
+class ShardState:
+    last_sequence: str | None = None
+    closed_and_read: bool = False
+    iterator: str | None = field(default=None, compare=False)
+
+
+class StreamFollower:
+    def __init__(self, streams_client: Any, stream_arn: str, deliver: Deliver, checkpoint_dir: Path | None = None) -> None:
+        self.client = streams_client
+        self.stream_arn = stream_arn
+        self.deliver = deliver
+        self.dead_letters: list[dict[str, Any]] = []
+        self.delivered = 0
+        self._lock = threading.Lock()
+        self._checkpoint_file = checkpoint_dir / f"{hashlib.sha256(stream_arn.encode()).hexdigest()[:24]}.json" if checkpoint_dir else None
+        self.shards: dict[str, ShardState] = self._load()
+
+    # --- checkpoints ------------------------------------------------------------------------
+    def _load(self) -> dict[str, ShardState]:
+        if not self._checkpoint_file or not self._checkpoint_file.exists():
+            return {}
+        try:
+            saved = json.loads(self._checkpoint_file.read_text())
+        except (OSError, ValueError):
+            log.warning("ignoring unreadable stream checkpoint %s", self._checkpoint_file)
+            return {}
+        if saved.get("stream_arn") != self.stream_arn:
+            return {}
+        return {shard: ShardState(s.get("last_sequence"), bool(s.get("closed_and_read"))) for shard, s in saved["shards"].items()}
+
+    def _save(self) -> None:
+        if not self._checkpoint_file:
+            return
+        self._checkpoint_file.parent.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "stream_arn": self.stream_arn,
+            "shards": {k: {"last_sequence": s.last_sequence, "closed_and_read": s.closed_and_read} for k, s in self.shards.items()},
+        }
+        temporary = self._checkpoint_file.with_suffix(".tmp")
+        temporary.write_text(json.dumps(payload))
+        temporary.replace(self._checkpoint_file)
+
+    # --- reading ----------------------------------------------------------------------------
+    def drain(self) -> int:
+        """Deliver every record available now; returns how many were delivered."""
+        with self._lock:
+            before = self.delivered
+            for shard in self._shards_in_order():
+                self._drain_shard(shard)
+            return self.delivered - before
+
+    def _describe_shards(self) -> list[dict[str, Any]]:
+        shards: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"StreamArn": self.stream_arn}
+        while True:
+            description = self.client.describe_stream(**kwargs)["StreamDescription"]
+            shards.extend(description.get("Shards", []))
+            last = description.get("LastEvaluatedShardId")
+            if not last:
+                return shards
+            kwargs["ExclusiveStartShardId"] = last
+
+    def _shards_in_order(self) -> list[dict[str, Any]]:
+        """Open work only, parents before children (a child waits until its parent is read to its end)."""
+        described = self._describe_shards()
+        known = {s["ShardId"] for s in described}
+        ordered: list[dict[str, Any]] = []
+        placed: set[str] = set()
+        pending = [s for s in described if not self.shards.get(s["ShardId"], ShardState()).closed_and_read]
+        done = {s["ShardId"] for s in described} - {s["ShardId"] for s in pending}
+        while pending:
+            progressed = False
+            for shard in list(pending):
+                parent = shard.get("ParentShardId")
+                # A parent the stream no longer lists has aged out (24 h): nothing of it is left to read.
+                if not parent or parent not in known or parent in done or parent in placed:
+                    ordered.append(shard)
+                    placed.add(shard["ShardId"])
+                    pending.remove(shard)
+                    progressed = True
+            if not progressed:  # a cycle cannot happen in DynamoDB Streams; do not spin if it did
+                ordered.extend(pending)
+                break
+        return ordered
+
+    def _drain_shard(self, shard: dict[str, Any]) -> None:
+        shard_id = shard["ShardId"]
+        parent = shard.get("ParentShardId")
+        if parent and parent in self.shards and not self.shards[parent].closed_and_read:
+            return  # the parent still has records: children must wait (order per item)
+        state = self.shards.setdefault(shard_id, ShardState())
+        while True:
+            if state.iterator is None:
+                state.iterator = self._iterator(shard_id, state)
+            try:
+                page = self.client.get_records(ShardIterator=state.iterator, Limit=PAGE_LIMIT)
+            except self.client.exceptions.ExpiredIteratorException:
+                log.info("shard iterator of %s expired: re-acquiring after %s", shard_id, state.last_sequence)
+                state.iterator = None
+                continue
+            except self.client.exceptions.TrimmedDataAccessException:
+                # The checkpoint points at records the stream no longer keeps (24 h retention): start at the oldest.
+                log.warning("records of %s after %s were trimmed; continuing at the oldest", shard_id, state.last_sequence)
+                state.iterator = self.client.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")[
+                    "ShardIterator"
+                ]
+                continue
+            records = page.get("Records", [])
+            if records:
+                self._deliver([lambda_stream_record(r, self.stream_arn) for r in records])
+                state.last_sequence = records[-1]["dynamodb"]["SequenceNumber"]
+            state.iterator = page.get("NextShardIterator")
+            if state.iterator is None:
+                state.closed_and_read = True  # a closed shard, read to its end
+                self._save()
+                return
+            if records:
+                self._save()
+            if not records:
+                return  # caught up on an open shard
+
+    def _iterator(self, shard_id: str, state: ShardState) -> str:
+        if state.last_sequence:
+            kwargs = {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": state.last_sequence}
+        else:
+            kwargs = {"ShardIteratorType": "TRIM_HORIZON"}
+        return self.client.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard_id, **kwargs)["ShardIterator"]
+
+    def _deliver(self, records: list[dict[str, Any]]) -> None:
+        """Lambda's behaviour with ReportBatchItemFailures: retry from the first failure, then dead-letter."""
+        pending = records
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                result = self.deliver(pending) or {}
+            except Exception:
+                log.exception("indexer invocation failed")
+                result = {"batchItemFailures": [{"itemIdentifier": pending[0]["dynamodb"]["SequenceNumber"]}]}
+            failures = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+            if not failures:
+                self.delivered += len(records)
+                return
+            first = min((i for i, r in enumerate(pending) if r["dynamodb"]["SequenceNumber"] in failures), default=0)
+            pending = pending[first:]
+        self.dead_letters.extend(pending)
+        self.delivered += len(records)
+        log.error("indexer gave up on %d stream records (dead-lettered)", len(pending))
+
+
+def lambda_stream_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
+    """A boto3 stream record in the shape Lambda delivers it (epoch seconds, with eventSourceARN)."""
+    dynamodb = dict(record["dynamodb"])
+    created = dynamodb.get("ApproximateCreationDateTime")
+    if isinstance(created, datetime):
+        dynamodb["ApproximateCreationDateTime"] = created.timestamp()
+    out = {k: v for k, v in record.items() if k != "dynamodb"}
+    out["dynamodb"] = _to_wire(dynamodb)
+    out["eventSourceARN"] = stream_arn
+    out.setdefault("eventSource", "aws:dynamodb")
+    out.setdefault("awsRegion", REGION)
+    return out
+
+
+def _to_wire(value: Any) -> Any:
+    """boto3 hands binary attributes as bytes; Lambda's JSON event carries them base64-encoded."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {k: _to_wire(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_wire(v) for v in value]
+    return value
