@@ -135,6 +135,7 @@ class MotoS3:
     def start(self) -> MotoS3:
         from moto.server import ThreadedMotoServer
 
+        _answer_no_such_upload()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
         self._server.start()
@@ -144,3 +145,22 @@ class MotoS3:
         if self._server is not None:
             self._server.stop()
             self._server = None
+
+
+def _answer_no_such_upload() -> None:
+    """moto 5.2 fails with a KeyError (HTTP 500) when CompleteMultipartUpload names an unknown upload id; S3
+    answers NoSuchUpload (404), which the artifacts function maps to RESOURCE_DOES_NOT_EXIST."""
+    from moto.s3.exceptions import NoSuchUpload
+    from moto.s3.models import S3Backend
+
+    original = S3Backend.complete_multipart_upload
+    if getattr(original, "_answers_no_such_upload", False):
+        return
+
+    def complete_multipart_upload(self: Any, bucket_name: str, multipart_id: str, body: Any) -> Any:
+        if multipart_id not in self.get_bucket(bucket_name).multiparts:
+            raise NoSuchUpload(upload_id=multipart_id)
+        return original(self, bucket_name, multipart_id, body)
+
+    complete_multipart_upload._answers_no_such_upload = True  # type: ignore[attr-defined]
+    S3Backend.complete_multipart_upload = complete_multipart_upload  # type: ignore[method-assign]

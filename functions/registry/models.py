@@ -12,7 +12,6 @@ from serverless_mlflow.validation import (
     validate_model_alias_name_reserved,
     validate_model_name,
     validate_model_renaming,
-    validate_model_version,
     validate_registered_model_tag,
     validate_tag_name,
 )
@@ -210,7 +209,7 @@ def set_registered_model_alias(name: str, alias: str, version: Any) -> None:
     validate_model_name(name)
     validate_model_alias_name(alias)
     validate_model_alias_name_reserved(alias)
-    number = validate_model_version(version)
+    number = reads.version_number(name, version)
     for _ in range(3):
         try:
             table.transact([

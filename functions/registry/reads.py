@@ -9,7 +9,9 @@ from typing import Any
 
 from serverless_mlflow import table
 from serverless_mlflow.errors import MlflowError, not_found
+from serverless_mlflow.keys import VERSION_WIDTH
 from serverless_mlflow.schema import SK
+from serverless_mlflow.validation import validate_model_version
 
 from . import lifecycle
 from .items import (
@@ -85,6 +87,8 @@ def require_meta(name: str) -> dict[str, Any]:
 
 def read_version(name: str, version: int) -> tuple[dict[str, Any], dict[str, str]] | None:
     """One Query: the version item and its tags; None for a missing or half-deleted version."""
+    if not is_storable_version(version):
+        return None  # no such version can exist (MLflow answers "not found" too)
     items = table.query(partition(name), version_prefix(version))
     item = next((i for i in items if i.get("entity_type") == "model_version"), None)
     if item is None or item.get("deleting"):
@@ -93,7 +97,22 @@ def read_version(name: str, version: int) -> tuple[dict[str, Any], dict[str, str
     return item, tags
 
 
+def version_number(name: str, version: Any) -> int:
+    """The version as a number; one that no version can have (< 1, >= 10^10) is simply not found, like MLflow."""
+    number = validate_model_version(version)
+    if not is_storable_version(number):
+        raise version_not_found(name, version)
+    return number
+
+
+def is_storable_version(version: int) -> bool:
+    """Versions are numbered from 1; keys hold 10 digits (a model reaching 10^10 versions is not a concern)."""
+    return 1 <= version < 10**VERSION_WIDTH
+
+
 def version_tags(name: str, version: int) -> dict[str, str]:
+    if not is_storable_version(version):
+        return {}
     items = table.query(partition(name), version_prefix(version) + "#T#")
     return {i["key"]: i["value"] for i in items}
 

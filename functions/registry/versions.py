@@ -9,13 +9,13 @@ import time
 import urllib.parse
 from typing import Any
 
+from serverless_mlflow import request as rp
 from serverless_mlflow import table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.store.experiments import now_millis
 from serverless_mlflow.validation import (
     validate_model_alias_name,
     validate_model_name,
-    validate_model_version,
     validate_model_version_tag,
     validate_tag_name,
 )
@@ -52,9 +52,20 @@ def canonical_stage(stage: str) -> str:
     return mapping[stage.lower()]
 
 
-def tags_dict(tags: list[dict[str, Any]] | None) -> dict[str, str]:
-    """Request tags as MLflow's proto sees them: unset strings are "", the last duplicate wins."""
-    return {tag.get("key") or "": tag.get("value") if tag.get("value") is not None else "" for tag in tags or []}
+def tags_dict(tags: list[Any] | None) -> dict[str, str]:
+    """Request tags as MLflow's proto sees them: unset strings are "", the last duplicate wins.
+
+    A tag that is not a message, or a key/value that is not a string, is refused (MLflow's server turns
+    some of these into an empty key, others into an empty value)."""
+    out: dict[str, str] = {}
+    for index, tag in enumerate(tags or []):
+        if not isinstance(tag, dict):
+            raise rp.type_error(f"tags[{index}]", tag)
+        for field in ("key", "value"):
+            if tag.get(field) is not None and not isinstance(tag[field], str):
+                raise rp.type_error(f"tags[{index}].{field}", tag[field])
+        out[tag.get("key") or ""] = tag.get("value") if tag.get("value") is not None else ""
+    return out
 
 
 def is_prompt_tags(tags: dict[str, str]) -> bool:
@@ -227,7 +238,7 @@ def storage_location_for(source: str, run_id: str | None) -> tuple[str, str | No
 
 def require_version(name: str, version: Any) -> tuple[dict[str, Any], dict[str, str]]:
     validate_model_name(name)
-    number = validate_model_version(version)
+    number = reads.version_number(name, version)
     found = reads.read_version(name, number)
     if found is None:
         raise reads.version_not_found(name, number)
@@ -236,7 +247,7 @@ def require_version(name: str, version: Any) -> tuple[dict[str, Any], dict[str, 
 
 def get_model_version(name: str, version: Any) -> dict[str, Any]:
     validate_model_name(name)
-    number = validate_model_version(version)
+    number = reads.version_number(name, version)
     head = reads.read_head(name, with_tags=False)
     found = reads.read_version(name, number) if head is not None else None
     if head is None or found is None:
@@ -247,7 +258,7 @@ def get_model_version(name: str, version: Any) -> dict[str, Any]:
 
 def get_model_version_download_uri(name: str, version: Any) -> dict[str, str]:
     validate_model_name(name)
-    number = validate_model_version(version)
+    number = reads.version_number(name, version)
     if reads.read_head(name, with_tags=False) is None:
         raise reads.version_not_found(name, number)
     found = reads.read_version(name, number)
@@ -309,14 +320,14 @@ def _after_failed_guard(name: str, number: int, failure: table.ConditionFailed) 
 
 def set_model_version_tag(name: str, version: Any, key: str, value: str) -> None:
     validate_model_name(name)
-    number = validate_model_version(version)
+    number = reads.version_number(name, version)
     validate_model_version_tag(key, value)
     _guarded_version_write(name, number, [table.put_op(version_tag_item(name, number, key, value))])
 
 
 def delete_model_version_tag(name: str, version: Any, key: str) -> None:
     validate_model_name(name)
-    number = validate_model_version(version)
+    number = reads.version_number(name, version)
     validate_tag_name(key)
     tag_key = version_tag_item(name, number, key, "")
     _guarded_version_write(name, number, [table.delete_op({"pk": tag_key["pk"], "sk": tag_key["sk"]})])
@@ -324,7 +335,7 @@ def delete_model_version_tag(name: str, version: Any, key: str) -> None:
 
 def update_model_version(name: str, version: Any, description: str | None) -> dict[str, Any]:
     validate_model_name(name)
-    number = validate_model_version(version)
+    number = reads.version_number(name, version)
     now = now_millis()
     if description is None:
         update = table.update_op(version_key(name, number), "SET last_updated_timestamp = :now REMOVE description", values={":now": now})
@@ -361,7 +372,7 @@ def transition_model_version_stage(name: str, version: Any, stage: str, archive_
             f"because '{stage}' is not an Active stage. Valid stages are {list(ACTIVE_STAGES)}"
         )
     validate_model_name(name)
-    number = validate_model_version(version)
+    number = reads.version_number(name, version)
     now = now_millis()
     updates = [_stage_update(name, number, target, now)]
     if archive_existing_versions:
@@ -391,8 +402,8 @@ def delete_model_version(name: str, version: Any) -> None:
 
     A retried request finds the mark and finishes the job; nothing can attach to a marked version.
     """
-    number = validate_model_version(version)
     validate_model_name(name)
+    number = reads.version_number(name, version)
     now = now_millis()
     mark = table.update_op(version_key(name, number), "SET deleting = if_not_exists(deleting, :now)", values={":now": now})
     mark["Update"]["ConditionExpression"] = "attribute_exists(pk)"

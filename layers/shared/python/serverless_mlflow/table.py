@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serverless_mlflow.errors import Unavailable
+from serverless_mlflow.item_size import require_storable
 from serverless_mlflow.schema import PK, SK
 
 Item = dict[str, Any]
@@ -211,6 +212,7 @@ def get(key: dict[str, str], consistent: bool = True, projection: str | None = N
 
 def put(item: Item, condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> None:
     kwargs: dict[str, Any] = {"TableName": table_name(), "Item": to_item(item)}
+    require_storable(kwargs["Item"])
     _add_expression_args(kwargs, condition, names, values)
     try:
         client().put_item(**kwargs)
@@ -237,6 +239,7 @@ def update(
         "ReturnValues": return_values,
     }
     _add_expression_args(kwargs, condition, names, values)
+    _require_storable_update(kwargs)
     try:
         response = client().update_item(**kwargs)
     except Exception as error:
@@ -389,6 +392,8 @@ def batch_get(keys: Iterable[dict[str, str]], consistent: bool = True) -> list[I
 def batch_write(puts: Iterable[Item] = (), deletes: Iterable[dict[str, str]] = ()) -> None:
     """Unconditional puts and deletes in chunks of 25, retrying UnprocessedItems until all land."""
     requests: list[dict[str, Any]] = [{"PutRequest": {"Item": to_item(item)}} for item in _dedupe(puts)]
+    for request in requests:
+        require_storable(request["PutRequest"]["Item"])
     requests += [{"DeleteRequest": {"Key": to_item(key)}} for key in deletes]
     for start in range(0, len(requests), BATCH_WRITE_LIMIT):
         pending: list[dict[str, Any]] = requests[start : start + BATCH_WRITE_LIMIT]
@@ -412,6 +417,7 @@ def _dedupe(items: Iterable[Item]) -> list[Item]:
 
 def put_op(item: Item, condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
     op: dict[str, Any] = {"Put": {"TableName": table_name(), "Item": to_item(item)}}
+    require_storable(op["Put"]["Item"])
     _add_expression_args(op["Put"], condition, names, values)
     return op
 
@@ -419,7 +425,14 @@ def put_op(item: Item, condition: str | None = None, names: dict[str, str] | Non
 def update_op(key: dict[str, str], expression: str, names: dict[str, str] | None = None, values: dict[str, Any] | None = None, condition: str | None = None) -> dict[str, Any]:
     op: dict[str, Any] = {"Update": {"TableName": table_name(), "Key": to_item(key), "UpdateExpression": expression}}
     _add_expression_args(op["Update"], condition, names, values)
+    _require_storable_update(op["Update"])
     return op
+
+
+def _require_storable_update(update: dict[str, Any]) -> None:
+    # The item's other attributes are unknown without a read: the key plus every value set is a lower bound.
+    values = update.get("ExpressionAttributeValues", {})
+    require_storable({**update["Key"], **{f"v{i}": value for i, value in enumerate(values.values())}})
 
 
 def delete_op(key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
