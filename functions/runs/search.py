@@ -158,7 +158,7 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
 
     selected: list[dict[str, Any]] = []
     full = False
-    for item in ranks.order_runs(iter_groups(experiment_ids, term.key, term.ascending), load):
+    for item in ranks.order_runs(iter_groups(experiment_ids, term.key, term.ascending), load, query.order_by[1].ascending):
         candidate = entity(item, with_value=True)
         if wanted(candidate):
             selected.append(candidate)
@@ -166,10 +166,15 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
                 full = True
                 break
     if not full:
-        # Every run having the key has been seen: the runs lacking it follow, by start_time DESC, run_id.
-        index, sk_attr, low, high = _lsi_range(stages, False, None)
-        streams = [_ordered_runs(experiment_id, index, sk_attr, low, high, False, _LSI_PAGE_MAX) for experiment_id in experiment_ids]
-        merged = heapq.merge(*streams, key=lambda run: (-(run.get("start_time") or 0), run["run_id"])) if len(streams) > 1 else streams[0]
+        # Every run having the key has been seen: the runs lacking it follow, by start_time in the
+        # query's own direction, then run_id ASC.
+        ascending = query.order_by[1].ascending
+        index, sk_attr, low, high = _lsi_range(stages, ascending, None)
+        streams = [_ordered_runs(experiment_id, index, sk_attr, low, high, ascending, _LSI_PAGE_MAX) for experiment_id in experiment_ids]
+        direction = 1 if ascending else -1
+        merged = (
+            heapq.merge(*streams, key=lambda run: (direction * (run.get("start_time") or 0), run["run_id"])) if len(streams) > 1 else streams[0]
+        )
         for item in merged:
             if item["run_id"] in values:
                 continue

@@ -244,16 +244,22 @@ def iter_param_groups(experiment_ids: Iterable[str], key: str, ascending: bool, 
     return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
 
 
-def order_runs(groups: Iterable[list[Ranked]], load_runs: Callable[[list[Ranked]], dict[str, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
-    """Run items in MLflow's order: groups in order, ties by start_time DESC then run_id.
+def order_runs(
+    groups: Iterable[list[Ranked]],
+    load_runs: Callable[[list[Ranked]], dict[str, dict[str, Any]]],
+    start_time_ascending: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """Run items in MLflow's order: groups in order, ties by start_time (DESC unless the query orders it
+    ASC) then run_id ASC.
 
     ``load_runs`` returns the run items of a group by run id (missing = deleted for good: skipped);
     the caller filters lifecycle stage / other conditions on what this yields and stops early.
     """
+    direction = 1 if start_time_ascending else -1
     for group in groups:
         runs = load_runs(group)
         present = [runs[r.run_id] for r in group if r.run_id in runs]
-        present.sort(key=lambda run: (-(run.get("start_time") or 0), run["run_id"]))
+        present.sort(key=lambda run: (direction * (run.get("start_time") or 0), run["run_id"]))
         yield from present
 
 
