@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from serverless_mlflow.artifact_locations import DEFAULT_PREFIX as ARTIFACTS_PREFIX
+from serverless_mlflow.static_files import UI_PREFIX
 
 TABLE_READ: tuple[str, ...] = ("GetItem", "Query", "BatchGetItem")
 TABLE_WRITE: tuple[str, ...] = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")
@@ -81,6 +82,8 @@ ACCESS: dict[str, Access] = {
         prefixes=(ARTIFACTS,),
         list_objects=True,
     ),
+    # The web UI's static build, deployed under its own prefix: read-only, nothing else of the bucket.
+    "ui": Access(objects=("s3:GetObject",), prefixes=(UI_PREFIX,)),
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
     "indexer": Access(table=("BatchGetItem", "Query", "UpdateItem", "BatchWriteItem"), stream=True),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk).

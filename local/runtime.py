@@ -37,7 +37,7 @@ from local.events import (  # noqa: E402
 )
 from local.http_server import serve  # noqa: E402
 from local.streams import StreamFollower, lambda_stream_record  # noqa: E402
-from serverless_mlflow import bootstrap, routes, schema  # noqa: E402
+from serverless_mlflow import bootstrap, routes, schema, static_files  # noqa: E402
 
 __all__ = ["LambdaContext", "LocalRuntime", "api_gateway_event", "free_port", "lambda_stream_record"]
 
@@ -105,6 +105,9 @@ class LocalRuntime:
         os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+        if not os.environ.get("UI_STATIC_DIR"):
+            # The ui function reads the wheel's UI build in place (deployed: the copy staged to S3).
+            os.environ["UI_STATIC_DIR"] = str(static_files.wheel_build_dir())
         os.environ["TABLE_NAME"] = self.table_name
         os.environ["BUCKET_NAME"] = self.bucket_name
         if not os.environ.get("DYNAMODB_ENDPOINT_URL"):
@@ -152,7 +155,8 @@ class LocalRuntime:
         return self._handlers[feature]
 
     def invoke(self, method: str, raw_path: str, query: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
-        matched = routes.match(method, raw_path)
+        # API Gateway's choice among the deployed routes (ajax groups are greedy routes; the function maps them).
+        matched = routes.match_gateway(method, raw_path)
         if matched:
             route, path_params = matched
             feature, route_key = route.feature, route.route_key

@@ -17,9 +17,9 @@ from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow import request as checks
 from serverless_mlflow.api import JSON_CONTENT_TYPE, Request, build_app, dumps, lambda_entry
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.errors import MlflowError, invalid
 
-from . import storage
+from . import browse, storage
 
 # A Lambda response is capped at 6 MB; a gzipped body travels base64-encoded (4/3 larger).
 MAX_PLAIN_RESPONSE = 5_500_000
@@ -91,6 +91,51 @@ def presigned_download(req: Request) -> dict[str, Any]:
     return storage.presigned_download(_path(req))
 
 
+# --- the web UI's artifact browser ---------------------------------------------------------------
+
+def _redirect(url: str) -> Response:
+    return Response(status_code=302, content_type=None, body="", headers={"Location": url})
+
+
+def _query(req: Request, name: str) -> str | None:
+    values = req.query.get(name)
+    return values[0] if values else None
+
+
+def _required_query(req: Request, name: str) -> str:
+    value = _query(req, name)
+    if value is None:
+        raise invalid(f"Missing value for required parameter '{name}'.")
+    return value
+
+
+def list_run_artifacts(req: Request) -> Response:
+    message = req.message(
+        {"run_id": "string", "run_uuid": "string", "path": "string", "page_token": "string"},
+        {"run_id": [checks.string], "path": [checks.string], "page_token": [checks.string]},
+    )
+    run_id = message.get("run_id") or message.get("run_uuid")
+    if not run_id:
+        raise invalid("Missing value for required parameter 'run_id'. See the API docs for more information about request parameters.")
+    return _sized_json(browse.list_run_artifacts(run_id, message.get("path")), req)
+
+
+def get_run_artifact(req: Request) -> Response:
+    run_id = _query(req, "run_id") or _query(req, "run_uuid") or ""
+    return _redirect(browse.run_artifact_url(run_id, _required_query(req, "path")))
+
+
+def get_model_version_artifact(req: Request) -> Response:
+    return _redirect(browse.model_version_artifact_url(_query(req, "name") or "", _query(req, "version") or "", _required_query(req, "path")))
+
+
+def get_logged_model_artifact(req: Request) -> Response:
+    path = _query(req, "artifact_file_path")
+    if not path:
+        raise MlflowError('Request must include the "artifact_file_path" query parameter.', "BAD_REQUEST")
+    return _redirect(browse.logged_model_artifact_url(req.path_params.get("model_id", ""), path))
+
+
 app = build_app(
     "artifacts",
     {
@@ -102,6 +147,10 @@ app = build_app(
         "complete_multipart_upload": complete_multipart_upload,
         "abort_multipart_upload": abort_multipart_upload,
         "presigned_download": presigned_download,
+        "list_run_artifacts": list_run_artifacts,
+        "get_run_artifact": get_run_artifact,
+        "get_model_version_artifact": get_model_version_artifact,
+        "get_logged_model_artifact": get_logged_model_artifact,
     },
 )
 lambda_handler = lambda_entry(app)

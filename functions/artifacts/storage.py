@@ -139,20 +139,38 @@ def _head(key: str, relative: str) -> dict[str, Any]:
         raise _client_error(error, f"Artifact '{relative}'") from None
 
 
-def presigned_download(path: str) -> dict[str, Any]:
+# Shown inline by the UI's viewer (and a browser opening the link), always as text/plain.
+_TEXT_SUFFIXES = frozenset(
+    ".txt .log .json .yaml .yml .md .csv .tsv .py .ini .cfg .toml .xml .html .htm .js .ts .sql .sh .r .properties".split()
+)
+_TEXT_NAMES = frozenset({"MLmodel", "MLproject", "conda.yaml", "requirements.txt", "python_env.yaml", "LICENSE"})
+
+
+def is_text(name: str) -> bool:
+    return name in _TEXT_NAMES or posixpath.splitext(name)[1].lower() in _TEXT_SUFFIXES
+
+
+def presigned_download(path: str, inline_text: bool = False) -> dict[str, Any]:
     """``{"url", "headers", "file_size"}`` for one existing object; the URL is valid for that key only,
-    for ``download_url_ttl()`` seconds. A directory or missing file is RESOURCE_DOES_NOT_EXIST (404)."""
+    for ``download_url_ttl()`` seconds. A directory or missing file is RESOURCE_DOES_NOT_EXIST (404).
+    ``inline_text``: a text file is signed to display inline as text/plain (never as HTML)."""
     relative = safe_relative_path(path)
     if not relative:
         raise invalid("Invalid path")
     key = artifact_key(relative)
     size = int(_head(key, relative)["ContentLength"])
-    url = s3.presign_client().generate_presigned_url(
-        "get_object",
-        Params={"Bucket": s3.bucket_name(), "Key": key, "ResponseContentDisposition": _attachment(posixpath.basename(relative))},
-        ExpiresIn=download_url_ttl(),
-    )
+    name = posixpath.basename(relative)
+    params = {"Bucket": s3.bucket_name(), "Key": key, "ResponseContentDisposition": _attachment(name)}
+    if inline_text and is_text(name):
+        params["ResponseContentDisposition"] = "inline"
+        params["ResponseContentType"] = "text/plain; charset=utf-8"
+    url = s3.presign_client().generate_presigned_url("get_object", Params=params, ExpiresIn=download_url_ttl())
     return {"url": url, "headers": {}, "file_size": size}
+
+
+def viewer_url(path: str) -> str:
+    """Where the UI's artifact viewer is redirected for one file (404 when missing)."""
+    return presigned_download(path, inline_text=True)["url"]
 
 
 # --- writes -------------------------------------------------------------------------------------

@@ -28,8 +28,27 @@ def otlp_traces(_: Request) -> Response:
     raise MlflowError("REST OTLP span logging is not supported by mlflow-serverless.", "NOT_IMPLEMENTED")
 
 
+# The server collects no telemetry: the UI is told so (MLflow's answers with telemetry disabled).
+UI_TELEMETRY_OFF = {"disable_ui_telemetry": True, "disable_ui_events": [], "ui_rollout_percentage": 0}
+
+
+def get_ui_telemetry(_: Request) -> dict[str, Any]:
+    return UI_TELEMETRY_OFF
+
+
+def post_ui_telemetry(_: Request) -> dict[str, Any]:
+    return {"status": "disabled"}
+
+
 app = build_app(
     "meta",
-    {"health": health, "version": version, "server_info": get_server_info, "otlp_traces": otlp_traces},
+    {
+        "health": health,
+        "version": version,
+        "server_info": get_server_info,
+        "otlp_traces": otlp_traces,
+        "get_ui_telemetry": get_ui_telemetry,
+        "post_ui_telemetry": post_ui_telemetry,
+    },
 )
 lambda_handler = lambda_entry(app)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow import fts, search, table
+from serverless_mlflow.store import model_versions
 
 from . import reads
 from .items import (
@@ -150,7 +151,7 @@ def _run_versions(run_ids: list[str]) -> list[dict[str, Any]]:
     """Versions of these runs from the run-id GSI, each re-read consistently from the table."""
     hits: list[dict[str, Any]] = []
     for run_id in run_ids:
-        hits += table.query(f"MVRUN#{run_id}", index="gsi3", pk_attr="gsi3pk", sk_attr="gsi3sk")
+        hits += model_versions.run_version_hits(run_id)
 
     def reread(hit: dict[str, Any]) -> dict[str, Any] | None:
         found = reads.read_version(hit["name"], hit["version"])

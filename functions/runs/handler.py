@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from serverless_mlflow.api import Request, build_app, lambda_entry
+from aws_lambda_powertools.event_handler import Response
 
-from . import data, history, inputs, lifecycle, search
+from serverless_mlflow.api import Request, build_app, json_response, lambda_entry
+from serverless_mlflow.errors import invalid
+
+from . import data, datasets, graphql_api, history, inputs, lifecycle, search
 from .parsing import message
 
 
@@ -74,6 +78,32 @@ def get_metric_history_bulk_interval(req: Request) -> dict[str, Any]:
     return history.get_metric_history_bulk_interval(message(req, "get_metric_history_bulk_interval"))
 
 
+def get_metric_history_bulk(req: Request) -> dict[str, Any]:
+    max_results = req.query.get("max_results", [None])[0]
+    try:
+        limit = int(max_results) if max_results is not None else None
+    except ValueError:
+        raise invalid(f"Invalid value for parameter 'max_results': {max_results!r} is not an integer.") from None
+    return history.get_metric_history_bulk(req.query.get("run_id", []), req.query.get("metric_key", [None])[0], limit)
+
+
+def search_datasets(req: Request) -> dict[str, Any]:
+    ids = req.params(repeated=("experiment_ids",)).get("experiment_ids") or []
+    return datasets.search_datasets(ids if isinstance(ids, list) else [ids])
+
+
+def graphql(req: Request) -> Response:
+    if req.method == "GET":
+        body: dict[str, Any] = {key: values[0] for key, values in req.query.items()}
+        try:
+            body["variables"] = json.loads(body["variables"]) if body.get("variables") else None
+        except ValueError:
+            body["variables"] = None
+    else:
+        body = req.json
+    return json_response(graphql_api.execute(body))
+
+
 app = build_app(
     "runs",
     {
@@ -93,6 +123,9 @@ app = build_app(
         "log_model_json": log_model_json,
         "get_metric_history": get_metric_history,
         "get_metric_history_bulk_interval": get_metric_history_bulk_interval,
+        "get_metric_history_bulk": get_metric_history_bulk,
+        "search_datasets": search_datasets,
+        "graphql": graphql,
     },
 )
 lambda_handler = lambda_entry(app)

@@ -133,3 +133,30 @@ def get_metric_history_bulk_interval(msg: dict[str, Any]) -> dict[str, Any]:
         for row in sample_points(rows, max_results):
             out.append({**store.metric_json(row), "run_id": run_id})
     return {"metrics": out} if out else {}
+
+
+# --- bulk (the UI's get-history-bulk: whole histories of up to 100 runs) -------------------------------
+
+MAX_BULK_HISTORY_RESULTS = 25_000
+MAX_BULK_RUN_IDS = 100
+
+
+def get_metric_history_bulk(run_ids: list[str], metric_key: str | None, max_results: int | None) -> dict[str, Any]:
+    """MLflow's ``get_metric_history_bulk_handler`` on the SQL store: runs in id order, each history by
+    (timestamp, step, value), at most ``max_results`` (25,000) points in all."""
+    if not run_ids:
+        raise invalid("GetMetricHistoryBulk request must specify at least one run_id.")
+    if len(run_ids) > MAX_BULK_RUN_IDS:
+        raise invalid(f"GetMetricHistoryBulk request cannot specify more than {MAX_BULK_RUN_IDS} run_ids. Received {len(run_ids)} run_ids.")
+    if metric_key is None:
+        raise invalid("GetMetricHistoryBulk request must specify a metric_key.")
+    limit = min(max_results if max_results is not None else MAX_BULK_HISTORY_RESULTS, MAX_BULK_HISTORY_RESULTS)
+    out: list[dict[str, Any]] = []
+    for run_id in sorted(set(run_ids)):
+        if len(out) >= limit:
+            break
+        experiment_id = store.find_experiment_id(run_id)
+        if experiment_id is None:
+            continue
+        out.extend({**store.metric_json(row), "run_id": run_id} for row in read_history(experiment_id, run_id, metric_key))
+    return {"metrics": out[: max(limit, 0)]}

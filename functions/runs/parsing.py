@@ -119,7 +119,13 @@ def message(req: Request, operation: str) -> dict[str, Any]:
     fields = FIELDS[operation]
     repeated = tuple(name for name, kind in fields.items() if kind.startswith("["))
     booleans = tuple(name for name, kind in fields.items() if kind == "bool")
-    raw = dict(req.params(repeated, booleans))
+    return message_from(dict(req.params(repeated, booleans)), operation)
+
+
+def message_from(raw: dict[str, Any], operation: str) -> dict[str, Any]:
+    """``message`` for fields that arrive as a dict (GraphQL inputs)."""
+    fields = FIELDS[operation]
+    raw = dict(raw)
     if raw.get("run_id") in (None, "") and raw.get("run_uuid") not in (None, ""):
         raw["run_id"] = raw["run_uuid"]
     parsed = rp.message(raw, fields, SCHEMAS.get(operation))

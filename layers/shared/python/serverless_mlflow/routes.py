@@ -4,6 +4,13 @@ One table serves three readers: the CDK stack (API Gateway HTTP API routes), the
 (request -> handler), and each feature's handler (registering its operations with Powertools).
 Paths use API Gateway syntax: ``{name}`` is one segment, ``{name+}`` is greedy. API Gateway picks the
 most specific route, so literal routes (``/logged-models/search``) win over ``{model_id}``.
+
+The web UI calls every REST route under ``/ajax-api/`` instead of ``/api/`` (MLflow serves both). Doubling
+the API Gateway routes would eat the HTTP API's route quota (300), so the gateway gets one greedy
+``ANY /ajax-api/<version>/<service>/<group>/{proxy+}`` route per route group (``runs``, ``experiments``,
+...) to the group's feature (``gateway_routes``); the feature's handler maps the path back to ``/api/``
+before matching (``operation_path``). UI-only routes that MLflow serves under ``/ajax-api/`` alone are
+written with that prefix in the table.
 """
 
 from __future__ import annotations
@@ -34,6 +41,11 @@ class Route:
 M2 = "/api/2.0/mlflow"
 M3 = "/api/3.0/mlflow"
 ART = "/api/2.0/mlflow-artifacts"
+API_PREFIX = "/api/"
+AJAX_PREFIX = "/ajax-api/"
+# UI-only routes MLflow serves under /ajax-api/ alone.
+AJAX2 = "/ajax-api/2.0/mlflow"
+AJAX3 = "/ajax-api/3.0/mlflow"
 
 _TABLE: tuple[tuple[str, str, str, str], ...] = (
     # --- meta -------------------------------------------------------------------------------
@@ -43,6 +55,11 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", "/version", "meta", "version"),
     ("GET", f"{M3}/server-info", "meta", "server_info"),
     ("POST", "/v1/traces", "meta", "otlp_traces"),
+    ("GET", f"{AJAX3}/ui-telemetry", "meta", "get_ui_telemetry"),
+    ("POST", f"{AJAX3}/ui-telemetry", "meta", "post_ui_telemetry"),
+    # --- web UI: the static build of the mlflow wheel (index.html at the root) ---------------------
+    ("GET", "/", "ui", "index"),
+    ("GET", "/static-files/{path+}", "ui", "static_file"),
     # --- experiments --------------------------------------------------------------------------
     ("POST", f"{M2}/experiments/create", "experiments", "create_experiment"),
     ("GET", f"{M2}/experiments/get", "experiments", "get_experiment"),
@@ -71,6 +88,11 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("POST", f"{M2}/runs/log-model", "runs", "log_model_json"),
     ("GET", f"{M2}/metrics/get-history", "runs", "get_metric_history"),
     ("GET", f"{M2}/metrics/get-history-bulk-interval", "runs", "get_metric_history_bulk_interval"),
+    ("GET", f"{AJAX2}/metrics/get-history-bulk", "runs", "get_metric_history_bulk"),
+    ("POST", f"{AJAX2}/experiments/search-datasets", "runs", "search_datasets"),
+    # The UI's GraphQL queries (runs, their experiment and model versions, sampled metric history).
+    ("POST", "/graphql", "runs", "graphql"),
+    ("GET", "/graphql", "runs", "graphql"),
     # --- logged models ------------------------------------------------------------------------
     ("POST", f"{M2}/logged-models", "logged_models", "create_logged_model"),
     ("POST", f"{M2}/logged-models/search", "logged_models", "search_logged_models"),
@@ -112,6 +134,11 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("POST", f"{ART}/mpu/complete/{{path+}}", "artifacts", "complete_multipart_upload"),
     ("POST", f"{ART}/mpu/abort/{{path+}}", "artifacts", "abort_multipart_upload"),
     ("GET", f"{ART}/presigned/{{path+}}", "artifacts", "presigned_download"),
+    # What the UI's artifact browser reads: listing by run, then each file through a redirect to S3.
+    ("GET", f"{M2}/artifacts/list", "artifacts", "list_run_artifacts"),
+    ("GET", "/get-artifact", "artifacts", "get_run_artifact"),
+    ("GET", "/model-versions/get-artifact", "artifacts", "get_model_version_artifact"),
+    ("GET", f"{AJAX2}/logged-models/{{model_id}}/artifacts/files", "artifacts", "get_logged_model_artifact"),
 )
 
 ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in _TABLE)
@@ -131,17 +158,16 @@ def routes_for(feature: str) -> list[Route]:
 
 @cache
 def _compiled() -> list[tuple[re.Pattern[str], Route, int]]:
-    compiled = []
-    for route in ROUTES:
-        pattern = re.sub(r"\\\{(\w+)\\\+\\\}", r"(?P<\1>.+)", re.escape(route.path))
-        pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", pattern)
-        literal_chars = len(re.sub(r"\{\w+\+?\}", "", route.path))
-        compiled.append((re.compile(f"^{pattern}$"), route, literal_chars))
-    return compiled
+    return [(pattern, route, literal_chars) for route in ROUTES for pattern, literal_chars in [_pattern(route.path)]]
 
 
-def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
-    """The route API Gateway would pick: exact method, most literal characters wins."""
+def _pattern(path: str) -> tuple[re.Pattern[str], int]:
+    pattern = re.sub(r"\\\{(\w+)\\\+\\\}", r"(?P<\1>.+)", re.escape(path))
+    pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", pattern)
+    return re.compile(f"^{pattern}$"), len(re.sub(r"\{\w+\+?\}", "", path))
+
+
+def _match_operation(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
     best: tuple[Route, dict[str, str], int] | None = None
     for pattern, route, literal_chars in _compiled():
         if route.method != method:
@@ -149,4 +175,84 @@ def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         found = pattern.match(path)
         if found and (best is None or literal_chars > best[2]):
             best = (route, found.groupdict(), literal_chars)
+    return (best[0], best[1]) if best else None
+
+
+def operation_path(method: str, path: str) -> str:
+    """The path a feature matches: ``/ajax-api/...`` is ``/api/...`` unless the table names the ajax path."""
+    if path.startswith(AJAX_PREFIX) and _match_operation(method, path) is None:
+        return API_PREFIX + path[len(AJAX_PREFIX) :]
+    return path
+
+
+def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+    """The operation a request is for: exact method, most literal characters wins; ajax paths mapped."""
+    return _match_operation(method, operation_path(method, path))
+
+
+# --- what API Gateway holds ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GatewayRoute:
+    method: str  # an HTTP method or ANY
+    path: str
+    feature: str
+
+    @property
+    def route_key(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+# /ajax-api/<version>/<service>/<group>: the segments that name a route group.
+_GROUP_SEGMENTS = 5
+
+
+def _ajax_groups() -> dict[str, list[tuple[Route, str]]]:
+    groups: dict[str, list[tuple[Route, str]]] = {}
+    for route in ROUTES:
+        if route.path.startswith(API_PREFIX):
+            ajax = AJAX_PREFIX + route.path[len(API_PREFIX) :]
+        elif route.path.startswith(AJAX_PREFIX):
+            ajax = route.path
+        else:
+            continue
+        prefix = "/".join(ajax.split("/")[:_GROUP_SEGMENTS])
+        groups.setdefault(prefix, []).append((route, ajax))
+    return groups
+
+
+@cache
+def gateway_routes() -> tuple[GatewayRoute, ...]:
+    """The HTTP API's routes: the table's own paths, plus the ajax groups (greedy, to the group's main
+    feature; a route of another feature in a group keeps an exact route, which API Gateway prefers)."""
+    out = [GatewayRoute(r.method, r.path, r.feature) for r in ROUTES if not r.path.startswith(AJAX_PREFIX)]
+    for prefix, members in sorted(_ajax_groups().items()):
+        counts: dict[str, int] = {}
+        for route, _ in members:
+            counts[route.feature] = counts.get(route.feature, 0) + 1
+        main = min(counts, key=lambda feature: (-counts[feature], feature))
+        if any(route.feature == main and ajax == prefix for route, ajax in members):
+            out.append(GatewayRoute("ANY", prefix, main))
+        if any(route.feature == main and ajax != prefix for route, ajax in members):
+            out.append(GatewayRoute("ANY", prefix + "/{proxy+}", main))
+        out.extend(GatewayRoute(route.method, ajax, route.feature) for route, ajax in members if route.feature != main)
+    return tuple(out)
+
+
+@cache
+def _compiled_gateway() -> list[tuple[re.Pattern[str], GatewayRoute, int]]:
+    return [(*_pattern(route.path), route) for route in gateway_routes()]  # type: ignore[misc]
+
+
+def match_gateway(method: str, path: str) -> tuple[GatewayRoute, dict[str, str]] | None:
+    """The gateway route API Gateway picks: the most specific path, then a method route over ANY."""
+    best: tuple[GatewayRoute, dict[str, str], tuple[int, int]] | None = None
+    for pattern, literal_chars, route in _compiled_gateway():
+        if route.method not in (method, "ANY"):
+            continue
+        found = pattern.match(path)
+        rank = (literal_chars, int(route.method == method))
+        if found and (best is None or rank > best[2]):
+            best = (route, found.groupdict(), rank)
     return (best[0], best[1]) if best else None

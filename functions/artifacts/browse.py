@@ -1,0 +1,82 @@
+"""What the web UI reads of artifacts: a run's listing (``/api/2.0/mlflow/artifacts/list``) and single
+files of runs, model versions and logged models (``/get-artifact`` and friends).
+
+MLflow's server streams those files itself; here every file answers with a redirect to a short-lived
+presigned S3 URL (the bucket's CORS rule admits the API's origin), so no artifact byte passes through a
+function and no file size meets Lambda's 6 MB cap. Text files are signed ``inline`` as ``text/plain``:
+viewable in the browser, never rendered as HTML or script on any origin.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from serverless_mlflow import table
+from serverless_mlflow.artifact_locations import relative_path, safe_relative_path
+from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.store import logged_models, runs
+
+from . import storage
+
+MODEL_VERSION = ENTITY["model_version"]
+MAX_VERSION = 10**10
+
+
+def _served_root(uri: str | None, what: str) -> str:
+    """The bucket-relative root of an ``mlflow-artifacts:`` location; other schemes are not reachable here."""
+    root = relative_path(uri)
+    if root is None:
+        raise MlflowError(
+            f"{what} has artifact location {uri!r}: only 'mlflow-artifacts:' locations are served by this server.",
+            "INVALID_PARAMETER_VALUE",
+        )
+    return root
+
+
+def _join(root: str, path: str) -> str:
+    relative = safe_relative_path(path)
+    return posixpath.join(root, relative) if relative else root
+
+
+def list_run_artifacts(run_id: str, path: str | None) -> dict[str, Any]:
+    """MLflow's ListArtifacts for a run: paths relative to the run's root, plus ``root_uri``."""
+    run = runs.get_run_item(run_id)
+    uri = run.get("artifact_uri") or ""
+    out: dict[str, Any] = {"root_uri": uri}
+    root = relative_path(uri)
+    if root is None:
+        return out  # not our bucket: the client reads such roots directly
+    sub = safe_relative_path(path) if path else ""
+    entries = storage.list_artifacts(_join(root, sub))
+    files = [{**entry, "path": posixpath.join(sub, entry["path"]) if sub else entry["path"]} for entry in entries]
+    if files:
+        out["files"] = files
+    return out
+
+
+def run_artifact_url(run_id: str, path: str) -> str:
+    run = runs.get_run_item(run_id)
+    root = _served_root(run.get("artifact_uri"), f"Run '{run_id}'")
+    return storage.viewer_url(_join(root, path))
+
+
+def model_version_artifact_url(name: str, version: str, path: str) -> str:
+    try:
+        number = int(version)
+    except (TypeError, ValueError):
+        raise invalid(f"Model version must be an integer, got '{version}'") from None
+    item = table.get(MODEL_VERSION.key(model_name=name, version=number)) if 1 <= number <= MAX_VERSION else None
+    if item is None or item.get("deleting"):
+        raise not_found(f"Model Version (name={name}, version={number}) not found")
+    uri = item.get("storage_location") or item.get("source")
+    return storage.viewer_url(_join(_served_root(uri, f"Model version {name}/{number}"), path))
+
+
+def logged_model_artifact_url(model_id: str, path: str) -> str:
+    experiment_id = logged_models.experiment_of(model_id)
+    item = table.get(logged_models.LOGGED_MODEL.key(experiment_id=experiment_id, model_id=model_id)) if experiment_id else None
+    if item is None or item.get("lifecycle_stage") == logged_models.DELETED:
+        raise logged_models.model_not_found(model_id)
+    return storage.viewer_url(_join(_served_root(item.get("artifact_location"), f"Logged model '{model_id}'"), path))

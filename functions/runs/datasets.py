@@ -1,0 +1,33 @@
+"""The UI's ``experiments/search-datasets``: the datasets logged in some experiments (run filter picker)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from serverless_mlflow import table
+from serverless_mlflow.errors import invalid
+from serverless_mlflow.schema import ENTITY
+
+DATASET = ENTITY["dataset"]
+DATASET_PREFIX = "D#"  # the dataset items' sort keys (D#<name><digest>, then their #C parts)
+MAX_EXPERIMENT_IDS = 20
+MAX_SUMMARIES = 1000
+
+
+def search_datasets(experiment_ids: list[str]) -> dict[str, Any]:
+    """MLflow's ``search_datasets_impl``: one summary per (experiment, name, digest), one Query per experiment
+    on its ``D#`` items. Differs from MLflow: ``context`` (the input's ``mlflow.data.context`` tag) is left out,
+    because it lives on each run's input rather than on the dataset."""
+    if not experiment_ids:
+        raise invalid("SearchDatasets request must specify at least one experiment_id.")
+    if len(experiment_ids) > MAX_EXPERIMENT_IDS:
+        raise invalid(
+            f"SearchDatasets request cannot specify more than {MAX_EXPERIMENT_IDS} experiment_ids. Received {len(experiment_ids)} experiment_ids."
+        )
+    summaries: list[dict[str, Any]] = []
+    for experiment_id in dict.fromkeys(str(e) for e in experiment_ids):
+        for item in table.query(DATASET.pk.render({"experiment_id": experiment_id}), DATASET_PREFIX):
+            if item.get("entity_type") == DATASET.name:
+                summaries.append({"experiment_id": experiment_id, "name": item["name"], "digest": item["digest"]})
+    summaries = summaries[:MAX_SUMMARIES]
+    return {"dataset_summaries": summaries} if summaries else {}

@@ -1,0 +1,1 @@
+"""The web UI: index.html and the static build of the mlflow wheel."""

@@ -1,0 +1,61 @@
+"""UI feature: ``/`` answers index.html, ``/static-files/<path>`` the build's files (MLflow's own routes).
+
+Every file travels gzipped (``Content-Encoding: gzip``; browsers always accept it), which keeps the largest
+bundle far below Lambda's 6 MB response cap. ``/static-files`` carries MLflow's long max-age (the bundle
+names are content hashes), index.html is revalidated on every load, and both answer 304 to a current ETag.
+"""
+
+from __future__ import annotations
+
+import gzip
+
+from aws_lambda_powertools.event_handler import Response
+
+from serverless_mlflow.api import Request, build_app, lambda_entry
+from serverless_mlflow.static_files import INDEX, INDEX_CACHE_CONTROL, STATIC_CACHE_CONTROL, content_type
+
+from . import files
+
+# A plain (not gzipped) body is only sent to a client that refuses gzip, and only when it fits the cap as base64.
+MAX_PLAIN_BYTES = 4_000_000
+
+
+def index(req: Request) -> Response:
+    # With a named stage the API lives at /<stage>/: "/<stage>" must redirect, or the page's relative
+    # "static-files/..." URLs would resolve outside the stage.
+    if not req.path.endswith("/"):
+        return Response(status_code=301, content_type=None, body="", headers={"Location": req.path + "/"})
+    return _serve(req, INDEX, INDEX_CACHE_CONTROL)
+
+
+def static_file(req: Request) -> Response:
+    relative = req.path_params.get("path", "")
+    if not relative or ".." in relative.split("/") or relative.startswith("/") or "\\" in relative:
+        return _not_found()
+    return _serve(req, relative, STATIC_CACHE_CONTROL)
+
+
+def _serve(req: Request, relative: str, cache_control: str) -> Response:
+    try:
+        found = files.read(relative, req.headers.get("if-none-match"))
+    except files.NotModified:
+        return Response(status_code=304, content_type=None, body="", headers={"Cache-Control": cache_control})
+    if found is None:
+        return _not_found()
+    headers = {"Cache-Control": cache_control, "ETag": found.etag, "Vary": "Accept-Encoding"}
+    body = found.gzipped
+    if "gzip" in req.headers.get("accept-encoding", "") or len(body) > MAX_PLAIN_BYTES:
+        headers["Content-Encoding"] = "gzip"
+    else:
+        body = gzip.decompress(body)
+        if len(body) > MAX_PLAIN_BYTES:
+            body, headers["Content-Encoding"] = found.gzipped, "gzip"
+    return Response(status_code=200, content_type=content_type(relative), body=body, headers=headers)
+
+
+def _not_found() -> Response:
+    return Response(status_code=404, content_type="text/plain", body="Not Found")
+
+
+app = build_app("ui", {"index": index, "static_file": static_file})
+lambda_handler = lambda_entry(app)
