@@ -10,11 +10,12 @@ CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: help venv serve test lint format synth deploy destroy bench docs verify reindex clean
+.PHONY: help venv serve test test-ui lint format synth deploy destroy bench docs verify reindex clean
 
 help:
-	@echo "make serve   - serve the MLflow API locally on http://127.0.0.1:$(PORT)"
+	@echo "make serve   - serve the MLflow API and web UI locally on http://127.0.0.1:$(PORT)"
 	@echo "make test    - ruff + the whole test suite"
+	@echo "make test-ui - the web UI in headless Chromium (screenshots in build/ui-screenshots)"
 	@echo "make synth   - synthesize the AWS stack (offline, no Docker)"
 	@echo "make deploy  - cdk deploy with the pinned CDK CLI"
 	@echo "make bench   - DynamoDB requests/items per operation -> docs/performance.md"
@@ -36,12 +37,20 @@ $(NODE_TOOLS): package.json
 
 $(CDK): $(NODE_TOOLS)
 
+# The browser tests drive Debian's Chromium (Playwright's pip package only brings the driver; no browser download).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+
 serve: $(STAMP) $(NODE_TOOLS)
 	PORT=$(PORT) $(PY) -m local
 
-test: $(STAMP) $(NODE_TOOLS)
+test: $(STAMP) $(NODE_TOOLS) $(CHROMIUM)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+test-ui: $(STAMP) $(NODE_TOOLS) $(CHROMIUM)
+	$(PY) -m pytest tests/browser -p no:xdist $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

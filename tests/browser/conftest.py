@@ -1,0 +1,9 @@
+"""Browser tests share one runtime and one browser per module; keep them on one xdist worker."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "xdist_group(name): run the marked tests on the same xdist worker")
