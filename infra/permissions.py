@@ -36,6 +36,8 @@ class Access:
     list_objects: bool = False
     # Stream read is granted by the DynamoEventSource itself (see constructs/indexer.py).
     stream: bool = False
+    # Which of the stack's buckets ``objects``/``prefixes`` apply to: "artifacts" or "web_ui" (static files).
+    bucket_name: str = "artifacts"
 
     @property
     def table_actions(self) -> tuple[str, ...]:
@@ -82,8 +84,8 @@ ACCESS: dict[str, Access] = {
         prefixes=(ARTIFACTS,),
         list_objects=True,
     ),
-    # The web UI's static build, deployed under its own prefix: read-only, nothing else of the bucket.
-    "ui": Access(objects=("s3:GetObject",), prefixes=(UI_PREFIX,)),
+    # The web UI's static build in its own bucket: read-only, that prefix only; no table, no artifacts.
+    "ui": Access(objects=("s3:GetObject",), prefixes=(UI_PREFIX,), bucket_name="web_ui"),
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
     "indexer": Access(table=("BatchGetItem", "Query", "UpdateItem", "BatchWriteItem"), stream=True),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk).

@@ -15,6 +15,7 @@ from infra.constructs.indexer import StreamIndexer
 from infra.constructs.layer import SharedLayer
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.table import MlflowTable
+from infra.constructs.web_ui import WebUiFiles
 from infra.nag import add_suppressions
 from serverless_mlflow import routes
 
@@ -27,7 +28,11 @@ class MlflowServerlessStack(Stack):
         self.table = MlflowTable(self, "Table", table_name=self.config.table_name).table
         self.artifacts = ArtifactsBucket(self, "Artifacts", noncurrent_version_days=self.config.noncurrent_version_days)
         self.layer = SharedLayer(self, "Shared", runtime=RUNTIME, architecture=ARCHITECTURE)
-        shared = SharedResources(table=self.table, bucket=self.artifacts.bucket, layer=self.layer.layer, config=self.config)
+        # The web UI's static build, served at the API's root by the ui function.
+        self.web_ui = WebUiFiles(self, "WebUi", access_logs=self.artifacts.access_logs, log_retention=self.config.log_retention)
+        shared = SharedResources(
+            table=self.table, bucket=self.artifacts.bucket, layer=self.layer.layer, config=self.config, web_ui_bucket=self.web_ui.bucket
+        )
 
         self.features = FeatureFunctions(self, "Features", features=routes.features(), shared=shared)
         self.api = MlflowHttpApi(

@@ -27,16 +27,37 @@ TYPES: dict[str, dict[str, Any]] = {
     "ApiError": {"code": STR, "message": STR, "help_url": STR, "trace_id": STR},
     "MlflowExperimentTag": {"key": STR, "value": STR},
     "MlflowExperiment": {
-        "experiment_id": STR, "name": STR, "artifact_location": STR, "lifecycle_stage": STR, "last_update_time": LONG,
-        "creation_time": LONG, "tags": ["MlflowExperimentTag"], "effective_trace_archival_retention": STR, "workspace": STR,
+        "experiment_id": STR,
+        "name": STR,
+        "artifact_location": STR,
+        "lifecycle_stage": STR,
+        "last_update_time": LONG,
+        "creation_time": LONG,
+        "tags": ["MlflowExperimentTag"],
+        "effective_trace_archival_retention": STR,
+        "workspace": STR,
     },
     "MlflowRunInfo": {
-        "run_id": STR, "run_uuid": STR, "run_name": STR, "experiment_id": STR, "user_id": STR, "status": ENUM,
-        "start_time": LONG, "end_time": LONG, "artifact_uri": STR, "lifecycle_stage": STR,
+        "run_id": STR,
+        "run_uuid": STR,
+        "run_name": STR,
+        "experiment_id": STR,
+        "user_id": STR,
+        "status": ENUM,
+        "start_time": LONG,
+        "end_time": LONG,
+        "artifact_uri": STR,
+        "lifecycle_stage": STR,
     },
     "MlflowMetricExtension": {
-        "key": STR, "value": NAN_FLOAT, "timestamp": LONG, "step": LONG, "dataset_name": STR, "dataset_digest": STR,
-        "model_id": STR, "run_id": STR,
+        "key": STR,
+        "value": NAN_FLOAT,
+        "timestamp": LONG,
+        "step": LONG,
+        "dataset_name": STR,
+        "dataset_digest": STR,
+        "model_id": STR,
+        "run_id": STR,
     },
     "MlflowParam": {"key": STR, "value": STR},
     "MlflowRunTag": {"key": STR, "value": STR},
@@ -50,9 +71,21 @@ TYPES: dict[str, dict[str, Any]] = {
     "MlflowRunOutputs": {"model_outputs": ["MlflowModelOutput"]},
     "MlflowModelVersionTag": {"key": STR, "value": STR},
     "MlflowModelVersion": {
-        "name": STR, "version": STR, "creation_timestamp": LONG, "last_updated_timestamp": LONG, "user_id": STR,
-        "current_stage": STR, "description": STR, "source": STR, "run_id": STR, "status": ENUM, "status_message": STR,
-        "tags": ["MlflowModelVersionTag"], "run_link": STR, "aliases": [STR], "model_id": STR,
+        "name": STR,
+        "version": STR,
+        "creation_timestamp": LONG,
+        "last_updated_timestamp": LONG,
+        "user_id": STR,
+        "current_stage": STR,
+        "description": STR,
+        "source": STR,
+        "run_id": STR,
+        "status": ENUM,
+        "status_message": STR,
+        "tags": ["MlflowModelVersionTag"],
+        "run_link": STR,
+        "aliases": [STR],
+        "model_id": STR,
     },
     "MlflowRunExtension": {"info": "MlflowRunInfo", "data": "MlflowRunData", "inputs": "MlflowRunInputs", "outputs": "MlflowRunOutputs"},
     "MlflowMetricWithRunId": {"key": STR, "value": FLOAT, "timestamp": LONG, "step": LONG, "run_id": STR},
@@ -118,7 +151,9 @@ def _run(run_json: dict[str, Any], errors: list[str]) -> dict[str, Any]:
     run = shape("MlflowRunExtension", run_json, errors)
     info = run_json.get("info", {})
     run["experiment"] = lambda: _experiment(str(info.get("experiment_id", "")), errors)
-    run["modelVersions"] = lambda: [shape("MlflowModelVersion", _version_json(hit)) for hit in model_versions.run_version_hits(info.get("run_id", ""))]
+    run["modelVersions"] = lambda: [
+        shape("MlflowModelVersion", _version_json(hit)) for hit in model_versions.run_version_hits(info.get("run_id", ""))
+    ]
     return run
 
 

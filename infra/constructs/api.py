@@ -1,4 +1,8 @@
-"""The HTTP API: one route per entry of ``serverless_mlflow.routes.ROUTES`` plus ``$default``.
+"""The HTTP API: the routes of ``serverless_mlflow.routes.gateway_routes()`` plus ``$default``.
+
+That is every route of the table, plus one greedy ``ANY`` route per ``/ajax-api/`` group (the web UI's
+paths; the function maps them to the ``/api/`` route), which keeps the API far below HTTP API's quota of
+300 routes.
 
 Payload format 2.0 (the event shape the local runtime also produces). ``$default`` goes to the
 ``meta`` feature, so an unknown route answers MLflow's ``ENDPOINT_NOT_FOUND`` JSON instead of API
@@ -21,7 +25,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.config import StackConfig
-from serverless_mlflow.routes import DEFAULT_FEATURE, ROUTES, Route
+from serverless_mlflow.routes import DEFAULT_FEATURE, GatewayRoute, gateway_routes
 
 # One JSON object per request (structured logging), with the fields needed to correlate a request
 # with the function's Powertools logs (requestId) and to see integration failures.
@@ -65,7 +69,7 @@ class _AccessLogSettings:
         return self._format
 
 
-def route_construct_id(route: Route) -> str:
+def route_construct_id(route: GatewayRoute) -> str:
     """Stable construct id from the route key (order of ROUTES does not change logical ids)."""
     return "Route" + re.sub(r"[^A-Za-z0-9]+", "_", f"{route.method}{route.path}").strip("_")
 
@@ -115,7 +119,7 @@ class MlflowHttpApi(Construct):
             ),
         )
         self.routes: dict[str, apigw.HttpRoute] = {}
-        for route in ROUTES:
+        for route in gateway_routes():
             self.routes[route.route_key] = apigw.HttpRoute(
                 self,
                 route_construct_id(route),

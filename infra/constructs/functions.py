@@ -32,6 +32,15 @@ class SharedResources:
     bucket: s3.IBucket
     layer: lambda_.ILayerVersion
     config: StackConfig
+    # The web UI's static files (only the ui function reads it).
+    web_ui_bucket: s3.IBucket | None = None
+
+    def bucket_for(self, access: Access) -> s3.IBucket:
+        if access.bucket_name == "web_ui":
+            if self.web_ui_bucket is None:
+                raise ValueError("a function declares access to the web UI bucket, but the stack has none")
+            return self.web_ui_bucket
+        return self.bucket
 
 
 def feature_code(feature: str, functions_dir: Path = FUNCTIONS_DIR) -> lambda_.Code:
@@ -106,8 +115,9 @@ class ServerlessFunction(Construct):
             resource_arns=[self.log_group.log_group_arn],
         )
         grant_table(self.role, shared.table, access.table_actions)
+        bucket = shared.bucket_for(access)
         if access.bucket:
-            grant_bucket(self.role, shared.bucket, access)
+            grant_bucket(self.role, bucket, access)
         self.function = lambda_.Function(
             self,
             "Function",
@@ -129,7 +139,7 @@ class ServerlessFunction(Construct):
                 # Responses can be large (search pages); keep them out of X-Ray segments.
                 "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
                 "TABLE_NAME": shared.table.table_name,
-                "BUCKET_NAME": shared.bucket.bucket_name,
+                "BUCKET_NAME": bucket.bucket_name,
                 **(environment or {}),
             },
         )

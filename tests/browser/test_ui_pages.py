@@ -100,8 +100,13 @@ def logged(ui_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     model_name = f"browser-model-{suffix}"
     client.create_registered_model(model_name, description="registered by the browser test")
     client.create_model_version(model_name, f"{run.info.artifact_uri}/model", run_id=run_id)
-    return {"experiment_id": experiment_id, "run_id": run_id, "run_name": f"browser-run-{suffix}", "model": model_name,
-            "experiment": f"browser-experiment-{suffix}"}
+    return {
+        "experiment_id": experiment_id,
+        "run_id": run_id,
+        "run_name": f"browser-run-{suffix}",
+        "model": model_name,
+        "experiment": f"browser-experiment-{suffix}",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +127,7 @@ def browser_page(ui_server: str) -> Iterator[tuple[Any, list[str]]]:
             path = url[len(ui_server) :].split("?")[0]
             expected = response.status == 404 and path.startswith(EXPECTED_404) and not (credentials() and "users/current" in path)
             if not expected and (response.status >= 500 or (response.status == 404 and ("/ajax-api/" in url or "/graphql" in url))):
-                failures.append(f"{response.request.method} {url[len(ui_server):]} -> {response.status}")
+                failures.append(f"{response.request.method} {url[len(ui_server) :]} -> {response.status}")
 
         page.on("response", check)
         try:

@@ -12,7 +12,7 @@ import os
 import threading
 from typing import Any
 
-from serverless_mlflow.table import Stats
+from serverless_mlflow.stats import Stats
 
 # Counts S3 API calls by operation (benchmarks report them next to the DynamoDB numbers).
 STATS = Stats()

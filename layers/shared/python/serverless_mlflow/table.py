@@ -15,12 +15,12 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from serverless_mlflow.errors import Unavailable
 from serverless_mlflow.item_size import require_storable
 from serverless_mlflow.schema import PK, SK
+from serverless_mlflow.stats import Stats
 
 Item = dict[str, Any]
 
@@ -28,36 +28,6 @@ BATCH_WRITE_LIMIT = 25
 BATCH_GET_LIMIT = 100
 TRANSACTION_LIMIT = 100
 MAX_UNPROCESSED_RETRIES = 12
-
-
-@dataclass
-class Stats:
-    """Counts DynamoDB work; read by the benchmarks and logged as metrics."""
-
-    requests: dict[str, int] = field(default_factory=dict)
-    items_read: int = 0
-    items_written: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def record(self, operation: str, read: int = 0, written: int = 0) -> None:
-        with self._lock:
-            self.requests[operation] = self.requests.get(operation, 0) + 1
-            self.items_read += read
-            self.items_written += written
-
-    @property
-    def total_requests(self) -> int:
-        return sum(self.requests.values())
-
-    def reset(self) -> None:
-        with self._lock:
-            self.requests = {}
-            self.items_read = 0
-            self.items_written = 0
-
-    def snapshot(self) -> dict[str, Any]:
-        with self._lock:
-            return {"requests": dict(self.requests), "items_read": self.items_read, "items_written": self.items_written}
 
 
 STATS = Stats()
