@@ -190,7 +190,10 @@ def get_experiment(arguments: dict[str, Any], errors: list[str]) -> dict[str, An
 
 
 def get_metric_history_bulk_interval(arguments: dict[str, Any], errors: list[str]) -> dict[str, Any]:
-    msg = message_from(_input(arguments), "get_metric_history_bulk_interval")
+    # MLflow's resolver reads max_results/start_step/end_step from the HTTP query string, which a GraphQL
+    # POST does not have: the input's values are ignored and every run is sampled to 2,500 points.
+    given = {key: value for key, value in _input(arguments).items() if key in ("run_ids", "metric_key")}
+    msg = message_from(given, "get_metric_history_bulk_interval")
     found = history.get_metric_history_bulk_interval(msg)
     return {
         "__typename": "MlflowGetMetricHistoryBulkIntervalResponse",

@@ -3,7 +3,7 @@
 MLflow's ``/graphql`` runs a graphene schema generated from its protos. The UI's bundle sends a handful
 of fixed operations (``MlflowGetExperimentQuery``, ``GetRun``, ``SearchRuns``,
 ``GetMetricHistoryBulkInterval``), so this module parses GraphQL documents (operations, variables with
-defaults, aliases, arguments, fragments, inline fragments, ``@skip``/``@include``, ``__typename``) and
+defaults, aliases, arguments, fragments, inline fragments, ``__typename``) and
 projects the selection onto plain values that resolvers build: dicts keyed by GraphQL field names, each
 object with its ``__typename``; a callable value is resolved lazily, only when selected.
 
@@ -24,6 +24,11 @@ from serverless_mlflow.errors import MlflowError
 
 class GraphQLError(Exception):
     pass
+
+
+# MLflow's schema declares only @component (on operations); it replaces GraphQL's default directives, so
+# even @skip/@include are "Unknown directive" there, and here.
+KNOWN_DIRECTIVES = frozenset({"component"})
 
 
 # --- lexer -----------------------------------------------------------------------------------------
@@ -165,6 +170,8 @@ class _Parser:
         while self.peek("@"):
             self.take("@")
             name = self.take(kind="name")
+            if name not in KNOWN_DIRECTIVES:
+                raise GraphQLError(f"Unknown directive '@{name}'.")
             out.append((name, self.arguments()))
         return out
 
@@ -275,27 +282,17 @@ def _substitute(value: Any, variables: dict[str, Any]) -> Any:
     return value
 
 
-def _included(directives: list[tuple[str, dict[str, Any]]], ctx: _Context) -> bool:
-    for name, arguments in directives:
-        condition = bool(_substitute(arguments.get("if"), ctx.variables))
-        if (name == "skip" and condition) or (name == "include" and not condition):
-            return False
-    return True
-
-
 def _fields(selections: list[Any], typename: str, ctx: _Context) -> list[Field]:
     """The selection flattened (fragments whose type condition fits ``typename`` merged in)."""
     out: list[Field] = []
     for selection in selections:
-        if not _included(selection.directives, ctx):
-            continue
         if isinstance(selection, Field):
             out.append(selection)
             continue
         fragment = selection if isinstance(selection, InlineFragment) else ctx.fragments.get(selection.name)
         if fragment is None:
             raise GraphQLError(f"Unknown fragment '{selection.name}'.")
-        if fragment.type_condition in (None, typename) and _included(fragment.directives, ctx):
+        if fragment.type_condition in (None, typename):
             out.extend(_fields(fragment.selections, typename, ctx))
     return out
 
