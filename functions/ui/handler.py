@@ -7,7 +7,9 @@ names are content hashes), index.html is revalidated on every load, and both ans
 
 from __future__ import annotations
 
+import base64
 import gzip
+from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
@@ -21,10 +23,6 @@ MAX_PLAIN_BYTES = 4_000_000
 
 
 def index(req: Request) -> Response:
-    # With a named stage the API lives at /<stage>/: "/<stage>" must redirect, or the page's relative
-    # "static-files/..." URLs would resolve outside the stage.
-    if not req.path.endswith("/"):
-        return Response(status_code=301, content_type=None, body="", headers={"Location": req.path + "/"})
     return _serve(req, INDEX, INDEX_CACHE_CONTROL)
 
 
@@ -50,12 +48,33 @@ def _serve(req: Request, relative: str, cache_control: str) -> Response:
         body = gzip.decompress(body)
         if len(body) > MAX_PLAIN_BYTES:
             body, headers["Content-Encoding"] = found.gzipped, "gzip"
-    return Response(status_code=200, content_type=content_type(relative), body=body, headers=headers)
+    return _binary(content_type(relative), body, headers)
+
+
+def _binary(kind: str, body: bytes, headers: dict[str, str]) -> Response:
+    """A body sent as is (base64 in the Lambda response). Encoded here: Powertools would serialize a
+    bytes body of a JSON content type (manifest.json) as JSON."""
+    response = Response(status_code=200, content_type=kind, body=base64.b64encode(body).decode("ascii"), headers=headers)
+    response.base64_encoded = True
+    return response
 
 
 def _not_found() -> Response:
     return Response(status_code=404, content_type="text/plain", body="Not Found")
 
 
+def stage_root_redirect(event: dict[str, Any]) -> dict[str, Any] | None:
+    """With a named stage the API lives at ``/<stage>/``: ``/<stage>`` must redirect there, or the page's
+    relative ``static-files/...`` URLs would resolve outside the stage."""
+    stage = (event.get("requestContext") or {}).get("stage", "$default")
+    if stage != "$default" and event.get("rawPath") == f"/{stage}":
+        return {"statusCode": 301, "headers": {"Location": f"/{stage}/"}, "body": "", "isBase64Encoded": False}
+    return None
+
+
 app = build_app("ui", {"index": index, "static_file": static_file})
-lambda_handler = lambda_entry(app)
+_resolve = lambda_entry(app)
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return stage_root_redirect(event) or _resolve(event, context)
