@@ -31,7 +31,7 @@ def test_server_info_reports_presigned_artifacts(server: str) -> None:
     assert info["multipart_uploads_enabled"] is True
 
 
-@pytest.mark.parametrize("path", ["/api/2.0/mlflow/nope", "/api/2.0/mlflow/runs/get/extra", "/", "/api/9.0/x"])
+@pytest.mark.parametrize("path", ["/api/2.0/mlflow/nope", "/api/2.0/mlflow/runs/get/extra", "/no-such-page", "/api/9.0/x"])
 def test_unknown_route_answers_endpoint_not_found(server: str, path: str) -> None:
     status, body = _get(f"{server}{path}")
     assert status == 404

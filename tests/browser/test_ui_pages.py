@@ -60,10 +60,14 @@ def credentials() -> dict[str, str] | None:
 
 
 @pytest.fixture(scope="module")
-def ui_server() -> Iterator[str]:
-    """A runtime of its own on a port Chromium accepts (the session runtime's port is not checked)."""
+def ui_server(local_runtime: Any) -> Iterator[str]:
+    """The session's runtime, unless the OS gave it a port Chromium refuses: then a second HTTP front on a
+    safe port (it shares the session's engines, so stopping it leaves them running)."""
     from local.runtime import LocalRuntime, free_port
 
+    if local_runtime.port not in CHROMIUM_UNSAFE_PORTS:
+        yield local_runtime.url
+        return
     port = free_port()
     while port in CHROMIUM_UNSAFE_PORTS:
         port = free_port()
@@ -130,6 +134,10 @@ def browser_page(ui_server: str) -> Iterator[tuple[Any, list[str]]]:
                 failures.append(f"{response.request.method} {url[len(ui_server) :]} -> {response.status}")
 
         page.on("response", check)
+        # The assistant panel opens itself on the first visit; closed once, it stays closed (localStorage).
+        page.goto("/#/experiments")
+        page.get_by_text("MLflow Assistant").first.wait_for(state="visible")
+        page.locator('button[aria-label="Close"]').first.click()
         try:
             yield page, failures
         finally:
