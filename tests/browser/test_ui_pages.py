@@ -114,7 +114,7 @@ def logged(ui_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 
 
 @pytest.fixture(scope="module")
-def browser_page(ui_server: str) -> Iterator[tuple[Any, list[str]]]:
+def browser_page(ui_server: str, logged: dict[str, Any]) -> Iterator[tuple[Any, list[str]]]:
     from playwright.sync_api import sync_playwright
 
     failures: list[str] = []
@@ -138,6 +138,7 @@ def browser_page(ui_server: str) -> Iterator[tuple[Any, list[str]]]:
         page.goto("/#/experiments")
         page.get_by_text("MLflow Assistant").first.wait_for(state="visible")
         page.locator('button[aria-label="Close"]').first.click()
+        page.goto("about:blank")  # the first test's page then loads afresh
         try:
             yield page, failures
         finally:
