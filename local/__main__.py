@@ -1,4 +1,4 @@
-"""``python -m local``: serve the MLflow API on http://127.0.0.1:5000 (``PORT`` overrides)."""
+"""``python -m local``: serve the MLflow API and web UI on http://127.0.0.1:5000 (``PORT`` overrides)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from local.runtime import LocalRuntime
 def main() -> None:
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "WARNING"))
     runtime = LocalRuntime().start()
-    print(f"mlflow-serverless listening on {runtime.url} (indexer: {runtime.indexer_mode})", flush=True)
+    print(f"mlflow-serverless listening on {runtime.url} (indexer: {runtime.indexer_mode}); web UI: {runtime.url}/", flush=True)
     print(
         f"DynamoDB: {os.environ['DYNAMODB_ENDPOINT_URL']} table {runtime.table_name}; S3: {os.environ['S3_ENDPOINT_URL']} bucket {runtime.bucket_name}",
         flush=True,
