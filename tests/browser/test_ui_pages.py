@@ -85,7 +85,7 @@ def logged(ui_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     login = credentials()
     if login:
         os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"] = login["username"], login["password"]
-    client = mlflow.MlflowClient(ui_server)
+    client = mlflow.MlflowClient(ui_server, registry_uri=ui_server)
     suffix = uuid.uuid4().hex[:6]
     experiment_id = client.create_experiment(f"browser-experiment-{suffix}", tags={"team": "ui"})
     run = client.create_run(experiment_id, run_name=f"browser-run-{suffix}")

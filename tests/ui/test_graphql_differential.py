@@ -66,7 +66,7 @@ def pair(server: str) -> dict[str, Any]:
 
     reference = reference_client()
     suffix = unique("g")
-    ours = _data(mlflow.MlflowClient(server), suffix)
+    ours = _data(mlflow.MlflowClient(server, registry_uri=server), suffix)
     store_uri = os.environ["_MLFLOW_SERVER_FILE_STORE"]
     theirs = _data(mlflow.MlflowClient(tracking_uri=store_uri, registry_uri=store_uri), suffix)
     return {"server": server, "reference": reference, "ours": ours, "theirs": theirs}

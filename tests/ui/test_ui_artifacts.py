@@ -18,7 +18,7 @@ pytestmark = pytest.mark.e2e
 def logged(server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     import mlflow
 
-    client = mlflow.MlflowClient(server)
+    client = mlflow.MlflowClient(server, registry_uri=server)
     experiment_id = client.create_experiment(unique("ui-art"))
     run = client.create_run(experiment_id)
     files: Path = tmp_path_factory.mktemp("files")

@@ -42,8 +42,8 @@ def pair(server: str) -> dict[str, Any]:
     return {
         "server": server,
         "reference": reference,
-        "ours": _log(mlflow.MlflowClient(server), name),
-        "theirs": _log(mlflow.MlflowClient(tracking_uri=store_uri), name),
+        "ours": _log(mlflow.MlflowClient(server, registry_uri=server), name),
+        "theirs": _log(mlflow.MlflowClient(tracking_uri=store_uri, registry_uri=store_uri), name),
     }
 
 
