@@ -39,6 +39,8 @@ CHROMIUM_ARGS = [
 # Ports Chromium refuses to connect to (net/base/port_util.cc) that an OS may hand out as free.
 CHROMIUM_UNSAFE_PORTS = {5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6697, 10080}
 TIMEOUT_MS = 60_000
+# (method, path, status, request body) of every request the UI made to the server, across the module.
+requested: list[tuple[str, str, int, str]] = []
 # 404s MLflow's own server gives too, which the UI expects and handles quietly:
 EXPECTED_404 = (
     # Answered only by the basic-auth app (the auth feature adds it; with auth on it must answer).
@@ -118,6 +120,7 @@ def browser_page(ui_server: str, logged: dict[str, Any]) -> Iterator[tuple[Any, 
     from playwright.sync_api import sync_playwright
 
     failures: list[str] = []
+    requested.clear()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         context = browser.new_context(base_url=ui_server, http_credentials=credentials(), viewport={"width": 1400, "height": 900})
@@ -129,6 +132,7 @@ def browser_page(ui_server: str, logged: dict[str, Any]) -> Iterator[tuple[Any, 
             if not url.startswith(ui_server):
                 return
             path = url[len(ui_server) :].split("?")[0]
+            requested.append((response.request.method, path, response.status, response.request.post_data or ""))
             expected = response.status == 404 and path.startswith(EXPECTED_404) and not (credentials() and "users/current" in path)
             if not expected and (response.status >= 500 or (response.status == 404 and ("/ajax-api/" in url or "/graphql" in url))):
                 failures.append(f"{response.request.method} {url[len(ui_server) :]} -> {response.status}")
@@ -170,6 +174,8 @@ def test_run_page_shows_params_and_metrics(browser_page: tuple[Any, list[str]], 
     page, failures = browser_page
     run = f"/#/experiments/{logged['experiment_id']}/runs/{logged['run_id']}"
     _open(page, failures, "02-run-overview", run, logged["run_name"], "learning_rate", "0.01", "loss", "accuracy")
+    # The run page reads the run through GraphQL (GetRun), answered by the runs function.
+    assert any(path == "/graphql" and status == 200 and "GetRun" in body for _, path, status, body in requested), requested
 
 
 def test_run_metric_chart(browser_page: tuple[Any, list[str]], logged: dict[str, Any]) -> None:
@@ -180,6 +186,11 @@ def test_run_metric_chart(browser_page: tuple[Any, list[str]], logged: dict[str,
     page.locator(".js-plotly-plot .scatterlayer .trace").first.wait_for(state="attached")
     page.screenshot(path=str(screenshot_dir() / "03-run-metric-charts.png"), full_page=True)
     assert not failures, failures
+    # The points come from the sampled history (REST or its GraphQL twin, whichever the bundle picks).
+    assert any(
+        status == 200 and (path.endswith("/metrics/get-history-bulk-interval") or "GetMetricHistoryBulkInterval" in body)
+        for _, path, status, body in requested
+    ), requested
 
 
 def test_artifacts_tab_shows_a_text_file(browser_page: tuple[Any, list[str]], logged: dict[str, Any]) -> None:
