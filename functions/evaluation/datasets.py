@@ -27,6 +27,9 @@ WORKSPACE = experiment_store.DEFAULT_WORKSPACE
 ID_PREFIX = "d-"
 MLFLOW_USER = "mlflow.user"
 MAX_CONFLICT_RETRIES = 8
+MAX_EXPERIMENT_ID_BYTES = 512
+MAX_DATASET_ID_BYTES = 512
+MAX_TAG_KEY_BYTES = 65_535  # DynamoDB's limit for a map key (tags are a map on the dataset item)
 
 
 def now_millis() -> int:
@@ -46,8 +49,15 @@ def partition(dataset_id: str) -> str:
     return DATASET_EXPERIMENT.pk.render({"dataset_id": dataset_id})
 
 
+def plausible(dataset_id: str) -> bool:
+    """Could a dataset have this id? (Anything longer cannot fit a key, and no dataset has it.)"""
+    return 0 < len(dataset_id.encode("utf-8")) <= MAX_DATASET_ID_BYTES
+
+
 def load(dataset_id: str) -> dict[str, Any] | None:
     """The dataset item (consistent), or None when missing or being deleted."""
+    if not plausible(dataset_id):
+        return None
     item = table.get(dataset_key(dataset_id))
     return None if item is None or item.get("deleting") else item
 
@@ -104,7 +114,25 @@ def _create_tag_value(value: Any) -> str | None:
     raise invalid(f"Invalid value for tag: {value!r}. Tag values must be strings.")
 
 
+def _check_tag_keys(tags: dict[str, Any]) -> None:
+    # Tags are a map on the dataset item, whose keys DynamoDB requires to be non-empty.
+    if "" in tags:
+        raise invalid("Invalid tag key '': a dataset tag key cannot be empty.")
+    for key in tags:
+        if len(key.encode("utf-8")) > MAX_TAG_KEY_BYTES:
+            raise invalid(f"Invalid tag key '{key[:64]}...': longer than {MAX_TAG_KEY_BYTES} bytes.")
+
+
+def _check_experiment_ids(experiment_ids: list[str]) -> None:
+    # MLflow stores any string here; an id must still fit a DynamoDB key (and real ids are short integers).
+    for experiment_id in experiment_ids:
+        if len(experiment_id.encode("utf-8")) > MAX_EXPERIMENT_ID_BYTES:
+            raise invalid(f"Invalid experiment ID '{experiment_id[:64]}...': longer than {MAX_EXPERIMENT_ID_BYTES} bytes.")
+
+
 def create_dataset(name: str, experiment_ids: list[str] | None, tags: dict[str, Any] | None) -> dict[str, Any]:
+    _check_tag_keys(tags or {})
+    _check_experiment_ids([str(e) for e in experiment_ids or []])
     tag_values = {str(k): _create_tag_value(v) for k, v in (tags or {}).items()}
     dataset_id = f"{ID_PREFIX}{uuid.uuid4().hex}"
     now = now_millis()
@@ -136,7 +164,11 @@ def create_dataset(name: str, experiment_ids: list[str] | None, tags: dict[str, 
 def _link_items(dataset_id: str, experiment_ids: list[str], now: int) -> list[dict[str, Any]]:
     items = []
     for experiment_id in experiment_ids:
-        items.append(DATASET_EXPERIMENT.item({"experiment_id": experiment_id, "created_time": now}, dataset_id=dataset_id, experiment_id=experiment_id))
+        items.append(
+            DATASET_EXPERIMENT.item(
+                {"experiment_id": experiment_id, "created_time": now}, dataset_id=dataset_id, experiment_id=experiment_id
+            )
+        )
         items.append(EXPERIMENT_DATASET.item({"dataset_id": dataset_id}, dataset_id=dataset_id, experiment_id=experiment_id))
     return items
 
@@ -158,6 +190,7 @@ def _require(dataset_id: str, message: str) -> dict[str, Any]:
 def set_dataset_tags(dataset_id: str, tags: dict[str, Any]) -> None:
     """Upsert tags (``None`` values are skipped, others stored as ``str(value)``, as MLflow does)."""
     _require(dataset_id, f"Could not find evaluation dataset with ID {dataset_id}")
+    _check_tag_keys(tags)
     updates = {str(k): str(v) for k, v in tags.items() if v is not None}
     if not updates:
         return
@@ -165,16 +198,26 @@ def set_dataset_tags(dataset_id: str, tags: dict[str, Any]) -> None:
     values = {f":v{i}": v for i, v in enumerate(updates.values())}
     expression = "SET " + ", ".join(f"#t.#k{i} = :v{i}" for i in range(len(updates)))
     try:
-        table.update(dataset_key(dataset_id), expression, names=names, values=values, condition="attribute_exists(pk) AND attribute_not_exists(deleting)")
+        table.update(
+            dataset_key(dataset_id),
+            expression,
+            names=names,
+            values=values,
+            condition="attribute_exists(pk) AND attribute_not_exists(deleting)",
+        )
     except table.ConditionFailed:
         raise not_found(f"Could not find evaluation dataset with ID {dataset_id}") from None
 
 
 def delete_dataset_tag(dataset_id: str, key: str) -> None:
     """Idempotent: a missing dataset or tag is a no-op."""
+    if not key or not plausible(dataset_id) or len(key.encode("utf-8")) > MAX_TAG_KEY_BYTES:
+        return
     try:
         table.update(
-            dataset_key(dataset_id), "REMOVE #t.#k", names={"#t": "tags", "#k": key},
+            dataset_key(dataset_id),
+            "REMOVE #t.#k",
+            names={"#t": "tags", "#k": key},
             condition="attribute_exists(pk) AND attribute_not_exists(deleting)",
         )
     except table.ConditionFailed:
@@ -191,12 +234,15 @@ def experiment_links(dataset_id: str) -> list[dict[str, Any]]:
 
 def get_dataset_experiment_ids(dataset_id: str) -> list[str]:
     """Associated experiment ids in association order; a missing dataset has none (as in MLflow)."""
+    if not plausible(dataset_id):
+        return []
     return [link["experiment_id"] for link in experiment_links(dataset_id)]
 
 
 def add_dataset_to_experiments(dataset_id: str, experiment_ids: list[str]) -> dict[str, Any]:
     _require(dataset_id, f"Dataset '{dataset_id}' not found")
     wanted = list(dict.fromkeys(str(e) for e in experiment_ids))
+    _check_experiment_ids(wanted)
     for experiment_id in wanted:
         if not _experiment_exists(experiment_id):
             raise not_found(f"No Experiment with id={experiment_id}")
@@ -232,8 +278,11 @@ def _touch(dataset_id: str) -> dict[str, Any]:
     """Set last_update_time (the association calls do, without a new digest)."""
     try:
         updated = table.update(
-            dataset_key(dataset_id), "SET last_update_time = :now", values={":now": now_millis()},
-            condition="attribute_exists(pk) AND attribute_not_exists(deleting)", return_values="ALL_NEW",
+            dataset_key(dataset_id),
+            "SET last_update_time = :now",
+            values={":now": now_millis()},
+            condition="attribute_exists(pk) AND attribute_not_exists(deleting)",
+            return_values="ALL_NEW",
         )
     except table.ConditionFailed:
         raise not_found(f"Dataset '{dataset_id}' not found") from None
@@ -246,6 +295,8 @@ def _touch(dataset_id: str) -> dict[str, Any]:
 def delete_dataset(dataset_id: str) -> None:
     """Idempotent and resumable: mark the dataset deleting (it disappears from reads), delete its records and
     associations, then the dataset item. A retried or repeated delete finishes an interrupted one."""
+    if not plausible(dataset_id):
+        return
     item = table.get(dataset_key(dataset_id))
     if item is None:
         return
@@ -269,6 +320,8 @@ def search_datasets(
     if experiment_ids:
         dataset_ids: dict[str, None] = {}
         for experiment_id in dict.fromkeys(str(e) for e in experiment_ids):
+            if len(experiment_id.encode("utf-8")) > MAX_EXPERIMENT_ID_BYTES:
+                continue  # no dataset can be associated with it
             for link in table.iter_query(EXPERIMENT_DATASET.pk.render({"experiment_id": experiment_id}), "EVDS#"):
                 dataset_ids[link["dataset_id"]] = None
         items = table.batch_get([dataset_key(d) for d in dataset_ids])

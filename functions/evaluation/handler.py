@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.parse
 from typing import Any
 
 from serverless_mlflow.api import Request, build_app, lambda_entry
@@ -29,8 +30,16 @@ def _without_empty(out: dict[str, Any]) -> dict[str, Any]:
 
 def create_dataset(req: Request) -> dict[str, Any]:
     msg = req.message(
-        {"name": "string", "experiment_ids": "[string]", "tags": "string", "source_type": "enum", "source": "string",
-         "schema": "string", "profile": "string", "created_by": "string"},
+        {
+            "name": "string",
+            "experiment_ids": "[string]",
+            "tags": "string",
+            "source_type": "enum",
+            "source": "string",
+            "schema": "string",
+            "profile": "string",
+            "created_by": "string",
+        },
         {"name": [required, string], "experiment_ids": [array], "tags": [string]},
     )
     tags = datasets.parse_tags_json(msg.get("tags", ""), required=False)
@@ -69,7 +78,10 @@ def set_dataset_tags(req: Request) -> dict[str, Any]:
 
 
 def delete_dataset_tag(req: Request) -> dict[str, Any]:
-    datasets.delete_dataset_tag(_dataset_id(req), req.path_params.get("key", ""))
+    # The key as the client wrote it: decoded once from the raw path (as Flask does), whatever the gateway
+    # does to pathParameters, so a key that itself contains "%41" is not decoded twice.
+    raw_key = req.path.split("/tags/", 1)[1] if "/tags/" in req.path else req.path_params.get("key", "")
+    datasets.delete_dataset_tag(_dataset_id(req), urllib.parse.unquote(raw_key))
     return {}
 
 

@@ -54,7 +54,9 @@ def _items(dataset_id: str, digest: str, record_id: str, document: dict[str, Any
         chunks = [body[i : i + PART_BYTES // 4] for i in range(0, len(body), PART_BYTES // 4)]
         parts = [PART.item({"data": chunk}, dataset_id=dataset_id, input_hash=digest, part=n) for n, chunk in enumerate(chunks)]
         attributes["parts"] = len(parts)
-    item = RECORD.item(attributes, dataset_id=dataset_id, input_hash=digest, created_time=document["created_time"], dataset_record_id=record_id)
+    item = RECORD.item(
+        attributes, dataset_id=dataset_id, input_hash=digest, created_time=document["created_time"], dataset_record_id=record_id
+    )
     return item, parts
 
 
@@ -136,7 +138,15 @@ def _plan(dataset_id: str, digest: str, records: list[dict[str, Any]], existing:
         document = record_docs.merge(document, record, datasets.now_millis())
         updated += 1
     item, parts = _items(dataset_id, digest, record_id, document, (rev or 0) + 1)
-    return {"dataset_id": dataset_id, "item": item, "parts": parts, "rev": rev, "record_id": record_id, "inserted": inserted, "updated": updated}
+    return {
+        "dataset_id": dataset_id,
+        "item": item,
+        "parts": parts,
+        "rev": rev,
+        "record_id": record_id,
+        "inserted": inserted,
+        "updated": updated,
+    }
 
 
 def _commit(plans: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -149,7 +159,9 @@ def _commit(plans: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str
         for plan in chunk:
             if plan["rev"] is None:
                 ops.append(table.put_op(plan["item"], condition="attribute_not_exists(pk)"))
-                locator = RECORD_ID.item({"input_hash": plan["item"]["input_hash"]}, dataset_id=plan["dataset_id"], dataset_record_id=plan["record_id"])
+                locator = RECORD_ID.item(
+                    {"input_hash": plan["item"]["input_hash"]}, dataset_id=plan["dataset_id"], dataset_record_id=plan["record_id"]
+                )
                 ops.append(table.put_op(locator))
             else:
                 ops.append(table.put_op(plan["item"], condition="rev = :rev", values={":rev": plan["rev"]}))
@@ -201,7 +213,12 @@ def _update_dataset(dataset_id: str, records: list[dict[str, Any]], inserted: in
             return
         schema = record_docs.update_schema(meta.get("schema"), records)
         count = int(meta.get("num_records") or 0) + inserted
-        sets = {"last_update_time": now, "digest": datasets.digest(meta["name"], now), "num_records": count, "rev": int(meta.get("rev") or 0) + 1}
+        sets = {
+            "last_update_time": now,
+            "digest": datasets.digest(meta["name"], now),
+            "num_records": count,
+            "rev": int(meta.get("rev") or 0) + 1,
+        }
         if schema:
             sets["schema"] = json.dumps(schema)
         if count:
@@ -216,7 +233,13 @@ def _update_dataset(dataset_id: str, records: list[dict[str, Any]], inserted: in
             expression += " REMOVE last_updated_by"
         values[":rev"] = int(meta.get("rev") or 0)
         try:
-            table.update(datasets.dataset_key(dataset_id), expression, names=names, values=values, condition="rev = :rev AND attribute_not_exists(deleting)")
+            table.update(
+                datasets.dataset_key(dataset_id),
+                expression,
+                names=names,
+                values=values,
+                condition="rev = :rev AND attribute_not_exists(deleting)",
+            )
             return
         except table.ConditionFailed:
             continue
@@ -239,6 +262,8 @@ def get_records(dataset_id: str, max_results: int, page_token: str | None) -> tu
     """One page of records in (created_time, dataset_record_id) order; a missing dataset has none."""
     if max_results < 1:
         raise invalid(f"Invalid value {max_results} for parameter 'max_results' supplied. It must be a positive integer")
+    if not datasets.plausible(dataset_id):
+        return [], None
     kwargs: dict[str, Any] = {"index": "lsi2", "sk_attr": "lsi2sk", "limit": max_results + 1}
     if page_token:
         kwargs["sk_after"] = _decode_token(page_token)
@@ -277,7 +302,9 @@ def delete(dataset_id: str, record_ids: list[str]) -> int:
         ops = [table.delete_op(table.key_of(loc)) for loc in chunk]
         ops += [table.delete_op(table.key_of(record)) for record in records]
         table.transact(ops)
-        parts = [PART.key(dataset_id=dataset_id, input_hash=r["input_hash"], part=n) for r in records for n in range(int(r.get("parts") or 0))]
+        parts = [
+            PART.key(dataset_id=dataset_id, input_hash=r["input_hash"], part=n) for r in records for n in range(int(r.get("parts") or 0))
+        ]
         table.batch_write(deletes=parts)
         deleted += len(records)
     if deleted:
@@ -296,8 +323,10 @@ def _shrink_profile(dataset_id: str, deleted: int) -> None:
         rev = int(meta.get("rev") or 0)
         try:
             table.update(
-                datasets.dataset_key(dataset_id), "SET num_records = :n, profile = :p, rev = :next",
-                values={":n": count, ":p": profile, ":next": rev + 1, ":rev": rev}, condition="rev = :rev",
+                datasets.dataset_key(dataset_id),
+                "SET num_records = :n, profile = :p, rev = :next",
+                values={":n": count, ":p": profile, ":next": rev + 1, ":rev": rev},
+                condition="rev = :rev",
             )
             return
         except table.ConditionFailed:

@@ -181,14 +181,20 @@ def register_scorer(experiment_id: str, name: str, serialized_scorer: str) -> di
         scorer, versions = _read(experiment_id, name)
         ops = []
         if scorer is None:
-            scorer = SCORER.item({"scorer_id": str(uuid.uuid4()), "name": name, "experiment_id": experiment_id}, experiment_id=experiment_id, name=name)
+            scorer = SCORER.item(
+                {"scorer_id": str(uuid.uuid4()), "name": name, "experiment_id": experiment_id}, experiment_id=experiment_id, name=name
+            )
             ops.append(table.put_op(scorer, condition="attribute_not_exists(pk)"))
         else:
             ops.append(table.check_op(table.key_of(scorer), "scorer_id = :id", values={":id": scorer["scorer_id"]}))
         version = (int(versions[-1]["version"]) if versions else 0) + 1
         attributes = {
-            "scorer_id": scorer["scorer_id"], "name": name, "experiment_id": experiment_id, "version": version,
-            "serialized_scorer": serialized_scorer, "creation_time": experiment_store.now_millis(),
+            "scorer_id": scorer["scorer_id"],
+            "name": name,
+            "experiment_id": experiment_id,
+            "version": version,
+            "serialized_scorer": serialized_scorer,
+            "creation_time": experiment_store.now_millis(),
         }
         item = SCORER_VERSION.item(attributes, experiment_id=experiment_id, name=name, version=version)
         ops.append(table.put_op(item, condition="attribute_not_exists(pk)"))
@@ -252,7 +258,9 @@ def list_scorers_across(experiment_ids: list[str] | None) -> list[dict[str, Any]
     """Latest versions across experiments (the given active ones, or every active one of the workspace)."""
     if experiment_ids is None:
         entries = table.query(experiment_store.EXPERIMENT_ENTRY.pk.render({"workspace": experiment_store.DEFAULT_WORKSPACE}), "E#")
-        active = [str(e["experiment_id"]) for e in entries if e.get("entity_type") == "experiment_entry" and e.get("lifecycle_stage") == "active"]
+        active = [
+            str(e["experiment_id"]) for e in entries if e.get("entity_type") == "experiment_entry" and e.get("lifecycle_stage") == "active"
+        ]
     else:
         active = []
         for experiment_id in experiment_ids:

@@ -29,16 +29,18 @@ def _records_view(df: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     for row in df.to_dict("records"):
         source = row["source"]
-        rows.append({
-            "inputs": row["inputs"],
-            "outputs": row["outputs"],
-            "expectations": row["expectations"],
-            "tags": row["tags"],
-            "source_type": row["source_type"],
-            "source_id": row["source_id"],
-            "source": source.to_dict() if source is not None else None,
-            "has_id": str(row["dataset_record_id"]).startswith("dr-"),
-        })
+        rows.append(
+            {
+                "inputs": row["inputs"],
+                "outputs": row["outputs"],
+                "expectations": row["expectations"],
+                "tags": row["tags"],
+                "source_type": row["source_type"],
+                "source_id": row["source_id"],
+                "source": source.to_dict() if source is not None else None,
+                "has_id": str(row["dataset_record_id"]).startswith("dr-"),
+            }
+        )
     return sorted(rows, key=lambda r: json.dumps(r["inputs"], sort_keys=True))
 
 
@@ -53,17 +55,21 @@ def test_dataset_lifecycle_matches_mlflow(against: Any) -> None:
         ds = datasets.create_dataset(name="qa set", experiment_id=[experiment_id, other_id], tags={"team": "search", "n": 3})
         out["created"] = _dataset_view(ds)
         out["created_experiments"] = [x == experiment_id for x in ds.experiment_ids]
-        ds.merge_records([
-            {"inputs": {"question": "a"}, "expectations": {"answer": "1"}},
-            {"inputs": {"question": "b"}},
-            {"inputs": {"question": "a"}, "expectations": {"more": 2}, "tags": {"reviewed": "yes"}},
-            {"inputs": {"question": "t"}, "outputs": None, "source": {"source_type": "trace", "source_data": {"trace_id": "tr-123"}}},
-        ])
-        frame = pd.DataFrame([
-            {"inputs": {"question": "c", "ctx": [1, 2]}, "outputs": {"text": "out"}, "expectations": {"answer": "3"}},
-            {"inputs": {"question": "b"}, "outputs": {"text": "x", "score": 0.5}, "expectations": {}},
-            {"inputs": {"question": "s"}, "outputs": "plain", "expectations": {}},
-        ])
+        ds.merge_records(
+            [
+                {"inputs": {"question": "a"}, "expectations": {"answer": "1"}},
+                {"inputs": {"question": "b"}},
+                {"inputs": {"question": "a"}, "expectations": {"more": 2}, "tags": {"reviewed": "yes"}},
+                {"inputs": {"question": "t"}, "outputs": None, "source": {"source_type": "trace", "source_data": {"trace_id": "tr-123"}}},
+            ]
+        )
+        frame = pd.DataFrame(
+            [
+                {"inputs": {"question": "c", "ctx": [1, 2]}, "outputs": {"text": "out"}, "expectations": {"answer": "3"}},
+                {"inputs": {"question": "b"}, "outputs": {"text": "x", "score": 0.5}, "expectations": {}},
+                {"inputs": {"question": "s"}, "outputs": "plain", "expectations": {}},
+            ]
+        )
         ds.merge_records(frame)
         fetched = datasets.get_dataset(dataset_id=ds.dataset_id)
         out["after_merge"] = _dataset_view(fetched)
@@ -74,12 +80,23 @@ def test_dataset_lifecycle_matches_mlflow(against: Any) -> None:
         datasets.delete_dataset_tag(ds.dataset_id, "never-set")
         out["tags"] = datasets.get_dataset(dataset_id=ds.dataset_id).tags
         out["experiment_ids"] = [x in (experiment_id, other_id) for x in datasets.get_dataset(dataset_id=ds.dataset_id).experiment_ids]
+        datasets.set_dataset_tags(ds.dataset_id, {"my key/x": "v", "ключ": "значение"})
+        datasets.delete_dataset_tag(ds.dataset_id, "ключ")
+        out["tags_unicode"] = datasets.get_dataset(dataset_id=ds.dataset_id).tags
+        third_id = mlflow.create_experiment(unique("evalds"))
+        datasets.add_dataset_to_experiments(ds.dataset_id, [third_id, experiment_id])
+        out["added"] = [x in (experiment_id, other_id, third_id) for x in datasets.get_dataset(dataset_id=ds.dataset_id).experiment_ids]
+        datasets.remove_dataset_from_experiments(ds.dataset_id, [other_id, "424242"])
+        remaining = datasets.get_dataset(dataset_id=ds.dataset_id).experiment_ids
+        out["after_remove"] = (len(remaining), other_id in remaining, third_id in remaining)
+        out["search_removed"] = [d.name for d in datasets.search_datasets(experiment_ids=[other_id])]
+        out["search_added"] = [d.name for d in datasets.search_datasets(experiment_ids=[third_id])]
         found = datasets.search_datasets(experiment_ids=[experiment_id])
         out["search_by_experiment"] = [d.name for d in found]
         out["search_by_tag"] = [d.dataset_id == ds.dataset_id for d in datasets.search_datasets(filter_string="tags.team = 'ranking'")]
         # Deleting records by id shrinks the profile.
         record_ids = fetched.to_df()["dataset_record_id"].tolist()
-        out["deleted"] = fetched.delete_records(record_ids[:2] + ["dr-missing"])
+        out["deleted"] = fetched.delete_records([*record_ids[:2], "dr-missing"])
         after_delete = datasets.get_dataset(dataset_id=ds.dataset_id)
         out["profile_after_delete"] = after_delete.profile
         out["records_after_delete"] = len(after_delete.to_df())
@@ -108,7 +125,9 @@ def test_search_filters_orders_and_pages_match_mlflow(against: Any) -> None:
         client = MlflowClient()
         names = ["beta", "Alpha", "gamma", "alpha", "delta"]
         for index, name in enumerate(names):
-            client.create_dataset(name=name, experiment_id=[experiment_id], tags={"kind": "even" if index % 2 == 0 else "odd", "i": str(index)})
+            client.create_dataset(
+                name=name, experiment_id=[experiment_id], tags={"kind": "even" if index % 2 == 0 else "odd", "i": str(index)}
+            )
         out: dict[str, Any] = {}
         queries = [
             ("name = 'alpha'", None),
@@ -198,7 +217,10 @@ def test_record_pages_and_large_records(server: str, reference_uri: str) -> None
         ({"records": "not json"}, "INVALID_PARAMETER_VALUE"),
         ({"records": json.dumps({"inputs": {}})}, "INVALID_PARAMETER_VALUE"),
         ({"records": json.dumps([{"inputs": ["list"]}])}, "INVALID_PARAMETER_VALUE"),
-        ({"records": json.dumps([{"inputs": {"a": 1}}, {"inputs": {"b": 1}, "source": {"source_type": "alien"}}])}, "INVALID_PARAMETER_VALUE"),
+        (
+            {"records": json.dumps([{"inputs": {"a": 1}}, {"inputs": {"b": 1}, "source": {"source_type": "alien"}}])},
+            "INVALID_PARAMETER_VALUE",
+        ),
         ({"records": json.dumps([{"inputs": {"a": 1}, "tags": "t"}])}, "INVALID_PARAMETER_VALUE"),
         ({}, "INVALID_PARAMETER_VALUE"),
     ],

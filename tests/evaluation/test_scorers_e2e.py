@@ -46,7 +46,9 @@ def test_scorer_registry_matches_mlflow(against: Any, custom_scorers_allowed: No
         out["latest"] = get_scorer(name="polite").guidelines
         out["v1"] = get_scorer(name="polite", version=1).guidelines
         versions = store.list_scorer_versions(experiment_id, "polite")
-        out["versions"] = [(v.scorer_version, v.scorer_name, v.experiment_id == experiment_id, bool(v.scorer_id), v.creation_time > 0) for v in versions]
+        out["versions"] = [
+            (v.scorer_version, v.scorer_name, v.experiment_id == experiment_id, bool(v.scorer_id), v.creation_time > 0) for v in versions
+        ]
         out["one_scorer_id"] = len({v.scorer_id for v in versions}) == 1
         raw_experiment = mlflow.create_experiment(unique("scorers"))
         registered = store.register_scorer(raw_experiment, "raw", json.dumps({"name": "raw", "aggregations": []}))
@@ -68,7 +70,9 @@ def test_scorer_registry_matches_mlflow(against: Any, custom_scorers_allowed: No
             "blank_name": lambda: store.register_scorer(experiment_id, "   ", json.dumps({"name": "x"})),
             "missing_experiment": lambda: store.register_scorer("987654321", "x", json.dumps({"name": "x"})),
             "blank_model": lambda: store.register_scorer(experiment_id, "x", json.dumps({"builtin_scorer_pydantic_data": {"model": " "}})),
-            "gateway_model": lambda: store.register_scorer(experiment_id, "x", json.dumps({"builtin_scorer_pydantic_data": {"model": "gateway:/ep"}})),
+            "gateway_model": lambda: store.register_scorer(
+                experiment_id, "x", json.dumps({"builtin_scorer_pydantic_data": {"model": "gateway:/ep"}})
+            ),
             "list_missing_experiment": lambda: store.list_scorers("987654321"),
         }.items():
             try:

@@ -136,5 +136,3 @@ class DatasetSearch:
         selected = [d for d in datasets if matches(d, self.filter) and is_after(d, self.position, self.order_by)]
         selected.sort(key=lambda d: sort_key(d, self.order_by))
         return page(selected, self.order_by, self.max_results, None)
-
-
