@@ -54,7 +54,7 @@ def test_concurrent_merges_into_one_record_lose_nothing(server: str) -> None:
     (record,) = _records(dataset_id)
     assert record["expectations"] == {f"e{i}": i for i in range(16)}
     assert record["tags"] == {f"t{i}": str(i) for i in range(16)}
-    status, body = invoke("GET", f"{M3}/datasets/{dataset_id}")
+    _, body = invoke("GET", f"{M3}/datasets/{dataset_id}")
     assert json.loads(body["dataset"]["profile"]) == {"num_records": 1}
 
 
