@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import urllib.parse
 from typing import Any
 
+from serverless_mlflow import request as request_parsing
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import array, intlike, item_type_string, required, string
@@ -185,9 +187,30 @@ def delete_scorer(req: Request) -> dict[str, Any]:
 
 
 def get_online_scoring_configs(req: Request) -> dict[str, Any]:
-    req.message({"scorer_ids": "[string]"}, {"scorer_ids": [required, array, item_type_string]})
-    # Online scoring needs gateway-model scorers, and this server has no AI gateway: no scorer has a config.
-    return {"configs": []}
+    msg = req.message({"scorer_ids": "[string]"}, {"scorer_ids": [required, array, item_type_string]})
+    return {"configs": scorers.get_online_scoring_configs(msg["scorer_ids"])}
+
+
+def upsert_online_scoring_config(req: Request) -> dict[str, Any]:
+    # MLflow validates the raw JSON here (no proto message): sample_rate any value, filter_string str or null.
+    body = req.params()
+    request_parsing.validate(
+        body, {"experiment_id": [required, string], "name": [required, string], "sample_rate": [required]}, proto_ok=False
+    )
+    filter_string = body.get("filter_string")
+    if filter_string is not None and not isinstance(filter_string, str):
+        raise invalid(
+            f"Invalid value {filter_string!r} for parameter 'filter_string' supplied: "
+            f"Value was of type '{type(filter_string).__name__}'. Expected type 'str' or None."
+        )
+    try:
+        sample_rate = float(body["sample_rate"])
+    except (TypeError, ValueError):
+        raise invalid(f"sample_rate must be a number, got {type(body['sample_rate']).__name__}") from None
+    if math.isnan(sample_rate):
+        raise invalid(f"sample_rate must be between 0.0 and 1.0, got {sample_rate}")
+    config = scorers.upsert_online_scoring_config(body["experiment_id"], body["name"], sample_rate, filter_string)
+    return {"config": config}
 
 
 app = build_app(
@@ -211,6 +234,7 @@ app = build_app(
         "get_scorer": get_scorer,
         "delete_scorer": delete_scorer,
         "get_online_scoring_configs": get_online_scoring_configs,
+        "upsert_online_scoring_config": upsert_online_scoring_config,
     },
 )
 lambda_handler = lambda_entry(app)

@@ -21,6 +21,7 @@ from serverless_mlflow.store import experiments as experiment_store
 
 SCORER = ENTITY["scorer"]
 SCORER_VERSION = ENTITY["scorer_version"]
+ONLINE_CONFIG = ENTITY["online_scoring_config"]
 MAX_REGISTER_RETRIES = 8
 
 # mlflow.genai.scorers.scorer_utils.DECORATOR_SCORER_REGISTRATION_NOT_SUPPORTED_ERROR
@@ -250,7 +251,8 @@ def delete_scorer(experiment_id: str, name: str, version: int | None) -> None:
         raise _not_found(name, experiment_id, version)
     keys = [table.key_of(v) for v in doomed]
     if version is None:
-        keys.append(table.key_of(scorer))
+        # The scorer goes with its online configuration (MLflow's ON DELETE CASCADE).
+        keys += [table.key_of(scorer), ONLINE_CONFIG.key(scorer_id=scorer["scorer_id"])]
     table.batch_write(deletes=keys)
 
 
@@ -271,3 +273,49 @@ def list_scorers_across(experiment_ids: list[str] | None) -> list[dict[str, Any]
     for experiment_id in sorted(set(active), key=int):
         found += list_scorers(experiment_id)
     return found
+
+
+# --- online scoring configs ---------------------------------------------------------------------------
+
+
+def _config_to_api(item: dict[str, Any]) -> dict[str, Any]:
+    out = {
+        "online_scoring_config_id": item["online_scoring_config_id"],
+        "scorer_id": item["scorer_id"],
+        "sample_rate": float(item["sample_rate"]),
+        "experiment_id": str(item["experiment_id"]),
+    }
+    if item.get("filter_string") is not None:
+        out["filter_string"] = item["filter_string"]
+    return out
+
+
+def get_online_scoring_configs(scorer_ids: list[str]) -> list[dict[str, Any]]:
+    ids = [s for s in dict.fromkeys(scorer_ids) if 0 < len(s.encode("utf-8")) <= 1024]
+    return [_config_to_api(item) for item in table.batch_get([ONLINE_CONFIG.key(scorer_id=s) for s in ids])]
+
+
+def upsert_online_scoring_config(experiment_id: str, name: str, sample_rate: float, filter_string: str | None) -> dict[str, Any]:
+    """SqlAlchemyStore.upsert_online_scoring_config. A positive sample rate needs a gateway-model scorer, and
+    this server has no AI gateway, so only a stopped configuration (sample rate 0) can be stored."""
+    if not 0.0 <= sample_rate <= 1.0:
+        raise invalid(f"sample_rate must be between 0.0 and 1.0, got {sample_rate}")
+    experiment_id = _experiment(experiment_id)
+    scorer, versions = _read(experiment_id, name)
+    if scorer is None:
+        raise _not_found(name, experiment_id)
+    if versions and sample_rate > 0:
+        raise invalid(
+            f"Scorer '{name}' does not use a gateway model. Automatic evaluation is only supported for scorers that use gateway models."
+        )
+    attributes = {
+        "online_scoring_config_id": uuid.uuid4().hex,
+        "scorer_id": scorer["scorer_id"],
+        # Stored as text: the table codec keeps floats exact that way (NaN is refused above).
+        "sample_rate": repr(sample_rate),
+        "experiment_id": experiment_id,
+        "filter_string": filter_string,
+    }
+    item = ONLINE_CONFIG.item(attributes, scorer_id=scorer["scorer_id"])
+    table.put(item)
+    return _config_to_api(item)

@@ -58,6 +58,15 @@ def test_scorer_registry_matches_mlflow(against: Any, custom_scorers_allowed: No
         delete_scorer(name="polite", version=3)
         out["after_delete_v3"] = [v.scorer_version for v in store.list_scorer_versions(experiment_id, "polite")]
         out["reregistered"] = Guidelines(name="polite", guidelines=["Again."]).register()._scorer_version
+        from mlflow.genai.scorers import ScorerSamplingConfig
+
+        stopped = get_scorer(name="polite").stop()
+        out["stopped"] = (stopped.sample_rate, stopped.filter_string, get_scorer(name="polite").sample_rate)
+        try:
+            get_scorer(name="polite").start(sampling_config=ScorerSamplingConfig(sample_rate=0.5))
+            out["start"] = "ok"
+        except mlflow.MlflowException as error:
+            out["start"] = (error.error_code, "does not use a gateway model" in error.message)
         delete_scorer(name="judge", version="all")
         out["after_delete_all"] = sorted(s.name for s in list_scorers())
         errors = {}
@@ -93,6 +102,7 @@ def test_scorer_registry_matches_mlflow(against: Any, custom_scorers_allowed: No
     assert ours == reference
     assert ours["versions"][-1][0] == 3 and ours["after_delete_v3"] == [1, 2] and ours["reregistered"] == 3
     assert ours["errors"]["get_missing"] == "RESOURCE_DOES_NOT_EXIST"
+    assert ours["stopped"] == (0.0, None, 0.0) and ours["start"] == ("INVALID_PARAMETER_VALUE", True)
 
 
 def test_custom_scorer_needs_the_operator_opt_in(server: str, monkeypatch: pytest.MonkeyPatch) -> None:

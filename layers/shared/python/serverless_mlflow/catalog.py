@@ -178,7 +178,11 @@ PATTERNS: tuple[AccessPattern, ...] = (
        note="the latest version of each name"),
     _p("Scorers", "Register scorer version", "scorer scorer_version", TRANSACT, "table",
        "Put/Check SC#<name> + Put SC#<name>V#<latest + 1> IF attribute_not_exists(pk)", note="retried on a lost race"),
-    _p("Scorers", "Delete scorer versions", "scorer scorer_version", BATCH_WRITE, "table", "Delete SC#<name>V#<v> (all: and SC#<name>)"),
+    _p("Scorers", "Delete scorer versions", "scorer scorer_version online_scoring_config", BATCH_WRITE, "table",
+       "Delete SC#<name>V#<v> (all: and SC#<name> and SCORER#<scorer id>/OSC)"),
+    _p("Scorers", "Online scoring configs by scorer ids", "online_scoring_config", BATCH_GET, "table", "pk = SCORER#<scorer id> AND sk = OSC (x n)"),
+    _p("Scorers", "Set online scoring config", "online_scoring_config", PUT, "table", "pk = SCORER#<scorer id> AND sk = OSC",
+       note="one config per scorer: the put replaces the previous one, as MLflow's delete-then-insert does"),
     # --- logged models ------------------------------------------------------------------------
     _p("Logged models", "Log model to run (outputs)", "run_output", PUT, "table", "pk = EXP#<id> AND sk = R#<run>#O#<model_id>",
        seed="Log model to run"),

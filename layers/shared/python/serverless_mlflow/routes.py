@@ -123,6 +123,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M3}/scorers/get", "evaluation", "get_scorer"),
     ("DELETE", f"{M3}/scorers/delete", "evaluation", "delete_scorer"),
     ("GET", f"{M3}/scorers/online-configs", "evaluation", "get_online_scoring_configs"),
+    ("PUT", f"{M3}/scorers/online-config", "evaluation", "upsert_online_scoring_config"),
     # --- artifacts (presigned S3; no artifact bytes through Lambda beyond small PUTs) ---------
     ("GET", f"{ART}/artifacts", "artifacts", "list_artifacts"),
     ("GET", f"{ART}/artifacts/{{path+}}", "artifacts", "download_artifact"),

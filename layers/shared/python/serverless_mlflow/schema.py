@@ -314,6 +314,11 @@ ENTITIES: tuple[Entity, ...] = (
         "Registered scorer version (serialized scorer); version = latest + 1, claimed with a condition",
         attributes=("scorer_id", "name", "experiment_id", "version", "serialized_scorer", "creation_time"),
     ),
+    _e(
+        "online_scoring_config", "SCORER#{scorer_id}", "OSC",
+        "Online scoring configuration of a scorer (one per scorer id; read by id in batches)",
+        attributes=("online_scoring_config_id", "scorer_id", "sample_rate", "experiment_id", "filter_string"),
+    ),
     # --- derived items, written only by the stream indexer ----------------------------------
     _e(
         "metric_rank", EXP, "RANK#m#{key:str}{value:f64}#{run_id}", "A run's latest metric value, in value order",
