@@ -207,6 +207,9 @@ def set_dataset_tags(dataset_id: str, tags: dict[str, Any]) -> None:
         )
     except table.ConditionFailed:
         raise not_found(f"Could not find evaluation dataset with ID {dataset_id}") from None
+    except Exception as error:
+        raise_if_too_large(error)
+        raise
 
 
 def delete_dataset_tag(dataset_id: str, key: str) -> None:
@@ -329,6 +332,16 @@ def search_datasets(
         items = table.query(DATASET.pk.render({"workspace": WORKSPACE}), "DS#")
     found, token = search.run([_search_entity(i) for i in items if not i.get("deleting")])
     return [to_api(d["item"]) for d in found], token
+
+
+def raise_if_too_large(error: Exception) -> None:
+    """An update that would grow the dataset item past 400 KB (DynamoDB refuses it, nothing written): 400."""
+    details = (getattr(error, "response", None) or {}).get("Error", {})
+    if details.get("Code") == "ValidationException" and "size" in str(details.get("Message", "")).lower():
+        raise invalid(
+            "The dataset's tags and schema would exceed the storage limit of one dataset (400 KB); "
+            "use fewer or shorter tags or input/expectation field names."
+        ) from error
 
 
 def conflict() -> MlflowError:

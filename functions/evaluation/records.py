@@ -243,6 +243,9 @@ def _update_dataset(dataset_id: str, records: list[dict[str, Any]], inserted: in
             return
         except table.ConditionFailed:
             continue
+        except Exception as error:
+            datasets.raise_if_too_large(error)
+            raise
     raise datasets.conflict()
 
 

@@ -113,3 +113,13 @@ def test_bad_requests_answer_mlflow_codes(server: str) -> None:
         assert (status, answer.get("error_code")) == (404 if code == "RESOURCE_DOES_NOT_EXIST" else 400, code), (path, body, query, answer)
     status, answer = invoke("GET", f"{M3}/scorers/online-configs", None, "scorer_ids=a&scorer_ids=b")
     assert (status, answer) == (200, {"configs": []})
+
+
+def test_tags_past_the_item_limit_are_refused(server: str) -> None:
+    dataset_id = _create(server)
+    big = {f"k{i}": "v" * 5000 for i in range(50)}
+    assert invoke("PATCH", f"{M3}/datasets/{dataset_id}/tags", {"tags": json.dumps(big)})[0] == 200
+    status, body = invoke("PATCH", f"{M3}/datasets/{dataset_id}/tags", {"tags": json.dumps({f"x{i}": "v" * 5000 for i in range(40)})})
+    assert (status, body["error_code"]) == (400, "INVALID_PARAMETER_VALUE")
+    _, fetched = invoke("GET", f"{M3}/datasets/{dataset_id}")
+    assert json.loads(fetched["dataset"]["tags"]) == big
