@@ -31,6 +31,9 @@ def validate(records: Any) -> list[dict[str, Any]]:
         if not isinstance(record, dict):
             raise invalid(f"Invalid record at index {index}: each record must be a JSON object")
         inputs = record.get("inputs", {})
+        if inputs is None:
+            # MLflow's DatasetRecord refuses it ("inputs must be provided"); stored, no client could read it back.
+            raise invalid(f"Invalid record at index {index}: 'inputs' must be provided")
         if inputs and not isinstance(inputs, dict):
             raise invalid(f"Invalid record at index {index}: 'inputs' must be a JSON object")
         for field in ("expectations", "tags"):

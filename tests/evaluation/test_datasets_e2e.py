@@ -222,6 +222,8 @@ def test_record_pages_and_large_records(server: str, reference_uri: str) -> None
             "INVALID_PARAMETER_VALUE",
         ),
         ({"records": json.dumps([{"inputs": {"a": 1}, "tags": "t"}])}, "INVALID_PARAMETER_VALUE"),
+        ({"records": json.dumps([{"inputs": {"a": 1}}, {"inputs": None}])}, "INVALID_PARAMETER_VALUE"),
+        ({"records": json.dumps([{"inputs": {"a": 1}, "expectations": float("nan")}])}, "INVALID_PARAMETER_VALUE"),
         ({}, "INVALID_PARAMETER_VALUE"),
     ],
 )
