@@ -162,6 +162,12 @@ def test_search_filters_orders_and_pages_match_mlflow(against: Any) -> None:
             {"filter_string": "name > 'a'"},
             {"filter_string": "params.x = 'y'"},
             {"filter_string": "name = 'a' OR name = 'b'"},
+            {"filter_string": "tags.kind like 'x'"},
+            {"filter_string": "created_time IN (1)"},
+            {"filter_string": "name NOT IN ('a')"},
+            {"filter_string": "created_by IS NULL"},
+            {"filter_string": "tags.kind = 5"},
+            {"filter_string": "name = 'a' and name = 'b'"},
             {"order_by": ["tags.kind"]},
             {"order_by": ["created_by ASC"]},
             {"order_by": ["name sideways"]},
@@ -178,6 +184,9 @@ def test_search_filters_orders_and_pages_match_mlflow(against: Any) -> None:
         return out
 
     ours, reference = against(scenario)
+    assert ours["errors"] == reference["errors"], {
+        k: (v, reference["errors"].get(k)) for k, v in ours["errors"].items() if v != reference["errors"].get(k)
+    }
     assert ours == reference
     assert ours["pages"] == [["Alpha", "alpha"], ["beta", "delta"], ["gamma"]]
 

@@ -72,6 +72,8 @@ class DatasetGrammar(RunGrammar):
 
 
 _STRING_OPS = ("=", "!=", "LIKE", "ILIKE")
+# What SearchUtils.get_sql_comparison_func can turn into SQL; string attributes then compare as text (`name > 'a'`).
+_SQL_OPS = ("=", "!=", ">", ">=", "<", "<=", "LIKE", "ILIKE", "IN", "NOT IN")
 
 
 def parse_filter(filter_string: str | None) -> list[dict[str, Any]]:
@@ -79,9 +81,13 @@ def parse_filter(filter_string: str | None) -> list[dict[str, Any]]:
     out = []
     for f in DatasetGrammar.parse_search_filter(filter_string):
         type_, key, comparator, value = f["type"], f["key"], f["comparator"], f["value"]
+        # Comparators are matched case-sensitively, as MLflow does (`like` is not `LIKE` there).
         if type_ == "attribute":
             is_string = key not in DatasetGrammar.NUMERIC_ATTRIBUTES and comparator in DatasetGrammar.VALID_STRING_ATTRIBUTE_COMPARATORS
             if is_string and comparator not in _STRING_OPS and not (key == "name" and comparator == "IN"):
+                raise invalid(f"Invalid comparator for string attribute: {comparator}")
+            if key not in DatasetGrammar.NUMERIC_ATTRIBUTES and comparator not in _SQL_OPS:
+                # MLflow's SQL layer fails on it (a 500 there).
                 raise invalid(f"Invalid comparator for string attribute: {comparator}")
             if key in DatasetGrammar.NUMERIC_ATTRIBUTES:
                 if comparator not in DatasetGrammar.VALID_NUMERIC_ATTRIBUTE_COMPARATORS:
@@ -91,7 +97,7 @@ def parse_filter(filter_string: str | None) -> list[dict[str, Any]]:
                 value = int(value)
         elif comparator not in _STRING_OPS:
             raise invalid(f"Invalid comparator for tag: {comparator}")
-        out.append({"type": type_, "key": key, "comparator": comparator.upper(), "value": value})
+        out.append({"type": type_, "key": key, "comparator": comparator, "value": value})
     return out
 
 
