@@ -35,6 +35,7 @@ CHUNK_RECORDS = 45
 # A GetDatasetRecords answer must fit Lambda's 6 MB response (JSON inside JSON doubles quotes).
 PAGE_BYTES = 2_500_000
 DEFAULT_PAGE = 1000
+MAX_POSITION_BYTES = 512
 _DOC_FIELDS = ("inputs", "outputs", "expectations", "tags", "source")
 _ITEM_FIELDS = ("source_id", "source_type", "created_time", "last_update_time", "created_by", "last_updated_by")
 
@@ -256,9 +257,12 @@ def _decode_token(page_token: str) -> str:
     """MLflow's cursor ``base64("<created_time>:<record_id>")`` -> the lsi2 sort key to resume after."""
     try:
         created_time, record_id = base64.b64decode(page_token.encode(), validate=True).decode().split(":", 1)
-        return "DR#" + keys.int64(int(created_time)) + "#" + record_id
+        position = "DR#" + keys.int64(int(created_time)) + "#" + record_id
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise invalid(f"Invalid page token: {page_token!r}") from None
+        raise invalid(f"Invalid page token: {page_token[:100]!r}") from None
+    if len(position.encode("utf-8")) > MAX_POSITION_BYTES:  # no record id is that long; it would not fit a key
+        raise invalid(f"Invalid page token: {page_token[:100]!r}")
+    return position
 
 
 def get_records(dataset_id: str, max_results: int, page_token: str | None) -> tuple[list[dict[str, Any]], str | None]:

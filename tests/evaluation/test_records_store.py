@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -98,6 +99,13 @@ def test_bad_requests_answer_mlflow_codes(server: str) -> None:
         ("PATCH", f"{M3}/datasets/d-{'0' * 32}/tags", {"tags": "{}"}, "", "RESOURCE_DOES_NOT_EXIST"),
         ("GET", f"{M3}/datasets/{dataset_id}/records", None, "page_token=%25%25", "INVALID_PARAMETER_VALUE"),
         ("GET", f"{M3}/datasets/{dataset_id}/records", None, "max_results=abc", "INVALID_PARAMETER_VALUE"),
+        (
+            "GET",
+            f"{M3}/datasets/{dataset_id}/records",
+            None,
+            "page_token=" + base64.b64encode(b"1:" + b"x" * 2000).decode(),
+            "INVALID_PARAMETER_VALUE",
+        ),
         ("GET", f"{M3}/datasets/{dataset_id}/records", None, "max_results=-3", "INVALID_PARAMETER_VALUE"),
         ("GET", f"{M3}/datasets/{'x' * 3000}", None, "", "RESOURCE_DOES_NOT_EXIST"),
         ("POST", f"{M3}/datasets/d-{'0' * 32}/records", {"records": "[]"}, "", "BAD_REQUEST"),
