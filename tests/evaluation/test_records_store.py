@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -133,3 +134,22 @@ def test_tags_past_the_item_limit_are_refused(server: str) -> None:
     assert (status, body["error_code"]) == (400, "INVALID_PARAMETER_VALUE")
     _, fetched = invoke("GET", f"{M3}/datasets/{dataset_id}")
     assert json.loads(fetched["dataset"]["tags"]) == big
+
+
+def test_search_by_experiment_reads_links_then_datasets(server: str) -> None:
+    status, body = invoke("POST", "/api/2.0/mlflow/experiments/create", {"name": unique("evalsearch")})
+    experiment_id = body["experiment_id"]
+    names = [unique("ds") for _ in range(3)]
+    for name in names:
+        assert invoke("POST", f"{M3}/datasets/create", {"name": name, "experiment_ids": [experiment_id]})[0] == 200
+    table.STATS.reset()
+    status, body = invoke("GET", f"{M3}/datasets/search", query=f"experiment_ids={experiment_id}&max_results=2&order_by=name")
+    assert status == 200
+    assert [d["name"] for d in body["datasets"]] == sorted(names)[:2] and body["next_page_token"]
+    assert table.STATS.snapshot()["requests"] == {"Query": 1, "BatchGetItem": 1}
+    status, body = invoke(
+        "GET",
+        f"{M3}/datasets/search",
+        query=f"experiment_ids={experiment_id}&max_results=2&order_by=name&page_token={urllib.parse.quote(body['next_page_token'])}",
+    )
+    assert [d["name"] for d in body["datasets"]] == sorted(names)[2:] and "next_page_token" not in body
