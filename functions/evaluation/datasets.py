@@ -145,7 +145,7 @@ def create_dataset(name: str, experiment_ids: list[str] | None, tags: dict[str, 
         "last_update_time": now,
         "created_by": user,
         "last_updated_by": user,
-        "tags": tag_values,
+        "tags": tag_values or None,  # no empty map on the item (see _rewrite_tags)
         "num_records": 0,
         "rev": 0,
         "workspace": WORKSPACE,
@@ -192,39 +192,44 @@ def set_dataset_tags(dataset_id: str, tags: dict[str, Any]) -> None:
     _require(dataset_id, f"Could not find evaluation dataset with ID {dataset_id}")
     _check_tag_keys(tags)
     updates = {str(k): str(v) for k, v in tags.items() if v is not None}
-    if not updates:
-        return
-    names = {"#t": "tags", **{f"#k{i}": k for i, k in enumerate(updates)}}
-    values = {f":v{i}": v for i, v in enumerate(updates.values())}
-    expression = "SET " + ", ".join(f"#t.#k{i} = :v{i}" for i in range(len(updates)))
-    try:
-        table.update(
-            dataset_key(dataset_id),
-            expression,
-            names=names,
-            values=values,
-            condition="attribute_exists(pk) AND attribute_not_exists(deleting)",
-        )
-    except table.ConditionFailed:
-        raise not_found(f"Could not find evaluation dataset with ID {dataset_id}") from None
-    except Exception as error:
-        raise_if_too_large(error)
-        raise
+    if updates:
+        _rewrite_tags(dataset_id, lambda current: {**current, **updates}, f"Could not find evaluation dataset with ID {dataset_id}")
 
 
 def delete_dataset_tag(dataset_id: str, key: str) -> None:
     """Idempotent: a missing dataset or tag is a no-op."""
     if not key or not plausible(dataset_id) or len(key.encode("utf-8")) > MAX_TAG_KEY_BYTES:
         return
-    try:
-        table.update(
-            dataset_key(dataset_id),
-            "REMOVE #t.#k",
-            names={"#t": "tags", "#k": key},
-            condition="attribute_exists(pk) AND attribute_not_exists(deleting)",
-        )
-    except table.ConditionFailed:
-        return
+    _rewrite_tags(dataset_id, lambda current: {k: v for k, v in current.items() if k != key}, None)
+
+
+def _rewrite_tags(dataset_id: str, change: Any, missing_message: str | None) -> None:
+    """Read-modify-write of the tags map, guarded by ``rev``. An empty map is removed rather than stored
+    (DynamoDB Local's stream renders an empty map as ``{}``, which no reader of stream images expects)."""
+    for _ in range(MAX_CONFLICT_RETRIES):
+        item = load(dataset_id)
+        if item is None:
+            if missing_message:
+                raise not_found(missing_message)
+            return
+        current = item.get("tags") or {}
+        new = change(current)
+        if new == current:
+            return
+        rev = int(item.get("rev") or 0)
+        expression = "SET rev = :next" + (", tags = :tags" if new else " REMOVE tags")
+        values: dict[str, Any] = {":next": rev + 1, ":rev": rev}
+        if new:
+            values[":tags"] = new
+        try:
+            table.update(dataset_key(dataset_id), expression, values=values, condition="rev = :rev AND attribute_not_exists(deleting)")
+            return
+        except table.ConditionFailed:
+            continue
+        except Exception as error:
+            raise_if_too_large(error)
+            raise
+    raise conflict()
 
 
 # --- experiments ----------------------------------------------------------------------------------

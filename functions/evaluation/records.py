@@ -53,27 +53,52 @@ def _items(dataset_id: str, digest: str, record_id: str, document: dict[str, Any
         attributes["data"] = body
     else:
         chunks = [body[i : i + PART_BYTES // 4] for i in range(0, len(body), PART_BYTES // 4)]
-        parts = [PART.item({"data": chunk}, dataset_id=dataset_id, input_hash=digest, part=n) for n, chunk in enumerate(chunks)]
-        attributes["parts"] = len(parts)
+        parts_id = uuid.uuid4().hex[:16]
+        parts = [
+            PART.item({"data": chunk}, dataset_id=dataset_id, input_hash=digest, parts_id=parts_id, part=n)
+            for n, chunk in enumerate(chunks)
+        ]
+        attributes.update(parts=len(parts), parts_id=parts_id)
     item = RECORD.item(
         attributes, dataset_id=dataset_id, input_hash=digest, created_time=document["created_time"], dataset_record_id=record_id
     )
     return item, parts
 
 
+def part_keys_of(dataset_id: str, item: dict[str, Any]) -> list[dict[str, str]]:
+    """Keys of the parts a record item points to (none when its document is inline)."""
+    count = int(item.get("parts") or 0)
+    return [PART.key(dataset_id=dataset_id, input_hash=item["input_hash"], parts_id=item["parts_id"], part=n) for n in range(count)]
+
+
+class _PartsMoved(Exception):
+    """A concurrent merge replaced the record (and removed the parts this read was about to fetch)."""
+
+
 def _documents(dataset_id: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Documents of record items (their parts fetched in one batch), each with its item under ``_item``."""
-    part_keys = [
-        PART.key(dataset_id=dataset_id, input_hash=item["input_hash"], part=n) for item in items for n in range(int(item.get("parts") or 0))
-    ]
+    """Documents of record items (their parts fetched in one batch), each with its item under ``_item``.
+
+    A record merged concurrently between the item read and the parts read has new parts: its item is read
+    again (a few times) instead of failing."""
+    for _ in range(datasets.MAX_CONFLICT_RETRIES):
+        try:
+            return _assemble(dataset_id, items)
+        except _PartsMoved:
+            fresh = {(i["pk"], i["sk"]): i for i in table.batch_get([table.key_of(i) for i in items])}
+            items = [fresh[(i["pk"], i["sk"])] for i in items if (i["pk"], i["sk"]) in fresh]
+    raise datasets.conflict()
+
+
+def _assemble(dataset_id: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    part_keys = [key for item in items for key in part_keys_of(dataset_id, item)]
     parts = {(p["pk"], p["sk"]): p["data"] for p in table.batch_get(part_keys)} if part_keys else {}
     out = []
     for item in items:
         if item.get("parts"):
-            body = "".join(
-                parts[(k["pk"], k["sk"])]
-                for k in (PART.key(dataset_id=dataset_id, input_hash=item["input_hash"], part=n) for n in range(int(item["parts"])))
-            )
+            keys = [(k["pk"], k["sk"]) for k in part_keys_of(dataset_id, item)]
+            if any(k not in parts for k in keys):
+                raise _PartsMoved()
+            body = "".join(parts[k] for k in keys)
         else:
             body = item["data"]
         document = json.loads(body)
@@ -139,10 +164,13 @@ def _plan(dataset_id: str, digest: str, records: list[dict[str, Any]], existing:
         document = record_docs.merge(document, record, datasets.now_millis())
         updated += 1
     item, parts = _items(dataset_id, digest, record_id, document, (rev or 0) + 1)
+    # The parts the previous version pointed to: removed once the new version is committed.
+    stale = part_keys_of(dataset_id, existing["_item"]) if existing else []
     return {
         "dataset_id": dataset_id,
         "item": item,
         "parts": parts,
+        "stale": stale,
         "rev": rev,
         "record_id": record_id,
         "inserted": inserted,
@@ -169,7 +197,10 @@ def _commit(plans: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str
         try:
             table.transact(ops)
             committed += chunk
+            table.batch_write(deletes=[key for plan in chunk for key in plan["stale"]])
         except table.ConditionFailed as failure:
+            # This attempt's parts are referenced by nothing: a retry writes a new set.
+            table.batch_write(deletes=[table.key_of(part) for plan in chunk for part in plan["parts"]])
             if len(chunk) == 1 or not failure.reasons:
                 conflicted += [plan["item"]["input_hash"] for plan in chunk]
                 continue
@@ -309,10 +340,7 @@ def delete(dataset_id: str, record_ids: list[str]) -> int:
         ops = [table.delete_op(table.key_of(loc)) for loc in chunk]
         ops += [table.delete_op(table.key_of(record)) for record in records]
         table.transact(ops)
-        parts = [
-            PART.key(dataset_id=dataset_id, input_hash=r["input_hash"], part=n) for r in records for n in range(int(r.get("parts") or 0))
-        ]
-        table.batch_write(deletes=parts)
+        table.batch_write(deletes=[key for record in records for key in part_keys_of(dataset_id, record)])
         deleted += len(records)
     if deleted:
         _shrink_profile(dataset_id, deleted)

@@ -153,3 +153,24 @@ def test_search_by_experiment_reads_links_then_datasets(server: str) -> None:
         query=f"experiment_ids={experiment_id}&max_results=2&order_by=name&page_token={urllib.parse.quote(body['next_page_token'])}",
     )
     assert [d["name"] for d in body["datasets"]] == sorted(names)[2:] and "next_page_token" not in body
+
+
+def test_concurrent_merges_into_a_large_record_stay_readable(server: str) -> None:
+    dataset_id = _create(server)
+    blob = "y" * 300_000  # the document goes to parts
+
+    def merge(i: int) -> None:
+        records = [{"inputs": {"q": "large"}, "outputs": {"blob": blob, "writer": i}, "expectations": {f"e{i}": i}}]
+        response = requests.post(f"{server}{M3}/datasets/{dataset_id}/records", json={"records": json.dumps(records)}, timeout=120)
+        assert response.status_code == 200, response.text
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(merge, range(6)))
+    (record,) = _records(dataset_id)
+    assert record["expectations"] == {f"e{i}": i for i in range(6)}
+    assert record["outputs"]["blob"] == blob and record["outputs"]["writer"] in range(6)
+    # Only the committed version's parts remain next to the record.
+    items = table.query(f"EDS#{dataset_id}")
+    parts = [i for i in items if i["entity_type"] == "evaluation_dataset_record_part"]
+    (item,) = [i for i in items if i["entity_type"] == "evaluation_dataset_record"]
+    assert len(parts) == item["parts"] and all(item["parts_id"] in p["sk"] for p in parts)

@@ -293,13 +293,14 @@ ENTITIES: tuple[Entity, ...] = (
         "Dataset record (inputs/outputs/expectations/tags/source as one JSON document); lsi2 orders records as MLflow pages them",
         indexes={"lsi2": (None, "DR#{created_time:i64}#{dataset_record_id}")},
         attributes=(
-            "dataset_record_id", "input_hash", "data", "parts", "source_id", "source_type", "created_time", "last_update_time",
+            "dataset_record_id", "input_hash", "data", "parts", "parts_id", "source_id", "source_type", "created_time", "last_update_time",
             "created_by", "last_updated_by", "rev",
         ),
     ),
     _e(
-        "evaluation_dataset_record_part", EDS, "R#{input_hash}#C{part:i64}",
-        "Slice of a large record document (items stay < 400 KB)", attributes=("data",),
+        "evaluation_dataset_record_part", EDS, "R#{input_hash}#P{parts_id}#C{part:i64}",
+        "Slice of a large record document (items stay < 400 KB); parts_id names one write's set, so a concurrent "
+        "writer never overwrites the parts a committed record points to", attributes=("data",),
     ),
     _e(
         "evaluation_dataset_record_id", EDS, "RID#{dataset_record_id}", "Record id -> input hash (delete records by id)",
