@@ -76,6 +76,8 @@ ACCESS: dict[str, Access] = {
     "runs": Access(table=(*TABLE_READ, *TABLE_WRITE)),
     "logged_models": Access(table=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
     "registry": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
+    # GenAI evaluation datasets and scorers: records in batches and transactions, experiments read for checks.
+    "evaluation": Access(table=(*TABLE_READ, *TABLE_WRITE)),
     # Presigned URLs are signed with this role, so it must hold the object actions the client then performs
     # directly against S3 - under the artifact prefix only. Reads runs and experiments (artifact roots).
     "artifacts": Access(

@@ -147,6 +147,7 @@ def _e(
 
 EXP = "EXP#{experiment_id}"
 RM = "RM#{model_name:str}"
+EDS = "EDS#{dataset_id}"
 
 ENTITIES: tuple[Entity, ...] = (
     # --- experiment partition -------------------------------------------------------------
@@ -268,6 +269,57 @@ ENTITIES: tuple[Entity, ...] = (
     _e("trace_locator", "TRACE#{trace_id}", "TRACE", "Trace id -> experiment id", attributes=("experiment_id",)),
     _e("trace_tag", EXP, "T#{trace_id}#T#{key:str}", "Trace tag", attributes=("key", "value")),
     _e("trace_spans", EXP, "T#{trace_id}#SPANS", "Spans of a trace (spilled to S3 when large)", attributes=("spans", "spill_key")),
+    # --- GenAI evaluation: datasets and scorers ---------------------------------------------
+    _e(
+        "evaluation_dataset", "EDSLIST#{workspace}", "DS#{dataset_id}",
+        "Evaluation dataset with its tags map, schema, profile and record count, in the workspace's strongly consistent "
+        "collection (get is a GetItem, search without experiment ids one Query); rev guards read-modify-write updates",
+        attributes=(
+            "dataset_id", "name", "digest", "created_time", "last_update_time", "created_by", "last_updated_by", "tags",
+            "schema", "profile", "num_records", "rev", "workspace", "deleting",
+        ),
+    ),
+    _e(
+        "evaluation_dataset_experiment", EDS, "X#{experiment_id}", "Experiment a dataset is associated with (dataset side)",
+        attributes=("experiment_id", "created_time"),
+    ),
+    _e(
+        "experiment_evaluation_dataset", EXP, "EVDS#{dataset_id}", "Dataset associated with an experiment (search by experiment ids)",
+        attributes=("dataset_id",),
+    ),
+    _e(
+        # Keyed by MLflow's record identity (sha256 of the sorted-key inputs JSON): an upsert finds its record by key.
+        "evaluation_dataset_record", EDS, "R#{input_hash}",
+        "Dataset record (inputs/outputs/expectations/tags/source as one JSON document); lsi2 orders records as MLflow pages them",
+        indexes={"lsi2": (None, "DR#{created_time:i64}#{dataset_record_id}")},
+        attributes=(
+            "dataset_record_id", "input_hash", "data", "parts", "parts_id", "source_id", "source_type", "created_time", "last_update_time",
+            "created_by", "last_updated_by", "rev",
+        ),
+    ),
+    _e(
+        "evaluation_dataset_record_part", EDS, "R#{input_hash}#P{parts_id}#C{part:i64}",
+        "Slice of a large record document (items stay < 400 KB); parts_id names one write's set, so a concurrent "
+        "writer never overwrites the parts a committed record points to", attributes=("data",),
+    ),
+    _e(
+        "evaluation_dataset_record_id", EDS, "RID#{dataset_record_id}", "Record id -> input hash (delete records by id)",
+        attributes=("input_hash",),
+    ),
+    _e(
+        "scorer", EXP, "SC#{name:str}", "Registered scorer: name -> scorer id (MLflow's scorers row)",
+        attributes=("scorer_id", "name", "experiment_id"),
+    ),
+    _e(
+        "scorer_version", EXP, "SC#{name:str}V#{version:ver}",
+        "Registered scorer version (serialized scorer); version = latest + 1, claimed with a condition",
+        attributes=("scorer_id", "name", "experiment_id", "version", "serialized_scorer", "creation_time"),
+    ),
+    _e(
+        "online_scoring_config", "SCORER#{scorer_id}", "OSC",
+        "Online scoring configuration of a scorer (one per scorer id; read by id in batches)",
+        attributes=("online_scoring_config_id", "scorer_id", "sample_rate", "experiment_id", "filter_string"),
+    ),
     # --- derived items, written only by the stream indexer ----------------------------------
     _e(
         "metric_rank", EXP, "RANK#m#{key:str}{value:f64}#{run_id}", "A run's latest metric value, in value order",

@@ -1,0 +1,240 @@
+"""GenAI evaluation routes (datasets and scorers): parse like MLflow's handlers, call one domain function."""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.parse
+from typing import Any
+
+from serverless_mlflow import request as request_parsing
+from serverless_mlflow.api import Request, build_app, lambda_entry
+from serverless_mlflow.errors import invalid
+from serverless_mlflow.request import array, intlike, item_type_string, required, string
+from serverless_mlflow.validation import validate_experiment_id
+
+from . import datasets, records, scorers
+
+DEFAULT_RECORDS_PAGE = 1000
+
+
+def _dataset_id(req: Request) -> str:
+    return req.path_params.get("dataset_id", "")
+
+
+def _without_empty(out: dict[str, Any]) -> dict[str, Any]:
+    # proto3 JSON leaves out empty repeated fields and unset optionals.
+    return {k: v for k, v in out.items() if v not in (None, [], "")}
+
+
+# --- datasets ---------------------------------------------------------------------------------------
+
+
+def create_dataset(req: Request) -> dict[str, Any]:
+    msg = req.message(
+        {
+            "name": "string",
+            "experiment_ids": "[string]",
+            "tags": "string",
+            "source_type": "enum",
+            "source": "string",
+            "schema": "string",
+            "profile": "string",
+            "created_by": "string",
+        },
+        {"name": [required, string], "experiment_ids": [array], "tags": [string]},
+    )
+    tags = datasets.parse_tags_json(msg.get("tags", ""), required=False)
+    return {"dataset": datasets.create_dataset(msg["name"], msg.get("experiment_ids") or None, tags)}
+
+
+def get_dataset(req: Request) -> dict[str, Any]:
+    return {"dataset": datasets.get_dataset(_dataset_id(req))}
+
+
+def delete_dataset(req: Request) -> dict[str, Any]:
+    datasets.delete_dataset(_dataset_id(req))
+    return {}
+
+
+def search_datasets(req: Request) -> dict[str, Any]:
+    msg = req.message(
+        {"experiment_ids": "[string]", "filter_string": "string", "max_results": "int32", "order_by": "[string]", "page_token": "string"},
+        {"experiment_ids": [array], "filter_string": [string], "max_results": [intlike], "order_by": [array], "page_token": [string]},
+    )
+    found, token = datasets.search_datasets(
+        msg.get("experiment_ids") or None,
+        msg.get("filter_string") or None,
+        msg.get("max_results") or None,
+        msg.get("order_by") or None,
+        msg.get("page_token") or None,
+    )
+    return _without_empty({"datasets": found, "next_page_token": token})
+
+
+def set_dataset_tags(req: Request) -> dict[str, Any]:
+    msg = req.message({"dataset_id": "string", "tags": "string"}, {"tags": [required, string]})
+    tags = datasets.parse_tags_json(msg["tags"], required=True) or {}
+    datasets.set_dataset_tags(_dataset_id(req), tags)
+    return {}
+
+
+def delete_dataset_tag(req: Request) -> dict[str, Any]:
+    # The key as the client wrote it: decoded once from the raw path (as Flask does), whatever the gateway
+    # does to pathParameters, so a key that itself contains "%41" is not decoded twice.
+    raw_key = req.path.split("/tags/", 1)[1] if "/tags/" in req.path else req.path_params.get("key", "")
+    datasets.delete_dataset_tag(_dataset_id(req), urllib.parse.unquote(raw_key))
+    return {}
+
+
+def upsert_dataset_records(req: Request) -> dict[str, Any]:
+    msg = req.message({"dataset_id": "string", "records": "string", "updated_by": "string"}, {"records": [required, string]})
+    try:
+        parsed = json.loads(msg["records"])
+    except ValueError:
+        raise invalid("Invalid value for parameter 'records': must be a JSON list of records") from None
+    counts = records.upsert(_dataset_id(req), parsed)
+    return {"inserted_count": counts["inserted"], "updated_count": counts["updated"]}
+
+
+def get_dataset_records(req: Request) -> dict[str, Any]:
+    msg = req.message(
+        {"dataset_id": "string", "max_results": "int32", "page_token": "string"}, {"max_results": [intlike], "page_token": [string]}
+    )
+    found, token = records.get_records(_dataset_id(req), msg.get("max_results") or DEFAULT_RECORDS_PAGE, msg.get("page_token") or None)
+    return _without_empty({"records": json.dumps(found), "next_page_token": token})
+
+
+def delete_dataset_records(req: Request) -> dict[str, Any]:
+    msg = req.message({"dataset_id": "string", "dataset_record_ids": "[string]"}, {"dataset_record_ids": [array]})
+    return {"deleted_count": records.delete(_dataset_id(req), msg.get("dataset_record_ids", []))}
+
+
+def get_dataset_experiment_ids(req: Request) -> dict[str, Any]:
+    return _without_empty({"experiment_ids": datasets.get_dataset_experiment_ids(_dataset_id(req))})
+
+
+def add_dataset_to_experiments(req: Request) -> dict[str, Any]:
+    msg = req.message({"dataset_id": "string", "experiment_ids": "[string]"}, {"experiment_ids": [array]})
+    return {"dataset": datasets.add_dataset_to_experiments(_dataset_id(req), msg.get("experiment_ids", []))}
+
+
+def remove_dataset_from_experiments(req: Request) -> dict[str, Any]:
+    msg = req.message({"dataset_id": "string", "experiment_ids": "[string]"}, {"experiment_ids": [array]})
+    return {"dataset": datasets.remove_dataset_from_experiments(_dataset_id(req), msg.get("experiment_ids", []))}
+
+
+# --- scorers ------------------------------------------------------------------------------------------
+
+_SCORER_KEY = {"experiment_id": "string", "name": "string"}
+_SCORER_KEY_SCHEMA = {"experiment_id": [required, string], "name": [required, string]}
+
+
+def register_scorer(req: Request) -> dict[str, Any]:
+    msg = req.message({**_SCORER_KEY, "serialized_scorer": "string"}, {**_SCORER_KEY_SCHEMA, "serialized_scorer": [required, string]})
+    version = scorers.register_scorer(msg["experiment_id"], msg["name"], msg["serialized_scorer"])
+    return {
+        "version": int(version["version"]),
+        "scorer_id": version["scorer_id"],
+        "experiment_id": version["experiment_id"],
+        "name": version["name"],
+        "serialized_scorer": version["serialized_scorer"],
+        "creation_time": int(version["creation_time"]),
+    }
+
+
+def list_scorers(req: Request) -> dict[str, Any]:
+    msg = req.message(
+        {"experiment_id": "string", "experiment_ids": "[string]"},
+        {"experiment_id": [string], "experiment_ids": [array, item_type_string]},
+    )
+    experiment_id = msg.get("experiment_id")
+    has_ids = "experiment_ids" in msg
+    if experiment_id and has_ids:
+        raise invalid(
+            "Cannot specify both 'experiment_id' and 'experiment_ids'. Use 'experiment_ids' to scope the query to multiple "
+            "experiments, or 'experiment_id' to scope it to a single experiment."
+        )
+    if has_ids:
+        for eid in dict.fromkeys(msg["experiment_ids"]):
+            validate_experiment_id(eid)
+        found = scorers.list_scorers_across(list(dict.fromkeys(msg["experiment_ids"])))
+    elif experiment_id:
+        found = scorers.list_scorers(experiment_id)
+    else:
+        found = scorers.list_scorers_across(None)
+    return _without_empty({"scorers": found})
+
+
+def list_scorer_versions(req: Request) -> dict[str, Any]:
+    msg = req.message(_SCORER_KEY, _SCORER_KEY_SCHEMA)
+    return _without_empty({"scorers": scorers.list_scorer_versions(msg["experiment_id"], msg["name"])})
+
+
+def _scorer_version_message(req: Request) -> dict[str, Any]:
+    return req.message({**_SCORER_KEY, "version": "int32"}, {**_SCORER_KEY_SCHEMA, "version": [intlike]})
+
+
+def get_scorer(req: Request) -> dict[str, Any]:
+    msg = _scorer_version_message(req)
+    return {"scorer": scorers.get_scorer(msg["experiment_id"], msg["name"], msg.get("version"))}
+
+
+def delete_scorer(req: Request) -> dict[str, Any]:
+    msg = _scorer_version_message(req)
+    scorers.delete_scorer(msg["experiment_id"], msg["name"], msg.get("version"))
+    return {}
+
+
+def get_online_scoring_configs(req: Request) -> dict[str, Any]:
+    msg = req.message({"scorer_ids": "[string]"}, {"scorer_ids": [required, array, item_type_string]})
+    return {"configs": scorers.get_online_scoring_configs(msg["scorer_ids"])}
+
+
+def upsert_online_scoring_config(req: Request) -> dict[str, Any]:
+    # MLflow validates the raw JSON here (no proto message): sample_rate any value, filter_string str or null.
+    body = req.params()
+    request_parsing.validate(
+        body, {"experiment_id": [required, string], "name": [required, string], "sample_rate": [required]}, proto_ok=False
+    )
+    filter_string = body.get("filter_string")
+    if filter_string is not None and not isinstance(filter_string, str):
+        raise invalid(
+            f"Invalid value {filter_string!r} for parameter 'filter_string' supplied: "
+            f"Value was of type '{type(filter_string).__name__}'. Expected type 'str' or None."
+        )
+    try:
+        sample_rate = float(body["sample_rate"])
+    except (TypeError, ValueError):
+        raise invalid(f"sample_rate must be a number, got {type(body['sample_rate']).__name__}") from None
+    if math.isnan(sample_rate):
+        raise invalid(f"sample_rate must be between 0.0 and 1.0, got {sample_rate}")
+    config = scorers.upsert_online_scoring_config(body["experiment_id"], body["name"], sample_rate, filter_string)
+    return {"config": config}
+
+
+app = build_app(
+    "evaluation",
+    {
+        "create_dataset": create_dataset,
+        "get_dataset": get_dataset,
+        "delete_dataset": delete_dataset,
+        "search_datasets": search_datasets,
+        "set_dataset_tags": set_dataset_tags,
+        "delete_dataset_tag": delete_dataset_tag,
+        "upsert_dataset_records": upsert_dataset_records,
+        "get_dataset_records": get_dataset_records,
+        "delete_dataset_records": delete_dataset_records,
+        "get_dataset_experiment_ids": get_dataset_experiment_ids,
+        "add_dataset_to_experiments": add_dataset_to_experiments,
+        "remove_dataset_from_experiments": remove_dataset_from_experiments,
+        "register_scorer": register_scorer,
+        "list_scorers": list_scorers,
+        "list_scorer_versions": list_scorer_versions,
+        "get_scorer": get_scorer,
+        "delete_scorer": delete_scorer,
+        "get_online_scoring_configs": get_online_scoring_configs,
+        "upsert_online_scoring_config": upsert_online_scoring_config,
+    },
+)
+lambda_handler = lambda_entry(app)

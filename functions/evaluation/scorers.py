@@ -1,0 +1,321 @@
+"""Registered scorers: versioned, per experiment (SqlAlchemyStore semantics and messages).
+
+A scorer is ``EXP#<exp>/SC#<name>`` (its id) with versions ``SC#<name>V#<padded version>`` right after it,
+so one consistent Query reads a scorer with every version. Register claims version = latest + 1 with
+``attribute_not_exists`` in a transaction with the scorer item, and retries on a lost race: concurrent
+registrations get distinct consecutive versions. Like MLflow, deleting the latest version lets the next
+registration reuse its number.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any
+
+from serverless_mlflow import table
+from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.store import experiments as experiment_store
+
+SCORER = ENTITY["scorer"]
+SCORER_VERSION = ENTITY["scorer_version"]
+ONLINE_CONFIG = ENTITY["online_scoring_config"]
+MAX_REGISTER_RETRIES = 8
+
+# mlflow.genai.scorers.scorer_utils.DECORATOR_SCORER_REGISTRATION_NOT_SUPPORTED_ERROR
+DECORATOR_SCORER_REGISTRATION_NOT_SUPPORTED_ERROR = (
+    "Custom scorer registration (using @scorer decorator) is disabled by default "
+    "outside of Databricks tracking environments due to security concerns. "
+    "Custom scorers require arbitrary code execution during deserialization.\n\n"
+    "To use custom scorers:\n"
+    "1. Configure MLflow to use a Databricks tracking URI, or\n"
+    "2. Manage your custom scorer code in a source code repository "
+    "(e.g., GitHub) and import it directly, or\n"
+    "3. On a self-managed MLflow server (or local environment) that you trust to run the "
+    "scorer's code, set the MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS environment variable to true, or\n"
+    "4. Use built-in scorers or make_judge() scorers instead."
+)
+# mlflow.utils.validation.GATEWAY_DESTINATION_KEYS
+_DESTINATION_KEYS = frozenset({"api_base", "base_url", "model_list", "fallbacks", "custom_llm_provider"})
+
+
+# --- payload checks (server/handlers._validate_serialized_scorer_payload) ------------------------------
+
+
+def validate_payload(serialized_scorer: str) -> dict[str, Any]:
+    try:
+        data = json.loads(serialized_scorer)
+    except ValueError:
+        raise invalid("serialized_scorer must be valid JSON") from None
+    if _has_call_source(data) and not _custom_scorers_enabled():
+        raise invalid(DECORATOR_SCORER_REGISTRATION_NOT_SUPPORTED_ERROR)
+    for third_party in _third_party_data(data):
+        kwargs = third_party.get("kwargs")
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise invalid(f"third_party_scorer_data.kwargs must be a JSON object, got {type(kwargs).__name__}.")
+        if found := sorted(_destination_keys(kwargs)):
+            raise invalid(
+                f"third_party_scorer_data.kwargs must not contain {', '.join(map(repr, found))}: "
+                "these options choose where the scorer's LLM client sends requests. Configure "
+                "the judge endpoint on the server instead, for example through a gateway "
+                "endpoint ('gateway:/<name>') or the provider's environment variables."
+            )
+    if not isinstance(data, dict):
+        # MLflow's store then fails on `.get` (a 500); a scorer is a JSON object.
+        raise invalid("serialized_scorer must be a JSON object")
+    return data
+
+
+def _custom_scorers_enabled() -> bool:
+    # The same operator opt-in as MLflow's server (an environment variable of the function).
+    return os.environ.get("MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS", "false").strip().lower() in ("true", "1")
+
+
+def _has_call_source(value: Any) -> bool:
+    if isinstance(value, dict):
+        return value.get("call_source") is not None or any(_has_call_source(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_call_source(v) for v in value)
+    return False
+
+
+def _third_party_data(value: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if isinstance(value, dict):
+        data = value.get("third_party_scorer_data")
+        if isinstance(data, dict):
+            out.append(data)
+        for nested in value.values():
+            out += _third_party_data(nested)
+    elif isinstance(value, list):
+        for nested in value:
+            out += _third_party_data(nested)
+    return out
+
+
+def _destination_keys(value: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(value, dict):
+        found |= _DESTINATION_KEYS & set(value)
+        for nested in value.values():
+            found |= _destination_keys(nested)
+    elif isinstance(value, list):
+        for nested in value:
+            if isinstance(nested, list) and len(nested) == 2 and isinstance(nested[0], str):
+                found |= _DESTINATION_KEYS & {nested[0]}
+            found |= _destination_keys(nested)
+    return found
+
+
+def _model(data: dict[str, Any]) -> Any:
+    """``extract_model_from_serialized_scorer``."""
+    for field in ("instructions_judge_pydantic_data", "builtin_scorer_pydantic_data"):
+        if section := data.get(field):
+            return section.get("model") if isinstance(section, dict) else None
+    if memory := data.get("memory_augmented_judge_data"):
+        base = memory.get("base_judge", {}) if isinstance(memory, dict) else {}
+        return _model(base) if isinstance(base, dict) else None
+    if third_party := data.get("third_party_scorer_data"):
+        return third_party.get("model") if isinstance(third_party, dict) else None
+    return None
+
+
+def _check_model(model: Any) -> None:
+    """``validate_scorer_model`` and the gateway endpoint lookup (this server has no gateway endpoints)."""
+    if model is None:
+        return
+    if not isinstance(model, str):
+        raise invalid(f"Scorer model must be a string, got {type(model).__name__}.")
+    if not model.strip():
+        raise invalid("Scorer model cannot be empty or contain only whitespace.")
+    provider, _, path = model.partition(":/")
+    if provider == "gateway" and path.lstrip("/"):
+        raise not_found(f"GatewayEndpoint not found (name='{path.lstrip('/')}')")
+
+
+# --- store ---------------------------------------------------------------------------------------------
+
+
+def _not_found(name: str, experiment_id: str, version: int | None = None) -> MlflowError:
+    if version is not None:
+        return not_found(f"Scorer with name '{name}' and version {version} not found for experiment {experiment_id}.")
+    return not_found(f"Scorer with name '{name}' not found for experiment {experiment_id}.")
+
+
+def _experiment(experiment_id: str) -> str:
+    meta = experiment_store.get_active_experiment_meta(experiment_id)
+    return str(meta["experiment_id"])
+
+
+def _read(experiment_id: str, name: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """(scorer item, versions ascending) of one name: one consistent Query."""
+    scorer, versions = None, []
+    for item in table.iter_query(SCORER.pk.render({"experiment_id": experiment_id}), SCORER.sk_prefix(name=name)):
+        if item["entity_type"] == SCORER.name:
+            scorer = item
+        else:
+            versions.append(item)
+    return scorer, versions
+
+
+def to_api(version: dict[str, Any]) -> dict[str, Any]:
+    """The Scorer message (experiment_id is an int32 there)."""
+    return {
+        "experiment_id": int(version["experiment_id"]),
+        "scorer_name": version["name"],
+        "scorer_version": int(version["version"]),
+        "serialized_scorer": version["serialized_scorer"],
+        "creation_time": int(version["creation_time"]),
+        "scorer_id": version["scorer_id"],
+    }
+
+
+def register_scorer(experiment_id: str, name: str, serialized_scorer: str) -> dict[str, Any]:
+    data = validate_payload(serialized_scorer)
+    if not name.strip():
+        raise invalid("Scorer name cannot be empty or contain only whitespace.")
+    experiment_id = _experiment(experiment_id)
+    _check_model(_model(data))
+    for _ in range(MAX_REGISTER_RETRIES):
+        scorer, versions = _read(experiment_id, name)
+        ops = []
+        if scorer is None:
+            scorer = SCORER.item(
+                {"scorer_id": str(uuid.uuid4()), "name": name, "experiment_id": experiment_id}, experiment_id=experiment_id, name=name
+            )
+            ops.append(table.put_op(scorer, condition="attribute_not_exists(pk)"))
+        else:
+            ops.append(table.check_op(table.key_of(scorer), "scorer_id = :id", values={":id": scorer["scorer_id"]}))
+        version = (int(versions[-1]["version"]) if versions else 0) + 1
+        attributes = {
+            "scorer_id": scorer["scorer_id"],
+            "name": name,
+            "experiment_id": experiment_id,
+            "version": version,
+            "serialized_scorer": serialized_scorer,
+            "creation_time": experiment_store.now_millis(),
+        }
+        item = SCORER_VERSION.item(attributes, experiment_id=experiment_id, name=name, version=version)
+        ops.append(table.put_op(item, condition="attribute_not_exists(pk)"))
+        try:
+            table.transact(ops)
+        except table.ConditionFailed:
+            continue  # another registration took this version (or created the scorer): read again
+        return item
+    raise MlflowError("Too many concurrent registrations of this scorer; retry the request.", "TEMPORARILY_UNAVAILABLE")
+
+
+def list_scorers(experiment_id: str) -> list[dict[str, Any]]:
+    """The latest version of every scorer of an experiment, by name."""
+    experiment_id = _experiment(experiment_id)
+    latest: dict[str, dict[str, Any]] = {}
+    for item in table.iter_query(SCORER.pk.render({"experiment_id": experiment_id}), "SC#"):
+        if item["entity_type"] == SCORER_VERSION.name:
+            latest[item["name"]] = item  # ascending key order: the last one is the latest
+    return [to_api(latest[name]) for name in sorted(latest, key=lambda n: n.encode("utf-8"))]
+
+
+def list_scorer_versions(experiment_id: str, name: str) -> list[dict[str, Any]]:
+    experiment_id = _experiment(experiment_id)
+    scorer, versions = _read(experiment_id, name)
+    if scorer is None or not versions:
+        raise _not_found(name, experiment_id)
+    return [to_api(v) for v in versions]
+
+
+def get_scorer(experiment_id: str, name: str, version: int | None) -> dict[str, Any]:
+    experiment_id = _experiment(experiment_id)
+    scorer, versions = _read(experiment_id, name)
+    if scorer is None:
+        raise _not_found(name, experiment_id)
+    if version is None:
+        if not versions:
+            raise _not_found(name, experiment_id)
+        return to_api(versions[-1])
+    for item in versions:
+        if int(item["version"]) == version:
+            return to_api(item)
+    raise _not_found(name, experiment_id, version)
+
+
+def delete_scorer(experiment_id: str, name: str, version: int | None) -> None:
+    """One version, or (version None) every version and the scorer itself."""
+    experiment_id = _experiment(experiment_id)
+    scorer, versions = _read(experiment_id, name)
+    if scorer is None:
+        raise _not_found(name, experiment_id)
+    doomed = [v for v in versions if version is None or int(v["version"]) == version]
+    if not doomed:
+        raise _not_found(name, experiment_id, version)
+    keys = [table.key_of(v) for v in doomed]
+    if version is None:
+        # The scorer goes with its online configuration (MLflow's ON DELETE CASCADE).
+        keys += [table.key_of(scorer), ONLINE_CONFIG.key(scorer_id=scorer["scorer_id"])]
+    table.batch_write(deletes=keys)
+
+
+def list_scorers_across(experiment_ids: list[str] | None) -> list[dict[str, Any]]:
+    """Latest versions across experiments (the given active ones, or every active one of the workspace)."""
+    if experiment_ids is None:
+        entries = table.query(experiment_store.EXPERIMENT_ENTRY.pk.render({"workspace": experiment_store.DEFAULT_WORKSPACE}), "E#")
+        active = [
+            str(e["experiment_id"]) for e in entries if e.get("entity_type") == "experiment_entry" and e.get("lifecycle_stage") == "active"
+        ]
+    else:
+        active = []
+        for experiment_id in experiment_ids:
+            item = experiment_store.get_experiment_item(experiment_id)
+            if item is not None and item.get("lifecycle_stage") == "active":
+                active.append(str(item["experiment_id"]))
+    found: list[dict[str, Any]] = []
+    for experiment_id in sorted(set(active), key=int):
+        found += list_scorers(experiment_id)
+    return found
+
+
+# --- online scoring configs ---------------------------------------------------------------------------
+
+
+def _config_to_api(item: dict[str, Any]) -> dict[str, Any]:
+    out = {
+        "online_scoring_config_id": item["online_scoring_config_id"],
+        "scorer_id": item["scorer_id"],
+        "sample_rate": float(item["sample_rate"]),
+        "experiment_id": str(item["experiment_id"]),
+    }
+    if item.get("filter_string") is not None:
+        out["filter_string"] = item["filter_string"]
+    return out
+
+
+def get_online_scoring_configs(scorer_ids: list[str]) -> list[dict[str, Any]]:
+    ids = [s for s in dict.fromkeys(scorer_ids) if 0 < len(s.encode("utf-8")) <= 1024]
+    return [_config_to_api(item) for item in table.batch_get([ONLINE_CONFIG.key(scorer_id=s) for s in ids])]
+
+
+def upsert_online_scoring_config(experiment_id: str, name: str, sample_rate: float, filter_string: str | None) -> dict[str, Any]:
+    """SqlAlchemyStore.upsert_online_scoring_config. A positive sample rate needs a gateway-model scorer, and
+    this server has no AI gateway, so only a stopped configuration (sample rate 0) can be stored."""
+    if not 0.0 <= sample_rate <= 1.0:
+        raise invalid(f"sample_rate must be between 0.0 and 1.0, got {sample_rate}")
+    experiment_id = _experiment(experiment_id)
+    scorer, versions = _read(experiment_id, name)
+    if scorer is None:
+        raise _not_found(name, experiment_id)
+    if versions and sample_rate > 0:
+        raise invalid(
+            f"Scorer '{name}' does not use a gateway model. Automatic evaluation is only supported for scorers that use gateway models."
+        )
+    attributes = {
+        "online_scoring_config_id": uuid.uuid4().hex,
+        "scorer_id": scorer["scorer_id"],
+        # Stored as text: the table codec keeps floats exact that way (NaN is refused above).
+        "sample_rate": repr(sample_rate),
+        "experiment_id": experiment_id,
+        "filter_string": filter_string,
+    }
+    item = ONLINE_CONFIG.item(attributes, scorer_id=scorer["scorer_id"])
+    table.put(item)
+    return _config_to_api(item)

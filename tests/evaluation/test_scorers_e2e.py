@@ -1,0 +1,172 @@
+"""Registered scorers end to end with the real client, compared call by call with MLflow's SqlAlchemyStore."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.conftest import unique
+
+
+@pytest.fixture
+def custom_scorers_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The operator opt-in MLflow's server reads; the in-process runtime reads the same variable.
+    monkeypatch.setenv("MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS", "true")
+
+
+def _scorer_view(scorer: Any) -> dict[str, Any]:
+    dump = scorer.model_dump()
+    dump.pop("mlflow_version", None)
+    return {"name": scorer.name, "type": type(scorer).__name__, "dump": dump}
+
+
+def test_scorer_registry_matches_mlflow(against: Any, custom_scorers_allowed: None) -> None:
+    import mlflow
+    from mlflow.genai.judges import make_judge
+    from mlflow.genai.scorers import Guidelines, delete_scorer, get_scorer, list_scorers, scorer
+
+    @scorer
+    def short_answer(outputs: str) -> bool:
+        return len(outputs) < 20
+
+    def scenario() -> dict[str, Any]:
+        experiment_id = mlflow.create_experiment(unique("scorers"))
+        mlflow.set_experiment(experiment_id=experiment_id)
+        store = mlflow.tracking._tracking_service.utils._get_store()
+        out: dict[str, Any] = {}
+        first = Guidelines(name="polite", guidelines=["Be polite."]).register()
+        out["first"] = (first.name, first._registered_backend)
+        Guidelines(name="polite", guidelines=["Be very polite."]).register()
+        Guidelines(name="polite", guidelines=["Be extremely polite."]).register()
+        short_answer.register()
+        make_judge(name="judge", instructions="Is {{ outputs }} correct?", feedback_value_type=bool, model="openai:/gpt-4o").register()
+        out["list"] = [_scorer_view(s) for s in list_scorers()]
+        out["latest"] = get_scorer(name="polite").guidelines
+        out["v1"] = get_scorer(name="polite", version=1).guidelines
+        versions = store.list_scorer_versions(experiment_id, "polite")
+        out["versions"] = [
+            (v.scorer_version, v.scorer_name, v.experiment_id == experiment_id, bool(v.scorer_id), v.creation_time > 0) for v in versions
+        ]
+        out["one_scorer_id"] = len({v.scorer_id for v in versions}) == 1
+        raw_experiment = mlflow.create_experiment(unique("scorers"))
+        registered = store.register_scorer(raw_experiment, "raw", json.dumps({"name": "raw", "aggregations": []}))
+        out["register_raw"] = (registered.scorer_version, registered.scorer_name, registered.experiment_id == raw_experiment)
+        out["raw_listed"] = [(v.scorer_name, v.scorer_version, v._serialized_scorer) for v in store.list_scorers(raw_experiment)]
+        # Deleting the latest version frees its number, as in MLflow.
+        delete_scorer(name="polite", version=3)
+        out["after_delete_v3"] = [v.scorer_version for v in store.list_scorer_versions(experiment_id, "polite")]
+        out["reregistered"] = Guidelines(name="polite", guidelines=["Again."]).register()._scorer_version
+        from mlflow.genai.scorers import ScorerSamplingConfig
+
+        stopped = get_scorer(name="polite").stop()
+        out["stopped"] = (stopped.sample_rate, stopped.filter_string, get_scorer(name="polite").sample_rate)
+        try:
+            get_scorer(name="polite").start(sampling_config=ScorerSamplingConfig(sample_rate=0.5))
+            out["start"] = "ok"
+        except mlflow.MlflowException as error:
+            out["start"] = (error.error_code, "does not use a gateway model" in error.message)
+        delete_scorer(name="judge", version="all")
+        out["after_delete_all"] = sorted(s.name for s in list_scorers())
+        errors = {}
+        for label, call in {
+            "get_missing": lambda: get_scorer(name="judge"),
+            "get_missing_version": lambda: get_scorer(name="polite", version=99),
+            "delete_missing_version": lambda: delete_scorer(name="polite", version=99),
+            "delete_missing": lambda: delete_scorer(name="nope", version="all"),
+            "versions_missing": lambda: store.list_scorer_versions(experiment_id, "nope"),
+            "blank_name": lambda: store.register_scorer(experiment_id, "   ", json.dumps({"name": "x"})),
+            "missing_experiment": lambda: store.register_scorer("987654321", "x", json.dumps({"name": "x"})),
+            "blank_model": lambda: store.register_scorer(experiment_id, "x", json.dumps({"builtin_scorer_pydantic_data": {"model": " "}})),
+            "gateway_model": lambda: store.register_scorer(
+                experiment_id, "x", json.dumps({"builtin_scorer_pydantic_data": {"model": "gateway:/ep"}})
+            ),
+            "list_missing_experiment": lambda: store.list_scorers("987654321"),
+        }.items():
+            try:
+                call()
+                errors[label] = "ok"
+            except mlflow.MlflowException as error:
+                errors[label] = error.error_code
+        out["errors"] = errors
+        mlflow.delete_experiment(experiment_id)
+        try:
+            store.list_scorers(experiment_id)
+            out["deleted_experiment"] = "ok"
+        except mlflow.MlflowException as error:
+            out["deleted_experiment"] = error.error_code
+        return out
+
+    ours, reference = against(scenario)
+    assert ours == reference
+    assert ours["versions"][-1][0] == 3 and ours["after_delete_v3"] == [1, 2] and ours["reregistered"] == 3
+    assert ours["errors"]["get_missing"] == "RESOURCE_DOES_NOT_EXIST"
+    assert ours["stopped"] == (0.0, None, 0.0) and ours["start"] == ("INVALID_PARAMETER_VALUE", True)
+
+
+def test_custom_scorer_needs_the_operator_opt_in(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mlflow
+    from mlflow.genai.scorers import list_scorers, scorer
+
+    monkeypatch.delenv("MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS", raising=False)
+    mlflow.set_tracking_uri(server)
+    experiment_id = mlflow.create_experiment(unique("scorers"))
+
+    @scorer
+    def exact(outputs: str, expectations: dict[str, Any]) -> bool:
+        return outputs == expectations["answer"]
+
+    with pytest.raises(mlflow.MlflowException, match="Custom scorer registration") as raised:
+        exact.register(experiment_id=experiment_id)
+    assert raised.value.error_code == "INVALID_PARAMETER_VALUE"
+    assert list_scorers(experiment_id=experiment_id) == []
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ("not json", "serialized_scorer must be valid JSON"),
+        (json.dumps({"third_party_scorer_data": {"kwargs": {"api_base": "http://x"}}}), "must not contain 'api_base'"),
+        (json.dumps({"third_party_scorer_data": {"kwargs": [1]}}), "kwargs must be a JSON object"),
+        (json.dumps(["a", "list"]), "serialized_scorer must be a JSON object"),
+    ],
+)
+def test_bad_payloads_are_refused_before_any_write(server: str, payload: str, message: str) -> None:
+    import mlflow
+    import requests
+
+    mlflow.set_tracking_uri(server)
+    experiment_id = mlflow.create_experiment(unique("scorers"))
+    response = requests.post(
+        f"{server}/api/3.0/mlflow/scorers/register",
+        json={"experiment_id": experiment_id, "name": "bad", "serialized_scorer": payload},
+        timeout=30,
+    )
+    assert response.status_code == 400
+    assert response.json()["error_code"] == "INVALID_PARAMETER_VALUE" and message in response.json()["message"]
+    listed = requests.get(f"{server}/api/3.0/mlflow/scorers/list", params={"experiment_id": experiment_id}, timeout=30)
+    assert listed.status_code == 200 and listed.json() == {}
+
+
+def test_concurrent_registrations_get_distinct_versions(server: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    import mlflow
+    import requests
+
+    mlflow.set_tracking_uri(server)
+    experiment_id = mlflow.create_experiment(unique("scorers"))
+
+    def register(i: int) -> int:
+        body = {"experiment_id": experiment_id, "name": "race", "serialized_scorer": json.dumps({"name": "race", "i": i})}
+        response = requests.post(f"{server}/api/3.0/mlflow/scorers/register", json=body, timeout=60)
+        assert response.status_code == 200, response.text
+        return response.json()["version"]
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        versions = sorted(pool.map(register, range(12)))
+    assert versions == list(range(1, 13))
+    listed = requests.get(f"{server}/api/3.0/mlflow/scorers/versions", params={"experiment_id": experiment_id, "name": "race"}, timeout=30)
+    assert [s["scorer_version"] for s in listed.json()["scorers"]] == list(range(1, 13))
+    assert len({s["scorer_id"] for s in listed.json()["scorers"]}) == 1
