@@ -19,7 +19,7 @@ from serverless_mlflow import request as checks
 from serverless_mlflow.api import JSON_CONTENT_TYPE, Request, build_app, dumps, lambda_entry
 from serverless_mlflow.errors import invalid
 
-from . import storage
+from . import run_listing, storage
 
 # A Lambda response is capped at 6 MB; a gzipped body travels base64-encoded (4/3 larger).
 MAX_PLAIN_RESPONSE = 5_500_000
@@ -47,6 +47,20 @@ def list_artifacts(req: Request) -> Response:
     files = storage.list_artifacts(message.get("path"))
     # proto3 JSON leaves out an empty repeated field: an empty directory answers {} as MLflow does.
     return _sized_json({"files": files} if files else {}, req)
+
+
+_LIST_FIELDS = {"run_id": "string", "run_uuid": "string", "path": "string", "page_token": "string"}
+
+
+def list_run_artifacts(req: Request) -> Response:
+    raw = dict(req.params())
+    # MLflow's schema check of run_id falls back to run_uuid (old clients send only that).
+    if raw.get("run_id") in (None, "") and raw.get("run_uuid") not in (None, ""):
+        raw["run_id"] = raw["run_uuid"]
+    message = checks.message(
+        raw, _LIST_FIELDS, {"run_id": [checks.string, checks.required], "path": [checks.string], "page_token": [checks.string]}
+    )
+    return _sized_json(run_listing.list_run_artifacts(message["run_id"], message.get("path")), req)
 
 
 def download_artifact(req: Request) -> Response:
@@ -95,6 +109,7 @@ app = build_app(
     "artifacts",
     {
         "list_artifacts": list_artifacts,
+        "list_run_artifacts": list_run_artifacts,
         "download_artifact": download_artifact,
         "upload_artifact": upload_artifact,
         "delete_artifact": delete_artifact,

@@ -104,6 +104,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("POST", f"{M2}/model-versions/set-tag", "registry", "set_model_version_tag"),
     ("DELETE", f"{M2}/model-versions/delete-tag", "registry", "delete_model_version_tag"),
     # --- artifacts (presigned S3; no artifact bytes through Lambda beyond small PUTs) ---------
+    ("GET", f"{M2}/artifacts/list", "artifacts", "list_run_artifacts"),
     ("GET", f"{ART}/artifacts", "artifacts", "list_artifacts"),
     ("GET", f"{ART}/artifacts/{{path+}}", "artifacts", "download_artifact"),
     ("PUT", f"{ART}/artifacts/{{path+}}", "artifacts", "upload_artifact"),
