@@ -33,6 +33,8 @@ class Access:
     prefixes: tuple[str, ...] = ()
     # s3:ListBucket, conditioned on the listed prefix being under ``prefixes``.
     list_objects: bool = False
+    # Actions on the stack's gateway-secrets KMS key (that key only; granted through the key's policy).
+    kms: tuple[str, ...] = ()
     # Stream read is granted by the DynamoEventSource itself (see constructs/indexer.py).
     stream: bool = False
 
@@ -81,6 +83,9 @@ ACCESS: dict[str, Access] = {
         prefixes=(ARTIFACTS,),
         list_objects=True,
     ),
+    # AI gateway configuration: its own partition; secret values are encrypted with the stack's KMS key and
+    # never decrypted by the API (only the gateway runtime would need kms:Decrypt).
+    "gateway": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "DeleteItem", "UpdateItem", "ConditionCheckItem"), kms=("kms:Encrypt",)),
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
     "indexer": Access(table=("BatchGetItem", "Query", "UpdateItem", "BatchWriteItem"), stream=True),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk).

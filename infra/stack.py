@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.config import StackConfig
@@ -27,7 +28,19 @@ class MlflowServerlessStack(Stack):
         self.table = MlflowTable(self, "Table", table_name=self.config.table_name).table
         self.artifacts = ArtifactsBucket(self, "Artifacts", noncurrent_version_days=self.config.noncurrent_version_days)
         self.layer = SharedLayer(self, "Shared", runtime=RUNTIME, architecture=ARCHITECTURE)
-        shared = SharedResources(table=self.table, bucket=self.artifacts.bucket, layer=self.layer.layer, config=self.config)
+        # AI gateway secret values are encrypted with this key (KMS Encrypt, encryption context = secret id and
+        # name). Retained like the table: deleting it would make every stored secret unreadable.
+        self.secrets_key = kms.Key(
+            self,
+            "GatewaySecretsKey",
+            description="mlflow-serverless: encrypts AI gateway secret values",
+            enable_key_rotation=True,
+            rotation_period=Duration.days(365),
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        shared = SharedResources(
+            table=self.table, bucket=self.artifacts.bucket, layer=self.layer.layer, config=self.config, secrets_key=self.secrets_key
+        )
 
         self.features = FeatureFunctions(self, "Features", features=routes.features(), shared=shared)
         self.api = MlflowHttpApi(

@@ -8,6 +8,7 @@ from pathlib import Path
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -32,6 +33,8 @@ class SharedResources:
     bucket: s3.IBucket
     layer: lambda_.ILayerVersion
     config: StackConfig
+    # Encrypts AI gateway secret values (functions whose Access declares ``kms`` actions).
+    secrets_key: kms.IKey | None = None
 
 
 def feature_code(feature: str, functions_dir: Path = FUNCTIONS_DIR) -> lambda_.Code:
@@ -108,6 +111,12 @@ class ServerlessFunction(Construct):
         grant_table(self.role, shared.table, access.table_actions)
         if access.bucket:
             grant_bucket(self.role, shared.bucket, access)
+        key_environment: dict[str, str] = {}
+        if access.kms:
+            if shared.secrets_key is None:
+                raise ValueError(f"function {name!r} declares KMS actions but the stack has no secrets key")
+            shared.secrets_key.grant(self.role, *access.kms)
+            key_environment["GATEWAY_KMS_KEY_ID"] = shared.secrets_key.key_arn
         self.function = lambda_.Function(
             self,
             "Function",
@@ -130,6 +139,7 @@ class ServerlessFunction(Construct):
                 "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
                 "TABLE_NAME": shared.table.table_name,
                 "BUCKET_NAME": shared.bucket.bucket_name,
+                **key_environment,
                 **(environment or {}),
             },
         )

@@ -103,6 +103,17 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M2}/model-versions/get-download-uri", "registry", "get_model_version_download_uri"),
     ("POST", f"{M2}/model-versions/set-tag", "registry", "set_model_version_tag"),
     ("DELETE", f"{M2}/model-versions/delete-tag", "registry", "delete_model_version_tag"),
+    # --- AI gateway configuration (secrets stored KMS-encrypted) -------------------------------
+    ("POST", f"{M3}/gateway/secrets/create", "gateway", "create_gateway_secret"),
+    ("GET", f"{M3}/gateway/secrets/get", "gateway", "get_gateway_secret"),
+    ("POST", f"{M3}/gateway/secrets/update", "gateway", "update_gateway_secret"),
+    ("DELETE", f"{M3}/gateway/secrets/delete", "gateway", "delete_gateway_secret"),
+    ("GET", f"{M3}/gateway/secrets/list", "gateway", "list_gateway_secrets"),
+    ("POST", f"{M3}/gateway/model-definitions/create", "gateway", "create_gateway_model_definition"),
+    ("GET", f"{M3}/gateway/model-definitions/get", "gateway", "get_gateway_model_definition"),
+    ("GET", f"{M3}/gateway/model-definitions/list", "gateway", "list_gateway_model_definitions"),
+    ("POST", f"{M3}/gateway/model-definitions/update", "gateway", "update_gateway_model_definition"),
+    ("DELETE", f"{M3}/gateway/model-definitions/delete", "gateway", "delete_gateway_model_definition"),
     # --- artifacts (presigned S3; no artifact bytes through Lambda beyond small PUTs) ---------
     ("GET", f"{M2}/artifacts/list", "artifacts", "list_run_artifacts"),
     ("GET", f"{ART}/artifacts", "artifacts", "list_artifacts"),
