@@ -85,7 +85,10 @@ ACCESS: dict[str, Access] = {
     ),
     # AI gateway configuration: its own partition; secret values are encrypted with the stack's KMS key and
     # never decrypted by the API (only the gateway runtime would need kms:Decrypt).
-    "gateway": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "DeleteItem", "UpdateItem", "ConditionCheckItem"), kms=("kms:Encrypt",)),
+    "gateway": Access(
+        table=("GetItem", "Query", "BatchGetItem", "PutItem", "DeleteItem", "UpdateItem", "BatchWriteItem", "ConditionCheckItem"),
+        kms=("kms:Encrypt",),
+    ),
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
     "indexer": Access(table=("BatchGetItem", "Query", "UpdateItem", "BatchWriteItem"), stream=True),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk).

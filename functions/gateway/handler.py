@@ -4,13 +4,14 @@ domain function, answer MLflow's JSON. Secrets are answered masked; their values
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from serverless_mlflow import request as checks
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import MlflowError, invalid
 
-from . import model_definitions, secrets, validation
+from . import endpoints, model_definitions, secrets, validation
 
 GATEWAY_DISABLED = "The AI Gateway feature is disabled. Set MLFLOW_ENABLE_AI_GATEWAY=true to enable it."
 
@@ -143,6 +144,190 @@ def delete_model_definition(req: Request) -> dict[str, Any]:
     return {}
 
 
+# --- endpoints --------------------------------------------------------------------------------------------
+
+_ENUMS = {
+    "routing_strategy": ("ROUTING_STRATEGY_UNSPECIFIED", "REQUEST_BASED_TRAFFIC_SPLIT"),
+    "strategy": ("FALLBACK_STRATEGY_UNSPECIFIED", "SEQUENTIAL"),
+    "linkage_type": ("LINKAGE_TYPE_UNSPECIFIED", "PRIMARY", "FALLBACK"),
+}
+_ENDPOINT_NAME_CHARS = re.compile(r"[a-zA-Z0-9_\-\.]+")
+
+
+def _enum(field: str, value: Any) -> str | None:
+    """A proto enum given by name or number -> its name; UNSPECIFIED (0) reads as unset, as the entities map it."""
+    names = _ENUMS[field]
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
+        value = names[value]
+    if value not in names:
+        raise checks.type_error(field, value)
+    return None if value == names[0] else value
+
+
+def _check_endpoint_name(name: str | None) -> None:
+    if name and not _ENDPOINT_NAME_CHARS.fullmatch(name):
+        raise invalid(f"Invalid endpoint name '{name}'. Name can only contain letters, numbers, underscores, hyphens, and dots.")
+
+
+def _model_config(raw: Any, location: str) -> dict[str, Any]:
+    """``GatewayEndpointModelConfig.from_proto`` after MLflow's ``_assert_linkage_type_specified``."""
+    raw = raw if isinstance(raw, dict) else {}
+    linkage = _enum("linkage_type", raw["linkage_type"]) if raw.get("linkage_type") is not None else None
+    if linkage is None:
+        raise invalid(f"Invalid or missing value for required parameter 'linkage_type' in {location}. Must be one of: PRIMARY, FALLBACK.")
+    config: dict[str, Any] = {"model_definition_id": str(raw.get("model_definition_id") or ""), "linkage_type": linkage}
+    config["weight"] = float(raw["weight"]) if raw.get("weight") is not None else 1.0
+    if raw.get("fallback_order") is not None:
+        config["fallback_order"] = int(raw["fallback_order"])
+    return config
+
+
+def _fallback(raw: Any) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    raw = raw if isinstance(raw, dict) else {}
+    strategy = _enum("strategy", raw["strategy"]) if raw.get("strategy") is not None else None
+    return {"strategy": strategy, "max_attempts": int(raw["max_attempts"]) if raw.get("max_attempts") is not None else None}
+
+
+_ENDPOINT_FIELDS = {
+    "name": "string",
+    "model_configs": "[message]",
+    "created_by": "string",
+    "updated_by": "string",
+    "routing_strategy": "enum",
+    "fallback_config": "message",
+    "experiment_id": "string",
+    "usage_tracking": "bool",
+    "endpoint_id": "string",
+}
+
+
+def create_endpoint(req: Request) -> dict[str, Any]:
+    msg = _message(
+        req,
+        _ENDPOINT_FIELDS,
+        {"name": _REQUIRED, "created_by": _STRING, "model_configs": [checks.required], "routing_strategy": _STRING},
+    )
+    _check_endpoint_name(msg.get("name"))
+    fallback = _fallback(msg.get("fallback_config"))
+    configs = [_model_config(raw, f"model_configs[{i}]") for i, raw in enumerate(msg.get("model_configs") or [])]
+    endpoint = endpoints.create_endpoint(
+        msg["name"],
+        configs,
+        _or_none(msg, "created_by"),
+        _enum("routing_strategy", msg["routing_strategy"]) if "routing_strategy" in msg else None,
+        fallback,
+        msg.get("experiment_id"),
+        msg.get("usage_tracking", True),
+    )
+    return {"endpoint": endpoint}
+
+
+def get_endpoint(req: Request) -> dict[str, Any]:
+    msg = _message(req, {"endpoint_id": "string", "name": "string"}, {"endpoint_id": _STRING, "name": _STRING})
+    endpoint_id, name = _or_none(msg, "endpoint_id"), _or_none(msg, "name")
+    if (endpoint_id is None) == (name is None):
+        raise invalid("Exactly one of endpoint_id or name must be provided")
+    return {"endpoint": endpoints.get_endpoint(endpoint_id) if endpoint_id else endpoints.get_endpoint_by_name(name)}
+
+
+def update_endpoint(req: Request) -> dict[str, Any]:
+    msg = _message(
+        req,
+        _ENDPOINT_FIELDS,
+        {"endpoint_id": _REQUIRED, "name": _STRING, "updated_by": _STRING, "routing_strategy": _STRING},
+    )
+    _check_endpoint_name(msg.get("name"))
+    fallback = _fallback(msg.get("fallback_config"))
+    raw_configs = msg.get("model_configs") or []
+    configs = [_model_config(raw, f"model_configs[{i}]") for i, raw in enumerate(raw_configs)] if raw_configs else None
+    endpoint = endpoints.update_endpoint(
+        msg["endpoint_id"],
+        _or_none(msg, "name"),
+        configs,
+        _or_none(msg, "updated_by"),
+        _enum("routing_strategy", msg["routing_strategy"]) if "routing_strategy" in msg else None,
+        fallback,
+        msg.get("experiment_id"),
+        msg.get("usage_tracking"),
+    )
+    return {"endpoint": endpoint}
+
+
+def delete_endpoint(req: Request) -> dict[str, Any]:
+    msg = _message(req, {"endpoint_id": "string"}, {"endpoint_id": _REQUIRED})
+    endpoints.delete_endpoint(msg["endpoint_id"])
+    return {}
+
+
+def list_endpoints(req: Request) -> dict[str, Any]:
+    msg = _message(req, {"provider": "string", "secret_id": "string"}, {"provider": _STRING})
+    found = endpoints.list_endpoints(_or_none(msg, "provider"), _or_none(msg, "secret_id"))
+    return {"endpoints": found} if found else {}
+
+
+def attach_model(req: Request) -> dict[str, Any]:
+    msg = _message(
+        req,
+        {"endpoint_id": "string", "model_config": "message", "created_by": "string"},
+        {"endpoint_id": _REQUIRED, "model_config": [checks.required], "created_by": _STRING},
+    )
+    config = _model_config(msg["model_config"], "model_config")
+    return {"mapping": endpoints.attach_model(msg["endpoint_id"], config, _or_none(msg, "created_by"))}
+
+
+def detach_model(req: Request) -> dict[str, Any]:
+    msg = _message(
+        req, {"endpoint_id": "string", "model_definition_id": "string"}, {"endpoint_id": _REQUIRED, "model_definition_id": _REQUIRED}
+    )
+    endpoints.detach_model(msg["endpoint_id"], msg["model_definition_id"])
+    return {}
+
+
+_BINDING = {"endpoint_id": "string", "resource_type": "string", "resource_id": "string"}
+_RESOURCE_TYPES = ("scorer",)
+
+
+def create_binding(req: Request) -> dict[str, Any]:
+    msg = _message(
+        req,
+        {**_BINDING, "created_by": "string"},
+        {"endpoint_id": _REQUIRED, "resource_type": _REQUIRED, "resource_id": _REQUIRED, "created_by": _STRING},
+    )
+    if msg["resource_type"] not in _RESOURCE_TYPES:
+        # MLflow's GatewayResourceType(value) raises ValueError, which its server answers as a 500.
+        raise MlflowError(f"'{msg['resource_type']}' is not a valid GatewayResourceType", "INTERNAL_ERROR")
+    binding = endpoints.create_binding(msg["endpoint_id"], msg["resource_type"], msg["resource_id"], _or_none(msg, "created_by"))
+    return {"binding": binding}
+
+
+def delete_binding(req: Request) -> dict[str, Any]:
+    msg = _message(req, _BINDING, {"endpoint_id": _REQUIRED, "resource_type": _REQUIRED, "resource_id": _REQUIRED})
+    endpoints.delete_binding(msg["endpoint_id"], msg["resource_type"], msg["resource_id"])
+    return {}
+
+
+def list_bindings(req: Request) -> dict[str, Any]:
+    msg = _message(req, _BINDING, {name: _STRING for name in _BINDING})
+    found = endpoints.list_bindings(_or_none(msg, "endpoint_id"), _or_none(msg, "resource_type"), _or_none(msg, "resource_id"))
+    return {"bindings": found} if found else {}
+
+
+def set_endpoint_tag(req: Request) -> dict[str, Any]:
+    msg = _message(
+        req, {"endpoint_id": "string", "key": "string", "value": "string"}, {"endpoint_id": _REQUIRED, "key": _REQUIRED, "value": _STRING}
+    )
+    endpoints.set_tag(msg["endpoint_id"], msg["key"], msg.get("value", ""))
+    return {}
+
+
+def delete_endpoint_tag(req: Request) -> dict[str, Any]:
+    msg = _message(req, {"endpoint_id": "string", "key": "string"}, {"endpoint_id": _REQUIRED, "key": _REQUIRED})
+    endpoints.delete_tag(msg["endpoint_id"], msg["key"])
+    return {}
+
+
 app = build_app(
     "gateway",
     {
@@ -156,6 +341,18 @@ app = build_app(
         "list_gateway_model_definitions": list_model_definitions,
         "update_gateway_model_definition": update_model_definition,
         "delete_gateway_model_definition": delete_model_definition,
+        "create_gateway_endpoint": create_endpoint,
+        "get_gateway_endpoint": get_endpoint,
+        "update_gateway_endpoint": update_endpoint,
+        "delete_gateway_endpoint": delete_endpoint,
+        "list_gateway_endpoints": list_endpoints,
+        "attach_model_to_gateway_endpoint": attach_model,
+        "detach_model_from_gateway_endpoint": detach_model,
+        "create_gateway_endpoint_binding": create_binding,
+        "delete_gateway_endpoint_binding": delete_binding,
+        "list_gateway_endpoint_bindings": list_bindings,
+        "set_gateway_endpoint_tag": set_endpoint_tag,
+        "delete_gateway_endpoint_tag": delete_endpoint_tag,
     },
 )
 lambda_handler = lambda_entry(app)
