@@ -76,9 +76,10 @@ ACCESS: dict[str, Access] = {
     "logged_models": Access(table=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
     "registry": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
     # Presigned URLs are signed with this role, so it must hold the object actions the client then performs
-    # directly against S3 - under the artifact prefix only. Reads runs and experiments (artifact roots).
+    # directly against S3 - under the artifact prefix only. Reads runs, experiments and logged models (artifact
+    # roots; a logged model is one Query of its items).
     "artifacts": Access(
-        table=("GetItem",),
+        table=("GetItem", "Query"),
         objects=("s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"),
         prefixes=(ARTIFACTS,),
         list_objects=True,

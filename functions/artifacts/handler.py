@@ -63,6 +63,14 @@ def list_run_artifacts(req: Request) -> Response:
     return _sized_json(run_listing.list_run_artifacts(message["run_id"], message.get("path")), req)
 
 
+def list_logged_model_artifacts(req: Request) -> Response:
+    message = req.message(
+        {"artifact_directory_path": "string", "page_token": "string"}, {"artifact_directory_path": [checks.string]}
+    )
+    listing = run_listing.list_logged_model_artifacts(req.path_params.get("model_id", ""), message.get("artifact_directory_path"))
+    return _sized_json(listing, req)
+
+
 def download_artifact(req: Request) -> Response:
     return Response(status_code=302, content_type=None, body="", headers={"Location": storage.download_url(_path(req))})
 
@@ -110,6 +118,7 @@ app = build_app(
     {
         "list_artifacts": list_artifacts,
         "list_run_artifacts": list_run_artifacts,
+        "list_logged_model_artifacts": list_logged_model_artifacts,
         "download_artifact": download_artifact,
         "upload_artifact": upload_artifact,
         "delete_artifact": delete_artifact,

@@ -111,3 +111,47 @@ def test_run_with_s3_root_is_refused_clearly(server: str, client) -> None:
     status, body = _ours_raw(server, {"run_id": run.info.run_id})
     assert status == 400 and body["error_code"] == "INVALID_PARAMETER_VALUE"
     assert "s3://elsewhere/prefix" in body["message"]
+
+
+def _reference_logged_model() -> tuple[str, str]:
+    ref = reference_server()
+    _, experiment = ref.call("POST", "/api/2.0/mlflow/experiments/create", {"name": unique("lm-list")})
+    _, body = ref.call("POST", "/api/2.0/mlflow/logged-models", {"experiment_id": experiment["experiment_id"]})
+    info = body["model"]["info"]
+    root = ref.artifacts / info["artifact_uri"].removeprefix("mlflow-artifacts:/")
+    for name, text in FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return info["model_id"], info["artifact_uri"]
+
+
+def test_logged_model_listing_matches_mlflow_server(server: str, client, tmp_path) -> None:
+    from mlflow.protos.service_pb2 import ListLoggedModelArtifacts
+
+    experiment_id = client.create_experiment(unique("lm-list"))
+    model = client.create_logged_model(experiment_id)
+    for name, text in FILES.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    client.log_model_artifacts(model.model_id, str(tmp_path))
+    ref_id, ref_root = _reference_logged_model()
+    route = "/api/2.0/mlflow/logged-models/{}/artifacts/directories"
+    for path in (None, "model", "model/data", "missing"):
+        query = {"artifact_directory_path": path} if path is not None else {}
+        parsed = call_endpoint(
+            MlflowHostCreds(server),
+            route.format(model.model_id),
+            "GET",
+            message_to_json(ListLoggedModelArtifacts(**query)),
+            ListLoggedModelArtifacts.Response(),
+        )
+        assert parsed.root_uri == model.artifact_location
+        ours = requests.get(f"{server}{route.format(model.model_id)}", params=query, timeout=30).json()
+        status, theirs = reference_server().call("GET", route.format(ref_id), query=query)
+        assert status == 200 and theirs["root_uri"] == ref_root
+        assert sorted(ours.get("files", []), key=lambda f: f["path"]) == sorted(theirs.get("files", []), key=lambda f: f["path"]), path
+    for model_id, bad in ((model.model_id, {"artifact_directory_path": "../x"}), ("m-" + "0" * 32, {})):
+        mine = requests.get(f"{server}{route.format(model_id)}", params=bad, timeout=30)
+        ref_model = ref_id if model_id == model.model_id else model_id
+        status, theirs = reference_server().call("GET", route.format(ref_model), query=bad)
+        assert (mine.status_code, mine.json()["error_code"], mine.json()["message"]) == (status, theirs["error_code"], theirs["message"])

@@ -128,6 +128,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("DELETE", f"{M3}/gateway/endpoints/delete-tag", "gateway", "delete_gateway_endpoint_tag"),
     # --- artifacts (presigned S3; no artifact bytes through Lambda beyond small PUTs) ---------
     ("GET", f"{M2}/artifacts/list", "artifacts", "list_run_artifacts"),
+    ("GET", f"{M2}/logged-models/{{model_id}}/artifacts/directories", "artifacts", "list_logged_model_artifacts"),
     ("GET", f"{ART}/artifacts", "artifacts", "list_artifacts"),
     ("GET", f"{ART}/artifacts/{{path+}}", "artifacts", "download_artifact"),
     ("PUT", f"{ART}/artifacts/{{path+}}", "artifacts", "upload_artifact"),
