@@ -61,12 +61,9 @@ def get_model_definition(model_definition_id: str) -> dict[str, Any]:
 
 
 def list_model_definitions(provider: str | None, secret_id: str | None) -> list[dict[str, Any]]:
-    items = [
-        item
-        for item in records.query_kind(MODEL_DEFINITION.sk_prefix())
-        if (provider is None or item.get("provider") == provider) and (secret_id is None or item.get("secret_id") == secret_id)
-    ]
-    return records.model_definitions_json(items)
+    items = [item for item in records.query_kind(MODEL_DEFINITION.sk_prefix()) if provider is None or item.get("provider") == provider]
+    # Filter on the rendered secret_id: a definition whose secret was deleted no longer names it (SET NULL).
+    return [body for body in records.model_definitions_json(items) if secret_id is None or body.get("secret_id") == secret_id]
 
 
 def update_model_definition(

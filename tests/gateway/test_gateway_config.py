@@ -217,6 +217,7 @@ def test_model_definitions_match_mlflow(server: str, stores: tuple[RestStore, Re
         s.delete_gateway_secret(o.secret_id)
         orphan = s.get_gateway_model_definition(d.model_definition_id)
         assert orphan.secret_id is None and orphan.secret_name is None
+        assert s.list_gateway_model_definitions(secret_id=o.secret_id) == []
     assert _shape(ours.get_gateway_model_definition(created[0].model_definition_id)) == _shape(
         theirs.get_gateway_model_definition(created[1].model_definition_id)
     )
