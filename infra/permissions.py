@@ -34,6 +34,8 @@ class Access:
     prefixes: tuple[str, ...] = ()
     # s3:ListBucket, conditioned on the listed prefix being under ``prefixes``.
     list_objects: bool = False
+    # Actions on the stack's gateway-secrets KMS key (that key only; granted through the key's policy).
+    kms: tuple[str, ...] = ()
     # Stream read is granted by the DynamoEventSource itself (see constructs/indexer.py).
     stream: bool = False
     # Which of the stack's buckets ``objects``/``prefixes`` apply to: "artifacts" or "web_ui" (static files).
@@ -79,15 +81,22 @@ ACCESS: dict[str, Access] = {
     # GenAI evaluation datasets and scorers: records in batches and transactions, experiments read for checks.
     "evaluation": Access(table=(*TABLE_READ, *TABLE_WRITE)),
     # Presigned URLs are signed with this role, so it must hold the object actions the client then performs
-    # directly against S3 - under the artifact prefix only. Reads runs and experiments (artifact roots).
+    # directly against S3 - under the artifact prefix only. Reads runs, experiments and logged models (artifact
+    # roots; a logged model is one Query of its items).
     "artifacts": Access(
-        table=("GetItem",),
+        table=("GetItem", "Query"),
         objects=("s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"),
         prefixes=(ARTIFACTS,),
         list_objects=True,
     ),
     # The web UI's static build in its own bucket: read-only, that prefix only; no table, no artifacts.
     "ui": Access(objects=("s3:GetObject",), prefixes=(UI_PREFIX,), bucket_name="web_ui"),
+    # AI gateway configuration: its own partition; secret values are encrypted with the stack's KMS key and
+    # never decrypted by the API (only the gateway runtime would need kms:Decrypt).
+    "gateway": Access(
+        table=("GetItem", "Query", "BatchGetItem", "PutItem", "DeleteItem", "UpdateItem", "BatchWriteItem", "ConditionCheckItem"),
+        kms=("kms:Encrypt",),
+    ),
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
     "indexer": Access(table=("BatchGetItem", "Query", "UpdateItem", "BatchWriteItem"), stream=True),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk).

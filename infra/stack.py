@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.config import StackConfig
@@ -30,8 +31,23 @@ class MlflowServerlessStack(Stack):
         self.layer = SharedLayer(self, "Shared", runtime=RUNTIME, architecture=ARCHITECTURE)
         # The web UI's static build, served at the API's root by the ui function.
         self.web_ui = WebUiFiles(self, "WebUi", access_logs=self.artifacts.access_logs, log_retention=self.config.log_retention)
+        # AI gateway secret values are encrypted with this key (KMS Encrypt, encryption context = secret id and
+        # name). Retained like the table: deleting it would make every stored secret unreadable.
+        self.secrets_key = kms.Key(
+            self,
+            "GatewaySecretsKey",
+            description="mlflow-serverless: encrypts AI gateway secret values",
+            enable_key_rotation=True,
+            rotation_period=Duration.days(365),
+            removal_policy=RemovalPolicy.RETAIN,
+        )
         shared = SharedResources(
-            table=self.table, bucket=self.artifacts.bucket, layer=self.layer.layer, config=self.config, web_ui_bucket=self.web_ui.bucket
+            table=self.table,
+            bucket=self.artifacts.bucket,
+            layer=self.layer.layer,
+            config=self.config,
+            web_ui_bucket=self.web_ui.bucket,
+            secrets_key=self.secrets_key,
         )
 
         self.features = FeatureFunctions(self, "Features", features=routes.features(), shared=shared)

@@ -122,7 +122,7 @@ class DynamoDBLocal:
 
 
 class MotoS3:
-    """moto's server, used for S3 only (the table is DynamoDB Local's)."""
+    """moto's server, used for S3 and for the gateway's KMS key (the table is DynamoDB Local's)."""
 
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()

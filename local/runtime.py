@@ -145,8 +145,21 @@ class LocalRuntime:
         s3 = boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"])
         if self.bucket_name not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
             s3.create_bucket(Bucket=self.bucket_name)
+        self._ensure_secrets_key()
         bootstrap.ensure_bootstrap_items()
         self.drain_stream()
+
+    def _ensure_secrets_key(self) -> None:
+        """The gateway's secrets key: moto's KMS on the embedded moto server (the stack's kms.Key when deployed)."""
+        import boto3
+
+        if not os.environ.get("KMS_ENDPOINT_URL"):
+            if self.s3 is None:
+                return  # external S3 endpoint: KMS_ENDPOINT_URL / GATEWAY_KMS_KEY_ID come from the environment
+            os.environ["KMS_ENDPOINT_URL"] = self.s3.endpoint
+        if not os.environ.get("GATEWAY_KMS_KEY_ID"):
+            kms = boto3.client("kms", endpoint_url=os.environ["KMS_ENDPOINT_URL"])
+            os.environ["GATEWAY_KMS_KEY_ID"] = kms.create_key(Description="mlflow-serverless local gateway secrets")["KeyMetadata"]["Arn"]
 
     # --- HTTP -> handler ----------------------------------------------------------------------
     def handler_for(self, feature: str) -> Any:

@@ -1,4 +1,4 @@
-"""What the web UI reads of artifacts: a run's listing (``/api/2.0/mlflow/artifacts/list``) and single
+"""What the web UI reads of artifacts: single
 files of runs, model versions and logged models (``/get-artifact`` and friends).
 
 MLflow's server streams those files itself; here every file answers with a redirect to a short-lived
@@ -10,7 +10,6 @@ viewable in the browser, never rendered as HTML or script on any origin.
 from __future__ import annotations
 
 import posixpath
-from typing import Any
 
 from serverless_mlflow import table
 from serverless_mlflow.artifact_locations import relative_path, safe_relative_path
@@ -40,21 +39,6 @@ def _join(root: str, path: str) -> str:
     return posixpath.join(root, relative) if relative else root
 
 
-def list_run_artifacts(run_id: str, path: str | None) -> dict[str, Any]:
-    """MLflow's ListArtifacts for a run: paths relative to the run's root, plus ``root_uri``."""
-    run = runs.get_run_item(run_id)
-    uri = run.get("artifact_uri") or ""
-    out: dict[str, Any] = {"root_uri": uri}
-    root = relative_path(uri)
-    if root is None:
-        return out  # not our bucket: the client reads such roots directly
-    sub = safe_relative_path(path) if path else ""
-    entries = storage.list_artifacts(_join(root, sub))
-    files = [{**entry, "path": posixpath.join(sub, entry["path"]) if sub else entry["path"]} for entry in entries]
-    if files:
-        out["files"] = files
-    return out
-
 
 def run_artifact_url(run_id: str, path: str) -> str:
     run = runs.get_run_item(run_id)
@@ -75,8 +59,5 @@ def model_version_artifact_url(name: str, version: str, path: str) -> str:
 
 
 def logged_model_artifact_url(model_id: str, path: str) -> str:
-    experiment_id = logged_models.experiment_of(model_id)
-    item = table.get(logged_models.LOGGED_MODEL.key(experiment_id=experiment_id, model_id=model_id)) if experiment_id else None
-    if item is None or item.get("lifecycle_stage") == logged_models.DELETED:
-        raise logged_models.model_not_found(model_id)
+    item = logged_models.get_logged_model(model_id)
     return storage.viewer_url(_join(_served_root(item.get("artifact_location"), f"Logged model '{model_id}'"), path))

@@ -19,7 +19,7 @@ from serverless_mlflow import request as checks
 from serverless_mlflow.api import JSON_CONTENT_TYPE, Request, build_app, dumps, lambda_entry
 from serverless_mlflow.errors import MlflowError, invalid
 
-from . import browse, storage
+from . import browse, run_listing, storage
 
 # A Lambda response is capped at 6 MB; a gzipped body travels base64-encoded (4/3 larger).
 MAX_PLAIN_RESPONSE = 5_500_000
@@ -47,6 +47,28 @@ def list_artifacts(req: Request) -> Response:
     files = storage.list_artifacts(message.get("path"))
     # proto3 JSON leaves out an empty repeated field: an empty directory answers {} as MLflow does.
     return _sized_json({"files": files} if files else {}, req)
+
+
+_LIST_FIELDS = {"run_id": "string", "run_uuid": "string", "path": "string", "page_token": "string"}
+
+
+def list_run_artifacts(req: Request) -> Response:
+    raw = dict(req.params())
+    # MLflow's schema check of run_id falls back to run_uuid (old clients send only that).
+    if raw.get("run_id") in (None, "") and raw.get("run_uuid") not in (None, ""):
+        raw["run_id"] = raw["run_uuid"]
+    message = checks.message(
+        raw, _LIST_FIELDS, {"run_id": [checks.string, checks.required], "path": [checks.string], "page_token": [checks.string]}
+    )
+    return _sized_json(run_listing.list_run_artifacts(message["run_id"], message.get("path")), req)
+
+
+def list_logged_model_artifacts(req: Request) -> Response:
+    message = req.message(
+        {"artifact_directory_path": "string", "page_token": "string"}, {"artifact_directory_path": [checks.string]}
+    )
+    listing = run_listing.list_logged_model_artifacts(req.path_params.get("model_id", ""), message.get("artifact_directory_path"))
+    return _sized_json(listing, req)
 
 
 def download_artifact(req: Request) -> Response:
@@ -109,16 +131,6 @@ def _required_query(req: Request, name: str) -> str:
     return value
 
 
-def list_run_artifacts(req: Request) -> Response:
-    message = req.message(
-        {"run_id": "string", "run_uuid": "string", "path": "string", "page_token": "string"},
-        {"run_id": [checks.string], "path": [checks.string], "page_token": [checks.string]},
-    )
-    run_id = message.get("run_id") or message.get("run_uuid")
-    if not run_id:
-        raise invalid("Missing value for required parameter 'run_id'. See the API docs for more information about request parameters.")
-    return _sized_json(browse.list_run_artifacts(run_id, message.get("path")), req)
-
 
 def get_run_artifact(req: Request) -> Response:
     run_id = _query(req, "run_id") or _query(req, "run_uuid") or ""
@@ -140,6 +152,8 @@ app = build_app(
     "artifacts",
     {
         "list_artifacts": list_artifacts,
+        "list_run_artifacts": list_run_artifacts,
+        "list_logged_model_artifacts": list_logged_model_artifacts,
         "download_artifact": download_artifact,
         "upload_artifact": upload_artifact,
         "delete_artifact": delete_artifact,
@@ -147,7 +161,6 @@ app = build_app(
         "complete_multipart_upload": complete_multipart_upload,
         "abort_multipart_upload": abort_multipart_upload,
         "presigned_download": presigned_download,
-        "list_run_artifacts": list_run_artifacts,
         "get_run_artifact": get_run_artifact,
         "get_model_version_artifact": get_model_version_artifact,
         "get_logged_model_artifact": get_logged_model_artifact,

@@ -17,8 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow import fts, search, table
-from serverless_mlflow.artifact_locations import default_experiment_artifact_location
-from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found
+from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments as store
 from serverless_mlflow.store import runs as runs_store
@@ -31,16 +30,9 @@ from serverless_mlflow.validation import (
 )
 
 CUSTOM_VIEW_TAG_PREFIX = "mlflow.customView.view"
-# A transaction holds 100 operations; create uses 3 plus 2 per tag, extra tags are written first.
-_TAGS_IN_CREATE_TRANSACTION = 48
 
 
 # --- create ------------------------------------------------------------------------------------------------
-
-def _duplicate_name(name: str) -> MlflowError:
-    # SqlAlchemyStore appends the database's IntegrityError text; ours names the same constraint.
-    return already_exists(f"Experiment(name={name}) already exists. Error: UNIQUE constraint failed: experiments.workspace, experiments.name")
-
 
 def _is_custom_view_tag(key: str) -> bool:
     return key.startswith(CUSTOM_VIEW_TAG_PREFIX)
@@ -95,43 +87,7 @@ def create_experiment(name: str, artifact_location: str | None, tags: list[dict[
     # Duplicate tag keys in one request: the last value wins (SQL merges by primary key at flush).
     unique_tags = dict(tag_pairs)
 
-    # A cheap pre-check so a plain duplicate does not burn an id (sqlite reuses it, keep ids dense);
-    # uniqueness itself comes from the claim condition below.
-    if store.experiment_id_for_name(name, workspace) is not None:
-        raise _duplicate_name(name)
-
-    counter = table.update(store.counter_key(), "ADD #v :one", names={"#v": "value"}, values={":one": 1}, return_values="UPDATED_NEW")
-    assert counter is not None
-    experiment_id = str(counter["value"])
-    created = store.now_millis()
-    attributes = store.experiment_attributes(
-        experiment_id, name, artifact_location or default_experiment_artifact_location(experiment_id), created, workspace=workspace
-    )
-    meta = ENTITY["experiment"].item(attributes, **attributes, experiment_num=int(experiment_id))
-    tag_items = [store.tag_item(experiment_id, key, value) for key, value in unique_tags.items()]
-    entry_tags = [store.entry_tag_item(experiment_id, key, value, workspace) for key, value in unique_tags.items()]
-
-    # Tags beyond what fits the transaction go first: invisible until E#META exists, removed on failure.
-    early_tags = tag_items[_TAGS_IN_CREATE_TRANSACTION:] + entry_tags[_TAGS_IN_CREATE_TRANSACTION:]
-    if early_tags:
-        table.batch_write(puts=early_tags)
-    operations = [
-        table.put_op(store.name_claim_item(experiment_id, name, workspace), condition="attribute_not_exists(pk)"),
-        table.put_op(meta, condition="attribute_not_exists(pk)"),
-        table.put_op(store.entry_item(meta)),
-        *[table.put_op(item) for item in tag_items[:_TAGS_IN_CREATE_TRANSACTION]],
-        *[table.put_op(item) for item in entry_tags[:_TAGS_IN_CREATE_TRANSACTION]],
-    ]
-    try:
-        # The token makes botocore's retry of a transaction whose answer was lost succeed again.
-        table.transact(operations, token=f"create-experiment-{experiment_id}")
-    except table.ConditionFailed:
-        if store.experiment_id_for_name(name, workspace) == experiment_id:
-            return experiment_id  # our own write, retried after a lost answer (no token support locally)
-        if early_tags:
-            table.batch_write(deletes=[table.key_of(item) for item in early_tags])
-        raise _duplicate_name(name) from None
-    return experiment_id
+    return store.create_experiment(name, artifact_location, unique_tags, workspace)
 
 
 # --- reads -------------------------------------------------------------------------------------------------

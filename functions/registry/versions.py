@@ -7,11 +7,13 @@ import random
 import re
 import time
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 from serverless_mlflow import request as rp
 from serverless_mlflow import table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.store import logged_models
 from serverless_mlflow.store.experiments import now_millis
 from serverless_mlflow.validation import (
     validate_model_alias_name,
@@ -115,16 +117,22 @@ def create_model_version(message: dict[str, Any]) -> dict[str, Any]:
         "storage_location": storage_location,
         "model_id": model_id or None,
     }
-    item = allocate_and_put(name, attributes, tags)
+    # A version registered from a logged model is listed in that model's mlflow.modelVersions tag (MLflow's
+    # server does this right after creating the version; here it is part of the same transaction).
+    link = (lambda number: logged_models.model_versions_tag_op(model_id, name, number)) if model_id and not is_prompt else None
+    item = allocate_and_put(name, attributes, tags, link)
     return version_json(item, tags, [])
 
 
-def allocate_and_put(name: str, attributes: dict[str, Any], tags: dict[str, str]) -> dict[str, Any]:
+def allocate_and_put(
+    name: str, attributes: dict[str, Any], tags: dict[str, str], link: Callable[[int], dict[str, Any] | None] | None = None
+) -> dict[str, Any]:
     """Take the next version number and write the version in one transaction.
 
     The transaction increments META's ``next_version`` only if it still holds the value read, so two
     concurrent creates can never write the same number: the loser's condition fails and it retries
-    with the next number. The version put is also conditioned on the key being free.
+    with the next number. The version put is also conditioned on the key being free. ``link(number)``
+    gives one more (conditioned) write of the same transaction, rebuilt from fresh reads on every attempt.
     """
     tag_items = list(tags.items())
     for attempt in range(MAX_ALLOCATION_ATTEMPTS):
@@ -132,6 +140,8 @@ def allocate_and_put(name: str, attributes: dict[str, Any], tags: dict[str, str]
         number = int(meta.get("next_version") or 1)
         now = now_millis()
         item = version_item({**attributes, "version": number, "creation_timestamp": now, "last_updated_timestamp": now})
+        linked = link(number) if link else None
+        in_transaction = TAGS_IN_CREATE_TRANSACTION - (1 if linked else 0)
         operations = [
             table.update_op(
                 meta_key(name),
@@ -140,7 +150,8 @@ def allocate_and_put(name: str, attributes: dict[str, Any], tags: dict[str, str]
                 condition=f"{NO_MARKERS} AND (next_version = :expected OR attribute_not_exists(next_version))",
             ),
             table.put_op(item, condition="attribute_not_exists(pk)"),
-            *(table.put_op(version_tag_item(name, number, k, v)) for k, v in tag_items[:TAGS_IN_CREATE_TRANSACTION]),
+            *(table.put_op(version_tag_item(name, number, k, v)) for k, v in tag_items[:in_transaction]),
+            *([linked] if linked else []),
         ]
         try:
             table.transact(operations)
@@ -148,7 +159,7 @@ def allocate_and_put(name: str, attributes: dict[str, Any], tags: dict[str, str]
             time.sleep(min(0.5, 0.01 * (2 ** min(attempt, 6))) * random.random())
             continue
         # Tags beyond one transaction's capacity (rare) follow in guarded batches.
-        for key, value in tag_items[TAGS_IN_CREATE_TRANSACTION:]:
+        for key, value in tag_items[in_transaction:]:
             _guarded_version_write(name, number, [table.put_op(version_tag_item(name, number, key, value))])
         return item
     raise MlflowError(f"Model Version creation error (name={name}). Giving up after {MAX_ALLOCATION_ATTEMPTS} attempts.")

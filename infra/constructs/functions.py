@@ -8,6 +8,7 @@ from pathlib import Path
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -34,6 +35,8 @@ class SharedResources:
     config: StackConfig
     # The web UI's static files (only the ui function reads it).
     web_ui_bucket: s3.IBucket | None = None
+    # Encrypts AI gateway secret values (functions whose Access declares ``kms`` actions).
+    secrets_key: kms.IKey | None = None
 
     def bucket_for(self, access: Access) -> s3.IBucket:
         if access.bucket_name == "web_ui":
@@ -118,6 +121,12 @@ class ServerlessFunction(Construct):
         bucket = shared.bucket_for(access)
         if access.bucket:
             grant_bucket(self.role, bucket, access)
+        key_environment: dict[str, str] = {}
+        if access.kms:
+            if shared.secrets_key is None:
+                raise ValueError(f"function {name!r} declares KMS actions but the stack has no secrets key")
+            shared.secrets_key.grant(self.role, *access.kms)
+            key_environment["GATEWAY_KMS_KEY_ID"] = shared.secrets_key.key_arn
         self.function = lambda_.Function(
             self,
             "Function",
@@ -140,6 +149,7 @@ class ServerlessFunction(Construct):
                 "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
                 "TABLE_NAME": shared.table.table_name,
                 "BUCKET_NAME": bucket.bucket_name,
+                **key_environment,
                 **(environment or {}),
             },
         )

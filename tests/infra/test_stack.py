@@ -437,12 +437,29 @@ def test_table_actions_follow_the_declared_access(synth: Synth) -> None:
             expected |= {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
         assert dynamodb_actions == expected, name
     artifacts_actions = actions_of(policy_statements_of(synth, "artifacts"))
-    assert {a for a in artifacts_actions if a.startswith("dynamodb:")} == {"dynamodb:GetItem"}
+    assert {a for a in artifacts_actions if a.startswith("dynamodb:")} == {"dynamodb:GetItem", "dynamodb:Query"}
     assert not {f"dynamodb:{a}" for a in TABLE_WRITE} & actions_of(policy_statements_of(synth, "indexer")) - {
         "dynamodb:UpdateItem",
         "dynamodb:BatchWriteItem",
     }
     assert not any(a.startswith("dynamodb:") for a in actions_of(policy_statements_of(synth, "meta")))
+
+
+def test_kms_rights_only_for_the_gateway_and_only_on_its_key(synth: Synth) -> None:
+    """The gateway encrypts secret values with the stack's key (rotated yearly, retained); it cannot decrypt,
+    and no other function can use the key."""
+    keys = synth.resources("AWS::KMS::Key")
+    assert len(keys) == 1
+    ((key_id, key),) = keys.items()
+    assert key["Properties"]["EnableKeyRotation"] is True and key["DeletionPolicy"] == "Retain"
+    for name in ALL_FUNCTIONS:
+        statements = [s for s in policy_statements_of(synth, name) if any(a.startswith("kms:") for a in _actions(s))]
+        assert {a for s in statements for a in _actions(s)} == set(access_for(name).kms), name
+        for statement in statements:
+            assert statement["Resource"] == {"Fn::GetAtt": [key_id, "Arn"]}, name
+        environment = function_of(synth, name)[1]["Properties"]["Environment"]["Variables"]
+        assert ("GATEWAY_KMS_KEY_ID" in environment) is bool(access_for(name).kms), name
+    assert access_for("gateway").kms == ("kms:Encrypt",)
 
 
 def test_no_wildcard_resources_beyond_index_arns(synth: Synth) -> None:

@@ -55,12 +55,16 @@ def relative_path(uri: str | None) -> str | None:
 
 
 def _decode(path: str) -> str:
+    """The path as MLflow's ``validate_path_is_safe`` returns it: percent-decoded until stable."""
     for _ in range(_MAX_DECODE_ROUNDS):
         decoded = unquote(path)
         if decoded == path:
             return path
         path = decoded
     raise invalid("Invalid path")
+
+
+decoded_path = _decode
 
 
 def safe_relative_path(path: str | None) -> str:

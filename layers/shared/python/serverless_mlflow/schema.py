@@ -148,6 +148,7 @@ def _e(
 EXP = "EXP#{experiment_id}"
 RM = "RM#{model_name:str}"
 EDS = "EDS#{dataset_id}"
+GW = "GW#{workspace}"
 
 ENTITIES: tuple[Entity, ...] = (
     # --- experiment partition -------------------------------------------------------------
@@ -370,6 +371,45 @@ ENTITIES: tuple[Entity, ...] = (
     _e("model_version_tag", RM, "M#V#{version:ver}#T#{key:str}", "Model version tag", attributes=("key", "value")),
     _e("registered_model_tag", RM, "M#TAG#{key:str}", "Registered model tag", attributes=("key", "value")),
     _e("model_alias", RM, "M#ALIAS#{alias:str}", "Alias -> version", attributes=("alias", "version")),
+    # --- AI gateway configuration (one small partition per workspace) ---------------------------
+    _e(
+        "gateway_secret", GW, "S#{secret_id}",
+        "Gateway secret: the value KMS-encrypted (ciphertext only, bound to secret_id and secret_name), its mask and metadata",
+        attributes=(
+            "secret_id", "secret_name", "ciphertext", "masked_value", "provider", "auth_config",
+            "created_at", "last_updated_at", "created_by", "last_updated_by",
+        ),
+    ),
+    _e("gateway_secret_name", GW, "SN#{secret_name:str}", "Secret name claim: unique per workspace", attributes=("secret_id",)),
+    _e(
+        "gateway_model_definition", GW, "D#{model_definition_id}",
+        "Gateway model definition (provider, model name, secret); endpoint_count guards deletes while attached",
+        attributes=(
+            "model_definition_id", "name", "secret_id", "provider", "model_name", "endpoint_count",
+            "created_at", "last_updated_at", "created_by", "last_updated_by",
+        ),
+    ),
+    _e("gateway_model_definition_name", GW, "DN#{name:str}", "Model definition name claim: unique per workspace", attributes=("model_definition_id",)),
+    _e(
+        "gateway_endpoint", GW, "E#{endpoint_id}",
+        "Gateway endpoint; its model mappings, tags and bindings follow under the same sort-key prefix",
+        attributes=(
+            "endpoint_id", "name", "routing_strategy", "fallback_config", "experiment_id", "usage_tracking",
+            "created_at", "last_updated_at", "created_by", "last_updated_by",
+        ),
+    ),
+    _e("gateway_endpoint_name", GW, "EN#{name:str}", "Endpoint name claim: unique per workspace", attributes=("endpoint_id",)),
+    _e(
+        "gateway_endpoint_mapping", GW, "E#{endpoint_id}#M#{model_definition_id}#{linkage_type}",
+        "A model definition attached to an endpoint (one per definition and linkage type)",
+        attributes=("mapping_id", "endpoint_id", "model_definition_id", "weight", "linkage_type", "fallback_order", "position", "created_at", "created_by"),
+    ),
+    _e("gateway_endpoint_tag", GW, "E#{endpoint_id}#T#{key:str}", "Endpoint tag", attributes=("key", "value")),
+    _e(
+        "gateway_endpoint_binding", GW, "E#{endpoint_id}#B#{resource_type:str}#{resource_id:str}",
+        "An MLflow resource (e.g. a scorer) bound to an endpoint",
+        attributes=("endpoint_id", "resource_type", "resource_id", "created_at", "last_updated_at", "created_by", "last_updated_by"),
+    ),
     # --- workspaces, auth, config -----------------------------------------------------------
     _e("workspace", "WORKSPACE#{workspace}", "WS#META", "Workspace", attributes=("name", "description", "default_artifact_root")),
     _e("user", "USER#{username:str}", "U#META", "User credentials", attributes=("username", "password_hash", "is_admin")),

@@ -20,7 +20,7 @@ from typing import Any
 
 from serverless_mlflow import keys, table
 from serverless_mlflow.artifact_locations import default_experiment_artifact_location
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.validation import parse_experiment_id
 
@@ -280,3 +280,59 @@ def list_experiments(workspace: str = DEFAULT_WORKSPACE) -> list[dict[str, Any]]
         # A tag copy without its META (a >48-tag create that failed) is ignored.
     flush()
     return experiments
+
+
+# --- create ------------------------------------------------------------------------------------------------
+
+# A transaction holds 100 operations; create uses 3 plus 2 per tag, extra tags are written first.
+_TAGS_IN_CREATE_TRANSACTION = 48
+
+
+def duplicate_name(name: str) -> MlflowError:
+    # SqlAlchemyStore appends the database's IntegrityError text; ours names the same constraint.
+    return already_exists(f"Experiment(name={name}) already exists. Error: UNIQUE constraint failed: experiments.workspace, experiments.name")
+
+
+def create_experiment(name: str, artifact_location: str | None, tags: dict[str, str], workspace: str = DEFAULT_WORKSPACE) -> str:
+    """Write a validated experiment: allocate an id from the CONFIG counter, write all items in one transaction.
+
+    Shared by the experiments feature (create_experiment) and the gateway (an endpoint's usage-tracking
+    experiment). Callers validate name, location and tags first; a taken name is RESOURCE_ALREADY_EXISTS.
+    """
+    # A cheap pre-check so a plain duplicate does not burn an id (sqlite reuses it, keep ids dense);
+    # uniqueness itself comes from the claim condition below.
+    if experiment_id_for_name(name, workspace) is not None:
+        raise duplicate_name(name)
+
+    counter = table.update(counter_key(), "ADD #v :one", names={"#v": "value"}, values={":one": 1}, return_values="UPDATED_NEW")
+    assert counter is not None
+    experiment_id = str(counter["value"])
+    created = now_millis()
+    attributes = experiment_attributes(
+        experiment_id, name, artifact_location or default_experiment_artifact_location(experiment_id), created, workspace=workspace
+    )
+    meta = ENTITY["experiment"].item(attributes, **attributes, experiment_num=int(experiment_id))
+    tag_items = [tag_item(experiment_id, key, value) for key, value in tags.items()]
+    entry_tags = [entry_tag_item(experiment_id, key, value, workspace) for key, value in tags.items()]
+
+    # Tags beyond what fits the transaction go first: invisible until E#META exists, removed on failure.
+    early_tags = tag_items[_TAGS_IN_CREATE_TRANSACTION:] + entry_tags[_TAGS_IN_CREATE_TRANSACTION:]
+    if early_tags:
+        table.batch_write(puts=early_tags)
+    operations = [
+        table.put_op(name_claim_item(experiment_id, name, workspace), condition="attribute_not_exists(pk)"),
+        table.put_op(meta, condition="attribute_not_exists(pk)"),
+        table.put_op(entry_item(meta)),
+        *[table.put_op(item) for item in tag_items[:_TAGS_IN_CREATE_TRANSACTION]],
+        *[table.put_op(item) for item in entry_tags[:_TAGS_IN_CREATE_TRANSACTION]],
+    ]
+    try:
+        # The token makes botocore's retry of a transaction whose answer was lost succeed again.
+        table.transact(operations, token=f"create-experiment-{experiment_id}")
+    except table.ConditionFailed:
+        if experiment_id_for_name(name, workspace) == experiment_id:
+            return experiment_id  # our own write, retried after a lost answer (no token support locally)
+        if early_tags:
+            table.batch_write(deletes=[table.key_of(item) for item in early_tags])
+        raise duplicate_name(name) from None
+    return experiment_id

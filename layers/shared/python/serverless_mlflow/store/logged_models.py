@@ -11,6 +11,7 @@ read logged models too. Layout (see ``schema.py``), all in the model's experimen
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from serverless_mlflow import table
@@ -29,6 +30,8 @@ DELETED = "deleted"
 STATUS_NAMES = {0: "LOGGED_MODEL_STATUS_UNSPECIFIED", 1: "LOGGED_MODEL_PENDING", 2: "LOGGED_MODEL_READY", 3: "LOGGED_MODEL_UPLOAD_FAILED"}
 STATUS_CODES = {name: code for code, name in STATUS_NAMES.items()}
 MODEL_ID_LENGTH = 34  # "m-" + 32 hex
+# The model versions registered from a logged model: a JSON list of {"name", "version"} (mlflow.utils.mlflow_tags).
+MODEL_VERSIONS_TAG = "mlflow.modelVersions"
 
 
 def model_not_found(model_id: str) -> MlflowError:
@@ -96,6 +99,30 @@ def find_model(model_id: str) -> dict[str, Any] | None:
     """Locator + model (deleted ones included); None when unknown."""
     experiment_id = experiment_of(model_id)
     return read_model(experiment_id, model_id) if experiment_id is not None else None
+
+
+def model_versions_tag_op(model_id: str, name: str, version: int) -> dict[str, Any] | None:
+    """The write that adds ``{"name", "version"}`` to a model's ``mlflow.modelVersions`` tag, for a transaction.
+
+    MLflow's ``AbstractStore.set_model_versions_tags`` reads the tag, appends the version unless present and
+    writes it back. Here the put is conditioned on the value read (or on the tag's absence), so two versions
+    registered from one model at once cannot drop each other: the loser's transaction fails and is retried
+    with a fresh read. None when the version is already listed (nothing to write).
+    """
+    experiment_id = experiment_of(model_id)
+    if experiment_id is None:
+        raise model_not_found(model_id)
+    key = TAG.key(experiment_id=experiment_id, model_id=model_id, key=MODEL_VERSIONS_TAG)
+    current = table.get(key)
+    entries = json.loads(current["value"]) if current else []
+    entry = {"name": name, "version": version}
+    if entry in entries:
+        return None
+    value = json.dumps([*entries, entry])  # json.dumps defaults, as MLflow writes it
+    item = TAG.item({"key": MODEL_VERSIONS_TAG, "value": value}, experiment_id=experiment_id, model_id=model_id, key=MODEL_VERSIONS_TAG)
+    if current is None:
+        return table.put_op(item, condition="attribute_not_exists(pk)")
+    return table.put_op(item, condition="#value = :read", names={"#value": "value"}, values={":read": current["value"]})
 
 
 def get_logged_model_record(model_id: str) -> dict[str, Any]:

@@ -1,0 +1,78 @@
+"""MLflow's own tracking server (its Flask app) on sqlite: the reference for differential tests.
+
+``reference_server()`` starts, once per test process, a child process serving ``mlflow.server.app`` over HTTP
+on a free port, with a sqlite backend, ``mlflow-artifacts:/`` as the default artifact root (a local
+directory) and a KEK passphrase for the gateway's secret encryption. A separate process because MLflow's
+handlers set process-wide tracking/registry URIs and resolve ``models:/`` through them: in the tests'
+process they would reach our server instead of their own store.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import requests
+
+_SERVE = """
+import sys
+from werkzeug.serving import make_server
+from mlflow.server import app
+server = make_server("127.0.0.1", 0, app, threaded=True)
+print(server.server_port, flush=True)
+server.serve_forever()
+"""
+
+
+@dataclass
+class Reference:
+    directory: Path
+    url: str
+
+    @property
+    def artifacts(self) -> Path:
+        """The local directory behind ``mlflow-artifacts:/``."""
+        return self.directory / "artifacts"
+
+    def call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, query: dict[str, Any] | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        response = requests.request(method, f"{self.url}{path}", json=body, params=query, timeout=60)
+        return response.status_code, response.json() if response.content else {}
+
+
+@cache
+def reference_server() -> Reference:
+    directory = Path(tempfile.mkdtemp(prefix="mlflow-reference-"))
+    uri = f"sqlite:///{directory / 'mlflow.db'}"
+    env = {
+        **os.environ,
+        "_MLFLOW_SERVER_FILE_STORE": uri,
+        "_MLFLOW_SERVER_REGISTRY_STORE": uri,
+        "_MLFLOW_SERVER_ARTIFACT_ROOT": "mlflow-artifacts:/",
+        "_MLFLOW_SERVER_ARTIFACT_DESTINATION": str(directory / "artifacts"),
+        "_MLFLOW_SERVER_SERVE_ARTIFACTS": "true",
+        "MLFLOW_CRYPTO_KEK_PASSPHRASE": "reference-only-passphrase",
+    }
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
+        env.pop(name, None)
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SERVE], env=env, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    atexit.register(process.kill)
+    port = int(process.stdout.readline())  # printed once the socket is bound
+    reference = Reference(directory, f"http://127.0.0.1:{port}")
+    deadline = time.monotonic() + 60
+    while requests.get(f"{reference.url}/health", timeout=5).status_code != 200:
+        if time.monotonic() > deadline:
+            raise RuntimeError("MLflow's reference server did not become healthy")
+        time.sleep(0.2)
+    return reference
