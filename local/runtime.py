@@ -26,6 +26,7 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions"):
         sys.path.insert(0, str(extra))
 
 from local import iam  # noqa: E402
+from local.authorizer import UNAUTHORIZED, Authorizer  # noqa: E402
 from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
 from local.events import (  # noqa: E402
     INTEGRATION_FAILURE,
@@ -63,6 +64,11 @@ class LocalRuntime:
         self._poller: threading.Thread | None = None
         self._stopping = threading.Event()
         self._handlers: dict[str, Any] = {}
+        # AUTHORIZATION=basic: API Gateway's Lambda authorizer in front of every non-public route.
+        self.authorization = os.environ.get("AUTHORIZATION", "none").lower()
+        self.authorizer: Authorizer | None = None
+        # The admin password when this runtime generated it (printed once by ``python -m local``).
+        self.generated_admin_password: str | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> LocalRuntime:
@@ -106,6 +112,7 @@ class LocalRuntime:
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
         os.environ["TABLE_NAME"] = self.table_name
+        os.environ["AUTHORIZATION"] = self.authorization
         os.environ["BUCKET_NAME"] = self.bucket_name
         if not os.environ.get("DYNAMODB_ENDPOINT_URL"):
             self.dynamodb = DynamoDBLocal(db_path=os.environ.get("DYNAMODB_LOCAL_DB_PATH") or None).start()
@@ -143,7 +150,21 @@ class LocalRuntime:
         if self.bucket_name not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
             s3.create_bucket(Bucket=self.bucket_name)
         bootstrap.ensure_bootstrap_items()
+        if self.authorization == "basic":
+            self.authorizer = Authorizer()
+            self._ensure_admin()
         self.drain_stream()
+
+    def _ensure_admin(self) -> None:
+        """The first admin, as the stack's bootstrap creates it from its secret: never a fixed password."""
+        from serverless_mlflow.auth import passwords
+
+        username = os.environ.get("MLFLOW_AUTH_ADMIN_USERNAME") or "admin"
+        password = os.environ.get("MLFLOW_AUTH_ADMIN_PASSWORD")
+        if not password:
+            password = passwords.generate_password()
+        if bootstrap.ensure_admin(username, password) and not os.environ.get("MLFLOW_AUTH_ADMIN_PASSWORD"):
+            self.generated_admin_password = password
 
     # --- HTTP -> handler ----------------------------------------------------------------------
     def handler_for(self, feature: str) -> Any:
@@ -159,6 +180,11 @@ class LocalRuntime:
         else:
             feature, route_key, path_params = routes.DEFAULT_FEATURE, "$default", {}
         event = api_gateway_event(method, raw_path, query, headers, body, route_key, path_params, self.host)
+        if self.authorizer is not None and not (matched and matched[0].public):
+            context = self.authorizer.context_for(headers, route_key)
+            if context is None:
+                return UNAUTHORIZED
+            event["requestContext"]["authorizer"] = {"lambda": context}
         if len(json.dumps(event)) > MAX_LAMBDA_PAYLOAD:
             return REQUEST_TOO_LARGE
         with iam.acting_as(feature):
