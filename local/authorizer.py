@@ -21,7 +21,7 @@ from local.events import LambdaContext, json_response
 from serverless_mlflow.auth.authorizer import lambda_handler
 
 # The deployed authorizer's result TTL (infra/constructs/api.py reads the same constant).
-CACHE_SECONDS = 60
+CACHE_SECONDS = 60  # = infra.constructs.api.AUTHORIZER_CACHE_SECONDS (tests/infra checks they agree)
 UNAUTHORIZED = json_response(401, '{"message":"Unauthorized"}')
 
 

@@ -130,6 +130,9 @@ class ServerlessFunction(Construct):
                 "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
                 "TABLE_NAME": shared.table.table_name,
                 "BUCKET_NAME": shared.bucket.bucket_name,
+                # serverless_mlflow.auth enforces MLflow's permissions only in "basic" mode.
+                "AUTHORIZATION": config.authorization,
+                "AUTH_DEFAULT_PERMISSION": config.auth_default_permission,
                 **(environment or {}),
             },
         )
