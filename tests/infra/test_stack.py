@@ -195,7 +195,7 @@ def test_layer_vendors_third_party_packages_without_boto3(synth: Synth) -> None:
 
 
 def test_every_function_has_a_permission_declaration() -> None:
-    assert set(ALL_FUNCTIONS) | {"bootstrap"} == set(ACCESS)
+    assert set(ALL_FUNCTIONS) | {"bootstrap", "authorizer"} == set(ACCESS)
     with pytest.raises(KeyError, match=r"permissions\.py"):
         access_for("not-a-feature")
 
