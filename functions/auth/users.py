@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow.api import Request
 from serverless_mlflow.auth import store
-from serverless_mlflow.auth.permissions import effective
+from serverless_mlflow.auth.permissions import PROMPT, effective
 from serverless_mlflow.auth.resources import param
 from serverless_mlflow.errors import MlflowError, invalid
 
@@ -93,6 +93,9 @@ def revoke_user_permission(req: Request, _caller: str) -> dict[str, Any]:
 
 def get_user_permission(req: Request, _caller: str) -> dict[str, Any]:
     username, kind, resource_id = _grant_target(req)
+    if kind == PROMPT and resource_id != "*":
+        # MLflow's resolver has no per-prompt lookup for this API (only the wildcard reaches it).
+        raise invalid(f"resource_type '{kind}' is not supported by the per-user permission convenience APIs.")
     # MLflow resolves this from grants and default_permission only: the is_admin flag does not enter it.
     _user, grants = store.access(username, kind, [resource_id])
     permission = effective(False, grants[resource_id])
