@@ -210,8 +210,8 @@ STEPS: list[Step] = [
          lambda c: {"username": "bob", "resource_type": "registered_model", "resource_id": "bob-model-2"}, compare_json=True),
     Step("bob creates a prompt-tagged model", "bob", "POST", f"{M2}/registered-models/create",
          lambda c: {"name": "bob-prompt", "tags": [{"key": "mlflow.prompt.is_prompt", "value": "true"}]}),
-    Step("bob's grant on his prompt", ADMIN, "GET", f"{M3}/users/permissions/get",
-         lambda c: {"username": "bob", "resource_type": "prompt", "resource_id": "bob-prompt"}, compare_json=True),
+    Step("a per-prompt permission cannot be read", ADMIN, "GET", f"{M3}/users/permissions/get",
+         lambda c: {"username": "bob", "resource_type": "prompt", "resource_id": "bob-prompt"}),
     Step("alice creates a model named like a denied one", "alice", "POST", f"{M2}/registered-models/create", lambda c: {"name": "alice-model-2"}),
     # --- users, finally --------------------------------------------------------------------------------------
     Step("admin deletes bob", ADMIN, "DELETE", f"{M2}/users/delete", lambda c: {"username": "bob"}),

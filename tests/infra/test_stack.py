@@ -530,7 +530,9 @@ def test_outputs(synth: Synth) -> None:
 
 def test_context_is_validated() -> None:
     with pytest.raises(ValueError, match="authorization"):
-        StackConfig(authorization="basic")
+        StackConfig(authorization="cognito")
+    with pytest.raises(ValueError, match="auth_default_permission"):
+        StackConfig(authorization="basic", auth_default_permission="ADMIN")
     with pytest.raises(ValueError, match="log_retention_days"):
         _ = StackConfig(log_retention_days=12).log_retention
     with pytest.raises(ValueError, match="noncurrent_version_days"):
