@@ -67,8 +67,9 @@ ARTIFACTS = f"{ARTIFACTS_PREFIX}/"
 
 # Derived from what each function does (``LOCAL_IAM=record`` over the test suite), then enforced locally.
 ACCESS: dict[str, Access] = {
-    # health/version/server-info and ENDPOINT_NOT_FOUND: never touches the table.
-    "meta": Access(),
+    # health/version/server-info and ENDPOINT_NOT_FOUND never touch the table; under basic auth a meta route
+    # without a rule is admin-only (fail closed), which reads the caller's user item.
+    "meta": Access(table=("GetItem",)),
     # BatchGetItem: basic auth reads the caller's user item and grants in one batch (serverless_mlflow.auth).
     "experiments": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")),
     "runs": Access(table=(*TABLE_READ, *TABLE_WRITE)),

@@ -72,7 +72,7 @@ def mlflow_server() -> Iterator[str]:
         "--backend-store-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--artifacts-destination", str(workdir / "artifacts"),
         "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
     ]  # fmt: skip
-    log = open(workdir / "server.log", "wb")  # noqa: SIM115 - closed below
+    log = open(workdir / "server.log", "wb")
     process = subprocess.Popen(command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
