@@ -55,7 +55,9 @@ class StackConfig:
         if self.authorization not in AUTHORIZATION_MODES:
             raise ValueError(f"context 'authorization' must be one of {AUTHORIZATION_MODES}, got {self.authorization!r}")
         if self.auth_default_permission not in DEFAULT_PERMISSIONS:
-            raise ValueError(f"context 'auth_default_permission' must be one of {DEFAULT_PERMISSIONS}, got {self.auth_default_permission!r}")
+            raise ValueError(
+                f"context 'auth_default_permission' must be one of {DEFAULT_PERMISSIONS}, got {self.auth_default_permission!r}"
+            )
         if not self.admin_username:
             raise ValueError("context 'admin_username' must not be empty")
         if self.noncurrent_version_days < 1:

@@ -71,7 +71,9 @@ ACCESS: dict[str, Access] = {
     # without a rule is admin-only (fail closed), which reads the caller's user item.
     "meta": Access(table=("GetItem",)),
     # BatchGetItem: basic auth reads the caller's user item and grants in one batch (serverless_mlflow.auth).
-    "experiments": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")),
+    "experiments": Access(
+        table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")
+    ),
     "runs": Access(table=(*TABLE_READ, *TABLE_WRITE)),
     "logged_models": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
     # BatchWriteItem: basic auth moves/drops a model's grants on rename/delete.
