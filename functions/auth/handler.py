@@ -14,8 +14,7 @@ from aws_lambda_powertools.event_handler import Response
 from auth import users
 from serverless_mlflow import auth as auth_mode
 from serverless_mlflow.api import Request, build_app, lambda_entry
-from serverless_mlflow.auth import enforce
-from serverless_mlflow.auth.authorizer import authorize, credentials
+from serverless_mlflow.auth import browser
 from serverless_mlflow.errors import endpoint_not_found
 
 
@@ -40,10 +39,9 @@ def login(req: Request) -> Response:
     A browser keeps the credentials it typed for the realm and sends them with every later request to this
     origin, so every other route (which API Gateway guards with the authorizer) just works afterwards.
     """
-    if auth_mode.basic_enabled():
-        found = credentials(req.headers.get("authorization"))
-        if not found or not authorize(req.headers["authorization"])["context"]["authenticated"]:
-            return enforce.unauthenticated()
+    refused = browser.challenge(req)
+    if refused is not None:
+        return refused
     return Response(status_code=302, content_type="text/plain", body="", headers={"Location": "/", "Cache-Control": "no-store"})
 
 
