@@ -10,6 +10,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,10 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
-def basic_server(server: str) -> Iterator[str]:
-    """Our runtime in basic mode (its own table and bucket on the session's DynamoDB Local and S3)."""
+@contextmanager
+def basic_runtime() -> Iterator[str]:
+    """Our runtime in basic mode, in its own process with its own table and bucket (on the session's
+    DynamoDB Local and S3)."""
     from local.runtime import free_port
 
     port = free_port()
@@ -54,6 +56,12 @@ def basic_server(server: str) -> Iterator[str]:
         yield url
     finally:
         _stop(process)
+
+
+@pytest.fixture(scope="session")
+def basic_server(server: str) -> Iterator[str]:
+    with basic_runtime() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

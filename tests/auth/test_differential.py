@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from tests.auth.conftest import basic_runtime
 from tests.auth.scenario import STEPS, Answer, play
 
 
 @pytest.fixture(scope="module")
-def answers(basic_server: str, mlflow_server: str) -> tuple[dict[str, Answer], dict[str, Answer]]:
-    return play(basic_server), play(mlflow_server)
+def answers(server: str, mlflow_server: str) -> tuple[dict[str, Answer], dict[str, Answer]]:
+    # An empty runtime of its own, like the reference: user ids are compared too.
+    with basic_runtime() as ours:
+        return play(ours), play(mlflow_server)
 
 
 @pytest.mark.parametrize("step", STEPS, ids=[s.name for s in STEPS])
