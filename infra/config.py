@@ -8,7 +8,9 @@ from typing import Any
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-AUTHORIZATION_MODES = ("iam", "none")
+AUTHORIZATION_MODES = ("iam", "basic", "none")
+# MLflow's permission names a user gets on a resource without a grant (basic_auth.ini default_permission).
+DEFAULT_PERMISSIONS = ("READ", "USE", "EDIT", "MANAGE", "NO_PERMISSIONS")
 
 _RETENTION: dict[int, logs.RetentionDays] = {
     1: logs.RetentionDays.ONE_DAY,
@@ -27,8 +29,13 @@ class StackConfig:
     # Physical table name; the local runtime and tests use the same default.
     table_name: str = "mlflow-serverless"
     # "iam": every route needs a SigV4-signed request (MLFLOW_TRACKING_AWS_SIGV4=true on the client).
+    # "basic": MLflow's basic auth (users, per-user permissions; MLFLOW_TRACKING_USERNAME/PASSWORD on the
+    #          client, a login prompt in a browser). The first admin's password is in a Secrets Manager secret.
     # "none": open API, for short trials only.
     authorization: str = "iam"
+    # basic: the permission a user has on a resource without a grant, and the first admin's user name.
+    auth_default_permission: str = "READ"
+    admin_username: str = "admin"
     log_level: str = "INFO"
     log_retention_days: int = 30
     # Stage-wide throttling defaults (requests/second and burst) for the HTTP API.
@@ -47,6 +54,12 @@ class StackConfig:
     def __post_init__(self) -> None:
         if self.authorization not in AUTHORIZATION_MODES:
             raise ValueError(f"context 'authorization' must be one of {AUTHORIZATION_MODES}, got {self.authorization!r}")
+        if self.auth_default_permission not in DEFAULT_PERMISSIONS:
+            raise ValueError(
+                f"context 'auth_default_permission' must be one of {DEFAULT_PERMISSIONS}, got {self.auth_default_permission!r}"
+            )
+        if not self.admin_username:
+            raise ValueError("context 'admin_username' must not be empty")
         if self.noncurrent_version_days < 1:
             raise ValueError(f"context 'noncurrent_version_days' must be at least 1, got {self.noncurrent_version_days}")
         if self.alarm_topic_arn and not self.alarm_topic_arn.startswith("arn:"):
@@ -57,6 +70,10 @@ class StackConfig:
     @property
     def iam_auth(self) -> bool:
         return self.authorization == "iam"
+
+    @property
+    def basic_auth(self) -> bool:
+        return self.authorization == "basic"
 
     @property
     def extra_cors_origins(self) -> list[str]:

@@ -35,6 +35,10 @@ INDEXER_DLQ_REASON = (
     "Invoked by a DynamoDB stream event source mapping, which has its own on-failure destination (SQS) with "
     "bounded retries; a function-level DLQ only applies to asynchronous invocations."
 )
+AUTHORIZER_DLQ_REASON = (
+    "Invoked synchronously by API Gateway as the HTTP API's Lambda authorizer; a failure answers the HTTP "
+    "request, there is no asynchronous event to park in a dead-letter queue."
+)
 BOOTSTRAP_DLQ_REASON = (
     "Invoked by CloudFormation for a custom resource; the function reports every failure to CloudFormation "
     "(the deploy fails and rolls back), so there is no event to keep in a dead-letter queue."
@@ -88,6 +92,14 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
         "permissions (the stream reads themselves are scoped to this table's stream ARN).",
     )
     _function_acks(stack, stack.bootstrap.function, BOOTSTRAP_DLQ_REASON)
+    if stack.basic_auth is not None:
+        _function_acks(stack, stack.basic_auth.authorizer, AUTHORIZER_DLQ_REASON)
+        acknowledge(
+            stack.basic_auth.admin_secret,
+            "AwsSolutions-SMG4",
+            "The first admin's password seeds a user item once (bootstrap); rotating the secret would not change the "
+            "stored password hash. Rotate through MLflow's update-password API instead, as on an MLflow server.",
+        )
 
     for function in stack.features.functions.values():
         bucket = stack.web_ui.bucket if function.access.bucket_name == "web_ui" else stack.artifacts.bucket

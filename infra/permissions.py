@@ -72,19 +72,24 @@ ARTIFACTS = f"{ARTIFACTS_PREFIX}/"
 
 # Derived from what each function does (``LOCAL_IAM=record`` over the test suite), then enforced locally.
 ACCESS: dict[str, Access] = {
-    # health/version/server-info and ENDPOINT_NOT_FOUND: never touches the table.
-    "meta": Access(),
-    "experiments": Access(table=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")),
+    # health/version/server-info and ENDPOINT_NOT_FOUND never touch the table; under basic auth a meta route
+    # without a rule is admin-only (fail closed), which reads the caller's user item.
+    "meta": Access(table=("GetItem",)),
+    # BatchGetItem: basic auth reads the caller's user item and grants in one batch (serverless_mlflow.auth).
+    "experiments": Access(
+        table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")
+    ),
     "runs": Access(table=(*TABLE_READ, *TABLE_WRITE)),
-    "logged_models": Access(table=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
-    "registry": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
+    "logged_models": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
+    # BatchWriteItem: basic auth moves/drops a model's grants on rename/delete.
+    "registry": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")),
     # GenAI evaluation datasets and scorers: records in batches and transactions, experiments read for checks.
     "evaluation": Access(table=(*TABLE_READ, *TABLE_WRITE)),
     # Presigned URLs are signed with this role, so it must hold the object actions the client then performs
     # directly against S3 - under the artifact prefix only. Reads runs, experiments and logged models (artifact
     # roots; a logged model is one Query of its items).
     "artifacts": Access(
-        table=("GetItem", "Query"),
+        table=("GetItem", "Query", "BatchGetItem"),
         objects=("s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"),
         prefixes=(ARTIFACTS,),
         list_objects=True,
@@ -99,8 +104,13 @@ ACCESS: dict[str, Access] = {
     ),
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
     "indexer": Access(table=("BatchGetItem", "Query", "UpdateItem", "BatchWriteItem"), stream=True),
-    # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk).
-    "bootstrap": Access(table=("PutItem",)),
+    # Basic auth's users and grants (functions/auth): user items, the user-id counter, grants, their gsi4 listing.
+    "auth": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
+    # The API Gateway Lambda authorizer (basic auth): reads one user item per uncached Authorization header.
+    "authorizer": Access(table=("GetItem",)),
+    # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk) and, with
+    # basic auth, the first admin (user item + user-id counter), whose password it reads from its secret.
+    "bootstrap": Access(table=("GetItem", "PutItem", "UpdateItem")),
 }
 
 

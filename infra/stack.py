@@ -10,6 +10,7 @@ from constructs import Construct
 from infra.config import StackConfig
 from infra.constructs.api import MlflowHttpApi
 from infra.constructs.artifacts_bucket import ArtifactsBucket
+from infra.constructs.auth import BasicAuth
 from infra.constructs.bootstrap import Bootstrap
 from infra.constructs.functions import ARCHITECTURE, RUNTIME, FeatureFunctions, SharedResources
 from infra.constructs.indexer import StreamIndexer
@@ -51,11 +52,14 @@ class MlflowServerlessStack(Stack):
         )
 
         self.features = FeatureFunctions(self, "Features", features=routes.features(), shared=shared)
+        # authorization=basic: the Lambda authorizer and the first admin's generated password.
+        self.basic_auth = BasicAuth(self, "BasicAuth", shared=shared) if self.config.basic_auth else None
         self.api = MlflowHttpApi(
             self,
             "Api",
             functions={name: fn.function for name, fn in self.features.functions.items()},
             config=self.config,
+            basic_authorizer=self.basic_auth.authorizer.function if self.basic_auth else None,
         )
         self.artifacts.allow_browser_reads([self.api.url, *self.config.extra_cors_origins])
         self.indexer = StreamIndexer(self, "Indexer", shared=shared)
@@ -69,7 +73,7 @@ class MlflowServerlessStack(Stack):
             indexer=self.indexer.function.function,
             dead_letter_queue=self.indexer.dead_letter_queue,
         )
-        self.bootstrap = Bootstrap(self, "Bootstrap", shared=shared)
+        self.bootstrap = Bootstrap(self, "Bootstrap", shared=shared, admin_secret=self.basic_auth.admin_secret if self.basic_auth else None)
 
         # Attach this to the users/roles that run the mlflow client when authorization is "iam".
         self.client_policy_resource = self.format_arn(service="execute-api", resource=self.api.api.api_id, resource_name="*")
@@ -93,6 +97,13 @@ class MlflowServerlessStack(Stack):
         )
         CfnOutput(self, "ClientPolicyArn", value=self.client_policy.managed_policy_arn, description="Grants execute-api:Invoke on the API")
         CfnOutput(self, "Authorization", value=self.config.authorization)
+        if self.basic_auth:
+            CfnOutput(
+                self,
+                "AdminSecretArn",
+                value=self.basic_auth.admin_secret.secret_arn,
+                description="The first admin's user name and password (aws secretsmanager get-secret-value --secret-id ...)",
+            )
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name, description="CloudWatch dashboard")
 
         add_suppressions(self)

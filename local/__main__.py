@@ -18,6 +18,11 @@ def main() -> None:
         f"DynamoDB: {os.environ['DYNAMODB_ENDPOINT_URL']} table {runtime.table_name}; S3: {os.environ['S3_ENDPOINT_URL']} bucket {runtime.bucket_name}",
         flush=True,
     )
+    if runtime.authorization == "basic":
+        print(f"basic auth on; admin user: {os.environ.get('MLFLOW_AUTH_ADMIN_USERNAME') or 'admin'}", flush=True)
+        if runtime.generated_admin_password:
+            # Shown once, on the terminal only (never logged): set MLFLOW_AUTH_ADMIN_PASSWORD to choose it.
+            print(f"generated admin password: {runtime.generated_admin_password}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

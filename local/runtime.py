@@ -26,6 +26,7 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions"):
         sys.path.insert(0, str(extra))
 
 from local import iam  # noqa: E402
+from local.authorizer import UNAUTHORIZED, Authorizer  # noqa: E402
 from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
 from local.events import (  # noqa: E402
     INTEGRATION_FAILURE,
@@ -63,6 +64,11 @@ class LocalRuntime:
         self._poller: threading.Thread | None = None
         self._stopping = threading.Event()
         self._handlers: dict[str, Any] = {}
+        # AUTHORIZATION=basic: API Gateway's Lambda authorizer in front of every non-public route.
+        self.authorization = os.environ.get("AUTHORIZATION", "none").lower()
+        self.authorizer: Authorizer | None = None
+        # The admin password when this runtime generated it (printed once by ``python -m local``).
+        self.generated_admin_password: str | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> LocalRuntime:
@@ -109,6 +115,7 @@ class LocalRuntime:
             # The ui function reads the wheel's UI build in place (deployed: the copy staged to S3).
             os.environ["UI_STATIC_DIR"] = str(static_files.wheel_build_dir())
         os.environ["TABLE_NAME"] = self.table_name
+        os.environ["AUTHORIZATION"] = self.authorization
         os.environ["BUCKET_NAME"] = self.bucket_name
         if not os.environ.get("DYNAMODB_ENDPOINT_URL"):
             self.dynamodb = DynamoDBLocal(db_path=os.environ.get("DYNAMODB_LOCAL_DB_PATH") or None).start()
@@ -147,6 +154,9 @@ class LocalRuntime:
             s3.create_bucket(Bucket=self.bucket_name)
         self._ensure_secrets_key()
         bootstrap.ensure_bootstrap_items()
+        if self.authorization == "basic":
+            self.authorizer = Authorizer()
+            self._ensure_admin()
         self.drain_stream()
 
     def _ensure_secrets_key(self) -> None:
@@ -160,6 +170,17 @@ class LocalRuntime:
         if not os.environ.get("GATEWAY_KMS_KEY_ID"):
             kms = boto3.client("kms", endpoint_url=os.environ["KMS_ENDPOINT_URL"])
             os.environ["GATEWAY_KMS_KEY_ID"] = kms.create_key(Description="mlflow-serverless local gateway secrets")["KeyMetadata"]["Arn"]
+
+    def _ensure_admin(self) -> None:
+        """The first admin, as the stack's bootstrap creates it from its secret: never a fixed password."""
+        from serverless_mlflow.auth import passwords
+
+        username = os.environ.get("MLFLOW_AUTH_ADMIN_USERNAME") or "admin"
+        password = os.environ.get("MLFLOW_AUTH_ADMIN_PASSWORD")
+        if not password:
+            password = passwords.generate_password()
+        if bootstrap.ensure_admin(username, password) and not os.environ.get("MLFLOW_AUTH_ADMIN_PASSWORD"):
+            self.generated_admin_password = password
 
     # --- HTTP -> handler ----------------------------------------------------------------------
     def handler_for(self, feature: str) -> Any:
@@ -176,6 +197,11 @@ class LocalRuntime:
         else:
             feature, route_key, path_params = routes.DEFAULT_FEATURE, "$default", {}
         event = api_gateway_event(method, raw_path, query, headers, body, route_key, path_params, self.host)
+        if self.authorizer is not None and not (matched and matched[0].public):
+            context = self.authorizer.context_for(headers, route_key)
+            if context is None:
+                return UNAUTHORIZED
+            event["requestContext"]["authorizer"] = {"lambda": context}
         if len(json.dumps(event)) > MAX_LAMBDA_PAYLOAD:
             return REQUEST_TOO_LARGE
         with iam.acting_as(feature):

@@ -15,7 +15,7 @@ import json
 import re
 
 import jsii
-from aws_cdk import RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw_v1
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -26,6 +26,10 @@ from constructs import Construct
 
 from infra.config import StackConfig
 from serverless_mlflow.routes import DEFAULT_FEATURE, GatewayRoute, gateway_routes
+
+# How long API Gateway keeps the basic-auth authorizer's answer per Authorization header (local/authorizer.py
+# emulates the same): a password change or user deletion takes effect for a cached header after at most this.
+AUTHORIZER_CACHE_SECONDS = 60
 
 # One JSON object per request (structured logging), with the fields needed to correlate a request
 # with the function's Powertools logs (requestId) and to see integration failures.
@@ -82,10 +86,30 @@ class MlflowHttpApi(Construct):
         *,
         functions: dict[str, lambda_.IFunction],
         config: StackConfig,
+        basic_authorizer: lambda_.IFunction | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.iam_auth = config.iam_auth
-        authorizer = authorizers.HttpIamAuthorizer() if config.iam_auth else apigw.HttpNoneAuthorizer()
+        authorizer: apigw.IHttpRouteAuthorizer
+        if config.iam_auth:
+            authorizer = authorizers.HttpIamAuthorizer()
+        elif config.basic_auth:
+            if basic_authorizer is None:
+                raise ValueError("authorization 'basic' needs the authorizer function")
+            # Always allows and tells the function whether the credentials were valid (the function answers
+            # 401 + WWW-Authenticate, which API Gateway cannot). Cached per Authorization header.
+            authorizer = authorizers.HttpLambdaAuthorizer(
+                "BasicAuthorizer",
+                basic_authorizer,
+                authorizer_name="mlflow-basic-auth",
+                identity_source=["$request.header.Authorization"],
+                response_types=[authorizers.HttpLambdaResponseType.SIMPLE],
+                results_cache_ttl=Duration.seconds(AUTHORIZER_CACHE_SECONDS),
+            )
+        else:
+            authorizer = apigw.HttpNoneAuthorizer()
+        # Health checks, server-info and the browser's /login answer without credentials under basic auth.
+        public_authorizer = apigw.HttpNoneAuthorizer() if config.basic_auth else authorizer
 
         # One integration per feature. The invoke permission is scoped to this API (not per route):
         # one resource-policy statement per function instead of one per route.
@@ -126,7 +150,7 @@ class MlflowHttpApi(Construct):
                 http_api=self.api,
                 route_key=apigw.HttpRouteKey.with_(route.path, apigw.HttpMethod[route.method]),
                 integration=feature_integrations[route.feature],
-                authorizer=authorizer,
+                authorizer=public_authorizer if route.public else authorizer,
             )
 
     @property

@@ -7,6 +7,7 @@ import json
 
 from aws_cdk import CustomResource, Duration
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra import HANDLERS_DIR
@@ -26,8 +27,12 @@ def bootstrap_fingerprint() -> str:
 
 
 class Bootstrap(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, shared: SharedResources) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, shared: SharedResources, admin_secret: secretsmanager.ISecret | None = None
+    ) -> None:
         super().__init__(scope, construct_id)
+        # basic auth: the function reads the first admin's password from the secret (and nothing else).
+        environment = {"ADMIN_SECRET_ARN": admin_secret.secret_arn} if admin_secret else None
         self.function = ServerlessFunction(
             self,
             "Writer",
@@ -37,8 +42,11 @@ class Bootstrap(Construct):
             shared=shared,
             memory_size=256,
             timeout=Duration.seconds(60),
-            description="mlflow-serverless deploy-time bootstrap items (Default experiment)",
+            description="mlflow-serverless deploy-time bootstrap items (Default experiment, first admin)",
+            environment=environment,
         )
+        if admin_secret is not None:
+            admin_secret.grant_read(self.function.role)
         self.resource = CustomResource(
             self,
             "Items",
@@ -48,5 +56,6 @@ class Bootstrap(Construct):
                 "TableName": shared.table.table_name,
                 "Fingerprint": bootstrap_fingerprint(),
                 "Keys": [f"{item[schema.PK]}|{item[schema.SK]}" for item in bootstrap_items()],
+                **({"AdminSecret": admin_secret.secret_arn} if admin_secret else {}),
             },
         )

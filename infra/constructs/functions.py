@@ -150,6 +150,9 @@ class ServerlessFunction(Construct):
                 "TABLE_NAME": shared.table.table_name,
                 "BUCKET_NAME": bucket.bucket_name,
                 **key_environment,
+                # serverless_mlflow.auth enforces MLflow's permissions only in "basic" mode.
+                "AUTHORIZATION": config.authorization,
+                "AUTH_DEFAULT_PERMISSION": config.auth_default_permission,
                 **(environment or {}),
             },
         )

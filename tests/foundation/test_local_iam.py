@@ -21,12 +21,13 @@ def key() -> dict[str, str]:
     return {schema.PK: unique("IAM#"), schema.SK: "probe"}
 
 
-def test_a_function_without_table_rights_cannot_read_the_table(server: str, key: dict[str, str]) -> None:
+def test_a_function_cannot_use_a_table_action_it_was_not_granted(server: str, key: dict[str, str]) -> None:
     from local import iam
     from serverless_mlflow import table
 
-    with iam.acting_as("meta"), pytest.raises(iam.AccessDenied, match=r"'meta' is not allowed to perform dynamodb:GetItem"):
-        table.get(key)
+    # The basic-auth authorizer may read one user item (GetItem) and nothing else.
+    with iam.acting_as("authorizer"), pytest.raises(iam.AccessDenied, match=r"'authorizer' is not allowed to perform dynamodb:Query"):
+        table.query(key["pk"])
     # Outside a function (the runtime's own set-up, tests) nothing is checked.
     assert table.get(key) is None
 
@@ -66,6 +67,6 @@ def test_worker_threads_keep_the_function_s_rights(server: str, key: dict[str, s
     from local import iam
     from serverless_mlflow import table
 
-    with iam.acting_as("meta"), ThreadPoolExecutor(max_workers=1) as pool:
+    with iam.acting_as("authorizer"), ThreadPoolExecutor(max_workers=1) as pool:
         with pytest.raises(iam.AccessDenied):
-            pool.submit(table.get, key).result()
+            pool.submit(table.query, key["pk"]).result()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
+import os
 import threading
 import uuid
 from collections.abc import Iterator
@@ -142,3 +144,30 @@ def test_failure_is_reported_to_cloudformation(dynamodb: Any, cloudformation: _C
     (response,) = cloudformation.responses
     assert response["Status"] == "FAILED"
     assert "ResourceNotFound" in response["Reason"]
+
+
+def test_basic_auth_admin_comes_from_the_stack_secret_and_is_never_overwritten(
+    dynamodb: Any, cloudformation: _CloudFormation, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from serverless_mlflow.auth import store
+
+    # The same moto server answers Secrets Manager (boto3's service-specific endpoint variable).
+    endpoint = os.environ["DYNAMODB_ENDPOINT_URL"]
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", endpoint)
+    secrets = boto3.client("secretsmanager", endpoint_url=endpoint, region_name="us-east-1")
+    first = "generated-" + uuid.uuid4().hex
+    arn = secrets.create_secret(Name=f"admin-{uuid.uuid4().hex[:8]}", SecretString=json.dumps({"username": "admin", "password": first}))["ARN"]
+    monkeypatch.setenv("ADMIN_SECRET_ARN", arn)
+    handler = _load_handler()
+    with caplog.at_level(logging.INFO):  # the level the custom resource logs at (botocore logs bodies only at DEBUG)
+        handler.handler(_event("Create", cloudformation.url), CONTEXT)
+    assert cloudformation.responses[-1]["Status"] == "SUCCESS"
+    admin = store.authenticate("admin", first)
+    assert admin is not None and admin.is_admin
+    assert first not in caplog.text, "the password must never be logged"
+
+    # A later deploy with another secret value (or a rotated one) keeps the admin's current password.
+    secrets.put_secret_value(SecretId=arn, SecretString=json.dumps({"username": "admin", "password": "other-" + uuid.uuid4().hex}))
+    handler.handler(_event("Update", cloudformation.url), CONTEXT)
+    assert cloudformation.responses[-1]["Status"] == "SUCCESS"
+    assert store.authenticate("admin", first) is not None

@@ -203,7 +203,7 @@ def test_layer_vendors_third_party_packages_without_boto3(synth: Synth) -> None:
 
 
 def test_every_function_has_a_permission_declaration() -> None:
-    assert set(ALL_FUNCTIONS) | {"bootstrap"} == set(ACCESS)
+    assert set(ALL_FUNCTIONS) | {"bootstrap", "authorizer"} == set(ACCESS)
     with pytest.raises(KeyError, match=r"permissions\.py"):
         access_for("not-a-feature")
 
@@ -437,12 +437,15 @@ def test_table_actions_follow_the_declared_access(synth: Synth) -> None:
             expected |= {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
         assert dynamodb_actions == expected, name
     artifacts_actions = actions_of(policy_statements_of(synth, "artifacts"))
-    assert {a for a in artifacts_actions if a.startswith("dynamodb:")} == {"dynamodb:GetItem", "dynamodb:Query"}
+    # Reads run/experiment items (a logged model with one Query); BatchGetItem is basic auth's one read of the
+    # caller's user item and grants.
+    assert {a for a in artifacts_actions if a.startswith("dynamodb:")} == {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem"}
     assert not {f"dynamodb:{a}" for a in TABLE_WRITE} & actions_of(policy_statements_of(synth, "indexer")) - {
         "dynamodb:UpdateItem",
         "dynamodb:BatchWriteItem",
     }
-    assert not any(a.startswith("dynamodb:") for a in actions_of(policy_statements_of(synth, "meta")))
+    # Basic auth's fail-closed admin check reads the caller's user item; nothing else.
+    assert {a for a in actions_of(policy_statements_of(synth, "meta")) if a.startswith("dynamodb:")} == {"dynamodb:GetItem"}
 
 
 def test_kms_rights_only_for_the_gateway_and_only_on_its_key(synth: Synth) -> None:
@@ -592,7 +595,9 @@ def test_outputs(synth: Synth) -> None:
 
 def test_context_is_validated() -> None:
     with pytest.raises(ValueError, match="authorization"):
-        StackConfig(authorization="basic")
+        StackConfig(authorization="cognito")
+    with pytest.raises(ValueError, match="auth_default_permission"):
+        StackConfig(authorization="basic", auth_default_permission="ADMIN")
     with pytest.raises(ValueError, match="log_retention_days"):
         _ = StackConfig(log_retention_days=12).log_retention
     with pytest.raises(ValueError, match="noncurrent_version_days"):

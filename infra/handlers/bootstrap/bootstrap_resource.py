@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import urllib.request
 from typing import Any
 
@@ -36,6 +37,20 @@ def _respond(event: dict[str, Any], context: Any, status: str, reason: str = "")
         logger.info("CloudFormation response status %s", response.status)
 
 
+def _ensure_admin() -> None:
+    """basic auth: create the first admin from the stack's secret (never logged) unless the user exists."""
+    secret_arn = os.environ.get("ADMIN_SECRET_ARN")
+    if not secret_arn:
+        return
+    import boto3
+
+    from serverless_mlflow.bootstrap import ensure_admin
+
+    secret = json.loads(boto3.client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"])
+    created = ensure_admin(secret["username"], secret["password"])
+    logger.info("admin user %s: %s", secret["username"], "created" if created else "exists")
+
+
 def handler(event: dict[str, Any], context: Any) -> None:
     logger.info("%s %s", event.get("RequestType"), event.get("LogicalResourceId"))
     try:
@@ -44,6 +59,7 @@ def handler(event: dict[str, Any], context: Any) -> None:
             from serverless_mlflow.bootstrap import ensure_bootstrap_items
 
             ensure_bootstrap_items()
+            _ensure_admin()
     except Exception as error:  # report every failure: CloudFormation would otherwise wait for an hour
         logger.exception("bootstrap failed")
         _respond(event, context, "FAILED", f"{type(error).__name__}: {error}"[:1000])

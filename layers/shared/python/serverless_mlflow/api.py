@@ -23,7 +23,9 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 
+from serverless_mlflow import auth
 from serverless_mlflow import request as request_parsing
+from serverless_mlflow.auth import enforce
 from serverless_mlflow.errors import MlflowError, Unavailable, endpoint_not_found, invalid
 from serverless_mlflow.routes import AJAX_PREFIX, match, operation_path, routes_for
 
@@ -45,6 +47,8 @@ class Request:
     query: dict[str, list[str]]
     headers: dict[str, str]
     raw_body: bytes
+    # Basic auth: who is calling (serverless_mlflow.auth.checks.Identity), from the authorizer's context.
+    identity: Any = None
     _json: Any = field(default=None, init=False)
 
     @property
@@ -152,11 +156,13 @@ def build_app(feature: str, operations: dict[str, Operation]) -> APIGatewayHttpR
     for route in routes_for(feature):
         if route.operation not in operations:
             raise RuntimeError(f"{feature}: no operation {route.operation} for {route.route_key}")
-        app.route(route.powertools_rule, route.method)(_adapt(app, operations[route.operation]))
+        app.route(route.powertools_rule, route.method)(_adapt(app, route.operation, operations[route.operation]))
 
     @app.not_found
     def _not_found(_: NotFoundError) -> Response:
         event = app.current_event
+        if auth.basic_enabled() and enforce.identity_of(event.raw_event) is None:
+            return enforce.unauthenticated()  # MLflow authenticates before it routes
         return error_response(endpoint_not_found(event.request_context.http.method, event.get("rawPath") or event.path))
 
     @app.exception_handler(MlflowError)
@@ -185,9 +191,15 @@ def is_capacity_failure(error: Exception) -> bool:
     return isinstance(error, Unavailable) or code in _CAPACITY_CODES
 
 
-def _adapt(app: APIGatewayHttpResolver, operation: Operation) -> Callable[..., Response]:
+def _adapt(app: APIGatewayHttpResolver, name: str, operation: Operation) -> Callable[..., Response]:
     def endpoint(**_: Any) -> Response:
-        result = operation(_request_from(app))
+        req = _request_from(app)
+        if auth.basic_enabled():
+            # Basic auth: MLflow's validators before the operation, its after-request hooks after it.
+            req.identity = enforce.identity_of(app.current_event.raw_event)
+            result = enforce.guarded(name, operation, req, req.identity)
+        else:
+            result = operation(req)
         if isinstance(result, Response):
             return result
         return json_response(result if result is not None else {})

@@ -1,4 +1,5 @@
-"""Items a new table needs before the first request: the Default experiment (id 0) and its name."""
+"""Items a new table needs before the first request: the Default experiment (id 0) and its name; with basic
+auth, the first admin user."""
 
 from __future__ import annotations
 
@@ -19,3 +20,22 @@ def ensure_bootstrap_items() -> None:
             table.put(item, condition="attribute_not_exists(pk)")
         except table.ConditionFailed:
             pass
+
+
+def ensure_admin(username: str, password: str) -> bool:
+    """Create the first admin unless that user exists (MLflow ignores the configured password from then on).
+
+    True when this call created it.
+    """
+    from serverless_mlflow.auth import store
+    from serverless_mlflow.errors import MlflowError
+
+    if store.get_user_or_none(username) is not None:
+        return False
+    try:
+        store.create_user(username, password, is_admin=True)
+    except MlflowError as error:
+        if error.error_code == "RESOURCE_ALREADY_EXISTS":
+            return False
+        raise
+    return True

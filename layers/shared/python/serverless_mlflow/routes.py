@@ -28,6 +28,11 @@ class Route:
     operation: str
 
     @property
+    def public(self) -> bool:
+        """Answers without credentials in ``authorization=basic`` mode (no authorizer on the route)."""
+        return self.operation in PUBLIC_OPERATIONS
+
+    @property
     def route_key(self) -> str:
         return f"{self.method} {self.path}"
 
@@ -37,6 +42,10 @@ class Route:
         rule = re.sub(r"\{\w+\+\}", ".+", self.path)
         return re.sub(r"\{(\w+)\}", r"<\1>", rule)
 
+
+# Operations that answer without credentials under basic auth (MLflow's unprotected routes: health checks,
+# capability discovery) plus the browser's login entry point, which asks for credentials itself.
+PUBLIC_OPERATIONS: frozenset[str] = frozenset({"health", "server_info", "login"})
 
 M2 = "/api/2.0/mlflow"
 M3 = "/api/3.0/mlflow"
@@ -169,6 +178,20 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M3}/gateway/endpoints/bindings/list", "gateway", "list_gateway_endpoint_bindings"),
     ("POST", f"{M3}/gateway/endpoints/set-tag", "gateway", "set_gateway_endpoint_tag"),
     ("DELETE", f"{M3}/gateway/endpoints/delete-tag", "gateway", "delete_gateway_endpoint_tag"),
+    # --- users and permissions (MLflow's basic-auth app; ENDPOINT_NOT_FOUND unless authorization=basic) ---
+    ("GET", "/login", "auth", "login"),
+    ("POST", f"{M2}/users/create", "auth", "create_user"),
+    ("GET", f"{M2}/users/get", "auth", "get_user"),
+    ("GET", f"{M2}/users/current", "auth", "get_current_user"),
+    ("GET", f"{M2}/users/list", "auth", "list_users"),
+    ("PATCH", f"{M2}/users/update-password", "auth", "update_user_password"),
+    ("PATCH", f"{M2}/users/update-admin", "auth", "update_user_admin"),
+    ("DELETE", f"{M2}/users/delete", "auth", "delete_user"),
+    ("POST", f"{M3}/users/permissions/grant", "auth", "grant_user_permission"),
+    ("POST", f"{M3}/users/permissions/revoke", "auth", "revoke_user_permission"),
+    ("GET", f"{M3}/users/permissions/get", "auth", "get_user_permission"),
+    ("GET", f"{M3}/users/permissions/list", "auth", "list_user_permissions"),
+    ("GET", f"{M3}/users/current/permissions", "auth", "list_current_user_permissions"),
     # --- artifacts (presigned S3; no artifact bytes through Lambda beyond small PUTs) ---------
     ("GET", f"{M2}/artifacts/list", "artifacts", "list_run_artifacts"),
     ("GET", f"{M2}/logged-models/{{model_id}}/artifacts/directories", "artifacts", "list_logged_model_artifacts"),

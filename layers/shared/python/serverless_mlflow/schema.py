@@ -412,14 +412,21 @@ ENTITIES: tuple[Entity, ...] = (
     ),
     # --- workspaces, auth, config -----------------------------------------------------------
     _e("workspace", "WORKSPACE#{workspace}", "WS#META", "Workspace", attributes=("name", "description", "default_artifact_root")),
-    _e("user", "USER#{username:str}", "U#META", "User credentials", attributes=("username", "password_hash", "is_admin")),
+    _e("user", "USER#{username:str}", "U#META", "User credentials (salted scrypt hash)", attributes=("username", "user_id", "password_hash", "is_admin")),
+    _e("user_entry", "USERLIST", "U#{username:str}", "Collection of user names (list users without a Scan)", attributes=("username",)),
+    # Grants (MLflow's per-user permissions). The resource id is a user string ("*" for a grant on every
+    # resource of the kind), so it is encoded like any name; gsi4 lists a resource's grants for rename/delete.
     _e(
-        "experiment_permission", "USER#{username:str}", "U#PERM#{experiment_id}", "User permission on an experiment",
-        indexes={"gsi4": ("EXPPERM#{experiment_id}", "USER#{username:str}")}, attributes=("permission",),
+        "experiment_permission", "USER#{username:str}", "U#PERM#{experiment_id:str}", "User permission on an experiment (or \"*\")",
+        indexes={"gsi4": ("EXPPERM#{experiment_id:str}", "USER#{username:str}")}, attributes=("username", "resource_id", "permission"),
     ),
     _e(
-        "registered_model_permission", "USER#{username:str}", "U#RPERM#{model_name:str}", "User permission on a registered model",
-        indexes={"gsi4": ("RMPERM#{model_name:str}", "USER#{username:str}")}, attributes=("permission",),
+        "registered_model_permission", "USER#{username:str}", "U#RPERM#{model_name:str}", "User permission on a registered model (or \"*\")",
+        indexes={"gsi4": ("RMPERM#{model_name:str}", "USER#{username:str}")}, attributes=("username", "resource_id", "permission"),
+    ),
+    _e(
+        "prompt_permission", "USER#{username:str}", "U#PPERM#{model_name:str}", "User permission on a prompt (or \"*\")",
+        indexes={"gsi4": ("PPERM#{model_name:str}", "USER#{username:str}")}, attributes=("username", "resource_id", "permission"),
     ),
     _e("config", "CONFIG", "CFG#{key}", "Configuration value, counters and indexer watermarks", attributes=("value",)),
     _e(

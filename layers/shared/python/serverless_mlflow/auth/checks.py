@@ -1,0 +1,94 @@
+"""The checks a rule can name, and the identity they judge (MLflow's before-request validators, generalised)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from serverless_mlflow.auth import store
+from serverless_mlflow.auth.permissions import MANAGE_ACTION, Permission, effective
+from serverless_mlflow.auth.resources import Locator, Resource, param
+
+if TYPE_CHECKING:
+    from serverless_mlflow.api import Request
+
+
+class Unauthenticated(Exception):
+    """No valid credentials (or the user was deleted since the authorizer's answer was cached): 401."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    username: str
+    is_admin: bool  # as the authorizer saw it; checks that depend on it re-read the user item
+
+
+def permissions_on(identity: Identity, resources: list[Resource]) -> list[Permission]:
+    """The permission governing each resource, from one BatchGetItem (user + grants)."""
+    by_kind: dict[str, list[str]] = {}
+    for kind, resource_id in resources:
+        by_kind.setdefault(kind, []).append(resource_id)
+    out: dict[Resource, Permission] = {}
+    for kind, ids in by_kind.items():
+        user, grants = store.access(identity.username, kind, ids)
+        if user is None:
+            raise Unauthenticated()
+        for resource_id in ids:
+            out[(kind, resource_id)] = effective(user.is_admin, grants[resource_id])
+    return [out[resource] for resource in resources]
+
+
+def is_admin(identity: Identity) -> bool:
+    user = store.get_user_or_none(identity.username)
+    if user is None:
+        raise Unauthenticated()
+    return user.is_admin
+
+
+Check = Callable[["Request", Identity], bool]
+
+
+def need(locate: Locator, action: str) -> Check:
+    """``action`` on every resource the request names; an unlocatable resource denies."""
+
+    def check(req: Request, identity: Identity) -> bool:
+        resources = locate(req)
+        if resources is None:
+            return is_admin(identity)
+        return all(p.allows(action) for p in permissions_on(identity, resources))
+
+    check.__name__ = f"need_{action}"
+    return check
+
+
+def admin(_req: Request, identity: Identity) -> bool:
+    return is_admin(identity)
+
+
+def authenticated(_req: Request, _identity: Identity) -> bool:
+    return True
+
+
+def self_or_admin(field: str = "username") -> Check:
+    """MLflow's ``username_is_sender`` (admins pass every validator)."""
+
+    def check(req: Request, identity: Identity) -> bool:
+        return param(req, field) == identity.username or is_admin(identity)
+
+    return check
+
+
+def manage_grant_target(req: Request, identity: Identity) -> bool:
+    """grant/revoke: MANAGE on the resource; a wildcard grant is for admins only (``validate_can_manage_resource``)."""
+    kind = store.check_kind(param(req, "resource_type"))
+    resource_id = str(param(req, "resource_id"))
+    if resource_id == "*":
+        return is_admin(identity)
+    return permissions_on(identity, [(kind, resource_id)])[0].allows(MANAGE_ACTION)
+
+
+def read_permission_of(req: Request, identity: Identity) -> bool:
+    """get_user_permission: admin or the user asking about themself (``validate_can_get_user_permission``)."""
+    store.check_kind(param(req, "resource_type"))
+    return is_admin(identity) or param(req, "username") == identity.username

@@ -1,0 +1,138 @@
+"""How a request names the resource it acts on: locators used by the rule table (``rules.py``).
+
+Each locator takes the request and answers the ``(kind, resource id)`` whose permission governs it, or
+``None`` when the resource cannot be found (MLflow then denies a non-admin: a 403 is no oracle for which
+run ids exist). Locators read parameters exactly where the feature reads them (query for GET, JSON body
+otherwise, path parameters) and cost at most one GetItem.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from serverless_mlflow import schema, table
+from serverless_mlflow.auth.permissions import EXPERIMENT, PROMPT, REGISTERED_MODEL
+from serverless_mlflow.errors import MlflowError, invalid, not_found
+
+if TYPE_CHECKING:
+    from serverless_mlflow.api import Request
+
+Resource = tuple[str, str]
+Locator = Callable[["Request"], "list[Resource] | None"]
+IS_PROMPT_TAG_KEY = "mlflow.prompt.is_prompt"
+
+
+def param(req: Request, name: str) -> Any:
+    """MLflow's ``_get_request_param``: query for GET/DELETE-without-body, JSON otherwise, then path params."""
+    if req.method == "GET" or (req.method == "DELETE" and not req.raw_body):
+        args: dict[str, Any] = {k: v[0] for k, v in req.query.items()}
+    else:
+        args = dict(req.json)
+    args.update(req.path_params)
+    if name not in args:
+        if name == "run_id":
+            return param(req, "run_uuid")
+        raise invalid(f"Missing value for required parameter '{name}'. See the API docs for more information about request parameters.")
+    return args[name]
+
+
+def optional_param(req: Request, name: str) -> Any:
+    try:
+        return param(req, name)
+    except MlflowError:
+        return None
+
+
+# --- experiments ------------------------------------------------------------------------------
+
+
+def experiment(req: Request) -> list[Resource]:
+    return [(EXPERIMENT, str(param(req, "experiment_id")))]
+
+
+def experiment_by_name(req: Request) -> list[Resource]:
+    name = param(req, "experiment_name")
+    claim = table.get(schema.entity("experiment_name").key(workspace="default", name=name)) if isinstance(name, str) else None
+    if claim is None:
+        raise not_found(f"Could not find experiment with name {name}")
+    return [(EXPERIMENT, str(claim["experiment_id"]))]
+
+
+def run(req: Request) -> list[Resource] | None:
+    return _runs([param(req, "run_id")])
+
+
+def runs_param(name: str) -> Locator:
+    def locate(req: Request) -> list[Resource] | None:
+        ids = req.query.get(name, []) if req.method == "GET" else req.json.get(name) or []
+        return _runs(list(ids))
+
+    return locate
+
+
+def _runs(run_ids: list[Any]) -> list[Resource] | None:
+    from serverless_mlflow.store.runs import find_experiment_id
+
+    out = []
+    for run_id in run_ids:
+        experiment_id = find_experiment_id(run_id) if isinstance(run_id, str) else None
+        if experiment_id is None:
+            return None
+        out.append((EXPERIMENT, experiment_id))
+    return out
+
+
+def logged_model(req: Request) -> list[Resource] | None:
+    from serverless_mlflow.store.logged_models import experiment_of
+
+    experiment_id = experiment_of(str(param(req, "model_id")))
+    return [(EXPERIMENT, experiment_id)] if experiment_id else None
+
+
+_ARTIFACT_EXPERIMENT = re.compile(r"^(\d+)(/|$)")
+
+
+def artifact_path(req: Request) -> list[Resource]:
+    """Proxied artifact paths are ``<experiment_id>/<run_id>/artifacts/...``; other paths have no experiment."""
+    path = req.path_params.get("path") or (req.query.get("path") or [""])[0]
+    found = _ARTIFACT_EXPERIMENT.match(path.lstrip("/"))
+    return [(EXPERIMENT, found.group(1))] if found else [(EXPERIMENT, "")]
+
+
+# --- registry ---------------------------------------------------------------------------------
+
+
+def model_kind(name: Any) -> str | None:
+    """``prompt`` or ``registered_model`` from the persisted model (never the request body); None if absent."""
+    if not isinstance(name, str) or not name:
+        return None
+    item = table.get(schema.entity("registered_model").key(model_name=name), projection="is_prompt, #n", names={"#n": "name"})
+    if item is None:
+        return None
+    return PROMPT if item.get("is_prompt") else REGISTERED_MODEL
+
+
+def registered_model(req: Request) -> list[Resource]:
+    """The model or prompt; a missing one is judged as a registered model (the handler then answers 404)."""
+    name = param(req, "name")
+    return [(model_kind(name) or REGISTERED_MODEL, str(name))]
+
+
+def model_version_parent(req: Request) -> list[Resource] | None:
+    """Version routes: the parent model or prompt; a missing parent denies (MLflow's target is None)."""
+    name = param(req, "name")
+    kind = model_kind(name)
+    return [(kind, name)] if kind else None
+
+
+def created_model(req: Request) -> list[Resource]:
+    """CreateRegisteredModel: the family comes from the request's tags (nothing is persisted yet)."""
+    tags = req.json.get("tags") or []
+    is_prompt = any(isinstance(t, dict) and t.get("key") == IS_PROMPT_TAG_KEY and str(t.get("value")).lower() == "true" for t in tags)
+    return [(PROMPT if is_prompt else REGISTERED_MODEL, str(req.json.get("name") or "*"))]
+
+
+def kind_wildcard(kind: str) -> Locator:
+    return lambda _req: [(kind, "*")]

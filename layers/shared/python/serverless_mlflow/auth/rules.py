@@ -1,0 +1,172 @@
+"""Who may call what: one row per operation of ``routes.ROUTES`` (MLflow's BEFORE_REQUEST_VALIDATORS and
+AFTER_REQUEST_HANDLERS, mlflow/server/auth/__init__.py), applied centrally by ``api.build_app``.
+
+A feature adds a route and, with it, a row here: the check that must pass before the operation runs, and
+optionally what runs after it (grant MANAGE to a creator, filter a search). An operation without a row
+is admin-only (fail closed, as MLflow's MLFLOW_BASIC_AUTH_FAIL_CLOSED), so a new route is never open by
+accident. ``PUBLIC`` operations need no credentials at all (MLflow's unprotected routes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from serverless_mlflow.auth import after, resources
+from serverless_mlflow.auth.checks import (
+    Check,
+    Identity,
+    admin,
+    authenticated,
+    manage_grant_target,
+    need,
+    read_permission_of,
+    self_or_admin,
+)
+from serverless_mlflow.auth.permissions import DELETE, EXPERIMENT, MANAGE_ACTION, NOT_DENIED, READ_ACTION, UPDATE
+from serverless_mlflow.routes import PUBLIC_OPERATIONS
+
+if TYPE_CHECKING:
+    from serverless_mlflow.api import Request
+
+# Before the operation: may rewrite the request (search_runs narrows experiment_ids) or answer it.
+Prepare = Callable[["Request", Identity], "Request | dict[str, Any]"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    check: Check
+    after: after.After | None = None
+    prepare: Prepare | None = None
+
+
+PUBLIC = PUBLIC_OPERATIONS
+
+_READ_EXPERIMENT = need(resources.experiment, READ_ACTION)
+_UPDATE_EXPERIMENT = need(resources.experiment, UPDATE)
+_READ_RUN = need(resources.run, READ_ACTION)
+_UPDATE_RUN = need(resources.run, UPDATE)
+_READ_MODEL = need(resources.registered_model, READ_ACTION)
+_UPDATE_MODEL = need(resources.registered_model, UPDATE)
+_READ_VERSION = need(resources.model_version_parent, READ_ACTION)
+_UPDATE_VERSION = need(resources.model_version_parent, UPDATE)
+_DELETE_VERSION = need(resources.model_version_parent, DELETE)
+_READ_LOGGED_MODEL = need(resources.logged_model, READ_ACTION)
+_UPDATE_LOGGED_MODEL = need(resources.logged_model, UPDATE)
+
+
+def _both(first: Check, second: Check) -> Check:
+    return lambda req, identity: first(req, identity) and second(req, identity)
+
+
+def _readable_experiments(req: Request, identity: Identity) -> Request | dict[str, Any]:
+    """search_runs: MLflow narrows ``experiment_ids`` to the readable ones before the store runs (filter_experiment_ids)."""
+    from dataclasses import replace
+
+    from serverless_mlflow.auth.checks import permissions_on
+
+    ids = req.json.get("experiment_ids")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, (str, int)) for i in ids):
+        return req  # the operation reports malformed input as MLflow does
+    allowed = permissions_on(identity, [(EXPERIMENT, str(i)) for i in ids])
+    readable = [i for i, permission in zip(ids, allowed, strict=True) if permission.allows(READ_ACTION)]
+    if not readable:
+        return {}
+    import json
+
+    return replace(req, raw_body=json.dumps({**req.json, "experiment_ids": readable}).encode())
+
+
+RULES: dict[str, Rule] = {
+    # --- meta ----------------------------------------------------------------------------------
+    "version": Rule(authenticated),
+    "otlp_traces": Rule(authenticated),
+    # --- experiments ---------------------------------------------------------------------------
+    "create_experiment": Rule(need(resources.kind_wildcard(EXPERIMENT), NOT_DENIED), after=after.grant_experiment_creator),
+    "get_experiment": Rule(_READ_EXPERIMENT),
+    "get_experiment_by_name": Rule(need(resources.experiment_by_name, READ_ACTION)),
+    "search_experiments": Rule(authenticated, after=after.filtered("experiments", after.experiment_row, 1000)),
+    "update_experiment": Rule(_UPDATE_EXPERIMENT),
+    "delete_experiment": Rule(need(resources.experiment, DELETE)),
+    "restore_experiment": Rule(need(resources.experiment, DELETE)),
+    "set_experiment_tag": Rule(_UPDATE_EXPERIMENT),
+    "delete_experiment_tag": Rule(_UPDATE_EXPERIMENT),
+    # --- runs ------------------------------------------------------------------------------------
+    "create_run": Rule(_UPDATE_EXPERIMENT),
+    "get_run": Rule(_READ_RUN),
+    "update_run": Rule(_UPDATE_RUN),
+    "delete_run": Rule(need(resources.run, DELETE)),
+    "restore_run": Rule(need(resources.run, DELETE)),
+    "search_runs": Rule(authenticated, prepare=_readable_experiments),
+    "log_metric": Rule(_UPDATE_RUN),
+    "log_param": Rule(_UPDATE_RUN),
+    "set_tag": Rule(_UPDATE_RUN),
+    "delete_tag": Rule(_UPDATE_RUN),
+    "log_batch": Rule(_UPDATE_RUN),
+    "log_inputs": Rule(_UPDATE_RUN),
+    "log_outputs": Rule(_UPDATE_RUN),
+    "log_model_json": Rule(_UPDATE_RUN),
+    "get_metric_history": Rule(_READ_RUN),
+    "get_metric_history_bulk_interval": Rule(need(resources.runs_param("run_ids"), READ_ACTION)),
+    # --- logged models ---------------------------------------------------------------------------
+    "create_logged_model": Rule(_UPDATE_EXPERIMENT),
+    "search_logged_models": Rule(authenticated, after=after.filtered("models", after.logged_model_row, 50)),
+    "get_logged_model": Rule(_READ_LOGGED_MODEL),
+    "finalize_logged_model": Rule(_UPDATE_LOGGED_MODEL),
+    "delete_logged_model": Rule(need(resources.logged_model, DELETE)),
+    "set_logged_model_tags": Rule(_UPDATE_LOGGED_MODEL),
+    "delete_logged_model_tag": Rule(_UPDATE_LOGGED_MODEL),
+    "log_logged_model_params": Rule(_UPDATE_LOGGED_MODEL),
+    # --- model registry (shared with prompts: the persisted model says which family governs) -------
+    "create_registered_model": Rule(need(resources.created_model, NOT_DENIED), after=after.grant_model_creator),
+    "rename_registered_model": Rule(_UPDATE_MODEL, after=after.move_model_grants),
+    "update_registered_model": Rule(_UPDATE_MODEL),
+    "delete_registered_model": Rule(need(resources.registered_model, DELETE), after=after.drop_model_grants),
+    "get_registered_model": Rule(_READ_MODEL),
+    "search_registered_models": Rule(authenticated, after=after.filtered("registered_models", after.model_row, 100)),
+    "get_latest_versions": Rule(_READ_VERSION),
+    "set_registered_model_tag": Rule(_UPDATE_MODEL),
+    "delete_registered_model_tag": Rule(_UPDATE_MODEL),
+    "set_registered_model_alias": Rule(_both(_UPDATE_MODEL, _READ_VERSION)),
+    "delete_registered_model_alias": Rule(_both(need(resources.registered_model, DELETE), _READ_VERSION)),
+    "get_model_version_by_alias": Rule(_READ_VERSION),
+    "create_model_version": Rule(_UPDATE_VERSION),
+    "update_model_version": Rule(_UPDATE_VERSION),
+    "transition_model_version_stage": Rule(_UPDATE_VERSION),
+    "delete_model_version": Rule(_DELETE_VERSION),
+    "get_model_version": Rule(_READ_VERSION),
+    # MLflow filters rows by the parent's permission and does not refill this page.
+    "search_model_versions": Rule(authenticated, after=after.filtered("model_versions", after.version_row, 10000, refill=False)),
+    "get_model_version_download_uri": Rule(_READ_VERSION),
+    "set_model_version_tag": Rule(_UPDATE_VERSION),
+    "delete_model_version_tag": Rule(_DELETE_VERSION),
+    # --- proxied artifacts (<experiment_id>/... paths; MLflow's artifact-proxy validators) ------------
+    "list_artifacts": Rule(need(resources.artifact_path, READ_ACTION)),
+    "download_artifact": Rule(need(resources.artifact_path, READ_ACTION)),
+    "presigned_download": Rule(need(resources.artifact_path, READ_ACTION)),
+    "upload_artifact": Rule(need(resources.artifact_path, UPDATE)),
+    "delete_artifact": Rule(need(resources.artifact_path, MANAGE_ACTION)),
+    "create_multipart_upload": Rule(need(resources.artifact_path, UPDATE)),
+    "complete_multipart_upload": Rule(need(resources.artifact_path, UPDATE)),
+    "abort_multipart_upload": Rule(need(resources.artifact_path, UPDATE)),
+    # --- users and permissions (mlflow/server/auth routes) ---------------------------------------------
+    "create_user": Rule(admin),
+    "get_user": Rule(self_or_admin()),
+    "get_current_user": Rule(authenticated),
+    "list_users": Rule(authenticated),
+    "update_user_password": Rule(self_or_admin()),
+    "update_user_admin": Rule(admin),
+    "delete_user": Rule(admin),
+    "grant_user_permission": Rule(manage_grant_target),
+    "revoke_user_permission": Rule(manage_grant_target),
+    "get_user_permission": Rule(read_permission_of),
+    "list_current_user_permissions": Rule(authenticated),
+    "list_user_permissions": Rule(self_or_admin()),
+}
+
+FAIL_CLOSED = Rule(admin)
+
+
+def rule_for(operation: str) -> Rule:
+    return RULES.get(operation, FAIL_CLOSED)

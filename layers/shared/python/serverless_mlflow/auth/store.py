@@ -1,0 +1,240 @@
+"""Users and per-user grants in the table (MLflow's auth store, sqlalchemy_store.py, as items).
+
+A user is ``USER#<name> / U#META``; each grant is an item in the user's partition (``U#PERM#`` experiment,
+``U#RPERM#`` registered model, ``U#PPERM#`` prompt, resource id or ``"*"``), indexed by resource on gsi4
+so a rename or delete of the resource finds its grants. Checking a request costs one BatchGetItem:
+the user item, the grant on the resource and the wildcard grant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from serverless_mlflow import schema, table
+from serverless_mlflow.auth import passwords
+from serverless_mlflow.auth.permissions import ALL, EXPERIMENT, GRANTABLE, KINDS, PROMPT, REGISTERED_MODEL
+from serverless_mlflow.errors import already_exists, invalid, not_found
+
+USER = schema.entity("user")
+USER_ENTRY = schema.entity("user_entry")
+_GRANT_ENTITY = {
+    EXPERIMENT: schema.entity("experiment_permission"),
+    REGISTERED_MODEL: schema.entity("registered_model_permission"),
+    PROMPT: schema.entity("prompt_permission"),
+}
+_ID_FIELD = {EXPERIMENT: "experiment_id", REGISTERED_MODEL: "model_name", PROMPT: "model_name"}
+_GSI4_PREFIX = {EXPERIMENT: "EXPPERM#", REGISTERED_MODEL: "RMPERM#", PROMPT: "PPERM#"}
+USER_COUNTER_KEY = "seq#user"
+MIN_PASSWORD_LENGTH = 12
+
+
+@dataclass(frozen=True)
+class User:
+    id: int
+    username: str
+    is_admin: bool
+    password_hash: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "username": self.username, "is_admin": self.is_admin}
+
+
+def _user_from(item: dict[str, Any]) -> User:
+    return User(int(item["user_id"]), item["username"], bool(item.get("is_admin")), item["password_hash"])
+
+
+def user_key(username: str) -> dict[str, str]:
+    return USER.key(username=username)
+
+
+def grant_key(username: str, kind: str, resource_id: str) -> dict[str, str]:
+    return _GRANT_ENTITY[kind].key(username=username, **{_ID_FIELD[kind]: resource_id})
+
+
+# --- users -----------------------------------------------------------------------------------
+
+
+def validate_password(password: Any) -> None:
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD_LENGTH:
+        raise invalid(f"Password must be at least {MIN_PASSWORD_LENGTH} characters.")
+
+
+def create_user(username: Any, password: Any, is_admin: bool = False) -> User:
+    if not isinstance(username, str) or username == "":
+        raise invalid("Username cannot be empty.")
+    validate_password(password)
+    if get_user_or_none(username) is not None:
+        raise already_exists(f"User (username={username}) already exists.")
+    user_id = _allocate_user_id()
+    item = USER.item(
+        {"username": username, "user_id": user_id, "password_hash": passwords.hash_password(password), "is_admin": is_admin},
+        username=username,
+    )
+    try:
+        table.transact(
+            [
+                table.put_op(item, condition="attribute_not_exists(pk)"),
+                table.put_op(USER_ENTRY.item({"username": username}, username=username)),
+            ]
+        )
+    except table.ConditionFailed:
+        raise already_exists(f"User (username={username}) already exists.") from None
+    return _user_from(item)
+
+
+def _allocate_user_id() -> int:
+    updated = table.update(
+        schema.entity("config").key(key=USER_COUNTER_KEY),
+        "ADD #v :one SET entity_type = :type",
+        names={"#v": "value"},
+        values={":one": 1, ":type": "config"},
+        return_values="UPDATED_NEW",
+    )
+    return int(updated["value"]) if updated else 1
+
+
+def get_user_or_none(username: str) -> User | None:
+    item = table.get(user_key(username))
+    return _user_from(item) if item else None
+
+
+def get_user(username: str) -> User:
+    user = get_user_or_none(username)
+    if user is None:
+        raise not_found(f"User with username={username} not found")
+    return user
+
+
+def authenticate(username: str, password: str) -> User | None:
+    user = get_user_or_none(username)
+    if user is None or not passwords.check_password(user.password_hash, password):
+        return None
+    return user
+
+
+def update_password(username: str, password: Any) -> None:
+    get_user(username)
+    validate_password(password)
+    _update_user(username, "SET password_hash = :h", {":h": passwords.hash_password(password)})
+
+
+def update_admin(username: str, is_admin: bool) -> None:
+    get_user(username)
+    _update_user(username, "SET is_admin = :a", {":a": bool(is_admin)})
+
+
+def _update_user(username: str, expression: str, values: dict[str, Any]) -> None:
+    try:
+        table.update(user_key(username), expression, values=values, condition="attribute_exists(pk)")
+    except table.ConditionFailed:
+        raise not_found(f"User with username={username} not found") from None
+
+
+def delete_user(username: str) -> None:
+    """The user and every grant it holds (all items of its partition)."""
+    get_user(username)
+    keys = [table.key_of(item) for item in table.query(user_key(username)[schema.PK], "U#")]
+    # Grants first: a retry after a failure part-way still finds the user item and finishes the job.
+    grants = [key for key in keys if key[schema.SK] != "U#META"]
+    table.batch_write(deletes=grants)
+    table.transact([table.delete_op(user_key(username)), table.delete_op(USER_ENTRY.key(username=username))])
+
+
+def list_users() -> list[User]:
+    """Every user: the user-name collection (a Query, never a Scan), then the user items in batches."""
+    names = [item["username"] for item in table.query(USER_ENTRY.pk.render({}))]
+    users = [_user_from(item) for item in table.batch_get([user_key(name) for name in names])]
+    return sorted(users, key=lambda user: user.id)
+
+
+# --- grants ----------------------------------------------------------------------------------
+
+
+def check_kind(kind: Any) -> str:
+    if kind == "workspace":
+        raise invalid(
+            "resource_type 'workspace' is not supported by the per-user permission convenience APIs. "
+            "Use set_workspace_permission / delete_workspace_permission for workspace-wide grants."
+        )
+    if kind not in KINDS:
+        raise invalid(f"Invalid resource type '{kind}'. Valid resource types are: {tuple(sorted(KINDS))}")
+    return kind
+
+
+def check_grantable(permission: Any, kind: str) -> str:
+    if permission not in ALL:
+        raise invalid(f"Invalid permission '{permission}'. Valid permissions are: {tuple(ALL)}")
+    if permission not in GRANTABLE:
+        raise invalid(f"Invalid permission '{permission}' for resource_type='{kind}'. Resource-level grants accept only: {GRANTABLE}.")
+    return permission
+
+
+def _grant_item(username: str, kind: str, resource_id: str, permission: str) -> dict[str, Any]:
+    return _GRANT_ENTITY[kind].item(
+        {"username": username, "resource_id": resource_id, "permission": permission},
+        username=username,
+        **{_ID_FIELD[kind]: resource_id},
+    )
+
+
+def create_grant(username: str, kind: str, resource_id: str, permission: str) -> None:
+    """MLflow's grant_user_resource_permission: RESOURCE_ALREADY_EXISTS when the user has one already."""
+    try:
+        table.put(_grant_item(username, kind, resource_id, permission), condition="attribute_not_exists(pk)")
+    except table.ConditionFailed:
+        raise already_exists(f"Permission for user={username} on resource_type={kind}, resource_id={resource_id} already exists.") from None
+
+
+def set_grant(username: str, kind: str, resource_id: str, permission: str) -> None:
+    """Upsert (MLflow's grant_user_permission, used for the creator's MANAGE)."""
+    table.put(_grant_item(username, kind, resource_id, permission))
+
+
+def delete_grant(username: str, kind: str, resource_id: str) -> None:
+    try:
+        table.delete(grant_key(username, kind, resource_id), condition="attribute_exists(pk)")
+    except table.ConditionFailed:
+        raise not_found(f"Permission for user={username} on resource_type={kind}, resource_id={resource_id} not found.") from None
+
+
+def user_grants(username: str) -> list[dict[str, Any]]:
+    """Every grant of a user as MLflow's list-permissions rows need them."""
+    kinds = {"U#PERM#": EXPERIMENT, "U#RPERM#": REGISTERED_MODEL, "U#PPERM#": PROMPT}
+    out = []
+    for item in table.query(user_key(username)[schema.PK], "U#"):
+        for prefix, kind in kinds.items():
+            if item[schema.SK].startswith(prefix):
+                out.append({"resource_type": kind, "resource_pattern": item["resource_id"], "permission": item["permission"]})
+    return out
+
+
+def _grants_of_resource(kind: str, resource_id: str) -> list[dict[str, Any]]:
+    index_pk = _GRANT_ENTITY[kind].indexes["gsi4"][0].render({_ID_FIELD[kind]: resource_id})
+    keys = [
+        {schema.PK: item[schema.PK], schema.SK: item[schema.SK]}
+        for item in table.query(index_pk, index="gsi4", pk_attr="gsi4pk", sk_attr="gsi4sk", consistent=False)
+    ]
+    return table.batch_get(keys) if keys else []
+
+
+def delete_grants_of_resource(kind: str, resource_id: str) -> None:
+    grants = _grants_of_resource(kind, resource_id)
+    table.batch_write(deletes=[table.key_of(item) for item in grants])
+
+
+def rename_grants_of_resource(kind: str, old_id: str, new_id: str) -> None:
+    grants = _grants_of_resource(kind, old_id)
+    puts = [_grant_item(item["username"], kind, new_id, item["permission"]) for item in grants]
+    table.batch_write(puts=puts)
+    table.batch_write(deletes=[table.key_of(item) for item in grants])
+
+
+def access(username: str, kind: str, resource_ids: list[str]) -> tuple[User | None, dict[str, list[str]]]:
+    """One BatchGetItem: the user and the grants on each resource (wildcard included in every list)."""
+    keys = [user_key(username), grant_key(username, kind, "*")] + [grant_key(username, kind, rid) for rid in resource_ids]
+    items = table.batch_get(keys)
+    user = next((_user_from(item) for item in items if item[schema.SK] == "U#META"), None)
+    by_id = {item["resource_id"]: item["permission"] for item in items if item[schema.SK] != "U#META"}
+    wildcard = [by_id["*"]] if "*" in by_id else []
+    return user, {rid: wildcard + ([by_id[rid]] if rid in by_id and rid != "*" else []) for rid in resource_ids}

@@ -1,0 +1,102 @@
+"""Two servers in basic-auth mode: ours (a local runtime process with AUTHORIZATION=basic) and MLflow's own
+basic-auth app (``mlflow server --app-name basic-auth`` on sqlite), started once per session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, _wait_healthy, unique
+
+ADMIN = "admin"
+ADMIN_PASSWORD = "admin-password-" + os.urandom(6).hex()
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@contextmanager
+def basic_runtime() -> Iterator[str]:
+    """Our runtime in basic mode, in its own process with its own table and bucket (on the session's
+    DynamoDB Local and S3)."""
+    from local.runtime import free_port
+
+    port = free_port()
+    env = dict(os.environ)
+    env.update(
+        PORT=str(port),
+        TABLE_NAME=unique("auth"),
+        BUCKET_NAME=unique("auth"),
+        AUTHORIZATION="basic",
+        MLFLOW_AUTH_ADMIN_PASSWORD=ADMIN_PASSWORD,
+        # Password changes and deletions take effect at once (the cache itself is tested on its own).
+        AUTHORIZER_CACHE_SECONDS="0",
+    )
+    env.pop("MLFLOW_TRACKING_USERNAME", None)
+    env.pop("MLFLOW_TRACKING_PASSWORD", None)
+    process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process)
+        yield url
+    finally:
+        _stop(process)
+
+
+@pytest.fixture(scope="session")
+def basic_server(server: str) -> Iterator[str]:
+    with basic_runtime() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def mlflow_server() -> Iterator[str]:
+    """MLflow's own basic-auth server (the reference), on sqlite in a temporary directory."""
+    from local.runtime import free_port
+
+    port = free_port()
+    workdir = Path(tempfile.mkdtemp(prefix="mlflow-basic-auth-"))
+    env = dict(os.environ)
+    env.update(MLFLOW_AUTH_ADMIN_PASSWORD=ADMIN_PASSWORD, MLFLOW_FLASK_SERVER_SECRET_KEY=os.urandom(16).hex())
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
+        env.pop(name, None)
+    command = [
+        str(Path(sys.executable).parent / "mlflow"), "server", "--app-name", "basic-auth",
+        "--backend-store-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--artifacts-destination", str(workdir / "artifacts"),
+        "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+    ]  # fmt: skip
+    log = open(workdir / "server.log", "wb")
+    process = subprocess.Popen(command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 240  # migrations on a loaded machine take a minute
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"mlflow server exited: {(workdir / 'server.log').read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("mlflow server did not start") from None
+                time.sleep(1)
+        yield url
+    finally:
+        _stop(process)
+        log.close()

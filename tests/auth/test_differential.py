@@ -1,0 +1,25 @@
+"""Ours vs MLflow's own basic-auth app: the same users, grants and requests, the same answers step by step."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.auth.conftest import basic_runtime
+from tests.auth.scenario import STEPS, Answer, play
+
+
+@pytest.fixture(scope="module")
+def answers(server: str, mlflow_server: str) -> tuple[dict[str, Answer], dict[str, Answer]]:
+    # An empty runtime of its own, like the reference: user ids are compared too.
+    with basic_runtime() as ours:
+        return play(ours), play(mlflow_server)
+
+
+@pytest.mark.parametrize("step", STEPS, ids=[s.name for s in STEPS])
+def test_same_answer_as_mlflow(answers: tuple[dict[str, Answer], dict[str, Answer]], step) -> None:
+    ours, theirs = (side[step.name] for side in answers)
+    assert ours.status == theirs.status, f"{step.name}: ours {ours.status} {ours.body!r} vs MLflow {theirs.status} {theirs.body!r}"
+    if step.compare_json:
+        assert ours.body == theirs.body
+    elif isinstance(theirs.body, dict) and "error_code" in theirs.body:
+        assert isinstance(ours.body, dict) and ours.body.get("error_code") == theirs.body["error_code"], (ours.body, theirs.body)

@@ -1,0 +1,69 @@
+"""Every route of the route table (routes added later included) refuses a request without valid credentials."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import requests
+
+from serverless_mlflow.auth.rules import RULES
+from serverless_mlflow.routes import ROUTES, Route
+
+PROTECTED = [route for route in ROUTES if not route.public]
+PUBLIC = [route for route in ROUTES if route.public]
+
+
+def _concrete(path: str) -> str:
+    return re.sub(r"\{\w+\+\}", "0/some/file.txt", re.sub(r"\{\w+\}", "x", path))
+
+
+def _call(base: str, route: Route, auth: tuple[str, str] | None) -> requests.Response:
+    return requests.request(
+        route.method, base + _concrete(route.path), json={} if route.method not in ("GET", "HEAD") else None, auth=auth, timeout=60
+    )
+
+
+@pytest.mark.parametrize("route", PROTECTED, ids=[r.route_key for r in PROTECTED])
+def test_no_credentials_is_401(basic_server: str, route: Route) -> None:
+    # API Gateway itself answers a request without the identity source (the Authorization header).
+    response = _call(basic_server, route, None)
+    assert response.status_code == 401
+
+
+@pytest.mark.parametrize("route", PROTECTED, ids=[r.route_key for r in PROTECTED])
+def test_wrong_password_is_401_with_a_challenge(basic_server: str, route: Route) -> None:
+    response = _call(basic_server, route, ("admin", "not-the-password"))
+    assert response.status_code == 401
+    # What makes a browser show its login prompt (MLflow's make_basic_auth_response).
+    assert response.headers["WWW-Authenticate"] == 'Basic realm="mlflow"'
+    assert "You are not authenticated" in response.text
+
+
+def test_unknown_user_and_malformed_headers_are_401(basic_server: str) -> None:
+    url = f"{basic_server}/api/2.0/mlflow/experiments/get?experiment_id=0"
+    assert requests.get(url, auth=("nobody", "whatever-password"), timeout=30).status_code == 401
+    for header in ("Bearer abc", "Basic !!!notbase64", "Basic " + "bm9jb2xvbg==", "Basic"):
+        response = requests.get(url, headers={"Authorization": header}, timeout=30)
+        assert response.status_code == 401, header
+
+
+def test_unknown_routes_need_credentials_too(basic_server: str) -> None:
+    assert requests.get(f"{basic_server}/api/2.0/mlflow/nothing-here", timeout=30).status_code == 401
+    response = requests.get(f"{basic_server}/api/2.0/mlflow/nothing-here", auth=("admin", "bad-password-1"), timeout=30)
+    assert response.status_code == 401 and "WWW-Authenticate" in response.headers
+
+
+@pytest.mark.parametrize("route", PUBLIC, ids=[r.route_key for r in PUBLIC])
+def test_public_routes_answer_without_credentials(basic_server: str, route: Route) -> None:
+    response = _call(basic_server, route, None)
+    if route.operation == "login":
+        # The browser's entry point challenges (instead of API Gateway's bare 401).
+        assert response.status_code == 401 and response.headers["WWW-Authenticate"] == 'Basic realm="mlflow"'
+    else:
+        assert response.status_code == 200
+
+
+def test_every_protected_operation_has_a_rule() -> None:
+    # An operation without a row is admin-only (fail closed); the shipped routes all have a deliberate row.
+    assert {route.operation for route in PROTECTED} <= set(RULES)

@@ -1,0 +1,105 @@
+"""The stack with ``authorization=basic``: a cached Lambda authorizer on every route but the public ones,
+the first admin's generated secret read by the bootstrap only, least privilege and cdk-nag still clean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cdk_nag import AwsSolutionsChecks, ServerlessChecks
+
+from infra.constructs.api import AUTHORIZER_CACHE_SECONDS
+from local.authorizer import CACHE_SECONDS
+from serverless_mlflow import routes
+from tests.infra.test_stack import NAG_ID, Synth, policy_statements_of
+
+pytestmark = pytest.mark.xdist_group("infra")
+
+
+@pytest.fixture(scope="module")
+def basic_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return Synth(tmp_path_factory.mktemp("cdk-basic"), authorization="basic", auth_default_permission="NO_PERMISSIONS")
+
+
+def _authorizer(synth: Synth) -> tuple[str, dict[str, Any]]:
+    ((logical_id, authorizer),) = synth.resources("AWS::ApiGatewayV2::Authorizer").items()
+    return logical_id, authorizer["Properties"]
+
+
+def test_cached_lambda_authorizer_on_the_authorization_header(basic_synth: Synth) -> None:
+    _, props = _authorizer(basic_synth)
+    assert props["AuthorizerType"] == "REQUEST"
+    assert props["AuthorizerPayloadFormatVersion"] == "2.0"
+    assert props["EnableSimpleResponses"] is True
+    assert props["IdentitySource"] == ["$request.header.Authorization"]
+    assert props["AuthorizerResultTtlInSeconds"] == AUTHORIZER_CACHE_SECONDS > 0
+    # The local runtime emulates the same cache period.
+    assert CACHE_SECONDS == AUTHORIZER_CACHE_SECONDS
+    function_id = basic_synth.logical_id(basic_synth.stack.basic_auth.authorizer.function)
+    assert function_id in str(props["AuthorizerUri"])
+
+
+def test_every_route_but_the_public_ones_carries_the_authorizer(basic_synth: Synth) -> None:
+    authorizer_id, _ = _authorizer(basic_synth)
+    by_key = {r["Properties"]["RouteKey"]: r["Properties"] for r in basic_synth.resources("AWS::ApiGatewayV2::Route").values()}
+    assert set(by_key) == {route.route_key for route in routes.ROUTES} | {"$default"}
+    public = {route.route_key for route in routes.ROUTES if route.public}
+    assert public == {"GET /health", "HEAD /health", "GET /api/3.0/mlflow/server-info", "GET /login"}
+    for key, props in by_key.items():
+        if key in public:
+            assert props["AuthorizationType"] == "NONE", key
+        else:
+            assert props["AuthorizationType"] == "CUSTOM", key
+            assert props["AuthorizerId"] == {"Ref": authorizer_id}, key
+
+
+def test_functions_know_the_mode_and_default_permission(basic_synth: Synth) -> None:
+    for function in basic_synth.resources("AWS::Lambda::Function").values():
+        env = function["Properties"].get("Environment", {}).get("Variables", {})
+        if "TABLE_NAME" in env:
+            assert env["AUTHORIZATION"] == "basic"
+            assert env["AUTH_DEFAULT_PERMISSION"] == "NO_PERMISSIONS"
+
+
+def test_admin_password_is_generated_and_only_the_bootstrap_reads_it(basic_synth: Synth) -> None:
+    ((secret_id, secret),) = basic_synth.resources("AWS::SecretsManager::Secret").items()
+    generator = secret["Properties"]["GenerateSecretString"]
+    assert generator["GenerateStringKey"] == "password" and generator["PasswordLength"] >= 32
+    assert "SecretString" not in secret["Properties"]  # no password in the template, ever
+    readers = []
+    for policy in basic_synth.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if any(a.startswith("secretsmanager:") for a in actions):
+                assert statement["Resource"] == {"Ref": secret_id}
+                readers.append(policy["Properties"]["Roles"][0]["Ref"])
+    assert readers == [basic_synth.logical_id(basic_synth.stack.bootstrap.function.role)]
+    bootstrap_env = basic_synth.json["Resources"][basic_synth.logical_id(basic_synth.stack.bootstrap.function.function)]["Properties"]
+    assert bootstrap_env["Environment"]["Variables"]["ADMIN_SECRET_ARN"] == {"Ref": secret_id}
+    assert "AdminSecretArn" in basic_synth.json["Outputs"]
+
+
+def test_authorizer_reads_user_items_only(basic_synth: Synth) -> None:
+    role_id = basic_synth.logical_id(basic_synth.stack.basic_auth.authorizer.role)
+    actions = set()
+    for policy in basic_synth.resources("AWS::IAM::Policy").values():
+        if policy["Properties"]["Roles"] == [{"Ref": role_id}]:
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions.update(statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]])
+    assert {a for a in actions if a.startswith("dynamodb:")} == {"dynamodb:GetItem"}
+    assert policy_statements_of(basic_synth, "auth")
+
+
+@pytest.mark.parametrize("pack", [AwsSolutionsChecks, ServerlessChecks], ids=["AwsSolutions", "Serverless"])
+def test_cdk_nag_clean_in_basic_mode(basic_synth: Synth, pack: type) -> None:
+    report = pack().validate_scope(basic_synth.stack)
+    findings = [v.rule_name for v in report.violations if NAG_ID.fullmatch(v.rule_name)]
+    assert report.success and not findings, findings
+
+
+def test_authorizer_code_is_only_its_package(basic_synth: Synth) -> None:
+    function = basic_synth.json["Resources"][basic_synth.logical_id(basic_synth.stack.basic_auth.authorizer.function)]
+    code_dir = basic_synth.asset_dir(function["Properties"]["Code"]["S3Key"])
+    assert sorted(p.name for p in Path(code_dir).iterdir()) == ["authorizer"]
+    assert function["Properties"]["Handler"] == "authorizer.handler.lambda_handler"
