@@ -7,7 +7,6 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow.api import Request, build_app, lambda_entry
-from serverless_mlflow.errors import MlflowError
 from serverless_mlflow.server_info import MLFLOW_API_VERSION, server_info
 
 
@@ -23,13 +22,8 @@ def get_server_info(_: Request) -> dict[str, Any]:
     return server_info()
 
 
-def otlp_traces(_: Request) -> Response:
-    # The client turns span upload off for good on this message and falls back to traces.json.
-    raise MlflowError("REST OTLP span logging is not supported by mlflow-serverless.", "NOT_IMPLEMENTED")
-
-
 app = build_app(
     "meta",
-    {"health": health, "version": version, "server_info": get_server_info, "otlp_traces": otlp_traces},
+    {"health": health, "version": version, "server_info": get_server_info},
 )
 lambda_handler = lambda_entry(app)

@@ -86,6 +86,9 @@ def to_attr(value: Any) -> dict[str, Any]:
 
 
 def from_attr(attr: dict[str, Any]) -> Any:
+    if not attr:
+        # DynamoDB Local's stream images render an empty map as {} instead of {"M": {}}.
+        return {}
     (kind, value), = attr.items()
     if kind == "S":
         return value
