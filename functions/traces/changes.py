@@ -48,6 +48,7 @@ def _update_info(item: dict[str, Any], expression: str, names: dict[str, str], v
 
 # --- tags ------------------------------------------------------------------------------------------
 
+
 def check_tag_mutation(key: str, operation: str) -> None:
     if key in _IMMUTABLE_TAGS and not (operation == "deleted" and key == "mlflow.trace.archivalFailure"):
         raise invalid(f"Tag '{key}' is immutable and cannot be {operation} on a trace.")
@@ -80,6 +81,7 @@ def delete_trace_tag(trace_id: str, key: str) -> None:
 
 
 # --- deletion ---------------------------------------------------------------------------------------
+
 
 def delete_traces(experiment_id: str, max_timestamp_millis: int | None, max_traces: int | None, trace_ids: list[str] | None) -> int:
     if max_timestamp_millis is None and not trace_ids:
@@ -121,13 +123,16 @@ def delete_trace_items(experiment_id: str, trace_id: str) -> None:
     if spilled:
         client = s3.client()
         for start in range(0, len(spilled), 1000):
-            client.delete_objects(Bucket=s3.bucket_name(), Delete={"Objects": [{"Key": k} for k in spilled[start : start + 1000]], "Quiet": True})
+            client.delete_objects(
+                Bucket=s3.bucket_name(), Delete={"Objects": [{"Key": k} for k in spilled[start : start + 1000]], "Quiet": True}
+            )
     table.batch_write(deletes=[{"pk": s["pk"], "sk": s["sk"]} for s in spans])
     table.delete(store.TRACE.key(experiment_id=experiment_id, trace_id=trace_id))
     table.delete(store.LOCATOR.key(trace_id=trace_id))
 
 
 # --- run links ----------------------------------------------------------------------------------------
+
 
 def link_traces_to_run(trace_ids: list[str], run_id: str) -> None:
     if not trace_ids:
@@ -142,6 +147,7 @@ def link_traces_to_run(trace_ids: list[str], run_id: str) -> None:
 
 
 # --- assessments ----------------------------------------------------------------------------------------
+
 
 def _assessment_not_found(trace_id: str, assessment_id: str) -> MlflowError:
     return not_found(f"Assessment with ID '{assessment_id}' not found for trace '{trace_id}'")
@@ -171,7 +177,9 @@ def set_map_entries(item: dict[str, Any], attribute: str, entries: dict[str, str
         except table.ConditionFailed:
             pass
         try:
-            _write(item, "SET #m = :whole", {"#m": attribute}, {":whole": dict(entries)}, "attribute_exists(pk) AND attribute_not_exists(#m)")
+            _write(
+                item, "SET #m = :whole", {"#m": attribute}, {":whole": dict(entries)}, "attribute_exists(pk) AND attribute_not_exists(#m)"
+            )
             return
         except table.ConditionFailed:
             pass  # the map appeared meanwhile, or the trace is gone: look again

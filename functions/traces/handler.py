@@ -53,9 +53,7 @@ def get_trace(req: Request) -> dict[str, Any]:
 
 def _ids(req: Request) -> tuple[list[str], list[str] | None]:
     fields = {"trace_ids": "[string]", "experiment_ids": "[string]"}
-    msg = req.message(
-        fields, {"trace_ids": [array, required, item_type_string], "experiment_ids": [array, item_type_string]}
-    )
+    msg = req.message(fields, {"trace_ids": [array, required, item_type_string], "experiment_ids": [array, item_type_string]})
     return msg["trace_ids"], msg.get("experiment_ids")
 
 
@@ -179,7 +177,11 @@ def search_traces_v2(req: Request) -> dict[str, Any]:
         {"experiment_ids": [array, item_type_string], "max_results": [intlike, less_than_or_equal(500)]},
     )
     traces, token = read.search_traces(
-        msg.get("experiment_ids") or [], msg.get("filter") or None, msg.get("max_results"), msg.get("order_by"), msg.get("page_token") or None
+        msg.get("experiment_ids") or [],
+        msg.get("filter") or None,
+        msg.get("max_results"),
+        msg.get("order_by"),
+        msg.get("page_token") or None,
     )
     out: dict[str, Any] = {}
     if traces:

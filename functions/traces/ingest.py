@@ -122,12 +122,15 @@ def _put_span(experiment_id: str, trace_id: str, span: Any) -> int:
 
 
 def _count_spans(experiment_id: str, trace_id: str, new_spans: int) -> None:
-    locator = table.update(
-        store.LOCATOR.key(trace_id=trace_id),
-        "SET experiment_id = if_not_exists(experiment_id, :e), entity_type = :t ADD span_count :n",
-        values={":e": experiment_id, ":n": new_spans, ":t": store.LOCATOR.name},
-        return_values="ALL_NEW",
-    ) or {}
+    locator = (
+        table.update(
+            store.LOCATOR.key(trace_id=trace_id),
+            "SET experiment_id = if_not_exists(experiment_id, :e), entity_type = :t ADD span_count :n",
+            values={":e": experiment_id, ":n": new_spans, ":t": store.LOCATOR.name},
+            return_values="ALL_NEW",
+        )
+        or {}
+    )
     expected = locator.get("expected_spans")
     if expected is not None and locator.get("span_count", 0) >= expected and new_spans:
         _mark_spans_stored(locator["experiment_id"], trace_id)
@@ -147,6 +150,7 @@ def _mark_spans_stored(experiment_id: str, trace_id: str) -> None:
 
 
 # --- start_trace -----------------------------------------------------------------------------------
+
 
 def _expected_spans(metadata: dict[str, str]) -> int | None:
     try:

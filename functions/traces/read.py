@@ -74,6 +74,7 @@ def batch_get_trace_infos(trace_ids: list[str], experiment_ids: list[str] | None
 
 # --- search --------------------------------------------------------------------------------------
 
+
 def _encode(token: dict[str, Any]) -> str:
     return base64.b64encode(json.dumps(token).encode("utf-8")).decode("ascii")
 

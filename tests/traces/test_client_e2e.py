@@ -117,11 +117,15 @@ def _assessments_and_tags(uri: str) -> dict[str, Any]:
     trace_id = mlflow.get_last_active_trace_id()
     client = MlflowClient(uri)
     human = AssessmentSource(source_type=AssessmentSourceType.HUMAN, source_id="alice")
-    feedback = mlflow.log_feedback(trace_id=trace_id, name="correct", value=True, rationale="looks right", source=human, metadata={"k": "v"})
+    feedback = mlflow.log_feedback(
+        trace_id=trace_id, name="correct", value=True, rationale="looks right", source=human, metadata={"k": "v"}
+    )
     expectation = mlflow.log_expectation(trace_id=trace_id, name="expected", value={"answer": 2}, source=human)
     llm = AssessmentSource(source_type=AssessmentSourceType.LLM_JUDGE, source_id="judge")
     numeric = mlflow.log_feedback(trace_id=trace_id, name="score", value=0.5, source=llm)
-    mlflow.update_assessment(trace_id, feedback.assessment_id, mlflow.entities.Feedback(name="correct", value=False, rationale="actually wrong"))
+    mlflow.update_assessment(
+        trace_id, feedback.assessment_id, mlflow.entities.Feedback(name="correct", value=False, rationale="actually wrong")
+    )
     mlflow.delete_assessment(trace_id, numeric.assessment_id)
     overridden = mlflow.log_feedback(trace_id=trace_id, name="tone", value="rude", source=llm)
     mlflow.override_feedback(trace_id=trace_id, assessment_id=overridden.assessment_id, value="polite", rationale="human fix", source=human)

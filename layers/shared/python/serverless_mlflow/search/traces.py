@@ -24,15 +24,40 @@ class TraceGrammar(RunGrammar):
     """Port of ``SearchTraceUtils`` parsing."""
 
     VALID_SEARCH_ATTRIBUTE_KEYS: ClassVar[set[str]] = {
-        "request_id", "timestamp", "timestamp_ms", "execution_time", "execution_time_ms", "end_time", "end_time_ms",
-        "status", "client_request_id", "name", "run_id", "prompt", "text",
+        "request_id",
+        "timestamp",
+        "timestamp_ms",
+        "execution_time",
+        "execution_time_ms",
+        "end_time",
+        "end_time_ms",
+        "status",
+        "client_request_id",
+        "name",
+        "run_id",
+        "prompt",
+        "text",
     }
     VALID_ORDER_BY_ATTRIBUTE_KEYS: ClassVar[set[str]] = {
-        "experiment_id", "timestamp", "timestamp_ms", "execution_time", "execution_time_ms", "end_time", "end_time_ms",
-        "status", "request_id", "name", "run_id",
+        "experiment_id",
+        "timestamp",
+        "timestamp_ms",
+        "execution_time",
+        "execution_time_ms",
+        "end_time",
+        "end_time_ms",
+        "status",
+        "request_id",
+        "name",
+        "run_id",
     }
     NUMERIC_ATTRIBUTES: ClassVar[set[str]] = {
-        "timestamp_ms", "timestamp", "execution_time_ms", "execution_time", "end_time_ms", "end_time",
+        "timestamp_ms",
+        "timestamp",
+        "execution_time_ms",
+        "execution_time",
+        "end_time_ms",
+        "end_time",
     }
     VALID_TAG_COMPARATORS: ClassVar[set[str]] = {"!=", "=", "LIKE", "ILIKE", "RLIKE", "IS NULL", "IS NOT NULL"}
     VALID_STRING_ATTRIBUTE_COMPARATORS: ClassVar[set[str]] = {"!=", "=", "IN", "NOT IN", "LIKE", "ILIKE", "RLIKE"}
@@ -44,7 +69,10 @@ class TraceGrammar(RunGrammar):
     _ATTRIBUTE_IDENTIFIER = "attribute"
     _SPAN_IDENTIFIER = "span"
     _ALTERNATE_IDENTIFIERS: ClassVar[dict[str, str]] = {
-        "tags": "tag", "attributes": "attribute", "trace": "attribute", "metadata": "request_metadata",
+        "tags": "tag",
+        "attributes": "attribute",
+        "trace": "attribute",
+        "metadata": "request_metadata",
     }
     _IDENTIFIERS: ClassVar[list[str]] = ["tag", "request_metadata", "attribute", "span", "feedback", "expectation", "issue"]
     _VALID_IDENTIFIERS: ClassVar[set[str]] = set(_IDENTIFIERS) | set(_ALTERNATE_IDENTIFIERS)
@@ -52,7 +80,9 @@ class TraceGrammar(RunGrammar):
     SEARCH_KEY_TO_TAG: ClassVar[dict[str, str]] = {"name": TRACE_NAME_TAG, "prompt": "mlflow.linkedPrompts"}
     SEARCH_KEY_TO_METADATA: ClassVar[dict[str, str]] = {"run_id": SOURCE_RUN}
     SEARCH_KEY_TO_ATTRIBUTE: ClassVar[dict[str, str]] = {
-        "timestamp": "timestamp_ms", "execution_time": "execution_time_ms", "end_time": "end_time_ms",
+        "timestamp": "timestamp_ms",
+        "execution_time": "execution_time_ms",
+        "end_time": "end_time_ms",
     }
 
     @classmethod
@@ -115,7 +145,11 @@ def _check_comparator(clause: dict[str, Any]) -> None:
     elif kind == "request_metadata":
         allowed = TraceGrammar.VALID_METADATA_COMPARATORS
     elif kind == "attribute":
-        allowed = TraceGrammar.VALID_NUMERIC_ATTRIBUTE_COMPARATORS if key in TraceGrammar.NUMERIC_ATTRIBUTES else TraceGrammar.VALID_STRING_ATTRIBUTE_COMPARATORS
+        allowed = (
+            TraceGrammar.VALID_NUMERIC_ATTRIBUTE_COMPARATORS
+            if key in TraceGrammar.NUMERIC_ATTRIBUTES
+            else TraceGrammar.VALID_STRING_ATTRIBUTE_COMPARATORS
+        )
     else:
         raise invalid(f"Filtering traces by '{kind}.{key}' is not supported by this tracking server.")
     if comparator not in allowed:
@@ -139,6 +173,7 @@ def parse_order_by(order_by: list[str] | None) -> list[tuple[str, str, bool]]:
 
 
 # --- matching -------------------------------------------------------------------------------------
+
 
 def _tags(item: dict[str, Any]) -> dict[str, str]:
     tags = dict(item.get("tags") or {})

@@ -44,6 +44,7 @@ def trace_not_found(trace_id: str) -> MlflowError:
 
 # --- protobuf well-known types ----------------------------------------------------------------
 
+
 def timestamp_json(millis: int) -> str:
     stamp = Timestamp()
     stamp.FromMilliseconds(int(millis))
@@ -84,6 +85,7 @@ def parse_duration_ms(value: Any, field: str) -> int:
 
 # --- reading ------------------------------------------------------------------------------------
 
+
 def locate(trace_id: str) -> dict[str, Any] | None:
     return table.get(LOCATOR.key(trace_id=trace_id))
 
@@ -117,6 +119,7 @@ def span_items(experiment_id: str, trace_id: str) -> list[dict[str, Any]]:
 
 
 # --- MLflow's JSON --------------------------------------------------------------------------------
+
 
 def info_json(item: dict[str, Any]) -> dict[str, Any]:
     """TraceInfoV3 as MLflow's handlers write it (Timestamp/Duration JSON, proto3 omits empties)."""
