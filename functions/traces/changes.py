@@ -57,7 +57,13 @@ def check_tag_mutation(key: str, operation: str) -> None:
 def set_trace_tag(trace_id: str, key: str, value: str) -> None:
     key, value = validate_trace_tag(key, value)
     assert key is not None
-    item = store.get_info_item(trace_id)
+    try:
+        item = store.get_info_item(trace_id)
+    except MlflowError:
+        if key == store.TRACE_NAME_TAG:
+            raise
+        # SqlAlchemyStore inserts the tag row and the foreign key to the trace refuses it.
+        raise MlflowError("FOREIGN KEY constraint failed", "BAD_REQUEST") from None
     if key == store.TRACE_NAME_TAG:
         # The name is its own attribute: it keys lsi4 (name search) and feeds trace-name FTS.
         from serverless_mlflow import keys
