@@ -65,10 +65,18 @@ def set_trace_tag(trace_id: str, key: str, value: str) -> None:
         # SqlAlchemyStore inserts the tag row and the foreign key to the trace refuses it.
         raise MlflowError("FOREIGN KEY constraint failed", "BAD_REQUEST") from None
     if key == store.TRACE_NAME_TAG:
-        # The name is its own attribute: it keys lsi4 (name search) and feeds trace-name FTS.
-        from serverless_mlflow import keys
-
-        _update_info(item, "SET trace_name = :v, lsi4sk = :k", {}, {":v": value or "", ":k": "T#" + keys.text(value or "") + trace_id})
+        # The name is its own attribute: it keys lsi4 (name search) and feeds trace-name FTS (lsi5 flag).
+        name = value or ""
+        index_keys = store.TRACE.index_keys(
+            experiment_id=item["experiment_id"],
+            trace_id=trace_id,
+            request_time=item.get("request_time", 0),
+            trace_name=name,
+            changed_at=store.now_millis(),
+        )
+        _update_info(
+            item, "SET trace_name = :v, lsi4sk = :k, lsi5sk = :f", {}, {":v": name, ":k": index_keys["lsi4sk"], ":f": index_keys["lsi5sk"]}
+        )
         return
     set_map_entries(item, "tags", {key: value or ""})
 

@@ -211,7 +211,12 @@ def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
     if _all_spans_stored(trace_id, locator):
         tags[store.SPANS_LOCATION_TAG] = store.TRACKING_STORE
     item = store.TRACE.item(
-        attributes, experiment_id=experiment_id, trace_id=trace_id, request_time=attributes["request_time"], trace_name=trace_name
+        attributes,
+        experiment_id=experiment_id,
+        trace_id=trace_id,
+        request_time=attributes["request_time"],
+        trace_name=trace_name,
+        changed_at=store.now_millis(),
     )
     try:
         table.put(item, condition="attribute_not_exists(pk)")

@@ -17,7 +17,7 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from serverless_mlflow import keys, s3, table
+from serverless_mlflow import fts, keys, s3, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.search import traces as grammar
 from serverless_mlflow.store import experiments as experiment_store
@@ -132,10 +132,29 @@ def _name_items(experiment_ids: list[str], names: list[str]) -> list[dict[str, A
     return out
 
 
-def _candidates(experiment_ids: list[str], clauses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _narrowed_items(experiment_ids: list[str], clauses: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The traces a name filter allows, read without listing the experiments (None: no such filter).
+
+    ``name = / IN`` reads those names from lsi4; ``name LIKE / ILIKE`` with a trigram reads the trace-name
+    FTS postings (plus names the indexer has not processed yet) and batch-reads those traces.
+    """
     names = grammar.name_equals(clauses)
     if names is not None:
         return _name_items(experiment_ids, names)
+    pattern = grammar.name_pattern(clauses)
+    if pattern is None:
+        return None
+    candidates = fts.trace_candidates(experiment_ids, pattern)
+    if candidates is None:
+        return None
+    keys_ = [store.TRACE.key(experiment_id=e, trace_id=t) for e in experiment_ids for t in candidates]
+    return table.batch_get(keys_)
+
+
+def _candidates(experiment_ids: list[str], clauses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    narrowed = _narrowed_items(experiment_ids, clauses)
+    if narrowed is not None:
+        return narrowed
     low, high = grammar.time_bounds(clauses)
     return [item for e in experiment_ids for item in _time_stream(e, low, high, None)]
 
@@ -148,9 +167,9 @@ def _search_by_time(
     experiment_ids: list[str], clauses: list[dict[str, Any]], limit: int, token: dict[str, Any] | None
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     after = (-int(token["ts"]), str(token["id"])) if token and "ts" in token and "id" in token else None
-    names = grammar.name_equals(clauses)
-    if names is not None:
-        stream: Iterator[dict[str, Any]] = iter(sorted(_name_items(experiment_ids, names), key=lambda i: i["lsi2sk"], reverse=True))
+    narrowed = _narrowed_items(experiment_ids, clauses)
+    if narrowed is not None:
+        stream: Iterator[dict[str, Any]] = iter(sorted(narrowed, key=lambda i: i["lsi2sk"], reverse=True))
     else:
         low, high = grammar.time_bounds(clauses)
         # Ties on the request time are ordered by trace id ascending: start at the token's millisecond.

@@ -102,7 +102,9 @@ def test_oversized_assessment_is_refused_and_changes_nothing(server: str) -> Non
         mlflow.log_feedback(trace_id=trace_id, name="huge", value="v", rationale="r" * (450 * 1024))
     assert raised.value.error_code == "INVALID_PARAMETER_VALUE"
     with pytest.raises(MlflowException) as raised:
-        mlflow.update_assessment(trace_id, kept.assessment_id, mlflow.entities.Feedback(name="ok", value=False, rationale="r" * (450 * 1024)))
+        mlflow.update_assessment(
+            trace_id, kept.assessment_id, mlflow.entities.Feedback(name="ok", value=False, rationale="r" * (450 * 1024))
+        )
     assert raised.value.error_code == "INVALID_PARAMETER_VALUE"
     assessments = MlflowClient().get_trace(trace_id).info.assessments
     assert [(a.name, a.feedback.value, a.rationale) for a in assessments] == [("ok", True, None)]

@@ -60,8 +60,23 @@ def _write_and_read(uri: str) -> dict[str, Any]:
     fetched = [client.get_trace(t.info.trace_id) for t in listed]
     by_name = mlflow.search_traces(locations=[experiment_id], filter_string="trace.name = 'app-outer'", return_type="list")
     errors = mlflow.search_traces(locations=[experiment_id], filter_string="trace.status = 'ERROR'", return_type="list")
+    like = mlflow.search_traces(locations=[experiment_id], filter_string="trace.name LIKE '%pp-ou%'", return_type="list")
+    ilike = mlflow.search_traces(locations=[experiment_id], filter_string="name ILIKE 'APP-%'", return_type="list")
+    tagged = mlflow.search_traces(
+        locations=[experiment_id], filter_string="trace.status = 'OK' AND timestamp_ms > 0 AND execution_time_ms >= 0", return_type="list"
+    )
     oldest = mlflow.search_traces(locations=[experiment_id], order_by=["timestamp_ms ASC"], max_results=2, return_type="list")
+    pages, token = [], None
+    while True:
+        page = client.search_traces(locations=[experiment_id], max_results=3, page_token=token, include_spans=False)
+        pages.append([t.info.tags.get("mlflow.traceName") for t in page])
+        token = page.token
+        if not token:
+            break
+    by_duration = client.search_traces(locations=[experiment_id], order_by=["execution_time_ms DESC", "name"], max_results=2)
     return {
+        "pages": pages,
+        "by_duration_rows": len(by_duration),
         "listed": [trace_view(t) for t in listed],
         "fetched": [trace_view(t) for t in fetched],
         "frame_columns": list(frame.columns),
@@ -69,6 +84,9 @@ def _write_and_read(uri: str) -> dict[str, Any]:
         "frame_names": [tags.get("mlflow.traceName") for tags in frame["tags"]],
         "by_name": sorted(t.info.tags.get("mlflow.traceName") for t in by_name),
         "errors": [t.info.tags.get("mlflow.traceName") for t in errors],
+        "like": sorted(t.info.tags.get("mlflow.traceName") for t in like),
+        "ilike": sorted(t.info.tags.get("mlflow.traceName") for t in ilike),
+        "ok_in_range": len(tagged),
         "oldest": [t.info.tags.get("mlflow.traceName") for t in oldest],
         "order_matches_time": [t.info.request_time for t in listed] == sorted((t.info.request_time for t in listed), reverse=True),
     }

@@ -20,7 +20,7 @@ Key = tuple[str, str]
 SOURCE_TYPES = frozenset({"latest_metric", "param", "run", "experiment_entry", "registered_model_entry", "trace"})
 DERIVED_TYPES = frozenset(entity.name for entity in ENTITY.values() if entity.derived)
 # Sources that carry the "not yet indexed" LSI5 flag (lsi5sk), removed by the indexer.
-FLAGGED_TYPES = frozenset({"latest_metric", "param", "run", "experiment_entry", "registered_model_entry"})
+FLAGGED_TYPES = frozenset({"latest_metric", "param", "run", "experiment_entry", "registered_model_entry", "trace"})
 FLAG_ATTRIBUTE = "lsi5sk"
 
 

@@ -257,6 +257,16 @@ def run_candidates(experiment_ids: Iterable[str], pattern: str) -> set[str] | No
     return out
 
 
+def trace_candidates(experiment_ids: Iterable[str], pattern: str) -> set[str] | None:
+    out: set[str] = set()
+    for experiment_id in experiment_ids:
+        ids = candidate_ids(traces_scope(experiment_id), TRACE, pattern)
+        if ids is None:
+            return None
+        out |= ids
+    return out
+
+
 def filter_candidates(comparisons: Any, scopes: Iterable[str], kind: str, pending_scope: str | None = None) -> set[str] | None:
     """Candidate ids for a parsed search ``Filter`` (``serverless_mlflow.search``), or None.
 

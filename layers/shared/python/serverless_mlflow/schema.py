@@ -266,6 +266,8 @@ ENTITIES: tuple[Entity, ...] = (
             "lsi2": (None, "T#{request_time:i64}#{trace_id}"),
             # Only traces with a name (mlflow.traceName tag) carry lsi4sk: name filters read just them.
             "lsi4": (None, "T#{trace_name:str}{trace_id}"),
+            # "name not yet indexed" flag for trace-name FTS (the indexer removes it); writers pass changed_at.
+            "lsi5": (None, "U#{changed_at:i64}#T#{trace_id}"),
         },
         attributes=(
             "trace_id", "experiment_id", "request_time", "execution_duration", "state", "request_preview",

@@ -292,6 +292,14 @@ def name_equals(clauses: list[dict[str, Any]]) -> list[str] | None:
     return None
 
 
+def name_pattern(clauses: list[dict[str, Any]]) -> str | None:
+    """The LIKE/ILIKE pattern of a trace-name filter (trace-name FTS narrows the search with it)."""
+    for clause in clauses:
+        if clause["type"] == "tag" and clause["key"] == TRACE_NAME_TAG and clause["comparator"].upper() in ("LIKE", "ILIKE"):
+            return clause["value"]
+    return None
+
+
 def sort_key(order: list[tuple[str, str, bool]]) -> Any:
     """MLflow's order: the given terms (NULLs last), then timestamp desc and request id asc."""
     terms = list(order)
