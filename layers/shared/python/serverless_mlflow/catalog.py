@@ -132,13 +132,13 @@ PATTERNS: tuple[AccessPattern, ...] = (
        note="name = / IN filters read only that name's traces"),
     _p("Traces", "Set trace tag", "trace", UPDATE, "table", "pk = EXP#<id> AND sk = T#<trace_id> (SET tags.<key>) IF attribute_exists(pk)",
        seed="Set trace tag", note="assessments and run links are map/set entries of the same item, changed the same way"),
-    _p("Traces", "Get trace spans", "trace_span", QUERY, "table", "pk = EXP#<id> AND begins_with(sk, 'T#<trace_id>#S#')",
+    _p("Traces", "Get trace spans", "trace_spans", QUERY, "table", "pk = EXP#<id> AND begins_with(sk, 'T#<trace_id>#S#')",
        seed="Get trace spans", note="spilled spans are read from S3 (trace-spans/ prefix)"),
-    _p("Traces", "Create trace + spans", "trace trace_locator trace_span", PUT, "table",
+    _p("Traces", "Create trace + spans", "trace trace_locator trace_spans", PUT, "table",
        "Put T#<trace_id>#S#<span_id> IF attribute_not_exists(pk) per OTLP span + Update TRACE#<trace_id> (ADD span_count); "
        "start_trace: Update TRACE#<trace_id> (expected_spans) + Put T#<trace_id> IF attribute_not_exists(pk)",
        seed="Create trace + spans", note="spans and info arrive in either order; the locator's count decides spansLocation"),
-    _p("Traces", "Delete traces", "trace_span trace trace_locator", BATCH_WRITE, "table",
+    _p("Traces", "Delete traces", "trace_spans trace trace_locator", BATCH_WRITE, "table",
        "Delete T#<trace_id>#S#* (batches) + Delete T#<trace_id> + Delete TRACE#<trace_id>"),
     # --- datasets -----------------------------------------------------------------------------
     _p("Datasets", "Create dataset", "dataset", PUT, "table", "pk = EXP#<id> AND sk = D#<name><digest> IF attribute_not_exists(pk)",

@@ -284,7 +284,7 @@ ENTITIES: tuple[Entity, ...] = (
         expires=True,
     ),
     _e(
-        "trace_span", EXP, "T#{trace_id}#S#{span_id}",
+        "trace_spans", EXP, "T#{trace_id}#S#{span_id}",
         "One span as its OTLP protobuf bytes (a span over the item limit is spilled to S3: spill_key)",
         attributes=("span", "spill_key", "start_time_unix_nano"),
         expires=True,

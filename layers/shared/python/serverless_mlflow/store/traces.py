@@ -19,7 +19,7 @@ from serverless_mlflow.schema import TTL_ATTRIBUTE, entity
 
 TRACE = entity("trace")
 LOCATOR = entity("trace_locator")
-SPAN = entity("trace_span")
+SPAN = entity("trace_spans")
 
 ARTIFACT_LOCATION_TAG = "mlflow.artifactLocation"
 SPANS_LOCATION_TAG = "mlflow.trace.spansLocation"
