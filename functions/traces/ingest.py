@@ -23,8 +23,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from serverless_mlflow import s3, table
 from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.schema import TTL_ATTRIBUTE
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import traces as store
+
+from . import retention
 
 # A span item past this many bytes keeps its bytes in S3 (items stay well under DynamoDB's 400 KB).
 SPILL_BYTES = 300 * 1024
@@ -98,14 +101,18 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
     experiment_id = str(experiment["experiment_id"])
     for trace_id, spans in spans_by_trace.items():
         new_spans = sum(_put_span(experiment_id, trace_id, span) for span in spans)
-        _count_spans(experiment_id, trace_id, new_spans)
+        first_start = min(span.start_time_unix_nano for span in spans) // 1_000_000
+        _count_spans(experiment_id, trace_id, new_spans, retention.expires_at(experiment_id, first_start))
 
 
 def _put_span(experiment_id: str, trace_id: str, span: Any) -> int:
     """Store one span; 1 if it was not stored before (a re-sent span overwrites without counting twice)."""
     span_id = span.span_id.hex()
     payload = span.SerializeToString()
-    attributes: dict[str, Any] = {"start_time_unix_nano": span.start_time_unix_nano}
+    attributes: dict[str, Any] = {
+        "start_time_unix_nano": span.start_time_unix_nano,
+        TTL_ATTRIBUTE: retention.expires_at(experiment_id, span.start_time_unix_nano // 1_000_000),
+    }
     if len(payload) > SPILL_BYTES:
         key = f"{SPILL_PREFIX}{experiment_id}/{trace_id}/{span_id}.pb"
         s3.client().put_object(Bucket=s3.bucket_name(), Key=key, Body=payload)
@@ -121,15 +128,13 @@ def _put_span(experiment_id: str, trace_id: str, span: Any) -> int:
         return 0
 
 
-def _count_spans(experiment_id: str, trace_id: str, new_spans: int) -> None:
+def _count_spans(experiment_id: str, trace_id: str, new_spans: int, expires: int | None) -> None:
+    expression = "SET experiment_id = if_not_exists(experiment_id, :e), entity_type = :t"
+    values: dict[str, Any] = {":e": experiment_id, ":n": new_spans, ":t": store.LOCATOR.name}
+    if expires is not None:  # a trace whose info never arrives still expires
+        expression, values[":x"] = expression + f", {TTL_ATTRIBUTE} = if_not_exists({TTL_ATTRIBUTE}, :x)", expires
     locator = (
-        table.update(
-            store.LOCATOR.key(trace_id=trace_id),
-            "SET experiment_id = if_not_exists(experiment_id, :e), entity_type = :t ADD span_count :n",
-            values={":e": experiment_id, ":n": new_spans, ":t": store.LOCATOR.name},
-            return_values="ALL_NEW",
-        )
-        or {}
+        table.update(store.LOCATOR.key(trace_id=trace_id), expression + " ADD span_count :n", values=values, return_values="ALL_NEW") or {}
     )
     expected = locator.get("expected_spans")
     if expected is not None and locator.get("span_count", 0) >= expected and new_spans:
@@ -203,8 +208,11 @@ def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
         "trace_metadata": metadata,
         "tags": tags,
     }
+    attributes[TTL_ATTRIBUTE] = retention.expires_at(experiment_id, attributes["request_time"])
     expected_spans = _expected_spans(metadata)
     expression, values = "SET experiment_id = :e, entity_type = :t", {":e": experiment_id, ":t": store.LOCATOR.name}
+    if attributes[TTL_ATTRIBUTE] is not None:
+        expression, values[":x"] = expression + f", {TTL_ATTRIBUTE} = :x", attributes[TTL_ATTRIBUTE]
     if expected_spans is not None:
         expression, values[":n"] = expression + ", expected_spans = :n", expected_spans
     locator = table.update(store.LOCATOR.key(trace_id=trace_id), expression, values=values, return_values="ALL_NEW") or {}

@@ -103,7 +103,7 @@ def search_traces(
         items, next_position = _search_by_time(normalized, clauses, limit, token)
         return [store.info_json(i) for i in items], (_encode(next_position) if next_position else None)
     offset = int((token or {}).get("offset", 0))
-    matched = [item for item in _candidates(normalized, clauses) if grammar.matches(item, clauses)]
+    matched = [item for item in _candidates(normalized, clauses) if not store.is_expired(item) and grammar.matches(item, clauses)]
     matched.sort(key=grammar.sort_key(order))
     page = matched[offset : offset + limit]
     more = offset + limit < len(matched)
