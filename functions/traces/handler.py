@@ -10,7 +10,7 @@ from serverless_mlflow.api import Request, build_app, dumps, lambda_entry
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import API_DOCS_HINT, array, intlike, item_type_string, less_than_or_equal, required, string
 
-from . import changes, ingest, read, v2
+from . import changes, ingest, read, trace_data, v2
 
 
 def otlp_traces(req: Request) -> Response:
@@ -167,6 +167,18 @@ def delete_assessment(req: Request) -> dict[str, Any]:
     return {}
 
 
+def get_trace_artifact(req: Request) -> Response:
+    body = trace_data.trace_data((req.query.get("request_id") or [""])[0])
+    if isinstance(body, str):
+        return Response(status_code=302, content_type="text/plain", body="", headers={"Location": body})
+    return Response(
+        status_code=200,
+        content_type="application/octet-stream",
+        body=body,
+        headers={"Content-Disposition": f"attachment; filename={trace_data.TRACE_DATA_FILE}"},
+    )
+
+
 def get_trace_info_v2(req: Request) -> dict[str, Any]:
     return {"trace_info": v2.info_v2(read.get_trace_info(_trace_id(req, "request_id")))}
 
@@ -203,6 +215,7 @@ app = build_app(
         "search_traces": search_traces,
         "search_traces_v2": search_traces_v2,
         "get_trace_info_v2": get_trace_info_v2,
+        "get_trace_artifact": get_trace_artifact,
         "set_trace_tag": set_trace_tag,
         "delete_trace_tag": delete_trace_tag,
         "delete_traces": delete_traces,

@@ -31,20 +31,25 @@ def get_trace_info(trace_id: str) -> dict[str, Any]:
     return store.info_json(store.get_info_item(trace_id))
 
 
-def _span_json(item: dict[str, Any]) -> dict[str, Any]:
+def _span(item: dict[str, Any]) -> Span:
     if item.get("spill_key"):
         payload = s3.client().get_object(Bucket=s3.bucket_name(), Key=item["spill_key"])["Body"].read()
     else:
         payload = bytes(item["span"])
     span = Span()
     span.ParseFromString(payload)
-    return MessageToDict(span, preserving_proto_field_name=True)
+    return span
+
+
+def stored_spans(info: dict[str, Any]) -> list[Span]:
+    """The trace's stored spans as OTLP messages, in start-time order."""
+    items = store.span_items(info["experiment_id"], info["trace_id"])
+    items.sort(key=lambda i: (i.get("start_time_unix_nano", 0), i["sk"]))
+    return [_span(item) for item in items]
 
 
 def _spans_json(info: dict[str, Any]) -> list[dict[str, Any]]:
-    items = store.span_items(info["experiment_id"], info["trace_id"])
-    items.sort(key=lambda i: (i.get("start_time_unix_nano", 0), i["sk"]))
-    return [_span_json(item) for item in items]
+    return [MessageToDict(span, preserving_proto_field_name=True) for span in stored_spans(info)]
 
 
 def get_trace(trace_id: str) -> dict[str, Any]:
@@ -116,12 +121,16 @@ def _lsi2_range(low: int | None, high: int | None) -> tuple[str, str]:
     return lo, hi
 
 
-def _time_stream(experiment_id: str, low: int | None, high: int | None, before: str | None) -> Iterator[dict[str, Any]]:
+def _time_stream(
+    experiment_id: str, low: int | None, high: int | None, before: str | None, page_size: int | None = None
+) -> Iterator[dict[str, Any]]:
     """Info items of one experiment by request time, newest first (lsi2 read backwards, lazily)."""
     lo, hi = _lsi2_range(low, high)
     if before is not None:
         hi = min(hi, before)
-    yield from table.iter_query(f"EXP#{experiment_id}", index="lsi2", sk_attr="lsi2sk", sk_between=(lo, hi), forward=False)
+    yield from table.iter_query(
+        f"EXP#{experiment_id}", index="lsi2", sk_attr="lsi2sk", sk_between=(lo, hi), forward=False, page_size=page_size
+    )
 
 
 def _name_items(experiment_ids: list[str], names: list[str]) -> list[dict[str, Any]]:
@@ -174,7 +183,9 @@ def _search_by_time(
         low, high = grammar.time_bounds(clauses)
         # Ties on the request time are ordered by trace id ascending: start at the token's millisecond.
         before = "T#" + keys.int64(-after[0]) + "#\uffff" if after else None
-        streams = [_time_stream(e, low, high, before) for e in experiment_ids]
+        # One page (plus the look-ahead item) per request when every trace matches; filters read wider pages.
+        page_size = limit + 1 if not clauses else min(1000, 4 * (limit + 1))
+        streams = [_time_stream(e, low, high, before, page_size) for e in experiment_ids]
         stream = heapq.merge(*streams, key=lambda i: i["lsi2sk"], reverse=True)
     found: list[dict[str, Any]] = []
     for item in stream:
@@ -184,10 +195,10 @@ def _search_by_time(
             continue
         if not grammar.matches(item, clauses):
             continue
-        # Collect one more than the page, and every trace sharing the last kept millisecond.
+        # Keep every trace sharing the page's last millisecond (ties go by trace id), then one look-ahead item.
+        found.append(item)
         if len(found) > limit and item.get("request_time") != found[limit - 1].get("request_time"):
             break
-        found.append(item)
     found.sort(key=_position)
     page = found[:limit]
     more = len(found) > limit

@@ -57,6 +57,12 @@ def test_trace_with_spans_in_a_traces_json_artifact_reads_back(server: str, refe
     assert sorted(s.name for s in fetched.data.spans) == ["inner", "legacy"]
     listed = mlflow.search_traces(locations=[experiment_id], return_type="list")
     assert [(t.info.trace_id, len(t.data.spans)) for t in listed] == [(trace_id, 2)]
+    # The UI's trace-data download is sent to the artifact that holds the spans.
+    import requests
+
+    artifact = requests.get(f"{server}/ajax-api/2.0/mlflow/get-trace-artifact", params={"request_id": trace_id}, timeout=30)
+    assert artifact.status_code == 200
+    assert sorted(span["name"] for span in artifact.json()["spans"]) == ["inner", "legacy"]
 
 
 def _linked(uri: str) -> dict[str, object]:
@@ -90,3 +96,28 @@ def test_link_traces_to_run_matches_sqlalchemy_store(server: str, reference_uri:
     ours = _linked(server)
     assert ours == _linked(reference_uri)
     assert ours == {"first": [True], "second": [True]}
+
+
+def test_get_trace_artifact_answers_the_trace_data_the_client_reads(server: str) -> None:
+    import requests
+
+    mlflow.set_tracking_uri(server)
+    mlflow.set_experiment(experiment_id=mlflow.create_experiment(unique("artifact")))
+
+    @mlflow.trace(span_type="LLM")
+    def answer(question: str) -> dict:
+        with mlflow.start_span(name="lookup") as span:
+            span.set_attribute("hits", [1, 2, 3])
+            span.add_event(mlflow.entities.SpanEvent(name="cache-miss", attributes={"key": "q"}))
+        return {"answer": question.upper(), "score": 0.5}
+
+    answer("why")
+    trace_id = mlflow.get_last_active_trace_id()
+    response = requests.get(f"{server}/ajax-api/2.0/mlflow/get-trace-artifact", params={"request_id": trace_id}, timeout=30)
+    assert response.status_code == 200
+    served = response.json()["spans"]
+    expected = MlflowClient().get_trace(trace_id).data.to_dict()["spans"]
+    assert sorted(served, key=lambda s: s["name"]) == sorted(expected, key=lambda s: s["name"])
+
+    missing = requests.get(f"{server}/ajax-api/2.0/mlflow/get-trace-artifact", timeout=30)
+    assert (missing.status_code, missing.json()["error_code"]) == (400, "BAD_REQUEST")
