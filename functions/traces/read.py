@@ -184,7 +184,8 @@ def _search_by_time(
         # Ties on the request time are ordered by trace id ascending: start at the token's millisecond.
         before = "T#" + keys.int64(-after[0]) + "#\uffff" if after else None
         # One page (plus the look-ahead item) per request when every trace matches; filters read wider pages.
-        page_size = limit + 1 if not clauses else min(1000, 4 * (limit + 1))
+        # (a page token's own trace is read again and skipped: one more item).
+        page_size = limit + 1 + (1 if after else 0) if not clauses else min(1000, 4 * (limit + 1))
         streams = [_time_stream(e, low, high, before, page_size) for e in experiment_ids]
         stream = heapq.merge(*streams, key=lambda i: i["lsi2sk"], reverse=True)
     found: list[dict[str, Any]] = []

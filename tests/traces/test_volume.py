@@ -9,7 +9,7 @@ import mlflow
 import pytest
 from mlflow import MlflowClient
 
-from serverless_mlflow import table
+from serverless_mlflow import s3, table
 from serverless_mlflow.item_size import MAX_ITEM_BYTES, item_bytes
 from serverless_mlflow.schema import PK, SK
 from tests.conftest import unique
@@ -75,6 +75,15 @@ def test_span_over_the_item_limit_is_spilled_to_s3_and_reads_back(server: str) -
     assert len(items) == 1
     assert "spill_key" in items[0] and "span" not in items[0]
     assert item_bytes(items[0]) < MAX_ITEM_BYTES
+
+    # Deleting the trace removes the spilled object too.
+    spill_key = items[0]["spill_key"]["S"]
+    assert s3.client().head_object(Bucket=s3.bucket_name(), Key=spill_key)["ContentLength"] > 4 * 1024 * 1024
+    assert MlflowClient().delete_traces(experiment_id, trace_ids=[trace_id]) == 1
+    with pytest.raises(Exception) as missing:
+        s3.client().head_object(Bucket=s3.bucket_name(), Key=spill_key)
+    assert s3.error_code(missing.value) in ("404", "NoSuchKey")
+    assert _stored_span_items(experiment_id, trace_id) == []
 
 
 def test_fifty_traces_logged_concurrently_all_arrive(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
