@@ -104,7 +104,14 @@ def _bulk_traces(experiment_id: str, n: int) -> list[str]:
             "tags": {"mlflow.artifactLocation": f"s3://b/{trace_id}", "team": f"t{i % 7}"},
         }
         items.append(
-            trace_entity.item(attributes, experiment_id=experiment_id, trace_id=trace_id, request_time=base + i * 1000, trace_name=name)
+            trace_entity.item(
+                attributes,
+                experiment_id=experiment_id,
+                trace_id=trace_id,
+                request_time=base + i * 1000,
+                trace_name=name,
+                state=attributes["state"],
+            )
         )
         items.append(locator.item({"experiment_id": experiment_id}, trace_id=trace_id))
     table.batch_write(puts=items)
@@ -137,6 +144,8 @@ def search_pages(bench: Any) -> list[tuple[str, str]]:
     rows.append(("search_traces last 200 s (timestamp_ms range on lsi2)", _fmt(snap)))
     _, snap = _counted(lambda: search(filter="trace.name = 'agent-7'"))
     rows.append((f"search_traces name = (lsi4, {n // 50} traces of that name)", _fmt(snap)))
+    _, snap = _counted(lambda: search(filter="trace.status = 'ERROR'"))
+    rows.append((f"search_traces status = 'ERROR' (lsi3, {n // 10} such traces)", _fmt(snap)))
     _, snap = _counted(lambda: search(filter="tag.team = 't3'"))
     rows.append(("search_traces tag filter (no index: reads until the page fills)", _fmt(snap)))
     _, snap = _counted(lambda: search(order_by=["execution_time_ms DESC"]))

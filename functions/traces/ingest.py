@@ -223,6 +223,7 @@ def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
         experiment_id=experiment_id,
         trace_id=trace_id,
         request_time=attributes["request_time"],
+        state=state,
         trace_name=trace_name,
         changed_at=store.now_millis(),
     )

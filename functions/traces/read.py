@@ -115,21 +115,17 @@ def search_traces(
     return [store.info_json(i) for i in page], (_encode({"offset": offset + limit}) if more else None)
 
 
-def _lsi2_range(low: int | None, high: int | None) -> tuple[str, str]:
-    lo = "T#" + (keys.int64(low) if low is not None else "")
-    hi = "T#" + (keys.int64(high) + "#\uffff" if high is not None else "\uffff")
-    return lo, hi
-
-
 def _time_stream(
-    experiment_id: str, low: int | None, high: int | None, before: str | None, page_size: int | None = None
+    experiment_id: str, low: int | None, high: int | None, before_ts: int | None, page_size: int | None = None, state: str | None = None
 ) -> Iterator[dict[str, Any]]:
-    """Info items of one experiment by request time, newest first (lsi2 read backwards, lazily)."""
-    lo, hi = _lsi2_range(low, high)
-    if before is not None:
-        hi = min(hi, before)
+    """Info items of one experiment by request time, newest first, read lazily: lsi2, or lsi3 for one state."""
+    prefix, index = ("T#", "lsi2") if state is None else (f"T#{state}#", "lsi3")
+    lo = prefix + (keys.int64(low) if low is not None else "")
+    hi = prefix + (keys.int64(high) + "#\uffff" if high is not None else "\uffff")
+    if before_ts is not None:
+        hi = min(hi, prefix + keys.int64(before_ts) + "#\uffff")
     yield from table.iter_query(
-        f"EXP#{experiment_id}", index="lsi2", sk_attr="lsi2sk", sk_between=(lo, hi), forward=False, page_size=page_size
+        f"EXP#{experiment_id}", index=index, sk_attr=f"{index}sk", sk_between=(lo, hi), forward=False, page_size=page_size
     )
 
 
@@ -165,7 +161,8 @@ def _candidates(experiment_ids: list[str], clauses: list[dict[str, Any]]) -> lis
     if narrowed is not None:
         return narrowed
     low, high = grammar.time_bounds(clauses)
-    return [item for e in experiment_ids for item in _time_stream(e, low, high, None)]
+    states = grammar.states_equal(clauses)
+    return [item for e in experiment_ids for state in (states or [None]) for item in _time_stream(e, low, high, None, state=state)]
 
 
 def _position(item: dict[str, Any]) -> tuple[int, str]:
@@ -181,12 +178,14 @@ def _search_by_time(
         stream: Iterator[dict[str, Any]] = iter(sorted(narrowed, key=lambda i: i["lsi2sk"], reverse=True))
     else:
         low, high = grammar.time_bounds(clauses)
+        states = grammar.states_equal(clauses)
         # Ties on the request time are ordered by trace id ascending: start at the token's millisecond.
-        before = "T#" + keys.int64(-after[0]) + "#\uffff" if after else None
-        # One page (plus the look-ahead item) per request when every trace matches; filters read wider pages.
-        # (a page token's own trace is read again and skipped: one more item).
-        page_size = limit + 1 + (1 if after else 0) if not clauses else min(1000, 4 * (limit + 1))
-        streams = [_time_stream(e, low, high, before, page_size) for e in experiment_ids]
+        before_ts = -after[0] if after else None
+        # One page (plus the look-ahead item) per request when the key range is the filter; other filters read
+        # wider pages (a page token's own trace is read again and skipped: one more item).
+        indexed_only = all(c["type"] == "attribute" and c["key"] in ("timestamp_ms", "status") for c in clauses)
+        page_size = limit + 1 + (1 if after else 0) if indexed_only else min(1000, 4 * (limit + 1))
+        streams = [_time_stream(e, low, high, before_ts, page_size, state) for e in experiment_ids for state in (states or [None])]
         stream = heapq.merge(*streams, key=lambda i: i["lsi2sk"], reverse=True)
     found: list[dict[str, Any]] = []
     for item in stream:

@@ -128,6 +128,8 @@ PATTERNS: tuple[AccessPattern, ...] = (
        seed="List traces in experiment", note="search_traces in MLflow's default order: one page of items per page, merged across experiments"),
     _p("Traces", "Sort traces by time", "trace", QUERY, "lsi2", "pk = EXP#<id> AND begins_with(lsi2sk, 'T#')", seed="Sort traces by time",
        note="also delete-by-age (oldest first, up to max_traces)"),
+    _p("Traces", "Filter traces by status", "trace", QUERY, "lsi3", "pk = EXP#<id> AND lsi3sk BETWEEN 'T#<state>#<from>' AND 'T#<state>#<to>' (backwards)",
+       note="status = / IN filters in the default order: one state's traces, newest first"),
     _p("Traces", "Sort traces by name", "trace", QUERY, "lsi4", "pk = EXP#<id> AND begins_with(lsi4sk, 'T#<name>')", seed="Sort traces by name",
        note="name = / IN filters read only that name's traces"),
     _p("Traces", "Set trace tag", "trace", UPDATE, "table", "pk = EXP#<id> AND sk = T#<trace_id> (SET tags.<key>) IF attribute_exists(pk)",

@@ -41,7 +41,7 @@ INDEXES: tuple[Index, ...] = (
     Index("gsi5", "GSI", "gsi5pk", "gsi5sk", "ALL", "Name-ordered listings: experiments and registered models"),
     Index("lsi1", "LSI", PK, "lsi1sk", "ALL", "Runs by lifecycle stage, then start time"),
     Index("lsi2", "LSI", PK, "lsi2sk", "ALL", "Runs and traces by start/request time"),
-    Index("lsi3", "LSI", PK, "lsi3sk", "ALL", "Runs by status, then start time; model versions by stage, then version"),
+    Index("lsi3", "LSI", PK, "lsi3sk", "ALL", "Runs and traces by status, then start/request time; model versions by stage, then version"),
     Index("lsi4", "LSI", PK, "lsi4sk", "ALL", "Runs and traces by name"),
     Index("lsi5", "LSI", PK, "lsi5sk", "ALL", "Source items not yet indexed by the stream indexer (writers set lsi5sk, the indexer removes it)"),
 )
@@ -264,6 +264,8 @@ ENTITIES: tuple[Entity, ...] = (
         indexes={
             "gsi1": ("TRACE#{trace_id}", "EXP#{experiment_id}"),
             "lsi2": (None, "T#{request_time:i64}#{trace_id}"),
+            # Status filters read one state's traces, newest first.
+            "lsi3": (None, "T#{state}#{request_time:i64}#{trace_id}"),
             # Only traces with a name (mlflow.traceName tag) carry lsi4sk: name filters read just them.
             "lsi4": (None, "T#{trace_name:str}{trace_id}"),
             # "name not yet indexed" flag for trace-name FTS (the indexer removes it); writers pass changed_at.

@@ -292,6 +292,17 @@ def name_equals(clauses: list[dict[str, Any]]) -> list[str] | None:
     return None
 
 
+def states_equal(clauses: list[dict[str, Any]]) -> list[str] | None:
+    """Trace states a ``status =`` / ``IN`` filter restricts the search to (read from lsi3), if any."""
+    for clause in clauses:
+        if clause["type"] == "attribute" and clause["key"] == "status":
+            if clause["comparator"] == "=":
+                return [clause["value"]]
+            if clause["comparator"].upper() == "IN":
+                return list(dict.fromkeys(clause["value"]))
+    return None
+
+
 def name_pattern(clauses: list[dict[str, Any]]) -> str | None:
     """The LIKE/ILIKE pattern of a trace-name filter (trace-name FTS narrows the search with it)."""
     for clause in clauses:
