@@ -103,6 +103,9 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
         new_spans = sum(_put_span(experiment_id, trace_id, span) for span in spans)
         first_start = min(span.start_time_unix_nano for span in spans) // 1_000_000
         _count_spans(experiment_id, trace_id, new_spans, retention.expires_at(experiment_id, first_start))
+        root = next((span for span in spans if not span.parent_span_id), None)
+        if root is not None:
+            _info_from_root_span(experiment, trace_id, root)
 
 
 def _put_span(experiment_id: str, trace_id: str, span: Any) -> int:
@@ -139,6 +142,40 @@ def _count_spans(experiment_id: str, trace_id: str, new_spans: int, expires: int
     expected = locator.get("expected_spans")
     if expected is not None and locator.get("span_count", 0) >= expected and new_spans:
         _mark_spans_stored(locator["experiment_id"], trace_id)
+
+
+def _info_from_root_span(experiment: dict[str, Any], trace_id: str, root: Any) -> None:
+    """A trace info from its root span when none exists yet, as SqlAlchemyStore.log_spans creates one.
+
+    Spans from any OTLP exporter (not only MLflow's, which also sends start_trace) make a searchable trace.
+    start_trace later replaces these fields with the client's (its conditional put finds this item and merges).
+    """
+    from opentelemetry.proto.trace.v1.trace_pb2 import Status
+
+    experiment_id = str(experiment["experiment_id"])
+    request_time = root.start_time_unix_nano // 1_000_000
+    attributes: dict[str, Any] = {
+        "trace_id": trace_id,
+        "experiment_id": experiment_id,
+        "request_time": request_time,
+        "execution_duration": max(0, (root.end_time_unix_nano - root.start_time_unix_nano) // 1_000_000),
+        "state": "ERROR" if root.status.code == Status.STATUS_CODE_ERROR else "OK",
+        "trace_metadata": {},
+        "tags": {store.ARTIFACT_LOCATION_TAG: _artifact_location(experiment, trace_id), store.SPANS_LOCATION_TAG: store.TRACKING_STORE},
+        TTL_ATTRIBUTE: retention.expires_at(experiment_id, request_time),
+    }
+    item = store.TRACE.item(
+        attributes, experiment_id=experiment_id, trace_id=trace_id, request_time=request_time, state=attributes["state"]
+    )
+    try:
+        table.put(item, condition="attribute_not_exists(pk)")
+    except table.ConditionFailed:
+        return  # start_trace (or an earlier copy of this span) wrote the info already
+    table.update(store.LOCATOR.key(trace_id=trace_id), "SET experiment_id = if_not_exists(experiment_id, :e)", values={":e": experiment_id})
+
+
+def _artifact_location(experiment: dict[str, Any], trace_id: str) -> str:
+    return "/".join([experiment["artifact_location"].rstrip("/"), store.TRACE_FOLDER, trace_id, store.ARTIFACTS_FOLDER])
 
 
 def _mark_spans_stored(experiment_id: str, trace_id: str) -> None:
@@ -191,9 +228,7 @@ def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
         raise invalid(f"Invalid value for state: {state!r}")
     trace_name = tags.pop(store.TRACE_NAME_TAG, None)
     metadata[store.INFO_FINALIZED_METADATA] = "true"
-    tags[store.ARTIFACT_LOCATION_TAG] = "/".join(
-        [experiment["artifact_location"].rstrip("/"), store.TRACE_FOLDER, trace_id, store.ARTIFACTS_FOLDER]
-    )
+    tags[store.ARTIFACT_LOCATION_TAG] = _artifact_location(experiment, trace_id)
     tags.pop(store.SPANS_LOCATION_TAG, None)  # set by the store only, never by the client
     attributes: dict[str, Any] = {
         "trace_id": trace_id,
@@ -261,10 +296,13 @@ def _all_spans_stored(trace_id: str, locator: dict[str, Any]) -> bool:
 
 
 def _merge_existing(item: dict[str, Any]) -> dict[str, Any]:
-    """A retried or repeated start_trace keeps what was added since (tags, assessments, the spans tag)."""
+    """A retried or repeated start_trace (or one after an info made from the root span) keeps what was added
+    since: tags, metadata, assessments, run links."""
     existing = table.get({"pk": item["pk"], "sk": item["sk"]}) or {}
     merged = dict(item)
-    merged["tags"] = {**(existing.get("tags") or {}), **item["tags"]}
+    # start_trace alone decides the spans location (an info made from the root span claims the spans stored).
+    existing_tags = {k: v for k, v in (existing.get("tags") or {}).items() if k != store.SPANS_LOCATION_TAG}
+    merged["tags"] = {**existing_tags, **item["tags"]}
     merged["trace_metadata"] = {**(existing.get("trace_metadata") or {}), **item["trace_metadata"]}
     if existing.get("assessments"):
         merged["assessments"] = existing["assessments"]

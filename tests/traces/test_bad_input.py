@@ -108,3 +108,25 @@ def test_oversized_assessment_is_refused_and_changes_nothing(server: str) -> Non
     assert raised.value.error_code == "INVALID_PARAMETER_VALUE"
     assessments = MlflowClient().get_trace(trace_id).info.assessments
     assert [(a.name, a.feedback.value, a.rationale) for a in assessments] == [("ok", True, None)]
+
+
+def test_spans_without_start_trace_make_a_searchable_trace(server: str) -> None:
+    # Any OTLP exporter (not only MLflow's, which also sends start_trace) must not lose its traces.
+    mlflow.set_tracking_uri(server)
+    experiment_id = mlflow.create_experiment(unique("otel-only"))
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    trace_bytes = bytes.fromhex("ab" * 16)
+    root, child = spans.add(), spans.add()
+    root.trace_id, root.span_id, root.name = trace_bytes, b"\x01" * 8, "otel-root"
+    root.start_time_unix_nano, root.end_time_unix_nano = 1_700_000_000_000_000_000, 1_700_000_000_250_000_000
+    child.trace_id, child.span_id, child.parent_span_id, child.name = trace_bytes, b"\x02" * 8, b"\x01" * 8, "otel-child"
+    child.start_time_unix_nano, child.end_time_unix_nano = 1_700_000_000_100_000_000, 1_700_000_000_200_000_000
+    headers = {"Content-Type": "application/x-protobuf", "x-mlflow-experiment-id": experiment_id}
+    assert _otlp(server, request.SerializeToString(), headers).status_code == 200
+
+    listed = mlflow.search_traces(locations=[experiment_id], return_type="list")
+    assert [(t.info.trace_id, t.info.request_time, t.info.execution_duration, str(t.info.state)) for t in listed] == [
+        ("tr-" + "ab" * 16, 1_700_000_000_000, 250, "OK")
+    ]
+    assert sorted(s.name for s in listed[0].data.spans) == ["otel-child", "otel-root"]

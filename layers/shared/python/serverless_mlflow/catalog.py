@@ -139,7 +139,8 @@ PATTERNS: tuple[AccessPattern, ...] = (
     _p("Traces", "Create trace + spans", "trace trace_locator trace_spans", PUT, "table",
        "Put T#<trace_id>#S#<span_id> IF attribute_not_exists(pk) per OTLP span + Update TRACE#<trace_id> (ADD span_count); "
        "start_trace: Update TRACE#<trace_id> (expected_spans) + Put T#<trace_id> IF attribute_not_exists(pk)",
-       seed="Create trace + spans", note="spans and info arrive in either order; the locator's count decides spansLocation"),
+       seed="Create trace + spans",
+       note="spans and info arrive in either order; the locator's count decides spansLocation; a root span puts an info IF attribute_not_exists(pk)"),
     _p("Traces", "Delete traces", "trace_spans trace trace_locator", BATCH_WRITE, "table",
        "Delete T#<trace_id>#S#* (batches) + Delete T#<trace_id> + Delete TRACE#<trace_id>"),
     # --- datasets -----------------------------------------------------------------------------
