@@ -69,6 +69,8 @@ class Access:
 
 
 ARTIFACTS = f"{ARTIFACTS_PREFIX}/"
+# Span payloads over the item limit (functions/traces/ingest.py SPILL_PREFIX).
+TRACE_SPANS = "trace-spans/"
 
 # Derived from what each function does (``LOCAL_IAM=record`` over the test suite), then enforced locally.
 ACCESS: dict[str, Access] = {
@@ -101,6 +103,12 @@ ACCESS: dict[str, Access] = {
     "gateway": Access(
         table=("GetItem", "Query", "BatchGetItem", "PutItem", "DeleteItem", "UpdateItem", "BatchWriteItem", "ConditionCheckItem"),
         kms=("kms:Encrypt",),
+    ),
+    # OTLP spans, trace infos, tags, assessments; spilled span payloads under their own prefix only.
+    "traces": Access(
+        table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"),
+        objects=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
+        prefixes=(TRACE_SPANS,),
     ),
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
     "indexer": Access(table=("BatchGetItem", "Query", "UpdateItem", "BatchWriteItem"), stream=True),

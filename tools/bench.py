@@ -221,8 +221,15 @@ def scenario_indexer(bench: Bench, n_runs: int) -> None:
     run(bench, n_runs)
 
 
+def scenario_traces(bench: Bench, n_runs: int) -> None:
+    from tools.trace_bench import scenario_traces as run
+
+    run(bench, n_runs)
+
+
 SCENARIOS: list[tuple[str, Callable[..., None]]] = [
     ("tracking", scenario_tracking),
+    ("traces", scenario_traces),
     ("registry", scenario_registry),
     ("artifacts", scenario_artifacts),
 ]

@@ -30,6 +30,7 @@ _INDEXED_ATTRIBUTE = {
     "run": "run_name",
     "experiment_entry": "name",
     "registered_model_entry": "name",
+    "trace": "trace_name",
 }
 
 

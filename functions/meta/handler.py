@@ -7,7 +7,6 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow.api import Request, build_app, lambda_entry
-from serverless_mlflow.errors import MlflowError
 from serverless_mlflow.server_info import MLFLOW_API_VERSION, server_info
 
 
@@ -21,11 +20,6 @@ def version(_: Request) -> Response:
 
 def get_server_info(_: Request) -> dict[str, Any]:
     return server_info()
-
-
-def otlp_traces(_: Request) -> Response:
-    # The client turns span upload off for good on this message and falls back to traces.json.
-    raise MlflowError("REST OTLP span logging is not supported by mlflow-serverless.", "NOT_IMPLEMENTED")
 
 
 # The server collects no telemetry: the UI is told so (MLflow's answers with telemetry disabled).
@@ -46,7 +40,6 @@ app = build_app(
         "health": health,
         "version": version,
         "server_info": get_server_info,
-        "otlp_traces": otlp_traces,
         "get_ui_telemetry": get_ui_telemetry,
         "post_ui_telemetry": post_ui_telemetry,
     },

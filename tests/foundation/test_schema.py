@@ -28,7 +28,7 @@ def test_every_entity_has_unique_name_and_writes_entity_type() -> None:
     assert len(names) == len(set(names))
     required = {
         "experiment", "experiment_tag", "run", "latest_metric", "metric_history", "param", "run_tag", "run_input",
-        "logged_model", "trace", "trace_tag", "trace_spans", "dataset", "dataset_link", "metric_rank", "param_rank",
+        "logged_model", "trace", "trace_spans", "dataset", "dataset_link", "metric_rank", "param_rank",
         "fts_forward", "fts_reverse", "registered_model", "model_version", "registered_model_tag", "model_alias",
         "workspace", "user", "experiment_permission", "registered_model_permission", "config",
     }

@@ -156,4 +156,6 @@ def delete_model(name: str) -> None:
 
 
 def set_trace_name(experiment_id: str, trace_id: str, name: str) -> None:
-    table.put(ENTITY["trace_tag"].item({"key": "mlflow.traceName", "value": name}, experiment_id=experiment_id, trace_id=trace_id, key="mlflow.traceName"))
+    # Trace tags live in the trace item; its name is the trace_name attribute (FTS source, lsi5 flag).
+    attributes = {"trace_id": trace_id, "experiment_id": experiment_id, "request_time": 0, "trace_name": name}
+    table.put(ENTITY["trace"].item(attributes, experiment_id=experiment_id, trace_id=trace_id, request_time=0, trace_name=name, changed_at=1))

@@ -17,10 +17,10 @@ Key = tuple[str, str]
 
 # Source entity types the indexer reacts to; everything else (derived items, config, locators...)
 # is ignored so the indexer's own writes never cause more indexing work.
-SOURCE_TYPES = frozenset({"latest_metric", "param", "run", "experiment_entry", "registered_model_entry", "trace_tag"})
+SOURCE_TYPES = frozenset({"latest_metric", "param", "run", "experiment_entry", "registered_model_entry", "trace"})
 DERIVED_TYPES = frozenset(entity.name for entity in ENTITY.values() if entity.derived)
 # Sources that carry the "not yet indexed" LSI5 flag (lsi5sk), removed by the indexer.
-FLAGGED_TYPES = frozenset({"latest_metric", "param", "run", "experiment_entry", "registered_model_entry"})
+FLAGGED_TYPES = frozenset({"latest_metric", "param", "run", "experiment_entry", "registered_model_entry", "trace"})
 FLAG_ATTRIBUTE = "lsi5sk"
 
 
@@ -48,8 +48,8 @@ def name_source(item: Item) -> NameSource | None:
     if entity_type == "registered_model_entry":
         workspace = item[PK].split("#", 1)[1]  # RMLIST#<workspace>
         return NameSource(fts.registered_models_scope(workspace), fts.REGISTERED_MODEL, item["name"], item.get("name"))
-    if entity_type == "trace_tag" and item.get("key") == fts.TRACE_NAME_TAG:
-        return NameSource(item[PK], fts.TRACE, item[SK].split("#")[1], item.get("value"))
+    if entity_type == "trace":
+        return NameSource(item[PK], fts.TRACE, item["trace_id"], item.get("trace_name"))
     return None
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from serverless_mlflow import table
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
+from serverless_mlflow.schema import ENTITY, ENTITY_TYPE
 
 FORWARD = ENTITY["fts_forward"]
 REVERSE = ENTITY["fts_reverse"]
@@ -47,7 +47,7 @@ SOURCE_ENTITY_OF_KIND = {
     RUN: "run",
     EXPERIMENT: "experiment_entry",
     REGISTERED_MODEL: "registered_model_entry",
-    TRACE: "trace_tag",
+    TRACE: "trace",
 }
 
 try:  # Python's own simple case mapping and the extra equivalences re.IGNORECASE applies.
@@ -219,8 +219,8 @@ def entity_id_of(item: dict[str, Any]) -> str | None:
         return item.get("experiment_id")
     if entity_type == "registered_model_entry":
         return item.get("name")
-    if entity_type == "trace_tag":
-        return item[SK].split("#")[1]
+    if entity_type == "trace":
+        return item.get("trace_id")
     return None
 
 
@@ -251,6 +251,16 @@ def run_candidates(experiment_ids: Iterable[str], pattern: str) -> set[str] | No
     out: set[str] = set()
     for experiment_id in experiment_ids:
         ids = candidate_ids(runs_scope(experiment_id), RUN, pattern)
+        if ids is None:
+            return None
+        out |= ids
+    return out
+
+
+def trace_candidates(experiment_ids: Iterable[str], pattern: str) -> set[str] | None:
+    out: set[str] = set()
+    for experiment_id in experiment_ids:
+        ids = candidate_ids(traces_scope(experiment_id), TRACE, pattern)
         if ids is None:
             return None
         out |= ids

@@ -41,7 +41,7 @@ INDEXES: tuple[Index, ...] = (
     Index("gsi5", "GSI", "gsi5pk", "gsi5sk", "ALL", "Name-ordered listings: experiments and registered models"),
     Index("lsi1", "LSI", PK, "lsi1sk", "ALL", "Runs by lifecycle stage, then start time"),
     Index("lsi2", "LSI", PK, "lsi2sk", "ALL", "Runs and traces by start/request time"),
-    Index("lsi3", "LSI", PK, "lsi3sk", "ALL", "Runs by status, then start time; model versions by stage, then version"),
+    Index("lsi3", "LSI", PK, "lsi3sk", "ALL", "Runs and traces by status, then start/request time; model versions by stage, then version"),
     Index("lsi4", "LSI", PK, "lsi4sk", "ALL", "Runs and traces by name"),
     Index("lsi5", "LSI", PK, "lsi5sk", "ALL", "Source items not yet indexed by the stream indexer (writers set lsi5sk, the indexer removes it)"),
 )
@@ -259,17 +259,40 @@ ENTITIES: tuple[Entity, ...] = (
         "Metric logged against a logged model", attributes=("key", "value", "timestamp", "step", "run_id", "dataset_name", "dataset_digest"),
     ),
     _e(
-        "trace", EXP, "T#{trace_id}", "Trace info (v3)",
+        # The whole trace info in one item: tags, metadata and assessments are maps inside it, so get,
+        # batchGet and every search page read each trace once (lsi2/lsi4 project ALL). An assessment or
+        # tag that would push it past 400 KB is refused (UpdateItem is atomic: nothing half-written).
+        "trace", EXP, "T#{trace_id}", "Trace info (v3) with its tags, metadata and assessments",
         indexes={
             "gsi1": ("TRACE#{trace_id}", "EXP#{experiment_id}"),
             "lsi2": (None, "T#{request_time:i64}#{trace_id}"),
+            # Status filters read one state's traces, newest first.
+            "lsi3": (None, "T#{state}#{request_time:i64}#{trace_id}"),
+            # Only traces with a name (mlflow.traceName tag) carry lsi4sk: name filters read just them.
             "lsi4": (None, "T#{trace_name:str}{trace_id}"),
+            # "name not yet indexed" flag for trace-name FTS (the indexer removes it); writers pass changed_at.
+            "lsi5": (None, "U#{changed_at:i64}#T#{trace_id}"),
         },
-        attributes=("trace_id", "experiment_id", "request_time", "execution_duration", "state", "request_preview", "response_preview", "trace_metadata"),
+        attributes=(
+            "trace_id", "experiment_id", "request_time", "execution_duration", "state", "request_preview",
+            "response_preview", "client_request_id", "trace_name", "trace_metadata", "tags", "assessments",
+            "linked_runs",
+        ),
+        expires=True,
     ),
-    _e("trace_locator", "TRACE#{trace_id}", "TRACE", "Trace id -> experiment id", attributes=("experiment_id",)),
-    _e("trace_tag", EXP, "T#{trace_id}#T#{key:str}", "Trace tag", attributes=("key", "value")),
-    _e("trace_spans", EXP, "T#{trace_id}#SPANS", "Spans of a trace (spilled to S3 when large)", attributes=("spans", "spill_key")),
+    _e(
+        "trace_locator", "TRACE#{trace_id}", "TRACE",
+        "Trace id -> experiment id; span_ids (a string set, so re-sent spans count once) and expected_spans "
+        "(from the client's size stats) tell whether every span is stored",
+        attributes=("experiment_id", "span_ids", "expected_spans"),
+        expires=True,
+    ),
+    _e(
+        "trace_spans", EXP, "T#{trace_id}#S#{span_id}",
+        "One span as its OTLP protobuf bytes (a span over the item limit is spilled to S3: spill_key)",
+        attributes=("span", "spill_key", "start_time_unix_nano"),
+        expires=True,
+    ),
     # --- GenAI evaluation: datasets and scorers ---------------------------------------------
     _e(
         "evaluation_dataset", "EDSLIST#{workspace}", "DS#{dataset_id}",

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 # The MLflow REST API level this server implements (``/version``); the client only reads it to decide
-# whether OTLP span upload exists, and /v1/traces answers that it does not.
+# whether OTLP span upload exists (>= 3.4: spans go to /v1/traces, served by the traces feature).
 MLFLOW_API_VERSION = "3.17.2"
 
 

@@ -56,6 +56,9 @@ def to_attr(value: Any) -> dict[str, Any]:
 
 
 def from_attr(attr: dict[str, Any]) -> Any:
+    if not attr:
+        # DynamoDB Local's stream images render an empty map as {} instead of {"M": {}}.
+        return {}
     (kind, value), = attr.items()
     if kind == "S":
         return value
@@ -259,6 +262,7 @@ def query_pages(
     forward: bool = True,
     consistent: bool = True,
     limit: int | None = None,
+    page_size: int | None = None,
     start_key: dict[str, Any] | None = None,
     filter_expression: str | None = None,
     names: dict[str, str] | None = None,
@@ -303,6 +307,9 @@ def query_pages(
     while True:
         if remaining is not None:
             kwargs["Limit"] = remaining
+        elif page_size is not None:
+            # Items per request for a lazy reader that usually stops early (a search page).
+            kwargs["Limit"] = page_size
         if exclusive_start:
             kwargs["ExclusiveStartKey"] = exclusive_start
         response = client().query(**kwargs)

@@ -1,0 +1,276 @@
+"""Changing traces: tags, deletion (by ids or by age), run links and assessments (SqlAlchemyStore semantics).
+
+Tags and assessments are map entries of the trace's info item, so each change is one conditional UpdateItem:
+atomic, and refused whole (400) if it would push the item past DynamoDB's 400 KB.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from serverless_mlflow import s3, table
+from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.store import experiments as experiment_store
+from serverless_mlflow.store import runs as run_store
+from serverless_mlflow.store import traces as store
+from serverless_mlflow.validation import validate_trace_tag
+
+MAX_TRACE_LINKS_PER_REQUEST = 100
+_IMMUTABLE_TAGS = frozenset({store.SPANS_LOCATION_TAG, "mlflow.trace.archiveLocation", "mlflow.trace.archivalFailure"})
+
+
+def _info_key(item: dict[str, Any]) -> dict[str, str]:
+    return store.TRACE.key(experiment_id=item["experiment_id"], trace_id=item["trace_id"])
+
+
+def _write(item: dict[str, Any], expression: str, names: dict[str, str], values: dict[str, Any] | None, condition: str) -> None:
+    try:
+        table.update(_info_key(item), expression, names=names or None, values=values, condition=condition)
+    except table.ConditionFailed:
+        raise
+    except Exception as error:  # DynamoDB's answer to an item that would exceed 400 KB
+        if getattr(error, "response", {}).get("Error", {}).get("Code") == "ValidationException" and "size" in str(error):
+            raise invalid(
+                f"The change would make trace {item['trace_id']!r} larger than the storage limit of 400 KB; "
+                "shorten the tag, metadata or assessment value."
+            ) from None
+        raise
+
+
+def _update_info(item: dict[str, Any], expression: str, names: dict[str, str], values: dict[str, Any] | None = None) -> None:
+    try:
+        _write(item, expression, names, values, "attribute_exists(pk)")
+    except table.ConditionFailed:
+        raise store.trace_not_found(item["trace_id"]) from None
+
+
+# --- tags ------------------------------------------------------------------------------------------
+
+
+def check_tag_mutation(key: str, operation: str) -> None:
+    if key in _IMMUTABLE_TAGS and not (operation == "deleted" and key == "mlflow.trace.archivalFailure"):
+        raise invalid(f"Tag '{key}' is immutable and cannot be {operation} on a trace.")
+
+
+def set_trace_tag(trace_id: str, key: str, value: str) -> None:
+    key, value = validate_trace_tag(key, value)
+    assert key is not None
+    try:
+        item = store.get_info_item(trace_id)
+    except MlflowError:
+        if key == store.TRACE_NAME_TAG:
+            raise
+        # SqlAlchemyStore inserts the tag row and the foreign key to the trace refuses it.
+        raise MlflowError("FOREIGN KEY constraint failed", "BAD_REQUEST") from None
+    if key == store.TRACE_NAME_TAG:
+        # The name is its own attribute: it keys lsi4 (name search) and feeds trace-name FTS (lsi5 flag).
+        name = value or ""
+        index_keys = store.TRACE.index_keys(
+            experiment_id=item["experiment_id"],
+            trace_id=trace_id,
+            request_time=item.get("request_time", 0),
+            trace_name=name,
+            changed_at=store.now_millis(),
+        )
+        _update_info(
+            item, "SET trace_name = :v, lsi4sk = :k, lsi5sk = :f", {}, {":v": name, ":k": index_keys["lsi4sk"], ":f": index_keys["lsi5sk"]}
+        )
+        return
+    set_map_entries(item, "tags", {key: value or ""})
+
+
+def delete_trace_tag(trace_id: str, key: str) -> None:
+    item = store.get_info_item(trace_id)
+    missing = MlflowError(f"No trace tag with key '{key}' for trace with ID '{trace_id}'", "RESOURCE_DOES_NOT_EXIST")
+    if key == store.TRACE_NAME_TAG:
+        if item.get("trace_name") is None:
+            raise missing
+        _update_info(item, "REMOVE trace_name, lsi4sk", {})
+        return
+    if key not in (item.get("tags") or {}):
+        raise missing
+    _update_info(item, "REMOVE tags.#k", {"#k": key})
+
+
+# --- deletion ---------------------------------------------------------------------------------------
+
+
+def delete_traces(experiment_id: str, max_timestamp_millis: int | None, max_traces: int | None, trace_ids: list[str] | None) -> int:
+    if max_timestamp_millis is None and not trace_ids:
+        raise invalid("Either `max_timestamp_millis` or `trace_ids` must be specified.")
+    if max_timestamp_millis is not None and trace_ids:
+        raise invalid("Only one of `max_timestamp_millis` and `trace_ids` can be specified.")
+    if trace_ids and max_traces is not None:
+        raise invalid("`max_traces` can't be specified if `trace_ids` is specified.")
+    if max_traces is not None and max_traces <= 0:
+        raise invalid(f"`max_traces` must be a positive integer, received {max_traces}.")
+    normalized = str(experiment_store.normalize_experiment_id(experiment_id))
+    if trace_ids:
+        victims = [item for item in store.info_items(trace_ids) if item["experiment_id"] == normalized]
+    else:
+        victims = oldest_traces(normalized, max_timestamp_millis, max_traces)
+    for item in victims:
+        delete_trace_items(item["experiment_id"], item["trace_id"])
+    return len(victims)
+
+
+def oldest_traces(experiment_id: str, max_timestamp_millis: int | None, limit: int | None) -> list[dict[str, Any]]:
+    """Traces with request time <= max, oldest first (lsi2 forward), at most ``limit``."""
+    from serverless_mlflow import keys
+
+    high = "T#" + (keys.int64(max_timestamp_millis) + "#\uffff" if max_timestamp_millis is not None else "\uffff")
+    out: list[dict[str, Any]] = []
+    for item in table.iter_query(f"EXP#{experiment_id}", index="lsi2", sk_attr="lsi2sk", sk_between=("T#", high)):
+        out.append(item)
+        if limit is not None and len(out) >= limit:
+            break
+    # MLflow orders by (timestamp, request id); lsi2sk is exactly that order.
+    return out
+
+
+def delete_trace_items(experiment_id: str, trace_id: str) -> None:
+    """Spans (and their spilled S3 objects) first, then the info, then the locator: a retry finishes the job."""
+    spans = store.span_items(experiment_id, trace_id)
+    spilled = [span["spill_key"] for span in spans if span.get("spill_key")]
+    if spilled:
+        client = s3.client()
+        for start in range(0, len(spilled), 1000):
+            client.delete_objects(
+                Bucket=s3.bucket_name(), Delete={"Objects": [{"Key": k} for k in spilled[start : start + 1000]], "Quiet": True}
+            )
+    table.batch_write(deletes=[{"pk": s["pk"], "sk": s["sk"]} for s in spans])
+    table.delete(store.TRACE.key(experiment_id=experiment_id, trace_id=trace_id))
+    table.delete(store.LOCATOR.key(trace_id=trace_id))
+
+
+# --- run links ----------------------------------------------------------------------------------------
+
+
+def link_traces_to_run(trace_ids: list[str], run_id: str) -> None:
+    if not trace_ids:
+        return
+    if len(trace_ids) > MAX_TRACE_LINKS_PER_REQUEST:
+        raise invalid(
+            f"Cannot link more than {MAX_TRACE_LINKS_PER_REQUEST} traces to a run in a single request. Provided {len(trace_ids)} traces."
+        )
+    run_store.get_run_item(run_id)
+    for item in store.info_items(trace_ids):
+        _update_info(item, "ADD linked_runs :r", {}, {":r": {run_id}})
+
+
+# --- assessments ----------------------------------------------------------------------------------------
+
+
+def _assessment_not_found(trace_id: str, assessment_id: str) -> MlflowError:
+    return not_found(f"Assessment with ID '{assessment_id}' not found for trace '{trace_id}'")
+
+
+def _load(item: dict[str, Any], assessment_id: str) -> dict[str, Any]:
+    stored = (item.get("assessments") or {}).get(assessment_id)
+    if stored is None:
+        raise _assessment_not_found(item["trace_id"], assessment_id)
+    return json.loads(stored)
+
+
+def _store_assessment(item: dict[str, Any], assessment: dict[str, Any], extra: dict[str, dict[str, Any]] | None = None) -> None:
+    entries = {assessment["assessment_id"]: assessment, **(extra or {})}
+    set_map_entries(item, "assessments", {k: json.dumps(v, separators=(",", ":")) for k, v in entries.items()})
+
+
+def set_map_entries(item: dict[str, Any], attribute: str, entries: dict[str, str]) -> None:
+    """SET <attribute>.<key> for each entry, creating the map when the item has none yet (one UpdateItem)."""
+    names = {"#m": attribute, **{f"#k{i}": key for i, key in enumerate(entries)}}
+    values = {f":v{i}": value for i, value in enumerate(entries.values())}
+    expression = "SET " + ", ".join(f"#m.#k{i} = :v{i}" for i in range(len(entries)))
+    for _ in range(3):
+        try:
+            _write(item, expression, names, values, "attribute_exists(pk) AND attribute_exists(#m)")
+            return
+        except table.ConditionFailed:
+            pass
+        try:
+            _write(
+                item, "SET #m = :whole", {"#m": attribute}, {":whole": dict(entries)}, "attribute_exists(pk) AND attribute_not_exists(#m)"
+            )
+            return
+        except table.ConditionFailed:
+            pass  # the map appeared meanwhile, or the trace is gone: look again
+        if table.get(_info_key(item), projection="pk") is None:
+            raise store.trace_not_found(item["trace_id"])
+    raise store.trace_not_found(item["trace_id"])
+
+
+def create_assessment(trace_id: str, assessment: dict[str, Any]) -> dict[str, Any]:
+    item = store.get_info_item(trace_id)
+    now = store.timestamp_json(store.now_millis())
+    created = dict(assessment)
+    created["trace_id"] = trace_id
+    created["assessment_id"] = created.get("assessment_id") or f"a-{uuid.uuid4().hex}"
+    created.setdefault("create_time", now)
+    created.setdefault("last_update_time", now)
+    created["valid"] = True
+    if not created.get("assessment_name"):
+        raise invalid("Missing value for required parameter 'assessment.assessment_name'.")
+    if ("feedback" in created) == ("expectation" in created):
+        raise invalid("Exactly one of `expectation` or `feedback` should be specified.")
+    extra = {}
+    if overrides := created.get("overrides"):
+        previous = (item.get("assessments") or {}).get(overrides)
+        if previous is None:
+            raise not_found(f"Assessment with ID '{overrides}' not found for trace '{trace_id}'")
+        extra[overrides] = {**json.loads(previous), "valid": False}
+    _store_assessment(item, created, extra)
+    return created
+
+
+def get_assessment(trace_id: str, assessment_id: str) -> dict[str, Any]:
+    return _load(store.get_info_item(trace_id), assessment_id)
+
+
+def update_assessment(trace_id: str, assessment_id: str, changes: dict[str, Any], paths: list[str]) -> dict[str, Any]:
+    item = store.get_info_item(trace_id)
+    existing = _load(item, assessment_id)
+    updated = dict(existing)
+    if "expectation" in paths and "feedback" in paths:
+        raise invalid("Cannot specify both `expectation` and `feedback` parameters.")
+    if "expectation" in paths and "expectation" not in existing:
+        raise invalid("Cannot update expectation value on a Feedback assessment.")
+    if "feedback" in paths and "feedback" not in existing:
+        raise invalid("Cannot update feedback value on an Expectation assessment.")
+    if "assessment_name" in paths:
+        updated["assessment_name"] = changes.get("assessment_name", "")
+    for field in ("expectation", "feedback", "rationale"):
+        if field in paths:
+            if changes.get(field) is None:
+                updated.pop(field, None)
+            else:
+                updated[field] = changes[field]
+    if "metadata" in paths:
+        merged = {**(existing.get("metadata") or {}), **(changes.get("metadata") or {})}
+        if merged:
+            updated["metadata"] = merged
+    if "valid" in paths:
+        updated["valid"] = bool(changes.get("valid", False))
+    updated["last_update_time"] = store.timestamp_json(store.now_millis())
+    _store_assessment(item, updated)
+    return updated
+
+
+def delete_assessment(trace_id: str, assessment_id: str) -> None:
+    item = store.get_info_item(trace_id)
+    existing = (item.get("assessments") or {}).get(assessment_id)
+    if existing is None:
+        return  # SqlAlchemyStore.delete_assessment is a no-op for an unknown id
+    parsed = json.loads(existing)
+    names = {"#a": assessment_id}
+    expression = "REMOVE assessments.#a"
+    values: dict[str, Any] | None = None
+    # Deleting an override restores the assessment it overrode (SqlAlchemyStore does the same).
+    if (overrides := parsed.get("overrides")) and overrides in (item.get("assessments") or {}):
+        restored = {**json.loads(item["assessments"][overrides]), "valid": True}
+        names["#o"] = overrides
+        values = {":o": json.dumps(restored, separators=(",", ":"))}
+        expression = "SET assessments.#o = :o REMOVE assessments.#a"
+    _update_info(item, expression, names, values)

@@ -1,0 +1,229 @@
+"""Trace routes (MLflow 3 tracing): parse like MLflow's handlers, call one domain function, answer its JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+
+from serverless_mlflow.api import Request, build_app, dumps, lambda_entry
+from serverless_mlflow.errors import invalid
+from serverless_mlflow.request import API_DOCS_HINT, array, intlike, item_type_string, less_than_or_equal, required, string
+
+from . import changes, ingest, read, trace_data, v2
+
+
+def otlp_traces(req: Request) -> Response:
+    experiment_id = req.headers.get("x-mlflow-experiment-id")
+    try:
+        if not experiment_id:
+            # FastAPI's answer to a missing required header.
+            raise ingest.OtlpError(422, "Missing required header: x-mlflow-experiment-id")
+        parsed = ingest.parse_otlp(req.raw_body, req.headers.get("content-type"), req.headers.get("content-encoding"))
+        ingest.log_spans(experiment_id, parsed)
+    except ingest.OtlpError as error:
+        status, body = ingest.otlp_error_body(error)
+        return Response(status_code=status, content_type="application/json", body=dumps(body))
+    # An empty ExportTraceServiceResponse, in the encoding the exporter sent.
+    if (req.headers.get("content-type") or "").startswith("application/json"):
+        return Response(status_code=200, content_type="application/json", body="{}")
+    return Response(status_code=200, content_type="application/x-protobuf", body="")
+
+
+def start_trace(req: Request) -> dict[str, Any]:
+    msg = req.message({"trace": "message"}, {"trace": [required]})
+    trace_info = msg["trace"].get("trace_info")
+    if not isinstance(trace_info, dict):
+        raise invalid("Missing value for required parameter 'trace.trace_info'.")
+    return {"trace": {"trace_info": ingest.start_trace(trace_info)}}
+
+
+def _trace_id(req: Request, name: str = "trace_id") -> str:
+    return req.path_params.get(name, "")
+
+
+def get_trace_info(req: Request) -> dict[str, Any]:
+    return {"trace": {"trace_info": read.get_trace_info(_trace_id(req))}}
+
+
+def get_trace(req: Request) -> dict[str, Any]:
+    msg = req.message({"trace_id": "string", "allow_partial": "bool"}, {"trace_id": [string, required]})
+    return {"trace": read.get_trace(msg["trace_id"])}
+
+
+def _ids(req: Request) -> tuple[list[str], list[str] | None]:
+    fields = {"trace_ids": "[string]", "experiment_ids": "[string]"}
+    msg = req.message(fields, {"trace_ids": [array, required, item_type_string], "experiment_ids": [array, item_type_string]})
+    return msg["trace_ids"], msg.get("experiment_ids")
+
+
+def batch_get_traces(req: Request) -> dict[str, Any]:
+    traces = read.batch_get_traces(*_ids(req))
+    return {"traces": traces} if traces else {}
+
+
+def batch_get_trace_infos(req: Request) -> dict[str, Any]:
+    infos = read.batch_get_trace_infos(*_ids(req))
+    return {"trace_infos": infos} if infos else {}
+
+
+def search_traces(req: Request) -> dict[str, Any]:
+    msg = req.message(
+        {"locations": "[message]", "filter": "string", "max_results": "int32", "order_by": "[string]", "page_token": "string"},
+        {
+            "locations": [array, required],
+            "filter": [string],
+            "max_results": [intlike, less_than_or_equal(500)],
+            "order_by": [array, item_type_string],
+            "page_token": [string],
+        },
+    )
+    experiment_ids = [
+        str((location.get("mlflow_experiment") or {}).get("experiment_id", ""))
+        for location in msg["locations"]
+        if isinstance(location, dict) and "mlflow_experiment" in location
+    ]
+    traces, token = read.search_traces(
+        experiment_ids, msg.get("filter") or None, msg.get("max_results"), msg.get("order_by"), msg.get("page_token") or None
+    )
+    out: dict[str, Any] = {}
+    if traces:
+        out["traces"] = traces
+    if token:
+        out["next_page_token"] = token
+    return out
+
+
+def set_trace_tag(req: Request) -> dict[str, Any]:
+    msg = req.message({"key": "string", "value": "string"}, {"key": [string, required], "value": [string]})
+    changes.check_tag_mutation(msg["key"], "set")
+    changes.set_trace_tag(_trace_id(req, "request_id") or _trace_id(req), msg["key"], msg.get("value", ""))
+    return {}
+
+
+def delete_trace_tag(req: Request) -> dict[str, Any]:
+    msg = req.message({"key": "string"}, {"key": [string, required]})
+    changes.check_tag_mutation(msg["key"], "deleted")
+    changes.delete_trace_tag(_trace_id(req, "request_id") or _trace_id(req), msg["key"])
+    return {}
+
+
+def delete_traces(req: Request) -> dict[str, Any]:
+    msg = req.message(
+        {"experiment_id": "string", "max_timestamp_millis": "int64", "max_traces": "int32", "request_ids": "[string]"},
+        {
+            "experiment_id": [string, required],
+            "max_timestamp_millis": [intlike],
+            "max_traces": [intlike],
+            "request_ids": [array, item_type_string],
+        },
+    )
+    deleted = changes.delete_traces(
+        msg["experiment_id"], msg.get("max_timestamp_millis"), msg.get("max_traces"), msg.get("request_ids") or None
+    )
+    return {"traces_deleted": deleted} if deleted else {}
+
+
+def link_traces_to_run(req: Request) -> dict[str, Any]:
+    msg = req.message(
+        {"trace_ids": "[string]", "run_id": "string"},
+        {"trace_ids": [array, required, item_type_string], "run_id": [string, required]},
+    )
+    changes.link_traces_to_run(msg["trace_ids"], msg["run_id"])
+    return {}
+
+
+def create_assessment(req: Request) -> dict[str, Any]:
+    msg = req.message({"assessment": "message"}, {"assessment": [required]})
+    return {"assessment": changes.create_assessment(_trace_id(req), msg["assessment"])}
+
+
+def get_assessment(req: Request) -> dict[str, Any]:
+    return {"assessment": changes.get_assessment(_trace_id(req), req.path_params.get("assessment_id", ""))}
+
+
+def _mask_paths(mask: Any) -> list[str]:
+    # FieldMask travels as "assessmentName,feedback" in proto JSON, or as {"paths": [...]}.
+    if isinstance(mask, str):
+        raw = [p for p in mask.split(",") if p]
+    elif isinstance(mask, dict):
+        raw = list(mask.get("paths") or [])
+    else:
+        raise invalid("Invalid value for update_mask")
+    return ["".join("_" + c.lower() if c.isupper() else c for c in path) for path in raw]
+
+
+def update_assessment(req: Request) -> dict[str, Any]:
+    msg = req.message({"assessment": "message"}, {"assessment": [required]})
+    mask = req.json.get("update_mask")
+    if mask is None or mask == "":
+        raise invalid("Missing value for required parameter 'update_mask'." + API_DOCS_HINT)
+    assessment = changes.update_assessment(_trace_id(req), req.path_params.get("assessment_id", ""), msg["assessment"], _mask_paths(mask))
+    return {"assessment": assessment}
+
+
+def delete_assessment(req: Request) -> dict[str, Any]:
+    changes.delete_assessment(_trace_id(req), req.path_params.get("assessment_id", ""))
+    return {}
+
+
+def get_trace_artifact(req: Request) -> Response:
+    body = trace_data.trace_data((req.query.get("request_id") or [""])[0])
+    if isinstance(body, str):
+        return Response(status_code=302, content_type="text/plain", body="", headers={"Location": body})
+    return Response(
+        status_code=200,
+        content_type="application/octet-stream",
+        body=body,
+        headers={"Content-Disposition": f"attachment; filename={trace_data.TRACE_DATA_FILE}"},
+    )
+
+
+def get_trace_info_v2(req: Request) -> dict[str, Any]:
+    return {"trace_info": v2.info_v2(read.get_trace_info(_trace_id(req, "request_id")))}
+
+
+def search_traces_v2(req: Request) -> dict[str, Any]:
+    msg = req.message(
+        {"experiment_ids": "[string]", "filter": "string", "max_results": "int32", "order_by": "[string]", "page_token": "string"},
+        {"experiment_ids": [array, item_type_string], "max_results": [intlike, less_than_or_equal(500)]},
+    )
+    traces, token = read.search_traces(
+        msg.get("experiment_ids") or [],
+        msg.get("filter") or None,
+        msg.get("max_results"),
+        msg.get("order_by"),
+        msg.get("page_token") or None,
+    )
+    out: dict[str, Any] = {}
+    if traces:
+        out["traces"] = [v2.info_v2(t) for t in traces]
+    if token:
+        out["next_page_token"] = token
+    return out
+
+
+app = build_app(
+    "traces",
+    {
+        "otlp_traces": otlp_traces,
+        "start_trace": start_trace,
+        "get_trace_info": get_trace_info,
+        "get_trace": get_trace,
+        "batch_get_traces": batch_get_traces,
+        "batch_get_trace_infos": batch_get_trace_infos,
+        "search_traces": search_traces,
+        "search_traces_v2": search_traces_v2,
+        "get_trace_info_v2": get_trace_info_v2,
+        "get_trace_artifact": get_trace_artifact,
+        "set_trace_tag": set_trace_tag,
+        "delete_trace_tag": delete_trace_tag,
+        "delete_traces": delete_traces,
+        "link_traces_to_run": link_traces_to_run,
+        "create_assessment": create_assessment,
+        "get_assessment": get_assessment,
+        "update_assessment": update_assessment,
+        "delete_assessment": delete_assessment,
+    },
+)
+lambda_handler = lambda_entry(app)

@@ -1,0 +1,319 @@
+"""Writing traces: OTLP span ingestion (``POST /v1/traces``) and ``start_trace`` (``POST /api/3.0/mlflow/traces``).
+
+The 3.17 client exports each span over OTLP as it ends, then sends the trace info once the root span ends.
+Either may arrive first. Spans are stored one item per span (OTLP protobuf bytes; spilled to S3 past
+``SPILL_BYTES``), and the trace locator counts distinct stored spans. ``start_trace`` answers
+``mlflow.trace.spansLocation=TRACKING_STORE`` only when the locator already counts every span the client says
+the trace has (its ``mlflow.trace.sizeStats`` metadata); otherwise the client uploads ``traces.json`` as well,
+so a span that never reached us (a 5 MB span over Lambda's 6 MB request limit) never makes a trace partial.
+A late span that completes the count sets the tag then.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+import zlib
+from typing import Any
+
+from google.protobuf.json_format import ParseDict
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from serverless_mlflow import s3, table
+from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.schema import TTL_ATTRIBUTE
+from serverless_mlflow.store import experiments as experiment_store
+from serverless_mlflow.store import traces as store
+
+from . import retention
+
+# A span item past this many bytes keeps its bytes in S3 (items stay well under DynamoDB's 400 KB).
+SPILL_BYTES = 300 * 1024
+SPILL_PREFIX = "trace-spans/"
+SPAN_WAIT_SECONDS = 2.0
+SPAN_POLL_SECONDS = 0.1
+
+
+class OtlpError(Exception):
+    """Bad OTLP input: answered as MLflow's OTLP endpoint answers it (status, detail)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+def parse_otlp(body: bytes, content_type: str | None, content_encoding: str | None) -> ExportTraceServiceRequest:
+    media_type = content_type.split(";")[0].strip() if content_type else None
+    if media_type not in ("application/x-protobuf", "application/json"):
+        raise OtlpError(400, f"Invalid Content-Type: {content_type}. Expected: application/x-protobuf or application/json")
+    try:
+        if content_encoding:
+            body = _decompress(body, content_encoding.lower())
+        request = ExportTraceServiceRequest()
+        if media_type == "application/json":
+            ParseDict(_hex_ids_to_base64(json.loads(body)), request, ignore_unknown_fields=True)
+        else:
+            request.ParseFromString(body)
+    except (DecodeError, ValueError, TypeError, AttributeError, OSError, zlib.error, Exception):
+        raise OtlpError(400, "Invalid OpenTelemetry format") from None
+    if not request.resource_spans:
+        raise OtlpError(400, "Invalid OpenTelemetry format - no spans found")
+    return request
+
+
+def _decompress(body: bytes, encoding: str) -> bytes:
+    if encoding == "gzip":
+        return gzip.decompress(body)
+    if encoding == "deflate":
+        return zlib.decompress(body)
+    raise OtlpError(400, f"Unsupported Content-Encoding: {encoding}")
+
+
+def _hex_ids_to_base64(data: Any) -> Any:
+    import base64
+
+    for resource_span in data.get("resourceSpans", []):
+        for scope_span in resource_span.get("scopeSpans", []):
+            for span in scope_span.get("spans", []):
+                for field in ("traceId", "spanId", "parentSpanId"):
+                    if value := span.get(field):
+                        span[field] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
+    return data
+
+
+def mlflow_trace_id(otel_trace_id: bytes) -> str:
+    # MLflow: "tr-" + the 128-bit OTel trace id in hex (generate_mlflow_trace_id_from_otel_trace_id).
+    return "tr-" + otel_trace_id.hex()
+
+
+def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
+    """Store every span of the request, then count them on their traces' locators."""
+    spans_by_trace: dict[str, list[Any]] = {}
+    for resource_span in request.resource_spans:
+        for scope_span in resource_span.scope_spans:
+            for span in scope_span.spans:
+                if len(span.trace_id) != 16 or len(span.span_id) != 8:
+                    raise OtlpError(422, "Cannot convert OpenTelemetry span to MLflow span")
+                spans_by_trace.setdefault(mlflow_trace_id(span.trace_id), []).append(span)
+    experiment = experiment_store.get_experiment_meta(experiment_id)
+    experiment_id = str(experiment["experiment_id"])
+    for trace_id, spans in spans_by_trace.items():
+        new_spans = sum(_put_span(experiment_id, trace_id, span) for span in spans)
+        first_start = min(span.start_time_unix_nano for span in spans) // 1_000_000
+        _count_spans(experiment_id, trace_id, new_spans, retention.expires_at(experiment_id, first_start))
+        root = next((span for span in spans if not span.parent_span_id), None)
+        if root is not None:
+            _info_from_root_span(experiment, trace_id, root)
+
+
+def _put_span(experiment_id: str, trace_id: str, span: Any) -> int:
+    """Store one span; 1 if it was not stored before (a re-sent span overwrites without counting twice)."""
+    span_id = span.span_id.hex()
+    payload = span.SerializeToString()
+    attributes: dict[str, Any] = {
+        "start_time_unix_nano": span.start_time_unix_nano,
+        TTL_ATTRIBUTE: retention.expires_at(experiment_id, span.start_time_unix_nano // 1_000_000),
+    }
+    if len(payload) > SPILL_BYTES:
+        key = f"{SPILL_PREFIX}{experiment_id}/{trace_id}/{span_id}.pb"
+        s3.client().put_object(Bucket=s3.bucket_name(), Key=key, Body=payload)
+        attributes["spill_key"] = key
+    else:
+        attributes["span"] = payload
+    item = store.SPAN.item(attributes, experiment_id=experiment_id, trace_id=trace_id, span_id=span_id)
+    try:
+        table.put(item, condition="attribute_not_exists(pk)")
+        return 1
+    except table.ConditionFailed:
+        table.put(item)
+        return 0
+
+
+def _count_spans(experiment_id: str, trace_id: str, new_spans: int, expires: int | None) -> None:
+    expression = "SET experiment_id = if_not_exists(experiment_id, :e), entity_type = :t"
+    values: dict[str, Any] = {":e": experiment_id, ":n": new_spans, ":t": store.LOCATOR.name}
+    if expires is not None:  # a trace whose info never arrives still expires
+        expression, values[":x"] = expression + f", {TTL_ATTRIBUTE} = if_not_exists({TTL_ATTRIBUTE}, :x)", expires
+    locator = (
+        table.update(store.LOCATOR.key(trace_id=trace_id), expression + " ADD span_count :n", values=values, return_values="ALL_NEW") or {}
+    )
+    expected = locator.get("expected_spans")
+    if expected is not None and locator.get("span_count", 0) >= expected and new_spans:
+        _mark_spans_stored(locator["experiment_id"], trace_id)
+
+
+def _info_from_root_span(experiment: dict[str, Any], trace_id: str, root: Any) -> None:
+    """A trace info from its root span when none exists yet, as SqlAlchemyStore.log_spans creates one.
+
+    Spans from any OTLP exporter (not only MLflow's, which also sends start_trace) make a searchable trace.
+    start_trace later replaces these fields with the client's (its conditional put finds this item and merges).
+    """
+    from opentelemetry.proto.trace.v1.trace_pb2 import Status
+
+    experiment_id = str(experiment["experiment_id"])
+    request_time = root.start_time_unix_nano // 1_000_000
+    attributes: dict[str, Any] = {
+        "trace_id": trace_id,
+        "experiment_id": experiment_id,
+        "request_time": request_time,
+        "execution_duration": max(0, (root.end_time_unix_nano - root.start_time_unix_nano) // 1_000_000),
+        "state": "ERROR" if root.status.code == Status.STATUS_CODE_ERROR else "OK",
+        "trace_metadata": {},
+        "tags": {store.ARTIFACT_LOCATION_TAG: _artifact_location(experiment, trace_id), store.SPANS_LOCATION_TAG: store.TRACKING_STORE},
+        TTL_ATTRIBUTE: retention.expires_at(experiment_id, request_time),
+    }
+    item = store.TRACE.item(
+        attributes, experiment_id=experiment_id, trace_id=trace_id, request_time=request_time, state=attributes["state"]
+    )
+    try:
+        table.put(item, condition="attribute_not_exists(pk)")
+    except table.ConditionFailed:
+        return  # start_trace (or an earlier copy of this span) wrote the info already
+    table.update(store.LOCATOR.key(trace_id=trace_id), "SET experiment_id = if_not_exists(experiment_id, :e)", values={":e": experiment_id})
+
+
+def _artifact_location(experiment: dict[str, Any], trace_id: str) -> str:
+    return "/".join([experiment["artifact_location"].rstrip("/"), store.TRACE_FOLDER, trace_id, store.ARTIFACTS_FOLDER])
+
+
+def _mark_spans_stored(experiment_id: str, trace_id: str) -> None:
+    try:
+        table.update(
+            store.TRACE.key(experiment_id=experiment_id, trace_id=trace_id),
+            "SET tags.#sl = :v",
+            names={"#sl": store.SPANS_LOCATION_TAG},
+            values={":v": store.TRACKING_STORE},
+            condition="attribute_exists(pk) AND attribute_exists(tags)",
+        )
+    except table.ConditionFailed:
+        pass  # start_trace has not written the info yet; it reads the count itself
+
+
+# --- start_trace -----------------------------------------------------------------------------------
+
+
+def _expected_spans(metadata: dict[str, str]) -> int | None:
+    try:
+        stats = json.loads(metadata.get(store.SIZE_STATS_METADATA, ""))
+        value = stats.get("num_spans")
+        return int(value) if isinstance(value, int) and value >= 0 else None
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
+def _string_map(value: Any, field: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise invalid(f"Invalid value for {field}: expected a map of strings")
+    return dict(value)
+
+
+def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
+    """SqlAlchemyStore.start_trace: record the info; answer it with the artifact and spans locations."""
+    trace_id = trace_info.get("trace_id")
+    if not isinstance(trace_id, str) or not trace_id:
+        raise invalid("Missing value for required parameter 'trace.trace_info.trace_id'.")
+    location = trace_info.get("trace_location") or {}
+    experiment_id = ((location.get("mlflow_experiment") or {}).get("experiment_id")) if isinstance(location, dict) else None
+    experiment = experiment_store.get_experiment_meta(experiment_id)
+    experiment_store.check_experiment_active(experiment)
+    experiment_id = str(experiment["experiment_id"])
+    metadata = _string_map(trace_info.get("trace_metadata"), "trace_metadata")
+    tags = _string_map(trace_info.get("tags"), "tags")
+    state = trace_info.get("state") or "STATE_UNSPECIFIED"
+    if state not in store.STATES:
+        raise invalid(f"Invalid value for state: {state!r}")
+    trace_name = tags.pop(store.TRACE_NAME_TAG, None)
+    metadata[store.INFO_FINALIZED_METADATA] = "true"
+    tags[store.ARTIFACT_LOCATION_TAG] = _artifact_location(experiment, trace_id)
+    tags.pop(store.SPANS_LOCATION_TAG, None)  # set by the store only, never by the client
+    attributes: dict[str, Any] = {
+        "trace_id": trace_id,
+        "experiment_id": experiment_id,
+        "request_time": store.parse_timestamp_ms(trace_info.get("request_time"), "request_time"),
+        "execution_duration": store.parse_duration_ms(trace_info.get("execution_duration"), "execution_duration"),
+        "state": state,
+        "client_request_id": trace_info.get("client_request_id") or None,
+        "request_preview": trace_info.get("request_preview") or None,
+        "response_preview": trace_info.get("response_preview") or None,
+        "trace_name": trace_name,
+        "trace_metadata": metadata,
+        "tags": tags,
+    }
+    attributes[TTL_ATTRIBUTE] = retention.expires_at(experiment_id, attributes["request_time"])
+    expected_spans = _expected_spans(metadata)
+    expression, values = "SET experiment_id = :e, entity_type = :t", {":e": experiment_id, ":t": store.LOCATOR.name}
+    if attributes[TTL_ATTRIBUTE] is not None:
+        expression, values[":x"] = expression + f", {TTL_ATTRIBUTE} = :x", attributes[TTL_ATTRIBUTE]
+    if expected_spans is not None:
+        expression, values[":n"] = expression + ", expected_spans = :n", expected_spans
+    locator = table.update(store.LOCATOR.key(trace_id=trace_id), expression, values=values, return_values="ALL_NEW") or {}
+    if _all_spans_stored(trace_id, locator):
+        tags[store.SPANS_LOCATION_TAG] = store.TRACKING_STORE
+    item = store.TRACE.item(
+        attributes,
+        experiment_id=experiment_id,
+        trace_id=trace_id,
+        request_time=attributes["request_time"],
+        state=state,
+        trace_name=trace_name,
+        changed_at=store.now_millis(),
+    )
+    try:
+        table.put(item, condition="attribute_not_exists(pk)")
+    except table.ConditionFailed:
+        item = _merge_existing(item)
+        table.put(item)
+    if store.SPANS_LOCATION_TAG not in item["tags"] and expected_spans is not None:
+        # The last span may have completed the count after our last look but before the info existed, when
+        # its own attempt to set the tag found no info: look once more (the answer keeps the client's upload).
+        latest = store.locate(trace_id) or {}
+        if latest.get("span_count", 0) >= expected_spans:
+            _mark_spans_stored(experiment_id, trace_id)
+    return store.info_json(item)
+
+
+def _all_spans_stored(trace_id: str, locator: dict[str, Any]) -> bool:
+    """Whether the locator counts every span; waits briefly for spans still in flight.
+
+    The client's async export queue sends the last spans and the trace info concurrently, so the info often
+    arrives a few milliseconds before the last span. Polling the locator for up to ``SPAN_WAIT_SECONDS``
+    saves the client a redundant traces.json upload; past it the client uploads traces.json (never a loss).
+    """
+    expected = locator.get("expected_spans")
+    if expected is None:
+        return False
+    deadline = time.monotonic() + SPAN_WAIT_SECONDS
+    while locator.get("span_count", 0) < expected:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(SPAN_POLL_SECONDS)
+        locator = store.locate(trace_id) or {}
+    return True
+
+
+def _merge_existing(item: dict[str, Any]) -> dict[str, Any]:
+    """A retried or repeated start_trace (or one after an info made from the root span) keeps what was added
+    since: tags, metadata, assessments, run links."""
+    existing = table.get({"pk": item["pk"], "sk": item["sk"]}) or {}
+    merged = dict(item)
+    # start_trace alone decides the spans location (an info made from the root span claims the spans stored).
+    existing_tags = {k: v for k, v in (existing.get("tags") or {}).items() if k != store.SPANS_LOCATION_TAG}
+    merged["tags"] = {**existing_tags, **item["tags"]}
+    merged["trace_metadata"] = {**(existing.get("trace_metadata") or {}), **item["trace_metadata"]}
+    if existing.get("assessments"):
+        merged["assessments"] = existing["assessments"]
+    if existing.get("linked_runs"):
+        merged["linked_runs"] = existing["linked_runs"]
+    return merged
+
+
+def otlp_error_body(error: OtlpError) -> tuple[int, dict[str, Any]]:
+    return error.status, {"detail": error.detail, "error_code": "INVALID_PARAMETER_VALUE", "message": error.detail}
+
+
+def mlflow_error_body(error: MlflowError) -> tuple[int, dict[str, Any]]:
+    return error.http_status, error.to_json()
