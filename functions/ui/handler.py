@@ -13,6 +13,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
+from serverless_mlflow import auth
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.static_files import INDEX, INDEX_CACHE_CONTROL, STATIC_CACHE_CONTROL, content_type
 
@@ -23,6 +24,11 @@ MAX_PLAIN_BYTES = 4_000_000
 
 
 def index(req: Request) -> Response:
+    if auth.basic_enabled() and not req.headers.get("authorization"):
+        # The page is public (the bundle is MLflow's own code) but every call it makes needs credentials, and
+        # API Gateway's bare 401 makes no browser prompt: /login challenges until the browser has them, then
+        # sends it back here with them. Relative, so a named stage (/<stage>/login) works too.
+        return Response(status_code=302, content_type=None, body="", headers={"Location": "login", "Cache-Control": "no-store"})
     return _serve(req, INDEX, INDEX_CACHE_CONTROL)
 
 

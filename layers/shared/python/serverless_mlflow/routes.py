@@ -45,7 +45,7 @@ class Route:
 
 # Operations that answer without credentials under basic auth (MLflow's unprotected routes: health checks,
 # capability discovery) plus the browser's login entry point, which asks for credentials itself.
-PUBLIC_OPERATIONS: frozenset[str] = frozenset({"health", "server_info", "login"})
+PUBLIC_OPERATIONS: frozenset[str] = frozenset({"health", "server_info", "login", "index", "static_file"})
 
 M2 = "/api/2.0/mlflow"
 M3 = "/api/3.0/mlflow"

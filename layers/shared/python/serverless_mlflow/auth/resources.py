@@ -136,3 +136,119 @@ def created_model(req: Request) -> list[Resource]:
 
 def kind_wildcard(kind: str) -> Locator:
     return lambda _req: [(kind, "*")]
+
+
+# --- experiments named in lists (UI dataset listing, trace searches, GenAI datasets) -----------------
+
+
+def _nonempty(resources: list[Resource]) -> list[Resource] | None:
+    """MLflow's ``bool(experiment_ids) and all(...)``: naming no experiment denies a non-admin."""
+    return resources or None
+
+
+def experiment_ids_param(req: Request) -> list[Resource] | None:
+    """``experiment_ids`` from the JSON body, or repeated query keys on GET (``_experiment_ids_from_request``)."""
+    ids = req.query.get("experiment_ids", []) if req.method == "GET" else req.json.get("experiment_ids") or []
+    if not isinstance(ids, list):
+        return None
+    return _nonempty([(EXPERIMENT, str(i)) for i in ids])
+
+
+# --- traces -------------------------------------------------------------------------------------
+
+
+def _trace_experiments(trace_ids: list[Any]) -> list[Resource] | None:
+    """Each trace's experiment from its locator item; an unknown trace denies (a 403 is no oracle)."""
+    out = []
+    for trace_id in trace_ids:
+        if not isinstance(trace_id, str) or not trace_id:
+            return None
+        locator = table.get(schema.entity("trace_locator").key(trace_id=trace_id), projection="experiment_id")
+        if locator is None:
+            return None
+        out.append((EXPERIMENT, str(locator["experiment_id"])))
+    return _nonempty(out)
+
+
+def trace(req: Request) -> list[Resource] | None:
+    """The trace of a path (``{trace_id}`` / v2 ``{request_id}``) or query (``trace_id`` / ``request_id``)."""
+    trace_id = req.path_params.get("trace_id") or req.path_params.get("request_id")
+    if not trace_id:
+        trace_id = optional_param(req, "trace_id") or optional_param(req, "request_id")
+    return _trace_experiments([trace_id])
+
+
+def traces_param(name: str) -> Locator:
+    def locate(req: Request) -> list[Resource] | None:
+        ids = req.query.get(name, []) if req.method == "GET" else req.json.get(name) or []
+        return _trace_experiments(list(ids)) if isinstance(ids, list) else None
+
+    return locate
+
+
+def trace_search_experiments(req: Request) -> list[Resource] | None:
+    """SearchTraces v3 names experiments in ``locations``; v2 (and older v3 clients) in ``experiment_ids``."""
+    locations = req.json.get("locations") if req.method != "GET" else None
+    if isinstance(locations, list) and locations:
+        ids = [((loc or {}).get("mlflow_experiment") or {}).get("experiment_id") for loc in locations if isinstance(loc, dict)]
+        if len(ids) != len(locations) or not all(ids):
+            return None
+        return _nonempty([(EXPERIMENT, str(i)) for i in ids])
+    return experiment_ids_param(req)
+
+
+def started_trace_experiment(req: Request) -> list[Resource] | None:
+    """StartTraceV3: ``trace.trace_info.trace_location.mlflow_experiment.experiment_id``."""
+    info = ((req.json.get("trace") or {}).get("trace_info") or {}) if isinstance(req.json.get("trace"), dict) else {}
+    experiment_id = ((info.get("trace_location") or {}).get("mlflow_experiment") or {}).get("experiment_id")
+    return [(EXPERIMENT, str(experiment_id))] if experiment_id else None
+
+
+def otlp_experiment(req: Request) -> list[Resource] | None:
+    """OTLP exports name their experiment in the ``x-mlflow-experiment-id`` header."""
+    experiment_id = req.headers.get("x-mlflow-experiment-id")
+    return [(EXPERIMENT, experiment_id)] if experiment_id else None
+
+
+# --- GenAI evaluation -----------------------------------------------------------------------------
+
+
+def dataset_experiments(req: Request) -> list[Resource] | None:
+    """A dataset is governed by the experiments it is linked to (MLflow's ``_dataset_experiment_permissions``)."""
+    dataset_id = req.path_params.get("dataset_id") or optional_param(req, "dataset_id")
+    if not isinstance(dataset_id, str) or not dataset_id:
+        return None
+    links = table.query(schema.entity("evaluation_dataset_experiment").pk.render({"dataset_id": dataset_id}), "X#")
+    return _nonempty([(EXPERIMENT, str(item["experiment_id"])) for item in links])
+
+
+# --- the web UI's GraphQL -------------------------------------------------------------------------
+
+# MLflow's schema names fields in snake_case; camelCase is accepted too.
+_GRAPHQL_EXPERIMENT_KEYS = ("experiment_id", "experiment_ids", "experimentId", "experimentIds")
+_GRAPHQL_RUN_KEYS = ("run_id", "run_ids", "run_uuid", "runId", "runIds")
+
+
+def _graphql_ids(value: Any, keys: tuple[str, ...]) -> list[str]:
+    """Every id under ``keys`` anywhere in the query's variables (the UI nests them under input/data)."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key in keys:
+                found.extend(str(i) for i in (inner if isinstance(inner, list) else [inner]))
+            else:
+                found.extend(_graphql_ids(inner, keys))
+    elif isinstance(value, list):
+        for inner in value:
+            found.extend(_graphql_ids(inner, keys))
+    return found
+
+
+def graphql_resources(req: Request) -> list[Resource] | None:
+    """The experiments and runs a UI GraphQL operation reads (MLflow checks READ on each as it resolves them)."""
+    variables = req.json.get("variables")
+    experiments = [(EXPERIMENT, i) for i in _graphql_ids(variables, _GRAPHQL_EXPERIMENT_KEYS)]
+    runs = _runs(_graphql_ids(variables, _GRAPHQL_RUN_KEYS))
+    if runs is None:
+        return None
+    return _nonempty(experiments + runs)

@@ -54,6 +54,10 @@ _UPDATE_VERSION = need(resources.model_version_parent, UPDATE)
 _DELETE_VERSION = need(resources.model_version_parent, DELETE)
 _READ_LOGGED_MODEL = need(resources.logged_model, READ_ACTION)
 _UPDATE_LOGGED_MODEL = need(resources.logged_model, UPDATE)
+_READ_TRACE = need(resources.trace, READ_ACTION)
+_UPDATE_TRACE = need(resources.trace, UPDATE)
+_READ_DATASET = need(resources.dataset_experiments, READ_ACTION)
+_UPDATE_DATASET = need(resources.dataset_experiments, UPDATE)
 
 
 def _both(first: Check, second: Check) -> Check:
@@ -81,7 +85,6 @@ def _readable_experiments(req: Request, identity: Identity) -> Request | dict[st
 RULES: dict[str, Rule] = {
     # --- meta ----------------------------------------------------------------------------------
     "version": Rule(authenticated),
-    "otlp_traces": Rule(authenticated),
     # --- experiments ---------------------------------------------------------------------------
     "create_experiment": Rule(need(resources.kind_wildcard(EXPERIMENT), NOT_DENIED), after=after.grant_experiment_creator),
     "get_experiment": Rule(_READ_EXPERIMENT),
@@ -150,6 +153,90 @@ RULES: dict[str, Rule] = {
     "create_multipart_upload": Rule(need(resources.artifact_path, UPDATE)),
     "complete_multipart_upload": Rule(need(resources.artifact_path, UPDATE)),
     "abort_multipart_upload": Rule(need(resources.artifact_path, UPDATE)),
+    # --- run / logged-model / model-version artifacts read by the UI and older clients ----------------
+    "list_run_artifacts": Rule(_READ_RUN),
+    "get_run_artifact": Rule(_READ_RUN),
+    "list_logged_model_artifacts": Rule(_READ_LOGGED_MODEL),
+    "get_logged_model_artifact": Rule(_READ_LOGGED_MODEL),
+    "get_model_version_artifact": Rule(_READ_VERSION),
+    # --- the web UI's own routes (index and static files are public, as MLflow's /static) --------------
+    "get_ui_telemetry": Rule(authenticated),
+    "post_ui_telemetry": Rule(authenticated),
+    "get_metric_history_bulk": Rule(need(resources.runs_param("run_id"), READ_ACTION)),
+    "search_datasets": Rule(need(resources.experiment_ids_param, READ_ACTION)),
+    "graphql": Rule(need(resources.graphql_resources, READ_ACTION)),
+    # --- traces (validate_can_*_trace: the trace's experiment governs) ----------------------------------
+    "otlp_traces": Rule(need(resources.otlp_experiment, UPDATE)),
+    "start_trace": Rule(need(resources.started_trace_experiment, UPDATE)),
+    "get_trace_info": Rule(_READ_TRACE),
+    "get_trace_info_v2": Rule(_READ_TRACE),
+    "get_trace": Rule(_READ_TRACE),
+    "get_trace_artifact": Rule(_READ_TRACE),
+    "batch_get_traces": Rule(need(resources.traces_param("trace_ids"), READ_ACTION)),
+    "batch_get_trace_infos": Rule(need(resources.traces_param("trace_ids"), READ_ACTION)),
+    "search_traces": Rule(need(resources.trace_search_experiments, READ_ACTION)),
+    "search_traces_v2": Rule(need(resources.trace_search_experiments, READ_ACTION)),
+    "set_trace_tag": Rule(_UPDATE_TRACE),
+    "delete_trace_tag": Rule(_UPDATE_TRACE),
+    "delete_traces": Rule(need(resources.experiment, DELETE)),
+    "link_traces_to_run": Rule(_both(_UPDATE_RUN, need(resources.traces_param("trace_ids"), READ_ACTION))),
+    "create_assessment": Rule(_UPDATE_TRACE),
+    "get_assessment": Rule(_READ_TRACE),
+    "update_assessment": Rule(_UPDATE_TRACE),
+    "delete_assessment": Rule(_UPDATE_TRACE),
+    # --- GenAI evaluation datasets (governed by their experiments) and scorers (by their experiment) ----
+    "create_dataset": Rule(need(resources.experiment_ids_param, UPDATE)),
+    "get_dataset": Rule(_READ_DATASET),
+    "get_dataset_records": Rule(_READ_DATASET),
+    "get_dataset_experiment_ids": Rule(_READ_DATASET),
+    "delete_dataset": Rule(need(resources.dataset_experiments, DELETE)),
+    "set_dataset_tags": Rule(_UPDATE_DATASET),
+    "delete_dataset_tag": Rule(_UPDATE_DATASET),
+    "upsert_dataset_records": Rule(_UPDATE_DATASET),
+    "delete_dataset_records": Rule(_UPDATE_DATASET),
+    "remove_dataset_from_experiments": Rule(_UPDATE_DATASET),
+    "add_dataset_to_experiments": Rule(_both(_UPDATE_DATASET, need(resources.experiment_ids_param, UPDATE))),
+    "register_scorer": Rule(_UPDATE_EXPERIMENT),
+    "list_scorers": Rule(_READ_EXPERIMENT),
+    "list_scorer_versions": Rule(_READ_EXPERIMENT),
+    "get_scorer": Rule(_READ_EXPERIMENT),
+    "delete_scorer": Rule(need(resources.experiment, DELETE)),
+    "get_online_scoring_configs": Rule(authenticated),
+    "upsert_online_scoring_config": Rule(_UPDATE_EXPERIMENT),
+    # --- AI gateway configuration: per-resource gateway grants are not served; reads for every user
+    # (secret values are never answered), changes for admins -------------------------------------------
+    **{
+        op: Rule(authenticated)
+        for op in (
+            "get_gateway_secret",
+            "list_gateway_secrets",
+            "get_gateway_model_definition",
+            "list_gateway_model_definitions",
+            "get_gateway_endpoint",
+            "list_gateway_endpoints",
+            "list_gateway_endpoint_bindings",
+        )
+    },
+    **{
+        op: Rule(admin)
+        for op in (
+            "create_gateway_secret",
+            "update_gateway_secret",
+            "delete_gateway_secret",
+            "create_gateway_model_definition",
+            "update_gateway_model_definition",
+            "delete_gateway_model_definition",
+            "create_gateway_endpoint",
+            "update_gateway_endpoint",
+            "delete_gateway_endpoint",
+            "attach_model_to_gateway_endpoint",
+            "detach_model_from_gateway_endpoint",
+            "create_gateway_endpoint_binding",
+            "delete_gateway_endpoint_binding",
+            "set_gateway_endpoint_tag",
+            "delete_gateway_endpoint_tag",
+        )
+    },
     # --- users and permissions (mlflow/server/auth routes) ---------------------------------------------
     "create_user": Rule(admin),
     "get_user": Rule(self_or_admin()),
