@@ -1,0 +1,82 @@
+"""The client workload of issue 11, timed on ``make serve``'s runtime and on stock ``mlflow server`` (sqlite)
+in the same run: 20 runs x 500 metric points through the real mlflow client.
+
+Per run: ``create_run``, two params, a tag, 500 metric points (5 keys x 100 steps) sent with ``log_batch``
+in batches of 100 (as ``mlflow.log_metrics`` and autologging send them), ``set_terminated``; then one
+``get_metric_history`` and one ``search_runs`` over the experiment. The same workload runs twice on each
+server (a fresh store, then the same store again): a store that slows as it grows shows in the second pass.
+
+    python -m tools.workload_bench
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tools.server_process import local_runtime_process, mlflow_server_process  # noqa: E402
+
+RUNS = int(os.environ.get("BENCH_WORKLOAD_RUNS", "20"))
+POINTS = int(os.environ.get("BENCH_WORKLOAD_POINTS", "500"))
+KEYS = 5
+BATCH = 100
+PASSES = 2
+
+
+def client_workload(url: str, runs: int = RUNS, points: int = POINTS) -> float:
+    """Run the workload against ``url``; returns its wall time in seconds."""
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    client = MlflowClient(url)
+    started = time.perf_counter()
+    experiment_id = client.create_experiment(f"workload-{uuid.uuid4().hex[:8]}")
+    for r in range(runs):
+        run_id = client.create_run(experiment_id, run_name=f"run-{r}").info.run_id
+        client.log_param(run_id, "lr", str(0.001 * (r + 1)))
+        client.log_param(run_id, "layers", str(r % 4))
+        client.set_tag(run_id, "team", "bench")
+        timestamp = int(time.time() * 1000)
+        metrics = [Metric(f"m{i % KEYS}", float(i), timestamp + i, i // KEYS) for i in range(points)]
+        for start in range(0, points, BATCH):
+            client.log_batch(run_id, metrics=metrics[start : start + BATCH])
+        client.set_terminated(run_id)
+        last_run = run_id
+    history = client.get_metric_history(last_run, "m0")
+    found = client.search_runs([experiment_id], max_results=runs)
+    elapsed = time.perf_counter() - started
+    if len(history) != points // KEYS or len(found) != runs:
+        raise RuntimeError(f"{url}: workload read back {len(history)} points and {len(found)} runs")
+    return elapsed
+
+
+def measure() -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    label = f"{RUNS} runs x {POINTS} metric points"
+    servers = [
+        ("make serve (DynamoDB Local + moto S3, sync indexer)", local_runtime_process),
+        ("mlflow server (sqlite)", mlflow_server_process),
+    ]
+    for name, start in servers:
+        with start() as server:
+            times = [client_workload(server.url) for _ in range(PASSES)]
+        rows.append((f"{name}: {label}, fresh store", f"{times[0]:.1f} s"))
+        rows.append((f"{name}: {label}, second pass on the same store", f"{times[1]:.1f} s"))
+    return rows
+
+
+def scenario_workload(bench: object, _: int) -> None:
+    rows = measure()
+    bench.extra.setdefault("Client workload (issue 11): wall time against stock mlflow server", []).extend(rows)  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    for measure_name, value in measure():
+        print(f"{measure_name}: {value}")
