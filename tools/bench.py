@@ -63,9 +63,7 @@ class Bench:
         result = fn()
         snap = STATS.snapshot()
         self.results.append(
-            Measurement(
-                operation, sum(snap["requests"].values()), snap["requests"], snap["items_read"], snap["items_written"], note, budget
-            )
+            Measurement(operation, sum(snap["requests"].values()), snap["requests"], snap["items_read"], snap["items_written"], note, budget)
         )
         return result
 
@@ -92,25 +90,17 @@ def import_times() -> list[tuple[str, float]]:
 
 def scenario_tracking(bench: Bench, n_runs: int) -> None:
     exp_name = f"bench-{uuid.uuid4().hex[:8]}"
-    exp_id = bench.measure("experiments/create", lambda: bench.call("POST", f"{API}/experiments/create", {"name": exp_name}))[
-        "experiment_id"
-    ]
+    exp_id = bench.measure("experiments/create", lambda: bench.call("POST", f"{API}/experiments/create", {"name": exp_name}))["experiment_id"]
     bench.measure("experiments/get", lambda: bench.call("GET", f"{API}/experiments/get", params={"experiment_id": exp_id}))
-    bench.measure(
-        "experiments/get-by-name", lambda: bench.call("GET", f"{API}/experiments/get-by-name", params={"experiment_name": exp_name})
-    )
+    bench.measure("experiments/get-by-name", lambda: bench.call("GET", f"{API}/experiments/get-by-name", params={"experiment_name": exp_name}))
     run = bench.measure(
-        "runs/create",
-        lambda: bench.call("POST", f"{API}/runs/create", {"experiment_id": exp_id, "start_time": 1, "tags": [{"key": "t", "value": "v"}]}),
+        "runs/create", lambda: bench.call("POST", f"{API}/runs/create", {"experiment_id": exp_id, "start_time": 1, "tags": [{"key": "t", "value": "v"}]})
     )["run"]
     run_id = run["info"]["run_id"]
-    bench.measure(
-        "runs/log-parameter", lambda: bench.call("POST", f"{API}/runs/log-parameter", {"run_id": run_id, "key": "p", "value": "1"})
-    )
+    bench.measure("runs/log-parameter", lambda: bench.call("POST", f"{API}/runs/log-parameter", {"run_id": run_id, "key": "p", "value": "1"}))
     bench.measure("runs/set-tag", lambda: bench.call("POST", f"{API}/runs/set-tag", {"run_id": run_id, "key": "k", "value": "v"}))
     bench.measure(
-        "runs/log-metric",
-        lambda: bench.call("POST", f"{API}/runs/log-metric", {"run_id": run_id, "key": "m", "value": 1.0, "timestamp": 1, "step": 0}),
+        "runs/log-metric", lambda: bench.call("POST", f"{API}/runs/log-metric", {"run_id": run_id, "key": "m", "value": 1.0, "timestamp": 1, "step": 0})
     )
     metrics = [{"key": f"m{i % 5}", "value": float(i), "timestamp": 1000 + i, "step": i // 5} for i in range(1000)]
     m = bench.measure(
@@ -155,34 +145,18 @@ def bulk_load_runs(experiment_id: str, n_runs: int) -> None:
     for i in range(n_runs):
         run_id = uuid.uuid4().hex
         info = {
-            "run_id": run_id,
-            "experiment_id": experiment_id,
-            "run_name": f"r{i}",
-            "user_id": "bench",
-            "status": "FINISHED",
-            "start_time": 10_000 + i,
-            "end_time": 20_000 + i,
-            "artifact_uri": f"mlflow-artifacts:/{experiment_id}/{run_id}/artifacts",
-            "lifecycle_stage": "active",
-            "last_update_time": 1,
+            "run_id": run_id, "experiment_id": experiment_id, "run_name": f"r{i}", "user_id": "bench", "status": "FINISHED",
+            "start_time": 10_000 + i, "end_time": 20_000 + i, "artifact_uri": f"mlflow-artifacts:/{experiment_id}/{run_id}/artifacts",
+            "lifecycle_stage": "active", "last_update_time": 1,
         }
         items.append(store.run_item(info))
         items.append(store.RUN_LOCATOR.item({"experiment_id": experiment_id}, run_id=run_id))
-        items.append(
-            store.RUN_TAG.item(
-                {"key": "mlflow.runName", "value": f"r{i}"}, experiment_id=experiment_id, run_id=run_id, key="mlflow.runName"
-            )
-        )
-        items.append(
-            store.PARAM.item({"key": "lr", "value": str(i % 7)}, experiment_id=experiment_id, run_id=run_id, key="lr", changed_at=None)
-        )
+        items.append(store.RUN_TAG.item({"key": "mlflow.runName", "value": f"r{i}"}, experiment_id=experiment_id, run_id=run_id, key="mlflow.runName"))
+        items.append(store.PARAM.item({"key": "lr", "value": str(i % 7)}, experiment_id=experiment_id, run_id=run_id, key="lr", changed_at=None))
         items.append(
             store.LATEST_METRIC.item(
                 {"key": "acc", "value": str(i / n_runs), "timestamp": 1, "step": 0, "is_nan": False},
-                experiment_id=experiment_id,
-                run_id=run_id,
-                key="acc",
-                changed_at=None,
+                experiment_id=experiment_id, run_id=run_id, key="acc", changed_at=None,
             )
         )
     table.batch_write(items)
@@ -308,9 +282,7 @@ def _fresh_runtime() -> Any:
     return LocalRuntime(port=0, indexer_mode="paused").start()
 
 
-def _run(
-    scenarios: list[tuple[str, Callable[..., None]]], bench_extra: dict[str, list[tuple[str, str]]], results: list[Measurement], n_runs: int
-) -> None:
+def _run(scenarios: list[tuple[str, Callable[..., None]]], bench_extra: dict[str, list[tuple[str, str]]], results: list[Measurement], n_runs: int) -> None:
     runtime = _fresh_runtime()
     bench = Bench(runtime.url, runtime)
     bench.extra = bench_extra
