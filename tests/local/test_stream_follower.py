@@ -413,6 +413,29 @@ def test_indexing_failures_never_fail_the_client_request(local_runtime: Any) -> 
         assert response.status == 200
 
 
+def test_an_idle_runtime_s_expired_iterator_never_fails_a_request(local_runtime: Any) -> None:
+    """The issue-15 scenario: after an idle spell the follower's iterator has expired. The next write answers
+    200 and its records are indexed (the name search reads the indexer's derived items)."""
+    import mlflow
+
+    runtime = local_runtime
+    real = runtime.follower.client
+    expiring = ExpiringIterators(real)
+    runtime.follower.client = expiring
+    try:
+        client = mlflow.MlflowClient(runtime.url)
+        name = unique("after-idle")
+        expiring.expire_next = 1
+        delivered, dead = runtime.follower.delivered, runtime.follower.dead_lettered
+        experiment_id = client.create_experiment(name)
+        assert expiring.expired == 1
+        assert runtime.follower.delivered > delivered and runtime.follower.dead_lettered == dead
+        found = client.search_experiments(filter_string=f"name LIKE '{name}%'")
+        assert [e.experiment_id for e in found] == [experiment_id]
+    finally:
+        runtime.follower.client = real
+
+
 def test_a_restarted_runtime_resumes_its_table_s_stream(server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``make serve`` stopped and started again on an existing table (an external DYNAMODB_ENDPOINT_URL)."""
     import mlflow
