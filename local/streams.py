@@ -155,19 +155,14 @@ class StreamFollower:
                 state.iterator = self._iterator(shard_id, state)
             try:
                 page = self.client.get_records(ShardIterator=state.iterator, Limit=PAGE_LIMIT)
-            except self.client.exceptions.ExpiredIteratorException:
+            except (self.client.exceptions.ExpiredIteratorException, self.client.exceptions.TrimmedDataAccessException):
+                # Expired: idle for over 15 minutes. Trimmed: an old iterator points past the 24 h retention.
+                # Either way a new iterator is taken after the checkpoint (``_iterator`` handles a trimmed one).
                 state.iterator = None
                 expired_in_a_row += 1
                 if expired_in_a_row > MAX_EXPIRED_IN_A_ROW:
-                    raise  # fresh iterators expiring too (a skewed clock?): fail this drain, the next one retries
-                log.info("shard iterator of %s expired: re-acquiring after %s", shard_id, state.last_sequence)
-                continue
-            except self.client.exceptions.TrimmedDataAccessException:
-                # The checkpoint points at records the stream no longer keeps (24 h retention): start at the oldest.
-                log.warning("records of %s after %s were trimmed; continuing at the oldest", shard_id, state.last_sequence)
-                state.iterator = self.client.get_shard_iterator(
-                    StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
-                )["ShardIterator"]
+                    raise  # fresh iterators failing too (a skewed clock?): fail this drain, the next one retries
+                log.info("shard iterator of %s is no longer valid: re-acquiring after %s", shard_id, state.last_sequence)
                 continue
             expired_in_a_row = 0
             records = page.get("Records", [])
@@ -190,10 +185,20 @@ class StreamFollower:
     def _iterator(self, shard_id: str, state: ShardState) -> str:
         """Where the shard's reading resumes: right after the checkpoint, else at the oldest record kept."""
         if state.last_sequence:
-            kwargs = {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": state.last_sequence}
-        else:
-            kwargs = {"ShardIteratorType": "TRIM_HORIZON"}
-        return self.client.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard_id, **kwargs)["ShardIterator"]
+            try:
+                return self.client.get_shard_iterator(
+                    StreamArn=self.stream_arn,
+                    ShardId=shard_id,
+                    ShardIteratorType="AFTER_SEQUENCE_NUMBER",
+                    SequenceNumber=state.last_sequence,
+                )["ShardIterator"]
+            except self.client.exceptions.TrimmedDataAccessException:
+                # The stream no longer keeps the checkpoint (24 h retention, e.g. after a long stop): what
+                # follows it is partly gone too; the oldest record kept is where reading can go on.
+                log.warning("stream records of %s after %s were trimmed; continuing at the oldest kept", shard_id, state.last_sequence)
+        return self.client.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")[
+            "ShardIterator"
+        ]
 
     def _deliver(self, records: list[dict[str, Any]]) -> None:
         """Lambda's behaviour with ReportBatchItemFailures: retry from the first failure, then dead-letter."""

@@ -310,6 +310,32 @@ def test_a_child_waits_while_its_parent_cannot_be_read(tmp_path: Path) -> None:
     stream.done()
 
 
+def test_a_checkpoint_the_stream_no_longer_keeps_continues_at_the_oldest_record(tmp_path: Path) -> None:
+    """After a stop longer than the stream's 24 h retention, GetShardIterator refuses the checkpoint."""
+    stream = RecordedStream()
+    stream.describe([_shard(PARENT, q(100))])
+    stream.iterator(PARENT, "it-0")
+    stream.records("it-0", [q(100)], "it-1")
+    stream.records("it-1", [], "it-2")
+    recorder = Recorder()
+    assert StreamFollower(stream.client, ARN, recorder, tmp_path).drain() == 1
+    stream.done()
+
+    stream.describe([_shard(PARENT, q(100))])
+    stream.stubber.add_client_error(
+        "get_shard_iterator",
+        service_error_code="TrimmedDataAccessException",
+        service_message="The operation attempted to read past the oldest stream record in a shard.",
+        expected_params={"StreamArn": ARN, "ShardId": PARENT, "ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": q(100)},
+    )
+    stream.iterator(PARENT, "it-9")
+    stream.records("it-9", [q(500)], "it-10")
+    stream.records("it-10", [], "it-11")
+    assert StreamFollower(stream.client, ARN, recorder, tmp_path).drain() == 1
+    assert recorder.sequences == [q(100), q(500)]
+    stream.done()
+
+
 def test_iterators_that_keep_expiring_fail_the_drain_instead_of_spinning(tmp_path: Path) -> None:
     stream = RecordedStream()
     stream.describe([_shard(PARENT, q(100))])
