@@ -69,7 +69,10 @@ def measure() -> list[tuple[str, str]]:
         for _ in range(PASSES):
             for name, server in ((ours_name, ours), (reference_name, reference)):
                 times[name].append(client_workload(server.url))
-    rows: list[tuple[str, str]] = []
+    # Wall times mean little on a loaded machine: say how loaded it was.
+    rows: list[tuple[str, str]] = [
+        ("load average of the machine (1 / 5 / 15 min) after the runs", " / ".join(f"{x:.1f}" for x in os.getloadavg()))
+    ]
     for name, passes in times.items():
         rows.append((f"{name}: {label}, fresh store", f"{passes[0]:.1f} s"))
         rows.extend((f"{name}: {label}, pass {i + 1} on the same store", f"{t:.1f} s") for i, t in enumerate(passes[1:], start=1))
