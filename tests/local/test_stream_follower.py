@@ -439,6 +439,27 @@ def test_indexing_failures_never_fail_the_client_request(local_runtime: Any) -> 
         assert response.status == 200
 
 
+def test_an_indexer_that_keeps_failing_never_fails_a_request(local_runtime: Any) -> None:
+    """Every invocation of the indexer fails (a crash, a timeout): the client's write still answers 200; the
+    records are retried, then dead-lettered, and the records after them are indexed once it works again."""
+    import mlflow
+
+    runtime = local_runtime
+    real, failing = runtime.follower.deliver, Flaky(failures=10**6)
+    runtime.follower.deliver = failing
+    dead = runtime.follower.dead_lettered
+    try:
+        client = mlflow.MlflowClient(runtime.url)
+        experiment_id = client.create_experiment(unique("indexer-down"))
+        assert client.get_experiment(experiment_id).lifecycle_stage == "active"
+        assert failing.calls >= streams.MAX_ATTEMPTS and runtime.follower.dead_lettered > dead
+    finally:
+        runtime.follower.deliver = real
+    name = unique("indexer-back")
+    later = client.create_experiment(name)
+    assert [e.experiment_id for e in client.search_experiments(filter_string=f"name LIKE '{name}%'")] == [later]
+
+
 def test_an_idle_runtime_s_expired_iterator_never_fails_a_request(local_runtime: Any) -> None:
     """The issue-15 scenario: after an idle spell the follower's iterator has expired. The next write answers
     200 and its records are indexed (the name search reads the indexer's derived items)."""
