@@ -30,6 +30,9 @@ def serve(host: str, port: int, invoke: Invoke) -> ThreadingHTTPServer:
 def _request_handler(invoke: Invoke) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Small writes go out at once: with Nagle's algorithm on, each response waits for the client's delayed
+        # ACK (40 ms on Linux) before its body leaves, which made every local request ~40 ms slower.
+        disable_nagle_algorithm = True
 
         def _handle(self) -> None:
             split = urlsplit(self.path)

@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from local.events import (  # noqa: E402
 )
 from local.http_server import serve  # noqa: E402
 from local.streams import StreamFollower, lambda_stream_record  # noqa: E402
-from serverless_mlflow import bootstrap, routes, schema, static_files  # noqa: E402
+from serverless_mlflow import bootstrap, derived, routes, schema, static_files  # noqa: E402
 
 __all__ = ["LambdaContext", "LocalRuntime", "api_gateway_event", "free_port", "lambda_stream_record"]
 
@@ -99,7 +100,7 @@ class LocalRuntime:
         return f"http://{self.host}:{self.port}"
 
     @property
-    def dead_letters(self) -> list[dict[str, Any]]:
+    def dead_letters(self) -> Sequence[dict[str, Any]]:
         return self.follower.dead_letters if self.follower else []
 
     def _configure_environment(self) -> None:
@@ -147,7 +148,11 @@ class LocalRuntime:
             # An in-memory engine forgets its tables on exit: a checkpoint of it would never be read again.
             keep = self.dynamodb is None or self.dynamodb.db_path is not None
             self.follower = StreamFollower(
-                boto3.client("dynamodbstreams", endpoint_url=endpoint), stream_arn, self._invoke_indexer, checkpoints if keep else None
+                boto3.client("dynamodbstreams", endpoint_url=endpoint),
+                stream_arn,
+                self._invoke_indexer,
+                checkpoints if keep else None,
+                keep=is_indexer_source,
             )
         s3 = boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"])
         if self.bucket_name not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
@@ -235,3 +240,10 @@ class LocalRuntime:
     def _poll_forever(self) -> None:
         while not self._stopping.wait(POLL_SECONDS):
             self._drain_quietly()
+
+
+def is_indexer_source(record: dict[str, Any]) -> bool:
+    """The deployed mapping's filter criteria (``stream_filters`` in infra/constructs/indexer.py): only records
+    of the source entities reach the indexer; INSERT/MODIFY are judged by their new image, REMOVE by the old."""
+    image = record["dynamodb"].get("OldImage" if record.get("eventName") == "REMOVE" else "NewImage") or {}
+    return image.get(schema.ENTITY_TYPE, {}).get("S") in derived.SOURCE_TYPES

@@ -12,7 +12,12 @@ sequence number of the last record it delivered (its checkpoint), so that
   (``STREAM_CHECKPOINT_DIR``), the stream ARN naming the table generation.
 
 A record may be delivered twice (after a crash between delivery and checkpoint): the indexer is idempotent.
-Records the indexer keeps failing on are retried, then dead-lettered, and the shard moves on.
+Records the indexer keeps failing on are retried (with the deployed mapping's retry count), then
+dead-lettered, and the shard moves on. Like the deployed mapping's filter criteria, ``keep`` drops records
+the indexer has no use for before it is invoked (their checkpoint still advances).
+
+Memory stays bounded however long it runs: one small state per shard the stream still lists (aged-out
+shards are forgotten) and the most recent dead letters only.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import hashlib
 import json
 import logging
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,11 +37,17 @@ from typing import Any
 
 log = logging.getLogger("serverless_mlflow.local")
 
-MAX_ATTEMPTS = 3
+# One invocation plus the deployed mapping's retries (RETRY_ATTEMPTS in infra/constructs/indexer.py).
+MAX_ATTEMPTS = 6
+RETRY_BACKOFF_SECONDS = 0.05  # doubled per retry: 1.55 s in all before a record is dead-lettered
 PAGE_LIMIT = 1000
+BATCH_SIZE = 100  # records per indexer invocation, as deployed (BATCH_SIZE in infra/constructs/indexer.py)
 REGION = "us-east-1"
+DEAD_LETTERS_KEPT = 1000
+MAX_EXPIRED_IN_A_ROW = 3
 
 Deliver = Callable[[list[dict[str, Any]]], dict[str, Any] | None]
+Keep = Callable[[dict[str, Any]], bool]
 
 
 @dataclass
@@ -45,11 +58,16 @@ class ShardState:
 
 
 class StreamFollower:
-    def __init__(self, streams_client: Any, stream_arn: str, deliver: Deliver, checkpoint_dir: Path | None = None) -> None:
+    def __init__(
+        self, streams_client: Any, stream_arn: str, deliver: Deliver, checkpoint_dir: Path | None = None, keep: Keep | None = None
+    ) -> None:
         self.client = streams_client
         self.stream_arn = stream_arn
         self.deliver = deliver
-        self.dead_letters: list[dict[str, Any]] = []
+        self.keep = keep
+        # Deployed, the DLQ holds the failed batches' coordinates for 14 days; locally the latest ones are kept.
+        self.dead_letters: deque[dict[str, Any]] = deque(maxlen=DEAD_LETTERS_KEPT)
+        self.dead_lettered = 0
         self.delivered = 0
         self._lock = threading.Lock()
         self._checkpoint_file = checkpoint_dir / f"{hashlib.sha256(stream_arn.encode()).hexdigest()[:24]}.json" if checkpoint_dir else None
@@ -104,6 +122,8 @@ class StreamFollower:
         """Open work only, parents before children (a child waits until its parent is read to its end)."""
         described = self._describe_shards()
         known = {s["ShardId"] for s in described}
+        for gone in [shard for shard, state in self.shards.items() if shard not in known and state.closed_and_read]:
+            del self.shards[gone]  # aged out of the stream (24 h): nothing will ever name it again
         ordered: list[dict[str, Any]] = []
         placed: set[str] = set()
         pending = [s for s in described if not self.shards.get(s["ShardId"], ShardState()).closed_and_read]
@@ -129,25 +149,28 @@ class StreamFollower:
         if parent and parent in self.shards and not self.shards[parent].closed_and_read:
             return  # the parent still has records: children must wait (order per item)
         state = self.shards.setdefault(shard_id, ShardState())
+        expired_in_a_row = 0
         while True:
             if state.iterator is None:
                 state.iterator = self._iterator(shard_id, state)
             try:
                 page = self.client.get_records(ShardIterator=state.iterator, Limit=PAGE_LIMIT)
-            except self.client.exceptions.ExpiredIteratorException:
-                log.info("shard iterator of %s expired: re-acquiring after %s", shard_id, state.last_sequence)
+            except (self.client.exceptions.ExpiredIteratorException, self.client.exceptions.TrimmedDataAccessException):
+                # Expired: idle for over 15 minutes. Trimmed: an old iterator points past the 24 h retention.
+                # Either way a new iterator is taken after the checkpoint (``_iterator`` handles a trimmed one).
                 state.iterator = None
+                expired_in_a_row += 1
+                if expired_in_a_row > MAX_EXPIRED_IN_A_ROW:
+                    raise  # fresh iterators failing too (a skewed clock?): fail this drain, the next one retries
+                log.info("shard iterator of %s is no longer valid: re-acquiring after %s", shard_id, state.last_sequence)
                 continue
-            except self.client.exceptions.TrimmedDataAccessException:
-                # The checkpoint points at records the stream no longer keeps (24 h retention): start at the oldest.
-                log.warning("records of %s after %s were trimmed; continuing at the oldest", shard_id, state.last_sequence)
-                state.iterator = self.client.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")[
-                    "ShardIterator"
-                ]
-                continue
+            expired_in_a_row = 0
             records = page.get("Records", [])
             if records:
-                self._deliver([lambda_stream_record(r, self.stream_arn) for r in records])
+                events = [lambda_stream_record(r, self.stream_arn) for r in records]
+                kept = [e for e in events if self.keep(e)] if self.keep else events
+                for start in range(0, len(kept), BATCH_SIZE):
+                    self._deliver(kept[start : start + BATCH_SIZE])
                 state.last_sequence = records[-1]["dynamodb"]["SequenceNumber"]
             state.iterator = page.get("NextShardIterator")
             if state.iterator is None:
@@ -160,16 +183,29 @@ class StreamFollower:
                 return  # caught up on an open shard
 
     def _iterator(self, shard_id: str, state: ShardState) -> str:
+        """Where the shard's reading resumes: right after the checkpoint, else at the oldest record kept."""
         if state.last_sequence:
-            kwargs = {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": state.last_sequence}
-        else:
-            kwargs = {"ShardIteratorType": "TRIM_HORIZON"}
-        return self.client.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard_id, **kwargs)["ShardIterator"]
+            try:
+                return self.client.get_shard_iterator(
+                    StreamArn=self.stream_arn,
+                    ShardId=shard_id,
+                    ShardIteratorType="AFTER_SEQUENCE_NUMBER",
+                    SequenceNumber=state.last_sequence,
+                )["ShardIterator"]
+            except self.client.exceptions.TrimmedDataAccessException:
+                # The stream no longer keeps the checkpoint (24 h retention, e.g. after a long stop): what
+                # follows it is partly gone too; the oldest record kept is where reading can go on.
+                log.warning("stream records of %s after %s were trimmed; continuing at the oldest kept", shard_id, state.last_sequence)
+        return self.client.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")[
+            "ShardIterator"
+        ]
 
     def _deliver(self, records: list[dict[str, Any]]) -> None:
         """Lambda's behaviour with ReportBatchItemFailures: retry from the first failure, then dead-letter."""
         pending = records
-        for _ in range(MAX_ATTEMPTS):
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:
+                time.sleep(RETRY_BACKOFF_SECONDS * 2 ** (attempt - 1))
             try:
                 result = self.deliver(pending) or {}
             except Exception:
@@ -182,6 +218,7 @@ class StreamFollower:
             first = min((i for i, r in enumerate(pending) if r["dynamodb"]["SequenceNumber"] in failures), default=0)
             pending = pending[first:]
         self.dead_letters.extend(pending)
+        self.dead_lettered += len(pending)
         self.delivered += len(records)
         log.error("indexer gave up on %d stream records (dead-lettered)", len(pending))
 

@@ -132,7 +132,7 @@ def test_poison_record_ends_in_dead_letters_after_bounded_retries(stream: s.Stre
     from indexer.handler import lambda_handler
 
     from local.events import LambdaContext
-    from local.streams import StreamFollower
+    from local.streams import MAX_ATTEMPTS, StreamFollower
 
     s.put_experiment("1", "dlq", 1)
     s.put_run("1", "f" * 32, "before poison", 2)
@@ -150,6 +150,6 @@ def test_poison_record_ends_in_dead_letters_after_bounded_retries(stream: s.Stre
     follower = StreamFollower(None, stream.arn, lambda batch: counting({"Records": batch}, LambdaContext("indexer")))
     follower._deliver([*records[:-1], bad, records[-1]])
     assert next(r["dynamodb"]["SequenceNumber"] for r in follower.dead_letters) == "5" * 12
-    assert len(calls) == 3  # bounded retries
+    assert len(calls) == MAX_ATTEMPTS  # bounded retries
     assert fts.run_candidates(["1"], "%poison%") == {"f" * 32, "9" * 32}
     assert admin.verify().differences == 0

@@ -17,8 +17,11 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from botocore.stub import ANY, Stubber
 
+from local import streams
 from local.streams import StreamFollower
+from serverless_mlflow import derived
 from tests.conftest import unique
 from tests.indexer import support as s
 
@@ -110,69 +113,308 @@ def test_restart_resumes_from_the_saved_checkpoint(stream: s.Stream, tmp_path: P
     assert len(list(tmp_path.iterdir())) == 1
 
 
-class RollingStream:
-    """A stream whose first shard closed and was followed by a child (as DynamoDB rolls shards over)."""
+# --- shard rollover: a real streams client whose answers are stubbed (botocore Stubber) --------------------
+# Neither DynamoDB nor DynamoDB Local closes a shard on demand (they roll over every few hours), so these
+# tests give the real client recorded answers in DynamoDB Local's shapes (checked against the service model
+# by botocore) and check every request the follower makes, in order.
 
-    class exceptions:
-        class ExpiredIteratorException(ClientError):
-            pass
-
-        class TrimmedDataAccessException(ClientError):
-            pass
-
-    def __init__(self, describe_child_first: bool) -> None:
-        parent = {"ShardId": "shard-parent", "SequenceNumberRange": {"StartingSequenceNumber": "100"}}
-        child = {"ShardId": "shard-child", "ParentShardId": "shard-parent", "SequenceNumberRange": {"StartingSequenceNumber": "300"}}
-        self.shards = [child, parent] if describe_child_first else [parent, child]
-        self.records = {
-            "shard-parent": [_record("100"), _record("101"), _record("102")],
-            "shard-child": [_record("300"), _record("301")],
-        }
-        self.closed = {"shard-parent"}
-        self.describe_calls: list[dict[str, Any]] = []
-
-    def describe_stream(self, **kwargs: Any) -> dict[str, Any]:
-        # One shard per page: the follower must follow LastEvaluatedShardId.
-        self.describe_calls.append(kwargs)
-        start = 0
-        if "ExclusiveStartShardId" in kwargs:
-            start = next(i for i, sh in enumerate(self.shards) if sh["ShardId"] == kwargs["ExclusiveStartShardId"]) + 1
-        page: dict[str, Any] = {"Shards": self.shards[start : start + 1]}
-        if start + 1 < len(self.shards):
-            page["LastEvaluatedShardId"] = self.shards[start]["ShardId"]
-        return {"StreamDescription": page}
-
-    def get_shard_iterator(self, StreamArn: str, ShardId: str, ShardIteratorType: str, SequenceNumber: str | None = None) -> dict[str, Any]:
-        position = 0 if ShardIteratorType == "TRIM_HORIZON" else [r["dynamodb"]["SequenceNumber"] for r in self.records[ShardId]].index(SequenceNumber) + 1
-        return {"ShardIterator": f"{ShardId}|{position}"}
-
-    def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:
-        shard_id, position = ShardIterator.split("|")
-        records = self.records[shard_id][int(position) : int(position) + 2]  # small pages
-        end = int(position) + len(records)
-        page: dict[str, Any] = {"Records": records}
-        if not (shard_id in self.closed and end >= len(self.records[shard_id])):
-            page["NextShardIterator"] = f"{shard_id}|{end}"
-        return page
+ARN = "arn:aws:dynamodb:ddblocal:000000000000:table/mlflow-serverless/stream/2026-11-24T00:51:19.232"
+PARENT = "shardId-00000001795481479301-c1caedd6"
+CHILD = "shardId-00000001795495879301-7d1e0a4b"
+GRANDCHILD = "shardId-00000001795510279301-0f3c9e21"
 
 
-def _record(sequence: str) -> dict[str, Any]:
-    return {"eventID": sequence, "eventName": "INSERT", "dynamodb": {"SequenceNumber": sequence, "Keys": {"pk": {"S": sequence}}}}
+def q(number: int) -> str:
+    """A sequence number as DynamoDB Streams writes them (21 digits or more)."""
+    return f"{number:021d}"
+
+
+def _shard(shard_id: str, first: str, last: str | None = None, parent: str | None = None) -> dict[str, Any]:
+    shard: dict[str, Any] = {"ShardId": shard_id, "SequenceNumberRange": {"StartingSequenceNumber": first}}
+    if last:
+        shard["SequenceNumberRange"]["EndingSequenceNumber"] = last
+    if parent:
+        shard["ParentShardId"] = parent
+    return shard
+
+
+def _description(shards: list[dict[str, Any]], last_evaluated: str | None = None) -> dict[str, Any]:
+    description: dict[str, Any] = {
+        "StreamArn": ARN,
+        "StreamLabel": "2026-11-24T00:51:19.232",
+        "StreamStatus": "ENABLED",
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+        "TableName": "mlflow-serverless",
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        "Shards": shards,
+    }
+    if last_evaluated:
+        description["LastEvaluatedShardId"] = last_evaluated
+    return {"StreamDescription": description}
+
+
+def _stream_record(sequence: str) -> dict[str, Any]:
+    item = {"pk": {"S": f"E#{sequence}"}, "sk": {"S": "META"}}
+    return {
+        "eventID": f"event-{sequence}",
+        "eventName": "INSERT",
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "ddblocal",
+        "dynamodb": {
+            "Keys": item,
+            "NewImage": {**item, "entity_type": {"S": "experiment_entry"}},
+            "SequenceNumber": sequence,
+            "SizeBytes": 40,
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+        },
+    }
+
+
+class RecordedStream:
+    """A real ``dynamodbstreams`` client with a botocore Stubber: each expected request and its answer."""
+
+    def __init__(self) -> None:
+        self.client = boto3.client("dynamodbstreams", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+        self.stubber = Stubber(self.client)
+        self.stubber.activate()
+
+    def describe(self, shards: list[dict[str, Any]], page_size: int = 1) -> None:
+        """DescribeStream in pages of ``page_size`` shards (the follower must follow LastEvaluatedShardId)."""
+        for start in range(0, len(shards), page_size):
+            page = shards[start : start + page_size]
+            more = start + page_size < len(shards)
+            expected: dict[str, Any] = {"StreamArn": ARN}
+            if start:
+                expected["ExclusiveStartShardId"] = shards[start - 1]["ShardId"]
+            self.stubber.add_response("describe_stream", _description(page, page[-1]["ShardId"] if more else None), expected)
+
+    def iterator(self, shard_id: str, iterator: str, after: str | None = None) -> None:
+        expected: dict[str, Any] = {"StreamArn": ARN, "ShardId": shard_id}
+        expected.update(
+            {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": after} if after else {"ShardIteratorType": "TRIM_HORIZON"}
+        )
+        self.stubber.add_response("get_shard_iterator", {"ShardIterator": iterator}, expected)
+
+    def records(self, iterator: str, sequences: list[str], next_iterator: str | None) -> None:
+        answer: dict[str, Any] = {"Records": [_stream_record(q) for q in sequences]}
+        if next_iterator:
+            answer["NextShardIterator"] = next_iterator
+        self.stubber.add_response("get_records", answer, {"ShardIterator": iterator, "Limit": ANY})
+
+    def expired(self, iterator: str) -> None:
+        self.stubber.add_client_error(
+            "get_records",
+            service_error_code="ExpiredIteratorException",
+            service_message="Iterator expired. The iterator was created at time Mon Nov 24 00:51:19 UTC 2026",
+            http_status_code=400,
+            expected_params={"ShardIterator": iterator, "Limit": ANY},
+        )
+
+    def done(self) -> None:
+        self.stubber.assert_no_pending_responses()
 
 
 @pytest.mark.parametrize("describe_child_first", [False, True])
-def test_a_closed_parent_is_read_to_its_end_before_its_child(describe_child_first: bool) -> None:
-    client = RollingStream(describe_child_first)
+def test_a_closed_parent_is_read_to_its_end_before_its_child(describe_child_first: bool, tmp_path: Path) -> None:
+    stream = RecordedStream()
+    parent = _shard(PARENT, q(100), q(102))
+    child = _shard(CHILD, q(300), parent=PARENT)
+    stream.describe([child, parent] if describe_child_first else [parent, child])
+    stream.iterator(PARENT, "it-p0")
+    stream.records("it-p0", [q(100), q(101)], "it-p1")
+    stream.records("it-p1", [q(102)], None)  # no next iterator: the parent is closed and read to its end
+    stream.iterator(CHILD, "it-c0")
+    stream.records("it-c0", [q(300), q(301)], "it-c1")
+    stream.records("it-c1", [], "it-c2")  # caught up on the open child
     recorder = Recorder()
-    follower = StreamFollower(client, "arn:stream", recorder)
+    follower = StreamFollower(stream.client, ARN, recorder, tmp_path)
     assert follower.drain() == 5
-    assert recorder.sequences == ["100", "101", "102", "300", "301"]
-    assert follower.shards["shard-parent"].closed_and_read and not follower.shards["shard-child"].closed_and_read
-    assert any("ExclusiveStartShardId" in call for call in client.describe_calls)
-    # New records on the open child arrive on the next drain; the finished parent is not read again.
-    client.records["shard-child"].append(_record("302"))
+    assert recorder.sequences == [q(100), q(101), q(102), q(300), q(301)]
+    assert follower.shards[PARENT].closed_and_read and not follower.shards[CHILD].closed_and_read
+    stream.done()
+
+    # Later: the child's iterator has expired (the real botocore error); it is re-acquired after 301, and the
+    # finished parent is not read again.
+    stream.describe([parent, child])
+    stream.expired("it-c2")
+    stream.iterator(CHILD, "it-c3", after=q(301))
+    stream.records("it-c3", [q(302)], "it-c4")
+    stream.records("it-c4", [], "it-c5")
     assert follower.drain() == 1
-    assert recorder.sequences[-1] == "302"
+    assert recorder.sequences[-1] == q(302)
+    stream.done()
+
+
+def test_a_new_shard_is_discovered_and_read_after_its_parent_closes(tmp_path: Path) -> None:
+    stream = RecordedStream()
+    parent = _shard(PARENT, q(100))
+    stream.describe([parent])
+    stream.iterator(PARENT, "it-p0")
+    stream.records("it-p0", [q(100)], "it-p1")
+    stream.records("it-p1", [], "it-p2")
+    recorder = Recorder()
+    follower = StreamFollower(stream.client, ARN, recorder, tmp_path)
+    assert follower.drain() == 1
+    stream.done()
+
+    # The stream rolled over: the parent closed after 101, a child opened. DescribeStream (two shards per
+    # page here) shows the child; the child waits until the parent is read to its end.
+    closed, child = _shard(PARENT, q(100), q(101)), _shard(CHILD, q(200), parent=PARENT)
+    stream.describe([child, closed], page_size=2)
+    stream.records("it-p2", [q(101)], None)
+    stream.iterator(CHILD, "it-c0")
+    stream.records("it-c0", [q(200)], "it-c1")
+    stream.records("it-c1", [], "it-c2")
+    assert follower.drain() == 2
+    assert recorder.sequences == [q(100), q(101), q(200)]
+    stream.done()
+
+    # A restart (new follower, same checkpoint directory) resumes after 200 on the child, never re-reads the
+    # closed parent, and forgets it once the stream no longer lists it (aged out after 24 hours).
+    grandchild = _shard(GRANDCHILD, q(400), parent=CHILD)
+    stream.describe([_shard(CHILD, q(200), q(201), parent=PARENT), grandchild])
+    stream.iterator(CHILD, "it-c9", after=q(200))
+    stream.records("it-c9", [q(201)], None)
+    stream.iterator(GRANDCHILD, "it-g0")
+    stream.records("it-g0", [q(400)], "it-g1")
+    stream.records("it-g1", [], "it-g2")
+    restarted = Recorder()
+    again = StreamFollower(stream.client, ARN, restarted, tmp_path)
+    assert again.drain() == 2
+    assert restarted.sequences == [q(201), q(400)]
+    assert PARENT not in again.shards and again.shards[CHILD].closed_and_read
+    stream.done()
+
+
+def test_a_child_waits_while_its_parent_cannot_be_read(tmp_path: Path) -> None:
+    """GetRecords fails on the parent (streams unavailable): the child is not read ahead of it."""
+    stream = RecordedStream()
+    parent, child = _shard(PARENT, q(100), q(101)), _shard(CHILD, q(200), parent=PARENT)
+    stream.describe([parent, child], page_size=2)
+    stream.iterator(PARENT, "it-p0")
+    stream.stubber.add_client_error("get_records", service_error_code="InternalServerError", http_status_code=500)
+    recorder = Recorder()
+    follower = StreamFollower(stream.client, ARN, recorder, tmp_path)
+    with pytest.raises(ClientError):
+        follower.drain()
+    assert recorder.sequences == []
+    stream.done()
+    stream.describe([parent, child], page_size=2)
+    stream.records("it-p0", [q(100), q(101)], None)  # the iterator is still valid: no new one is needed
+    stream.iterator(CHILD, "it-c0")
+    stream.records("it-c0", [q(200)], "it-c1")
+    stream.records("it-c1", [], "it-c2")
+    assert follower.drain() == 3
+    assert recorder.sequences == [q(100), q(101), q(200)]
+    stream.done()
+
+
+def test_a_checkpoint_the_stream_no_longer_keeps_continues_at_the_oldest_record(tmp_path: Path) -> None:
+    """After a stop longer than the stream's 24 h retention, GetShardIterator refuses the checkpoint."""
+    stream = RecordedStream()
+    stream.describe([_shard(PARENT, q(100))])
+    stream.iterator(PARENT, "it-0")
+    stream.records("it-0", [q(100)], "it-1")
+    stream.records("it-1", [], "it-2")
+    recorder = Recorder()
+    assert StreamFollower(stream.client, ARN, recorder, tmp_path).drain() == 1
+    stream.done()
+
+    stream.describe([_shard(PARENT, q(100))])
+    stream.stubber.add_client_error(
+        "get_shard_iterator",
+        service_error_code="TrimmedDataAccessException",
+        service_message="The operation attempted to read past the oldest stream record in a shard.",
+        expected_params={"StreamArn": ARN, "ShardId": PARENT, "ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": q(100)},
+    )
+    stream.iterator(PARENT, "it-9")
+    stream.records("it-9", [q(500)], "it-10")
+    stream.records("it-10", [], "it-11")
+    assert StreamFollower(stream.client, ARN, recorder, tmp_path).drain() == 1
+    assert recorder.sequences == [q(100), q(500)]
+    stream.done()
+
+
+def test_iterators_that_keep_expiring_fail_the_drain_instead_of_spinning(tmp_path: Path) -> None:
+    stream = RecordedStream()
+    stream.describe([_shard(PARENT, q(100))])
+    stream.iterator(PARENT, "it-0")
+    for attempt in range(streams.MAX_EXPIRED_IN_A_ROW + 1):
+        stream.expired(f"it-{attempt}")
+        if attempt < streams.MAX_EXPIRED_IN_A_ROW:
+            stream.iterator(PARENT, f"it-{attempt + 1}")
+    follower = StreamFollower(stream.client, ARN, Recorder(), tmp_path)
+    with pytest.raises(stream.client.exceptions.ExpiredIteratorException):
+        follower.drain()
+    stream.done()
+
+
+# --- delivery: the deployed mapping's retries, dead letters and filter -----------------------------------
+
+
+class Flaky:
+    """An indexer invocation that fails (raises, as a Lambda timeout or crash does) ``failures`` times."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.calls = 0
+        self.recorder = Recorder()
+
+    def __call__(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise TimeoutError("Task timed out after 120.00 seconds")
+        return self.recorder(records)
+
+
+def test_a_failed_invocation_is_retried_then_dead_lettered_and_the_shard_moves_on(stream: s.Stream) -> None:
+    s.put_experiment("1", "retried", 1)
+    flaky = Flaky(failures=2)
+    follower = StreamFollower(_streams_client(), stream.arn, flaky)
+    assert follower.drain() == 2
+    assert (flaky.calls, follower.dead_lettered) == (3, 0)
+    assert flaky.recorder.sequences == _all_sequences(stream)
+
+    s.put_experiment("2", "poisoned", 2)
+    always = Flaky(failures=10**6)
+    follower.deliver = always
+    assert follower.drain() == 2
+    assert always.calls == streams.MAX_ATTEMPTS and follower.dead_lettered == 2
+    s.put_experiment("3", "after the poison", 3)
+    follower.deliver = flaky
+    assert follower.drain() == 2, "the records after the dead-lettered ones are delivered"
+
+
+def test_local_retries_and_batches_match_the_deployed_mapping() -> None:
+    from infra.constructs import indexer
+
+    assert streams.MAX_ATTEMPTS == 1 + indexer.RETRY_ATTEMPTS
+    assert streams.BATCH_SIZE == indexer.BATCH_SIZE
+
+
+def test_only_the_indexer_s_source_records_reach_it_and_the_checkpoint_passes_the_others(stream: s.Stream) -> None:
+    from local.runtime import is_indexer_source
+    from serverless_mlflow import table
+    from serverless_mlflow.schema import ENTITY
+
+    s.put_experiment("1", "source", 1)
+    s.put_run("1", "a" * 32, "run", 2)
+    tag = ENTITY["run_tag"].item({"key": "team", "value": "red"}, experiment_id="1", run_id="a" * 32, key="team")
+    table.put(tag)  # a run tag: not a source entity of the indexer
+    s.delete_run("1", "a" * 32)  # REMOVE of the run (a source, judged by its old image) and of the tag
+    recorder = Recorder()
+    follower = StreamFollower(_streams_client(), stream.arn, recorder, keep=is_indexer_source)
+    delivered = follower.drain()
+    everything = s.Stream(*_endpoint_and_table(stream)).read_new()
+    kinds = {
+        r["dynamodb"]["SequenceNumber"]: (r["dynamodb"].get("NewImage") or r["dynamodb"].get("OldImage"))["entity_type"]["S"]
+        for r in everything
+    }
+    assert recorder.sequences == [q for q, kind in kinds.items() if kind in derived.SOURCE_TYPES]
+    assert delivered == len(recorder.sequences) < len(kinds)
+    assert follower.shards[next(iter(follower.shards))].last_sequence == everything[-1]["dynamodb"]["SequenceNumber"]
+    assert follower.drain() == 0
 
 
 def test_indexing_failures_never_fail_the_client_request(local_runtime: Any) -> None:
@@ -197,6 +439,50 @@ def test_indexing_failures_never_fail_the_client_request(local_runtime: Any) -> 
         assert response.status == 200
 
 
+def test_an_indexer_that_keeps_failing_never_fails_a_request(local_runtime: Any) -> None:
+    """Every invocation of the indexer fails (a crash, a timeout): the client's write still answers 200; the
+    records are retried, then dead-lettered, and the records after them are indexed once it works again."""
+    import mlflow
+
+    runtime = local_runtime
+    real, failing = runtime.follower.deliver, Flaky(failures=10**6)
+    runtime.follower.deliver = failing
+    dead = runtime.follower.dead_lettered
+    try:
+        client = mlflow.MlflowClient(runtime.url)
+        experiment_id = client.create_experiment(unique("indexer-down"))
+        assert client.get_experiment(experiment_id).lifecycle_stage == "active"
+        assert failing.calls >= streams.MAX_ATTEMPTS and runtime.follower.dead_lettered > dead
+    finally:
+        runtime.follower.deliver = real
+    name = unique("indexer-back")
+    later = client.create_experiment(name)
+    assert [e.experiment_id for e in client.search_experiments(filter_string=f"name LIKE '{name}%'")] == [later]
+
+
+def test_an_idle_runtime_s_expired_iterator_never_fails_a_request(local_runtime: Any) -> None:
+    """The issue-15 scenario: after an idle spell the follower's iterator has expired. The next write answers
+    200 and its records are indexed (the name search reads the indexer's derived items)."""
+    import mlflow
+
+    runtime = local_runtime
+    real = runtime.follower.client
+    expiring = ExpiringIterators(real)
+    runtime.follower.client = expiring
+    try:
+        client = mlflow.MlflowClient(runtime.url)
+        name = unique("after-idle")
+        expiring.expire_next = 1
+        delivered, dead = runtime.follower.delivered, runtime.follower.dead_lettered
+        experiment_id = client.create_experiment(name)
+        assert expiring.expired == 1
+        assert runtime.follower.delivered > delivered and runtime.follower.dead_lettered == dead
+        found = client.search_experiments(filter_string=f"name LIKE '{name}%'")
+        assert [e.experiment_id for e in found] == [experiment_id]
+    finally:
+        runtime.follower.client = real
+
+
 def test_a_restarted_runtime_resumes_its_table_s_stream(server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``make serve`` stopped and started again on an existing table (an external DYNAMODB_ENDPOINT_URL)."""
     import mlflow
@@ -219,5 +505,47 @@ def test_a_restarted_runtime_resumes_its_table_s_stream(server: str, tmp_path: P
         assert second.follower.delivered > 0
         assert mlflow.MlflowClient(second.url).get_experiment(experiment_id).lifecycle_stage == "active"
         second.stop()
+    finally:
+        table.reset_client()
+
+
+def test_make_serve_restarted_on_its_persistent_database_resumes_the_stream(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``make serve`` with its embedded DynamoDB Local on disk (DYNAMODB_LOCAL_DB_PATH), stopped and started
+    again: the table, its stream and the follower's checkpoint survive; nothing is re-delivered, nothing lost."""
+    import mlflow
+
+    from local.runtime import LocalRuntime
+    from serverless_mlflow import table
+
+    monkeypatch.delenv("DYNAMODB_ENDPOINT_URL")  # the runtime starts its own DynamoDB Local (S3 stays shared)
+    monkeypatch.setenv("DYNAMODB_LOCAL_DB_PATH", str(tmp_path / "db"))
+    monkeypatch.setenv("STREAM_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
+    monkeypatch.setenv("TABLE_NAME", unique("persistent"))
+    prefix = unique("persisted")
+    try:
+        first = LocalRuntime(port=0).start()
+        try:
+            before = mlflow.MlflowClient(first.url).create_experiment(f"{prefix}-before")
+            assert first.follower is not None and first.follower.delivered > 0
+            stream_arn = first.follower.stream_arn
+        finally:
+            first.stop()
+        assert len(list((tmp_path / "checkpoints").iterdir())) == 1
+
+        monkeypatch.delenv("DYNAMODB_ENDPOINT_URL")  # the first runtime pointed it at its engine
+        second = LocalRuntime(port=0).start()
+        try:
+            assert second.follower is not None and second.follower.stream_arn == stream_arn
+            assert second.follower.delivered == 0, "records delivered before the restart are not read again"
+            client = mlflow.MlflowClient(second.url)
+            after = client.create_experiment(f"{prefix}-after")
+            assert second.follower.delivered > 0 and second.follower.dead_lettered == 0
+            # Name search goes through the indexer's derived items: both experiments are indexed.
+            found = client.search_experiments(filter_string=f"name LIKE '{prefix}%'")
+            assert sorted(e.experiment_id for e in found) == sorted([before, after])
+        finally:
+            second.stop()
     finally:
         table.reset_client()

@@ -35,10 +35,12 @@ def test_registered_model_with_oversized_description_is_refused_and_not_created(
     assert got["registered_model"]["description"] == "fits"
 
 
-def test_model_version_with_oversized_source_is_refused_and_not_created(server: str) -> None:
+@pytest.mark.parametrize("source", ["s3://bucket/" + OVERSIZED, ("s3://bucket/" + OVERSIZED)[: 400 * 1024]], ids=["405KiB", "400KiB"])
+def test_model_version_with_oversized_source_is_refused_and_not_created(server: str, source: str) -> None:
+    # A 400 KiB source alone fits DynamoDB's limit; with the version's other attributes the item does not.
     name = unique("big-source")
     assert _post(server, "registered-models/create", {"name": name}).status_code == 200
-    _assert_refused(_post(server, "model-versions/create", {"name": name, "source": "s3://bucket/" + OVERSIZED}))
+    _assert_refused(_post(server, "model-versions/create", {"name": name, "source": source}))
     search = requests.get(f"{server}/api/2.0/mlflow/model-versions/search", params={"filter": f"name = '{name}'"}, timeout=30).json()
     assert search.get("model_versions", []) == []
     created = _post(server, "model-versions/create", {"name": name, "source": "s3://bucket/model"}).json()
@@ -55,7 +57,9 @@ def test_run_renamed_to_an_oversized_name_is_refused(server: str) -> None:
 
 def test_experiment_with_oversized_description_tag_is_refused_like_mlflow(server: str) -> None:
     # MLflow itself caps tag values (20,000 characters for experiment tags): its own message, before our limit.
-    response = _post(server, "experiments/create", {"name": unique("big-exp"), "tags": [{"key": "mlflow.note.content", "value": OVERSIZED}]})
+    response = _post(
+        server, "experiments/create", {"name": unique("big-exp"), "tags": [{"key": "mlflow.note.content", "value": OVERSIZED}]}
+    )
     assert response.status_code == 400 and "exceeds the maximum length" in response.json()["message"]
 
 
