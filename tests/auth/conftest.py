@@ -31,12 +31,14 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def basic_runtime() -> Iterator[str]:
+def basic_runtime(avoid_ports: frozenset[int] = frozenset()) -> Iterator[str]:
     """Our runtime in basic mode, in its own process with its own table and bucket (on the session's
-    DynamoDB Local and S3)."""
+    DynamoDB Local and S3), on a free port not in ``avoid_ports``."""
     from local.runtime import free_port
 
     port = free_port()
+    while port in avoid_ports:
+        port = free_port()
     env = dict(os.environ)
     env.update(
         PORT=str(port),

@@ -6,14 +6,17 @@ opened and checked for its content; every page's screenshot lands in ``build/ui-
 ``UI_SCREENSHOT_DIR``). Every request the UI makes to the server must succeed: a 404 on an ``/ajax-api``
 route or any 5xx fails the test, so a route the bundle needs and the stack lacks cannot go unnoticed.
 
-With basic auth on, set ``UI_TEST_USERNAME``/``UI_TEST_PASSWORD``: the browser sends them (HTTP
-credentials) and so does the mlflow client (``MLFLOW_TRACKING_USERNAME``/``PASSWORD``).
+The runtime runs with basic auth on (``AUTHORIZATION=basic``), and the browser logs in as a person does: the
+index page sends a browser without credentials to ``/login``, whose challenge the browser answers (Playwright's
+HTTP credentials stand in for the person typing them), and from then on it sends them with every request.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +50,9 @@ EXPECTED_404 = (
     "/ajax-api/2.0/mlflow/users/current",
     # The AI assistant runs agents on the server's own machine (localhost-only FastAPI router): not offered.
     "/ajax-api/3.0/mlflow/assistant/",
+    # Trace metrics (QueryTraceMetrics: aggregations for the traces page's charts) are not served yet (README);
+    # the traces table and trace view work without them.
+    "/ajax-api/3.0/mlflow/traces/metrics",
 )
 
 
@@ -56,37 +62,43 @@ def screenshot_dir() -> Path:
     return directory
 
 
-def credentials() -> dict[str, str] | None:
-    username, password = os.environ.get("UI_TEST_USERNAME"), os.environ.get("UI_TEST_PASSWORD")
-    return {"username": username, "password": password} if username and password else None
+def credentials() -> dict[str, str]:
+    from tests.auth.conftest import ADMIN, ADMIN_PASSWORD
+
+    return {"username": ADMIN, "password": ADMIN_PASSWORD}
 
 
 @pytest.fixture(scope="module")
-def ui_server(local_runtime: Any) -> Iterator[str]:
-    """The session's runtime, unless the OS gave it a port Chromium refuses: then a second HTTP front on a
-    safe port (it shares the session's engines, so stopping it leaves them running)."""
-    from local.runtime import LocalRuntime, free_port
+def ui_server(server: str) -> Iterator[str]:
+    """A runtime process in basic-auth mode (on the session's engines) on a port Chromium accepts."""
+    from tests.auth.conftest import basic_runtime
 
-    if local_runtime.port not in CHROMIUM_UNSAFE_PORTS:
-        yield local_runtime.url
-        return
-    port = free_port()
-    while port in CHROMIUM_UNSAFE_PORTS:
-        port = free_port()
-    runtime = LocalRuntime(port=port).start()
+    with basic_runtime(avoid_ports=frozenset(CHROMIUM_UNSAFE_PORTS)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def logged(ui_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    login = credentials()
+    saved = {name: os.environ.get(name) for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")}
+    os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"] = login["username"], login["password"]
     try:
-        yield runtime.url
+        yield _log_everything(ui_server, tmp_path_factory)
     finally:
-        runtime.stop()
+        import mlflow.tracking.fluent
+
+        # Other tests of this worker talk to servers without auth, and pick their own experiments.
+        mlflow.tracking.fluent._active_experiment_id = None
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
-@pytest.fixture(scope="module")
-def logged(ui_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def _log_everything(ui_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     import mlflow
 
-    login = credentials()
-    if login:
-        os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"] = login["username"], login["password"]
     client = mlflow.MlflowClient(ui_server, registry_uri=ui_server)
     suffix = uuid.uuid4().hex[:6]
     experiment_id = client.create_experiment(f"browser-experiment-{suffix}", tags={"team": "ui"})
@@ -106,13 +118,30 @@ def logged(ui_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     model_name = f"browser-model-{suffix}"
     client.create_registered_model(model_name, description="registered by the browser test")
     client.create_model_version(model_name, f"{run.info.artifact_uri}/model", run_id=run_id)
+    trace_name = f"browser-trace-{suffix}"
+    _log_trace(ui_server, experiment_id, trace_name)
     return {
+        "trace": trace_name,
         "experiment_id": experiment_id,
         "run_id": run_id,
         "run_name": f"browser-run-{suffix}",
         "model": model_name,
         "experiment": f"browser-experiment-{suffix}",
     }
+
+
+def _log_trace(url: str, experiment_id: str, name: str) -> None:
+    """A two-span trace through the client's real export path (OTLP spans, then start_trace)."""
+    import mlflow
+
+    mlflow.set_tracking_uri(url)
+    mlflow.set_experiment(experiment_id=experiment_id)
+    with mlflow.start_span(name=name) as span:
+        span.set_inputs({"question": "what does the trace view show?"})
+        with mlflow.start_span(name="retrieve") as child:
+            child.set_outputs({"documents": ["a", "b"]})
+        span.set_outputs({"answer": "spans, inputs and outputs"})
+    mlflow.flush_trace_async_logging(terminate=False)
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +168,10 @@ def browser_page(ui_server: str, logged: dict[str, Any]) -> Iterator[tuple[Any, 
 
         page.on("response", check)
         # The assistant panel opens itself on the first visit; closed once, it stays closed (localStorage).
+        # A person opens the UI without credentials: the index sends the browser to /login, which challenges
+        # until it has them and sends it back to the UI.
         page.goto("/#/experiments")
+        assert any(path == "/login" and status == 302 for _, path, status, _ in requested), requested
         page.get_by_text("MLflow Assistant").first.wait_for(state="visible")
         page.locator('button[aria-label="Close"]').first.click()
         page.goto("about:blank")  # the first test's page then loads afresh
@@ -154,8 +186,13 @@ def _open(page: Any, failures: list[str], name: str, path: str, *expected: str) 
     """Open ``path``, wait until every expected text is visible, save the screenshot, check the requests."""
     failures.clear()
     page.goto(path)
-    for text in expected:
-        page.get_by_text(text, exact=False).first.wait_for(state="visible")
+    try:
+        for text in expected:
+            page.get_by_text(text, exact=False).first.wait_for(state="visible")
+    except Exception:
+        # What the person would have seen instead, next to the screenshots of the passing pages.
+        page.screenshot(path=str(screenshot_dir() / f"{name}-FAILED.png"), full_page=True)
+        raise
     # The UI keeps polling (auto-refresh), so the network never idles: give late requests a moment.
     page.wait_for_timeout(2000)
     page.keyboard.press("Escape")  # dismisses a first-visit announcement dialog (model registry)
@@ -209,6 +246,28 @@ def test_model_version_page(browser_page: tuple[Any, list[str]], logged: dict[st
     _open(page, failures, "06-model-version", f"/#/models/{logged['model']}/versions/1", logged["model"], "Version 1")
 
 
-# Traces hook: once the traces feature lands, log a trace in ``logged`` (mlflow.start_span under the
-# experiment) and add a test opening f"/#/experiments/{experiment_id}/traces" that waits for the
-# trace's name and saves "07-traces.png", like the tests above.
+def test_traces_view(browser_page: tuple[Any, list[str]], logged: dict[str, Any]) -> None:
+    page, failures = browser_page
+    _open(page, failures, "07-traces", f"/#/experiments/{logged['experiment_id']}/traces", "what does the trace view show?")
+    # The trace's own view: its span tree (root and child) from the spans the client exported over OTLP.
+    page.get_by_text("what does the trace view show?").first.click()
+    page.get_by_text("retrieve", exact=True).first.wait_for(state="visible")
+    page.get_by_text(logged["trace"]).first.wait_for(state="visible")
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(screenshot_dir() / "08-trace-detail.png"), full_page=True)
+    assert not failures, failures
+
+
+def test_without_credentials_nothing_is_readable(ui_server: str, logged: dict[str, Any]) -> None:
+    opener = urllib.request.build_opener(_NoRedirect())
+    with pytest.raises(urllib.error.HTTPError) as index:
+        opener.open(f"{ui_server}/")
+    assert index.value.code == 302 and index.value.headers["Location"] == "login"
+    with pytest.raises(urllib.error.HTTPError) as api:
+        urllib.request.urlopen(f"{ui_server}/ajax-api/2.0/mlflow/experiments/get?experiment_id={logged['experiment_id']}")
+    assert api.value.code == 401
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None

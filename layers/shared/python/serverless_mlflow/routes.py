@@ -289,6 +289,8 @@ class GatewayRoute:
     method: str  # an HTTP method or ANY
     path: str
     feature: str
+    # No authorizer (basic auth): only the table's own routes of PUBLIC_OPERATIONS; an ajax group never is.
+    public: bool = False
 
     @property
     def route_key(self) -> str:
@@ -317,7 +319,7 @@ def _ajax_groups() -> dict[str, list[tuple[Route, str]]]:
 def gateway_routes() -> tuple[GatewayRoute, ...]:
     """The HTTP API's routes: the table's own paths, plus the ajax groups (greedy, to the group's main
     feature; a route of another feature in a group keeps an exact route, which API Gateway prefers)."""
-    out = [GatewayRoute(r.method, r.path, r.feature) for r in ROUTES if not r.path.startswith(AJAX_PREFIX)]
+    out = [GatewayRoute(r.method, r.path, r.feature, r.public) for r in ROUTES if not r.path.startswith(AJAX_PREFIX)]
     for prefix, members in sorted(_ajax_groups().items()):
         counts: dict[str, int] = {}
         for route, _ in members:
