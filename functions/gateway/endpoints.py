@@ -496,9 +496,10 @@ def create_binding(endpoint_id: str, resource_type: str, resource_id: str, creat
     except table.ConditionFailed as failure:
         if failure.reasons[1] == "ConditionalCheckFailed":
             raise _missing_endpoint(endpoint_id) from None
-        # MLflow's primary key (endpoint, type, resource) fails the insert with an IntegrityError (500).
+        # MLflow's primary key (endpoint, type, resource) fails the insert with an IntegrityError (a 500 there);
+        # bad input answers a 4xx here.
         raise MlflowError(
-            f"The binding of {resource_type} '{resource_id}' to endpoint '{endpoint_id}' already exists", "INTERNAL_ERROR"
+            f"The binding of {resource_type} '{resource_id}' to endpoint '{endpoint_id}' already exists", "RESOURCE_ALREADY_EXISTS"
         ) from None
     return binding_json(item)
 

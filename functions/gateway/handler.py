@@ -296,8 +296,9 @@ def create_binding(req: Request) -> dict[str, Any]:
         {"endpoint_id": _REQUIRED, "resource_type": _REQUIRED, "resource_id": _REQUIRED, "created_by": _STRING},
     )
     if msg["resource_type"] not in _RESOURCE_TYPES:
-        # MLflow's GatewayResourceType(value) raises ValueError, which its server answers as a 500.
-        raise MlflowError(f"'{msg['resource_type']}' is not a valid GatewayResourceType", "INTERNAL_ERROR")
+        # MLflow's GatewayResourceType(value) raises ValueError, which its server answers as a 500; bad input
+        # answers 400 here.
+        raise MlflowError(f"'{msg['resource_type']}' is not a valid GatewayResourceType", "INVALID_PARAMETER_VALUE")
     binding = endpoints.create_binding(msg["endpoint_id"], msg["resource_type"], msg["resource_id"], _or_none(msg, "created_by"))
     return {"binding": binding}
 

@@ -272,3 +272,20 @@ def test_endpoint_errors_match_mlflow(sides: list[Side]) -> None:
         ]
         assert answers[0][:2] == answers[1][:2] == (400, "BAD_REQUEST")
         assert "UNIQUE constraint failed: endpoints.workspace, endpoints.name" in answers[0][2]
+
+
+def test_bad_bindings_are_client_errors(sides: list[Side]) -> None:
+    """MLflow answers an unknown resource type (ValueError) and a repeated binding (IntegrityError) with a 500;
+    both are the caller's mistake, so ours answers 400 and changes nothing."""
+    ours = sides[0]
+    primary, _ = _definitions(ours)
+    endpoint = ours.store.create_gateway_endpoint(
+        ours.name("bad-bindings"), [GatewayEndpointModelConfig(primary, GatewayModelLinkageType.PRIMARY)], usage_tracking=False
+    )
+    body = {"endpoint_id": endpoint.endpoint_id, "resource_type": "no-such-type", "resource_id": "r"}
+    assert _raw(ours, "POST", "endpoints/bindings/create", body)[:2] == (400, "INVALID_PARAMETER_VALUE")
+    assert ours.store.list_endpoint_bindings(endpoint_id=endpoint.endpoint_id) == []
+    body = {"endpoint_id": endpoint.endpoint_id, "resource_type": "scorer", "resource_id": ours.name("judge")}
+    assert _raw(ours, "POST", "endpoints/bindings/create", body)[0] == 200
+    assert _raw(ours, "POST", "endpoints/bindings/create", body)[:2] == (400, "RESOURCE_ALREADY_EXISTS")
+    assert len(ours.store.list_endpoint_bindings(endpoint_id=endpoint.endpoint_id)) == 1
