@@ -64,7 +64,8 @@ def client(server: str):
     import mlflow
 
     mlflow.set_tracking_uri(server)
-    return mlflow.MlflowClient(server)
+    mlflow.set_registry_uri(server)
+    return mlflow.MlflowClient(server, registry_uri=server)
 
 
 def unique(prefix: str = "t") -> str:
@@ -106,3 +107,31 @@ def fresh_server(server: str) -> Iterator[str]:
             # A loaded machine can keep the runtime's shutdown slow: do not fail a test on it.
             process.kill()
             process.wait(timeout=10)
+
+
+_URI_VARIABLES = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
+
+
+@pytest.fixture(autouse=True)
+def _process_wide_mlflow_uris() -> Iterator[None]:
+    """MLflow's own Flask handlers, run in-process by the reference tests, set the process-wide registry URI
+    (and its environment variable) to their sqlite store; a client made later in the same worker would then
+    talk to that store instead of the server. Each test leaves the URIs as it found them."""
+    saved_env = {name: os.environ.get(name) for name in _URI_VARIABLES}
+    modules = sys.modules
+    registry = modules.get("mlflow.tracking._model_registry.utils")
+    tracking = modules.get("mlflow.tracking._tracking_service.utils")
+    saved_registry = registry._registry_uri if registry else None
+    saved_tracking = tracking._tracking_uri if tracking else None
+    yield
+    for name, value in saved_env.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    registry = modules.get("mlflow.tracking._model_registry.utils")
+    tracking = modules.get("mlflow.tracking._tracking_service.utils")
+    if registry is not None:
+        registry._registry_uri = saved_registry
+    if tracking is not None:
+        tracking._tracking_uri = saved_tracking
