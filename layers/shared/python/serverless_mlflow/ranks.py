@@ -25,6 +25,9 @@ from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
 
 METRIC_RANK = ENTITY["metric_rank"]
 PARAM_RANK = ENTITY["param_rank"]
+TAG_RANK = ENTITY["tag_rank"]
+# Value-ordered string items: (rank entity, source entity type) per search key type.
+STRING_RANKS = {"parameter": (PARAM_RANK, "param"), "tag": (TAG_RANK, "run_tag")}
 PARAM_VALUE_BUDGET = 300
 _DIGEST_AND_MARKERS = 26  # keys.text(): 24-char digest + truncation mark + terminator
 PARAM_HEAD_BYTES = PARAM_VALUE_BUDGET - _DIGEST_AND_MARKERS
@@ -70,6 +73,13 @@ def param_rank_item(source: dict[str, Any]) -> dict[str, Any]:
     return PARAM_RANK.item(attributes, experiment_id=experiment_id_of(source), key=source["key"], value_key=param_value_key(value), run_id=run_id)
 
 
+def tag_rank_item(source: dict[str, Any]) -> dict[str, Any]:
+    run_id = run_id_of(source)
+    value = str(source["value"])
+    attributes = {"run_id": run_id, "key": source["key"], "value": value}
+    return TAG_RANK.item(attributes, experiment_id=experiment_id_of(source), key=source["key"], value_key=param_value_key(value), run_id=run_id)
+
+
 # --- reading -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -98,7 +108,7 @@ def _iter_sizes() -> Iterator[int]:
         yield _PAGE_SIZES[-1]
 
 
-def _flagged_sources(experiment_id: str, entity_type: str, key: str) -> dict[str, dict[str, Any]]:
+def flagged_sources(experiment_id: str, entity_type: str, key: str) -> dict[str, dict[str, Any]]:
     """Sources of this key not indexed yet (LSI5 flag set), by run id: their RANK item may be stale."""
     pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
     return {
@@ -117,7 +127,7 @@ def _metric_sort_key(value: float, ascending: bool) -> tuple[int, float]:
 
 def _metric_stream(experiment_id: str, key: str, ascending: bool, start_value: float | None = None) -> Iterator[tuple[tuple[int, float], Ranked]]:
     start = None if start_value is None else _metric_sort_key(start_value, ascending)
-    flagged = _flagged_sources(experiment_id, "latest_metric", key)
+    flagged = flagged_sources(experiment_id, "latest_metric", key)
     overrides = sorted(
         ((_metric_sort_key(metric_value(item["value"]), ascending), Ranked(run_id, experiment_id, metric_value(item["value"])))
          for run_id, item in flagged.items()),
@@ -184,14 +194,17 @@ class _Reversed:
         return isinstance(other, _Reversed) and other.value == self.value
 
 
-def _param_stream(experiment_id: str, key: str, ascending: bool, start_value: str | None = None) -> Iterator[tuple[Any, Ranked]]:
-    flagged = _flagged_sources(experiment_id, "param", key)
+def _string_stream(
+    experiment_id: str, key: str, ascending: bool, start_value: str | None = None, key_type: str = "parameter"
+) -> Iterator[tuple[Any, Ranked]]:
+    rank_entity, source_type = STRING_RANKS[key_type]
+    flagged = flagged_sources(experiment_id, source_type, key)
     order = (lambda v: v) if ascending else _Reversed
     overrides = sorted(
         ((order(str(item["value"])), Ranked(run_id, experiment_id, str(item["value"]))) for run_id, item in flagged.items()),
         key=lambda pair: (pair[0], pair[1].run_id),
     )
-    prefix = PARAM_RANK.sk_prefix(experiment_id=experiment_id, key=key)
+    prefix = rank_entity.sk_prefix(experiment_id=experiment_id, key=key)
     pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
     query: dict[str, Any] = {"sk_prefix": prefix, "forward": ascending}
     if start_value is not None:
@@ -240,7 +253,7 @@ def iter_param_groups(experiment_ids: Iterable[str], key: str, ascending: bool, 
     ``start_value`` resumes a later page (see ``iter_metric_groups``); values before it that share
     its long-value key head may be yielded too: the caller's page-token check drops them.
     """
-    streams = [_param_stream(experiment_id, key, ascending, start_value) for experiment_id in experiment_ids]
+    streams = [_string_stream(experiment_id, key, ascending, start_value) for experiment_id in experiment_ids]
     return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
 
 

@@ -1,0 +1,151 @@
+"""search_runs plans for metric, param and tag filters answered from the RANK items (``rank_filters``).
+
+* **ordered range**: the filter's only servable key is the order's first term, a metric
+  (``metrics.loss < 0.3`` ORDER BY ``metrics.loss``): the metric's RANK items are walked in order from the
+  range's start (or the page token's value, if later) and the walk stops where the range ends or the
+  page is full. Page N costs what page 1 costs.
+* **candidates**: any other order, or several servable keys. The most selective key is found by reading
+  the keys' ranges side by side (``rank_filters.race``); its runs are the candidates. Only the items the
+  filter and the order need are read for them (run item + one source item per key, batched), MLflow's
+  exact filter and order run in memory, and the token's keyset position picks the page. Every page
+  reads the candidates once: page N costs what page 1 costs.
+
+Both read the source items (latest metric, param, tag) rather than trusting RANK values, and add the
+runs whose source is not indexed yet (LSI5 flag): exact while the indexer lags. Only the returned
+page's runs have their full data read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from serverless_mlflow import rank_filters, ranks, search, table
+from serverless_mlflow.rank_filters import Flagged, RankTerm
+from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.search.filters import MLFLOW_RUN_NAME
+
+from . import search_rows
+
+_BATCH_GET_CHUNK = 100
+_WALK_MIN, _WALK_MAX = 16, 500
+
+
+def index_terms(query: search.SearchQuery) -> list[RankTerm]:
+    """The filter's RANK-servable terms (empty: this plan does not apply)."""
+    return rank_filters.servable_terms(query.filter.normalized)
+
+
+def search_indexed(
+    query: search.SearchQuery, terms: list[RankTerm], experiment_ids: list[str], stages: set[str]
+) -> tuple[list[dict[str, Any]], str | None]:
+    flagged = Flagged(experiment_ids)
+    first = query.order_by[0]
+    if len(terms) == 1 and terms[0].key_type == "metric" and first.type == "metric" and first.key == terms[0].key:
+        return _ordered_range(query, terms[0], experiment_ids, stages)
+    _, candidates = rank_filters.race(terms, experiment_ids, flagged)
+    entities = [e for e in _verified(query, sorted(candidates), stages) if query.is_after_token(e)]
+    entities.sort(key=query.sort_key)
+    page, token = search.page(entities, query.order_by, query.max_results, None)
+    search_rows.attach_views(page)
+    return page, token
+
+
+# --- the ordered-range plan ----------------------------------------------------------------------------
+
+
+def _ordered_range(
+    query: search.SearchQuery, term: RankTerm, experiment_ids: list[str], stages: set[str]
+) -> tuple[list[dict[str, Any]], str | None]:
+    ascending = query.order_by[0].ascending
+    low, high = term.metric_bounds()
+    start = low if ascending else high
+    if query.position is not None:
+        rank, value = query.position[0]
+        if rank != 0 or not isinstance(value, (int, float)):
+            return [], None  # the token is past every number: NaN and missing never satisfy a range
+        start = float(value) if start is None else (max(start, float(value)) if ascending else min(start, float(value)))
+    limit = query.max_results
+    selected: list[dict[str, Any]] = []
+    groups = ranks.iter_metric_groups(experiment_ids, term.key, ascending, start)
+    for chunk in _chunks(groups, term, ascending, lambda: _WALK_MIN if limit is None else limit + 1 - len(selected)):
+        found = [e for e in _verified(query, chunk, stages) if query.is_after_token(e)]
+        found.sort(key=query.sort_key)
+        selected.extend(found)
+        if limit is not None and len(selected) > limit:
+            break
+    page, token = search.page(selected, query.order_by, limit, None)
+    search_rows.attach_views(page)
+    return page, token
+
+
+def _chunks(groups: Iterable[list[ranks.Ranked]], term: RankTerm, ascending: bool, wanted: Any) -> Iterator[list[tuple[str, str]]]:
+    """Whole groups of equal value, batched to about the runs still wanted, until the range ends."""
+    chunk: list[tuple[str, str]] = []
+    for group in groups:
+        if term.past(ranks.rank_value(group[0].value), ascending):
+            break
+        chunk.extend((ranked.experiment_id, ranked.run_id) for ranked in group)
+        if len(chunk) >= min(max(wanted(), _WALK_MIN), _WALK_MAX):
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+# --- candidates --------------------------------------------------------------------------------------
+
+
+def _needed_keys(query: search.SearchQuery) -> tuple[set[tuple[str, str]], bool]:
+    """The (key type, key) source items the filter and the order read, and whether datasets are needed."""
+    needed: set[tuple[str, str]] = set()
+    datasets = False
+    for key_type, key, _, _ in query.filter.normalized:
+        if key_type in ("metric", "parameter", "tag"):
+            needed.add((key_type, key))
+        elif key_type == "attribute" and key == "run_name":
+            needed.add(("tag", MLFLOW_RUN_NAME))  # run_name filters read the tag, as MLflow does
+        elif key_type == "dataset":
+            datasets = True
+    for term in query.order_by:
+        if term.type in ("metric", "parameter", "tag"):
+            needed.add((term.type, term.key))
+    return needed, datasets
+
+
+def _verified(query: search.SearchQuery, runs: list[tuple[str, str]], stages: set[str]) -> list[dict[str, Any]]:
+    """The candidates that match the filter, as search entities carrying their run item."""
+    needed, datasets = _needed_keys(query)
+    run = ENTITY["run"]
+    keys: list[dict[str, str]] = []
+    for experiment_id, run_id in runs:
+        keys.append(run.key(experiment_id=experiment_id, run_id=run_id))
+        keys.extend(rank_filters.source_key(experiment_id, run_id, key_type, key) for key_type, key in sorted(needed))
+    chunks = [keys[i : i + _BATCH_GET_CHUNK] for i in range(0, len(keys), _BATCH_GET_CHUNK)]
+    entities: dict[str, dict[str, Any]] = {}
+    sources: list[dict[str, Any]] = []
+    for items in search_rows.parallel_map(table.batch_get, chunks):
+        for item in items:
+            if item.get("entity_type") == "run":
+                if item.get("lifecycle_stage") in stages:
+                    entities[item["run_id"]] = _entity(item)
+            else:
+                sources.append(item)
+    for item in sources:
+        entity = entities.get(rank_filters.run_id_of(item))
+        kind = rank_filters.source_kind(item)
+        if entity is None or kind is None:
+            continue
+        if kind == "metric":
+            entity["metrics"][item["key"]] = ranks.metric_value(item["value"])
+        else:
+            entity["params" if kind == "parameter" else "tags"][item["key"]] = item["value"]
+    if datasets:
+        # Dataset filters need each candidate's inputs: its whole data (rare; still only candidates).
+        views = search_rows.read_data([e["_item"] for e in entities.values()])
+        entities = {view.info["run_id"]: {**search_rows.search_entity(view), "_item": view.info} for view in views}
+    return [e for e in entities.values() if query.matches(e)]
+
+
+def _entity(item: dict[str, Any]) -> dict[str, Any]:
+    return {"info": search_rows.info(item), "metrics": {}, "params": {}, "tags": {}, "datasets": [], "_item": item}
