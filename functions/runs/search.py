@@ -14,7 +14,7 @@ Several plans, all strongly consistent (a search right after a write sees it):
   not yet indexed are merged in by ``ranks``), runs lacking it follow in start-time order, and only
   the returned page's data is read. The first page of 10 from 10,000 runs reads a few dozen items.
   Later pages resume the walk at the token's value.
-* **indexed filter** (``index_plan``): metric comparisons, param/tag ``=``/``IN``/``LIKE 'prefix%'``
+* **indexed filter** (``index_plan``): metric comparisons, param/tag ``=``/``LIKE 'prefix%'``
   answered from RANK key ranges, the most selective one driving; MLflow's exact filter then runs on
   the candidates only.
 * **name candidates**: a ``run_name`` LIKE/ILIKE/= filter reads only the runs the FTS index names as

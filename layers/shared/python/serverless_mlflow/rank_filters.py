@@ -1,6 +1,6 @@
 """search_runs filters answered from the value-ordered RANK items (metric_rank, param_rank, tag_rank).
 
-A filter comparison on a metric (``<``, ``<=``, ``>``, ``>=``, ``=``), or on a param or tag (``=``, ``IN``,
+A filter comparison on a metric (``<``, ``<=``, ``>``, ``>=``, ``=``), or on a param or tag (``=``,
 case-sensitive ``LIKE`` with a literal prefix) names a key range of RANK items: every run that satisfies it
 has an item in that range, or has a source item not indexed yet (LSI5 flag set), which is added too. The
 range may hold more (stale items, the boundary values of strict comparisons): callers apply MLflow's exact
@@ -75,12 +75,11 @@ class RankTerm:
 
 
 def _exact_values(comparisons: Iterable[tuple[str, Any]]) -> set[str] | None:
-    """The values an `=`/`IN` comparison allows (intersected), or None if there is no such comparison."""
+    """The values `=` comparisons allow (one, or none when two differ), or None if there is no `=`."""
     allowed: set[str] | None = None
     for comparator, value in comparisons:
-        if comparator in ("=", "IN"):
-            values = {value} if comparator == "=" else set(value)
-            allowed = values if allowed is None else allowed & values
+        if comparator == "=":
+            allowed = {value} if allowed is None else allowed & {value}
     return allowed
 
 
@@ -89,7 +88,7 @@ def _servable(key_type: str, comparator: str, value: Any) -> bool:
         return comparator in ("<", "<=", ">", ">=", "=") and not math.isnan(value)
     if key_type not in ("parameter", "tag"):
         return False
-    if comparator in ("=", "IN"):
+    if comparator == "=":
         return True
     if comparator == "LIKE" and isinstance(value, str):
         literal = like_prefix(value)
