@@ -36,10 +36,11 @@ def search_entity(view: RunView) -> dict[str, Any]:
     }
 
 
+INFO_FIELDS = ("run_id", "run_name", "experiment_id", "user_id", "status", "start_time", "end_time", "artifact_uri", "lifecycle_stage")
+
+
 def info(item: dict[str, Any]) -> dict[str, Any]:
-    return {name: item.get(name) for name in (
-        "run_id", "run_name", "experiment_id", "user_id", "status", "start_time", "end_time", "artifact_uri", "lifecycle_stage",
-    )}
+    return {name: item.get(name) for name in INFO_FIELDS}
 
 
 def parallel_map(fn: Callable[[_In], _Out], inputs: list[_In]) -> list[_Out]:

@@ -188,7 +188,7 @@ def source_key(experiment_id: str, run_id: str, key_type: str, key: str) -> dict
 
 
 def source_kind(item: dict[str, Any]) -> str | None:
-    """"metric" / "parameter" / "tag" for a source item read by ``source_key`` (None for anything else)."""
+    """The search key type ("metric", "parameter", "tag") of a source item read by ``source_key`` (None for anything else)."""
     return {"latest_metric": "metric", "param": "parameter", "run_tag": "tag"}.get(item.get(ENTITY_TYPE, ""))
 
 
