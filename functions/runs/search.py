@@ -68,9 +68,11 @@ def search_runs(msg: dict[str, Any]) -> dict[str, Any]:
         runs, token = index_plan.search_indexed(query, terms, experiment_ids, stages)
     else:
         runs, token = _search_full(query, experiment_ids, stages)
+    # Runs with large params/tags: a page over Lambda's 6 MB response ends early and continues by token.
+    rows, token = search.fit_payload([store.run_json(entity["_view"]) for entity in runs], runs, query.order_by, token)
     out: dict[str, Any] = {}
-    if runs:
-        out["runs"] = [store.run_json(entity["_view"]) for entity in runs]
+    if rows:
+        out["runs"] = rows
     if token:
         out["next_page_token"] = token
     return out
