@@ -1,9 +1,10 @@
 """search_runs plans for metric, param and tag filters answered from the RANK items (``rank_filters``).
 
-* **ordered range**: the filter's only servable key is the order's first term, a metric
-  (``metrics.loss < 0.3`` ORDER BY ``metrics.loss``): the metric's RANK items are walked in order from the
-  range's start (or the page token's value, if later) and the walk stops where the range ends or the
-  page is full. Page N costs what page 1 costs.
+* **ordered range**: the order's first term is a metric the filter bounds (``metrics.loss < 0.3`` ORDER
+  BY ``metrics.loss``), and no other servable term names at most a page of runs (checked by reading at
+  most max_results + 1 RANK items of each): the metric's RANK items are walked in order from the range's
+  start (or the page token's value, if later) and the walk stops where the range ends or the page is
+  full. Page N costs what page 1 costs.
 * **candidates**: any other order, or several servable keys. The most selective key is found by reading
   the keys' ranges side by side (``rank_filters.race``); its runs are the candidates. Only the items the
   filter and the order need are read for them (run item + one source item per key, batched), MLflow's
@@ -41,9 +42,19 @@ def search_indexed(
 ) -> tuple[list[dict[str, Any]], str | None]:
     flagged = Flagged(experiment_ids)
     first = query.order_by[0]
-    if len(terms) == 1 and terms[0].key_type == "metric" and first.type == "metric" and first.key == terms[0].key:
-        return _ordered_range(query, terms[0], experiment_ids, stages)
-    _, candidates = rank_filters.race(terms, experiment_ids, flagged)
+    ordering = next((t for t in terms if first.type == "metric" and (t.key_type, t.key) == ("metric", first.key)), None)
+    if ordering is not None:
+        # Walk the order key's range unless another term names fewer runs than a page needs.
+        others = [term for term in terms if term is not ordering]
+        cap = None if query.max_results is None else query.max_results + 1
+        smallest = rank_filters.race(others, experiment_ids, flagged, cap) if others and cap is not None else None
+        if smallest is None:
+            return _ordered_range(query, ordering, experiment_ids, stages)
+        candidates = smallest[1]
+    else:
+        driver = rank_filters.race(terms, experiment_ids, flagged)
+        assert driver is not None  # without a cap the smallest term always wins
+        candidates = driver[1]
     entities = [e for e in _verified(query, sorted(candidates), stages) if query.is_after_token(e)]
     entities.sort(key=query.sort_key)
     page, token = search.page(entities, query.order_by, query.max_results, None)

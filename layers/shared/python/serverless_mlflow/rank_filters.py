@@ -137,9 +137,9 @@ class Flagged:
 # --- reading ranges ------------------------------------------------------------------------------------
 
 
-def _range_pages(term: RankTerm, experiment_ids: list[str]) -> Iterator[list[tuple[str, str]]]:
+def _range_pages(term: RankTerm, experiment_ids: list[str], first_page: int | None = None) -> Iterator[list[tuple[str, str]]]:
     """(experiment id, run id) of the term's RANK items, one growing page at a time (every range in turn)."""
-    sizes = iter(_page_sizes())
+    sizes = _page_sizes(first_page)
     for experiment_id in experiment_ids:
         pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
         for query in term.ranges(experiment_id):
@@ -155,7 +155,9 @@ def _range_pages(term: RankTerm, experiment_ids: list[str]) -> Iterator[list[tup
                 start = last
 
 
-def _page_sizes() -> Iterator[int]:
+def _page_sizes(first: int | None) -> Iterator[int]:
+    if first is not None:
+        yield first
     yield from _RACE_PAGES
     while True:
         yield _RACE_PAGES[-1]
@@ -167,19 +169,27 @@ def candidates(term: RankTerm, experiment_ids: list[str], flagged: Flagged) -> s
     return found | flagged.run_ids(term)
 
 
-def race(terms: list[RankTerm], experiment_ids: list[str], flagged: Flagged) -> tuple[RankTerm, set[tuple[str, str]]]:
+def race(
+    terms: list[RankTerm], experiment_ids: list[str], flagged: Flagged, cap: int | None = None
+) -> tuple[RankTerm, set[tuple[str, str]]] | None:
     """The most selective term and its candidates: the ranges are read side by side, page by page, until
-    one is exhausted (the others are at least as large, up to one page)."""
-    if len(terms) == 1:
+    one is exhausted (the others are at least as large, up to one page).
+
+    With ``cap``, a term is dropped once more than ``cap`` of its runs are read (each first reads cap + 1
+    items in one page), and None means that every term is larger than ``cap``."""
+    if len(terms) == 1 and cap is None:
         return terms[0], candidates(terms[0], experiment_ids, flagged)
-    readers = [_range_pages(term, experiment_ids) for term in terms]
+    readers = {index: _range_pages(term, experiment_ids, None if cap is None else cap + 1) for index, term in enumerate(terms)}
     found: list[set[tuple[str, str]]] = [set() for _ in terms]
-    while True:
-        for index, reader in enumerate(readers):
+    while readers:
+        for index, reader in list(readers.items()):
             page = next(reader, None)
             if page is None:
                 return terms[index], found[index] | flagged.run_ids(terms[index])
             found[index].update(page)
+            if cap is not None and len(found[index]) > cap:
+                del readers[index]
+    return None
 
 
 def source_key(experiment_id: str, run_id: str, key_type: str, key: str) -> dict[str, str]:

@@ -1,0 +1,186 @@
+"""search_runs with metric, param and tag filters over 100,000 runs in one experiment, for ``make bench``.
+
+``scenario_search_filters(bench, _)`` plugs into ``tools/bench.py``; ``python -m tools.search_bench`` runs
+it alone on a fresh embedded table. ``BENCH_FILTER_RUNS`` (default 100000) runs are bulk-loaded in their
+indexed state: each run item, 5 latest metrics, 5 params and 3 tags, plus the RANK items the stream
+indexer derives from them (``derived.derive``), with BatchWriteItem. Each filter is then searched with
+ORDER BY a metric and max_results 100, page after page through the returned tokens, counting every
+DynamoDB call of each page: items read (``ScannedCount`` for queries, items returned by batch gets) and
+read capacity units (``ReturnConsumedCapacity``, through a botocore event hook).
+
+The data: m0, m1 uniform in [0, 1); p0 one of n/1000 values; t0 'a' for half the runs, 'b' or 'c' else.
+Each filter selects about 1,000 runs (1% of 100,000; thresholds scale with the run count so a smaller
+load keeps the same 10 pages): ``metrics.m0 > X``, ``params.p0 = 'v0'``, and ``tags.t0 = 'a' AND
+metrics.m1 < Y`` (half of a 2,000-run metric range).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions", ROOT):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+from serverless_mlflow import derived, table  # noqa: E402
+from serverless_mlflow.store import runs as store  # noqa: E402
+from serverless_mlflow.table import STATS  # noqa: E402
+
+API = "/api/2.0/mlflow"
+MATCHING = 1000  # runs each filter selects: 1% of 100,000 (thresholds scale with BENCH_FILTER_RUNS)
+
+
+def searches(n_runs: int) -> list[tuple[str, list[str]]]:
+    share = MATCHING / n_runs
+    return [
+        (f"metrics.m0 > {1 - share:.6f}", ["metrics.m0 DESC"]),
+        ("params.p0 = 'v0'", ["metrics.m1 DESC"]),
+        (f"tags.t0 = 'a' AND metrics.m1 < {2 * share:.6f}", ["metrics.m1 ASC"]),
+    ]
+
+
+def param_values(n_runs: int) -> int:
+    return max(1, n_runs // MATCHING)
+PAGE_SIZE = 100
+_LOAD_WORKERS = 4
+_LOAD_CHUNK = 500
+
+
+class Capacity:
+    """Read capacity units of every DynamoDB call of this process's client (botocore event hooks)."""
+
+    READS = ("Query", "GetItem", "BatchGetItem")
+
+    def __init__(self) -> None:
+        self.units = 0.0
+
+    def install(self, client: Any) -> None:
+        client.meta.events.register("provide-client-params.dynamodb.*", self._ask)
+        client.meta.events.register("after-call.dynamodb.*", self._count)
+
+    def _ask(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        if model.name in self.READS:
+            params.setdefault("ReturnConsumedCapacity", "TOTAL")
+
+    def _count(self, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        consumed = parsed.get("ConsumedCapacity")
+        for entry in consumed if isinstance(consumed, list) else [consumed] if consumed else []:
+            self.units += float(entry.get("CapacityUnits") or 0)
+
+
+def run_items(experiment_id: str, index: int, rng: random.Random, p0_values: int) -> list[dict[str, Any]]:
+    """A run, its data and the derived items the indexer writes for them (no LSI5 flag: indexed)."""
+    run_id = uuid.UUID(int=rng.getrandbits(128)).hex
+    info = {
+        "run_id": run_id, "experiment_id": experiment_id, "run_name": None, "user_id": "bench", "status": "FINISHED",
+        "start_time": 1_000_000 + index, "end_time": 2_000_000 + index,
+        "artifact_uri": f"mlflow-artifacts:/{experiment_id}/{run_id}/artifacts", "lifecycle_stage": "active", "last_update_time": 1,
+    }
+    sources: list[dict[str, Any]] = []
+    for k in range(5):
+        value = repr(rng.random())
+        attributes = {"key": f"m{k}", "value": value, "timestamp": 1, "step": 0, "is_nan": False}
+        sources.append(store.LATEST_METRIC.item(attributes, experiment_id=experiment_id, run_id=run_id, key=f"m{k}", changed_at=None))
+    for k in range(5):
+        value = f"v{rng.randrange(p0_values)}" if k == 0 else f"lr-{rng.randrange(1000)}"
+        sources.append(store.PARAM.item({"key": f"p{k}", "value": value}, experiment_id=experiment_id, run_id=run_id, key=f"p{k}", changed_at=None))
+    for k in range(3):
+        value = ("a" if rng.random() < 0.5 else rng.choice("bc")) if k == 0 else f"team-{rng.randrange(10)}"
+        sources.append(store.RUN_TAG.item({"key": f"t{k}", "value": value}, experiment_id=experiment_id, run_id=run_id, key=f"t{k}"))
+    run = store.run_item(info)
+    run.pop(derived.FLAG_ATTRIBUTE, None)  # its name is indexed (it has none): the indexer cleared the flag
+    items = [run, *sources]
+    for source in sources:
+        items.extend(derived.derive(source).values())
+    return items
+
+
+def bulk_load(experiment_id: str, n_runs: int, seed: int = 12) -> None:
+    rng = random.Random(seed)
+    chunks: list[list[dict[str, Any]]] = []
+    for start in range(0, n_runs, _LOAD_CHUNK):
+        chunk: list[dict[str, Any]] = []
+        for index in range(start, min(start + _LOAD_CHUNK, n_runs)):
+            chunk.extend(run_items(experiment_id, index, rng, param_values(n_runs)))
+        chunks.append(chunk)
+    with ThreadPoolExecutor(max_workers=_LOAD_WORKERS) as pool:
+        list(pool.map(lambda items: table.batch_write(items), chunks))
+
+
+def _measured(capacity: Capacity, fn: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+    STATS.reset()
+    capacity.units = 0.0
+    result = fn()
+    snap = STATS.snapshot()
+    snap["rcu"] = capacity.units
+    return result, snap
+
+
+def scenario_search_filters(bench: Any, _: int) -> None:
+    n_runs = int(os.environ.get("BENCH_FILTER_RUNS", "100000"))
+    capacity = Capacity()
+    capacity.install(table.client())
+    experiment_id = bench.call("POST", f"{API}/experiments/create", {"name": f"filters-{uuid.uuid4().hex[:8]}"})["experiment_id"]
+    bulk_load(experiment_id, n_runs)
+    rows = bench.extra.setdefault(f"search_runs filters over {n_runs:,} runs in one experiment (max_results {PAGE_SIZE})", [])
+    for filter_string, order_by in searches(n_runs):
+        pages: list[tuple[int, dict[str, Any]]] = []
+        seen: list[str] = []
+        token = None
+        while True:
+            body = {"experiment_ids": [experiment_id], "filter": filter_string, "order_by": order_by, "max_results": PAGE_SIZE}
+            if token:
+                body["page_token"] = token
+            answer, snap = _measured(capacity, lambda body=body: bench.call("POST", f"{API}/runs/search", body))
+            runs = answer.get("runs", [])
+            seen += [run["info"]["run_id"] for run in runs]
+            pages.append((len(runs), snap))
+            token = answer.get("next_page_token")
+            if not token:
+                break
+        matching = len(seen)
+        if len(set(seen)) != matching:
+            raise RuntimeError(f"{filter_string}: a run was returned twice across pages")
+        first, last = pages[0][1], pages[min(9, len(pages) - 1)][1]
+        data_items = sum(min(PAGE_SIZE, n) for n, _ in pages[:1]) * 14  # each returned run's R#<run># items
+        budget = 5 * matching + 50
+        rows.append((f"`{filter_string}` ORDER BY {', '.join(order_by)}: matching runs (all pages)", f"{matching:,} in {len(pages)} pages"))
+        rows.append(
+            (
+                "  page 1: items read / RCU / requests",
+                f"{first['items_read']:,} / {first['rcu']:.0f} / {sum(first['requests'].values())} "
+                f"(of which about {data_items:,} items are the returned runs' data)",
+            )
+        )
+        rows.append(
+            (
+                f"  page {min(10, len(pages))}: items read / RCU / requests",
+                f"{last['items_read']:,} / {last['rcu']:.0f} / {sum(last['requests'].values())}",
+            )
+        )
+        ratio = last["items_read"] / first["items_read"] if first["items_read"] else 0.0
+        rows.append((f"  page {min(10, len(pages))} / page 1 (items read); budget <= 1.2", f"{ratio:.2f}"))
+        rows.append((f"  page 1 items read vs 5 x matching + 50 = {budget:,}", "within" if first["items_read"] <= budget else "OVER"))
+
+
+if __name__ == "__main__":
+    from tools.bench import Bench, _fresh_runtime
+
+    runtime = _fresh_runtime()
+    try:
+        bench = Bench(runtime.url, runtime)
+        scenario_search_filters(bench, 0)
+        for title, rows in bench.extra.items():
+            print(f"## {title}")
+            for key, value in rows:
+                print(f"| {key} | {value} |")
+    finally:
+        runtime.stop()
