@@ -144,6 +144,8 @@ FILTERS = [
     "tags.stage = 'prod' AND params.p = 'b'",
     "tags.stage = 'p#x' AND attributes.status = 'RUNNING'",
     "metrics.loss < 100 AND tags.stage = 'prod'",
+    "metrics.acc > -100 AND tags.stage = 'p#x'",  # ordered by acc: the tag names fewer runs than a page
+    "metrics.acc < 10 AND params.p = 'aa' AND metrics.loss >= 0",
 ]
 FILTER_ORDERS = [["metrics.acc DESC"], ["metrics.acc ASC"], None, ["params.p ASC"], ["tags.stage DESC", "metrics.acc"]]
 
