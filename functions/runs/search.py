@@ -158,7 +158,7 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
                 values.update((ranked.run_id, ranked.value) for ranked in group)
         ascending = query.order_by[1].ascending
         lacking_position = query.position[1:] if past_values and query.position else None
-        index, sk_attr, low, high = _lsi_range(stages, ascending, lacking_position)
+        index, sk_attr, low, high = _lsi_range(stages, ascending, lacking_position, _status_filter(query))
         streams = [_ordered_runs(experiment_id, index, sk_attr, low, high, ascending, _LSI_PAGE_MAX) for experiment_id in experiment_ids]
         direction = 1 if ascending else -1
         merged = (
@@ -187,9 +187,21 @@ def _start_time_plan_applies(query: search.SearchQuery) -> bool:
     return all(kind == "attribute" and key != "run_name" for kind, key, _, _ in query.filter.normalized)
 
 
-def _lsi_range(stages: set[str], ascending: bool, position: list[list[Any]] | None) -> tuple[str, str, str, str]:
-    """(index, sk attribute, low, high) of the runs to read, starting at the token's start time."""
-    if stages == {ACTIVE} or stages == {DELETED}:
+def _status_filter(query: search.SearchQuery) -> str | None:
+    """The status an ``attributes.status = '...'`` comparison requires (read from LSI3), if any."""
+    return next((value for kind, key, comparator, value in query.filter.normalized if (kind, key, comparator) == ("attribute", "status", "=")), None)
+
+
+def _lsi_range(
+    stages: set[str], ascending: bool, position: list[list[Any]] | None, status: str | None = None
+) -> tuple[str, str, str, str]:
+    """(index, sk attribute, low, high) of the runs to read, starting at the token's start time.
+
+    LSI3 (status, start time) when the filter names one status, LSI1 (lifecycle, start time) for one
+    lifecycle stage, LSI2 (start time) else; the lifecycle and the filter are checked on each run."""
+    if status is not None:
+        index, prefix = "lsi3", f"R#{status}#"
+    elif stages == {ACTIVE} or stages == {DELETED}:
         index, prefix = "lsi1", f"R#{next(iter(stages))}#"
     else:
         index, prefix = "lsi2", "R#"
@@ -240,7 +252,7 @@ def _ordered_runs(
 
 def _search_by_start_time(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
     ascending = query.order_by[0].ascending
-    index, sk_attr, low, high = _lsi_range(stages, ascending, query.position)
+    index, sk_attr, low, high = _lsi_range(stages, ascending, query.position, _status_filter(query))
     limit = query.max_results
     # One more than the page (to know whether a next page exists) and one for a tie at the edge.
     # After a token the range starts at the token's own start time, whose run is read again.

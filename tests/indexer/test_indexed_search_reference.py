@@ -144,6 +144,8 @@ FILTERS = [
     "tags.stage = 'prod' AND params.p = 'b'",
     "tags.stage = 'p#x' AND attributes.status = 'RUNNING'",
     "metrics.loss < 100 AND tags.stage = 'prod'",
+    "attributes.status = 'RUNNING'",  # start-time plan on LSI3 (status); rank plan with an attribute filter
+    "attributes.status = 'FINISHED' AND attributes.start_time > 1003",
     "metrics.acc > -100 AND tags.stage = 'p#x'",  # ordered by acc: the tag names fewer runs than a page
     "metrics.acc < 10 AND params.p = 'aa' AND metrics.loss >= 0",
 ]
@@ -163,7 +165,7 @@ def _compare_filtered(client: Any, store: Any, pair: tuple[str, str]) -> int:
 def test_filters_served_by_rank_items_match_reference_while_indexer_lags(paused_runtime: Any, tmp_path: Any) -> None:
     """Metric ranges, param/tag equality and prefix LIKE (RANK-served filter plans), page by page."""
     import mlflow
-    from mlflow.entities import Metric, RunTag
+    from mlflow.entities import Metric, RunStatus, RunTag
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     client = mlflow.MlflowClient(paused_runtime.url)
@@ -199,6 +201,9 @@ def test_filters_served_by_rank_items_match_reference_while_indexer_lags(paused_
     store.delete_tag(runs[2][1], "stage")
     client.delete_run(runs[5][0])
     store.delete_run(runs[5][1])
+    for ours, theirs in runs[6:9]:
+        client.set_terminated(ours, "FINISHED", end_time=5000)
+        store.update_run_info(theirs, RunStatus.FINISHED, 5000, None)
     late = _log(client, store, pair, "late", 999, 0.95, "b")
     client.set_tag(late[0], "stage", "prod")
     store.set_tag(late[1], RunTag("stage", "prod"))
