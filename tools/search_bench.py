@@ -49,6 +49,8 @@ def searches(n_runs: int) -> list[tuple[str, list[str]]]:
 
 def param_values(n_runs: int) -> int:
     return max(1, n_runs // MATCHING)
+
+
 PAGE_SIZE = 100
 _LOAD_WORKERS = 4
 _LOAD_CHUNK = 500
@@ -80,9 +82,16 @@ def run_items(experiment_id: str, index: int, rng: random.Random, p0_values: int
     """A run, its data and the derived items the indexer writes for them (no LSI5 flag: indexed)."""
     run_id = uuid.UUID(int=rng.getrandbits(128)).hex
     info = {
-        "run_id": run_id, "experiment_id": experiment_id, "run_name": None, "user_id": "bench", "status": "FINISHED",
-        "start_time": 1_000_000 + index, "end_time": 2_000_000 + index,
-        "artifact_uri": f"mlflow-artifacts:/{experiment_id}/{run_id}/artifacts", "lifecycle_stage": "active", "last_update_time": 1,
+        "run_id": run_id,
+        "experiment_id": experiment_id,
+        "run_name": None,
+        "user_id": "bench",
+        "status": "FINISHED",
+        "start_time": 1_000_000 + index,
+        "end_time": 2_000_000 + index,
+        "artifact_uri": f"mlflow-artifacts:/{experiment_id}/{run_id}/artifacts",
+        "lifecycle_stage": "active",
+        "last_update_time": 1,
     }
     sources: list[dict[str, Any]] = []
     for k in range(5):
@@ -91,7 +100,9 @@ def run_items(experiment_id: str, index: int, rng: random.Random, p0_values: int
         sources.append(store.LATEST_METRIC.item(attributes, experiment_id=experiment_id, run_id=run_id, key=f"m{k}", changed_at=None))
     for k in range(5):
         value = f"v{rng.randrange(p0_values)}" if k == 0 else f"lr-{rng.randrange(1000)}"
-        sources.append(store.PARAM.item({"key": f"p{k}", "value": value}, experiment_id=experiment_id, run_id=run_id, key=f"p{k}", changed_at=None))
+        sources.append(
+            store.PARAM.item({"key": f"p{k}", "value": value}, experiment_id=experiment_id, run_id=run_id, key=f"p{k}", changed_at=None)
+        )
     for k in range(3):
         value = ("a" if rng.random() < 0.5 else rng.choice("bc")) if k == 0 else f"team-{rng.randrange(10)}"
         sources.append(store.RUN_TAG.item({"key": f"t{k}", "value": value}, experiment_id=experiment_id, run_id=run_id, key=f"t{k}"))

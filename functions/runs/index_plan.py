@@ -11,14 +11,17 @@
   exact filter and order run in memory, and the token's keyset position picks the page. Every page
   reads the candidates once: page N costs what page 1 costs.
 
-Both read the source items (latest metric, param, tag) rather than trusting RANK values, and add the
-runs whose source is not indexed yet (LSI5 flag): exact while the indexer lags. Only the returned
-page's runs have their full data read.
+Both add the runs whose source is not indexed yet (LSI5 flag) and read those sources rather than their
+possibly stale RANK items: exact while the indexer lags. The driving key's value comes from its RANK
+items otherwise (metrics and params: a tag's RANK item outlives a deleted tag until the indexer runs);
+every other key the filter or the order reads comes from its source item. Only the
+returned page's runs have their full data read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from serverless_mlflow import rank_filters, ranks, search, table
@@ -50,12 +53,16 @@ def search_indexed(
         smallest = rank_filters.race(others, experiment_ids, flagged, cap) if others and cap is not None else None
         if smallest is None:
             return _ordered_range(query, ordering, experiment_ids, stages)
-        candidates = smallest[1]
+        driver = smallest
     else:
         driver = rank_filters.race(terms, experiment_ids, flagged)
         assert driver is not None  # without a cap the smallest term always wins
-        candidates = driver[1]
-    entities = [e for e in _verified(query, sorted(candidates), stages) if query.is_after_token(e)]
+    term, candidates = driver
+    # A deleted tag leaves no flag behind (its item is gone) while its RANK item waits for the indexer:
+    # tag values are always read from the source. Metrics and params are never deleted alone.
+    trusted = term.key_type != "tag"
+    known = Known(term.key_type, term.key, {run_id: value for (_, run_id), value in candidates.items() if value is not None and trusted})
+    entities = [e for e in _verified(query, sorted(candidates), stages, known) if query.is_after_token(e)]
     entities.sort(key=query.sort_key)
     page, token = search.page(entities, query.order_by, query.max_results, None)
     search_rows.attach_views(page)
@@ -79,8 +86,8 @@ def _ordered_range(
     limit = query.max_results
     selected: list[dict[str, Any]] = []
     groups = ranks.iter_metric_groups(experiment_ids, term.key, ascending, start)
-    for chunk in _chunks(groups, term, ascending, lambda: _WALK_MIN if limit is None else limit + 1 - len(selected)):
-        found = [e for e in _verified(query, chunk, stages) if query.is_after_token(e)]
+    for chunk, values in _chunks(groups, term, ascending, lambda: _WALK_MIN if limit is None else limit + 1 - len(selected)):
+        found = [e for e in _verified(query, chunk, stages, Known("metric", term.key, values)) if query.is_after_token(e)]
         found.sort(key=query.sort_key)
         selected.extend(found)
         if limit is not None and len(selected) > limit:
@@ -90,18 +97,23 @@ def _ordered_range(
     return page, token
 
 
-def _chunks(groups: Iterable[list[ranks.Ranked]], term: RankTerm, ascending: bool, wanted: Any) -> Iterator[list[tuple[str, str]]]:
-    """Whole groups of equal value, batched to about the runs still wanted, until the range ends."""
+def _chunks(
+    groups: Iterable[list[ranks.Ranked]], term: RankTerm, ascending: bool, wanted: Any
+) -> Iterator[tuple[list[tuple[str, str]], dict[str, Any]]]:
+    """Whole groups of equal value, batched to about the runs still wanted, until the range ends, with
+    each run's value (current: ``ranks`` reads a flagged source instead of its RANK item)."""
     chunk: list[tuple[str, str]] = []
+    values: dict[str, Any] = {}
     for group in groups:
         if term.past(ranks.rank_value(group[0].value), ascending):
             break
         chunk.extend((ranked.experiment_id, ranked.run_id) for ranked in group)
+        values.update((ranked.run_id, ranked.value) for ranked in group)
         if len(chunk) >= min(max(wanted(), _WALK_MIN), _WALK_MAX):
-            yield chunk
-            chunk = []
+            yield chunk, values
+            chunk, values = [], {}
     if chunk:
-        yield chunk
+        yield chunk, values
 
 
 # --- candidates --------------------------------------------------------------------------------------
@@ -124,14 +136,28 @@ def _needed_keys(query: search.SearchQuery) -> tuple[set[tuple[str, str]], bool]
     return needed, datasets
 
 
-def _verified(query: search.SearchQuery, runs: list[tuple[str, str]], stages: set[str]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Known:
+    """Current values of one key for some runs (from RANK items of sources already indexed): not re-read."""
+
+    key_type: str
+    key: str
+    values: dict[str, Any]
+
+
+_FIELDS = {"metric": "metrics", "parameter": "params", "tag": "tags"}
+
+
+def _verified(query: search.SearchQuery, runs: list[tuple[str, str]], stages: set[str], known: Known) -> list[dict[str, Any]]:
     """The candidates that match the filter, as search entities carrying their run item."""
     needed, datasets = _needed_keys(query)
     run = ENTITY["run"]
     keys: list[dict[str, str]] = []
     for experiment_id, run_id in runs:
         keys.append(run.key(experiment_id=experiment_id, run_id=run_id))
-        keys.extend(rank_filters.source_key(experiment_id, run_id, key_type, key) for key_type, key in sorted(needed))
+        for key_type, key in sorted(needed):
+            if (key_type, key) != (known.key_type, known.key) or run_id not in known.values:
+                keys.append(rank_filters.source_key(experiment_id, run_id, key_type, key))
     chunks = [keys[i : i + _BATCH_GET_CHUNK] for i in range(0, len(keys), _BATCH_GET_CHUNK)]
     entities: dict[str, dict[str, Any]] = {}
     sources: list[dict[str, Any]] = []
@@ -139,7 +165,9 @@ def _verified(query: search.SearchQuery, runs: list[tuple[str, str]], stages: se
         for item in items:
             if item.get("entity_type") == "run":
                 if item.get("lifecycle_stage") in stages:
-                    entities[item["run_id"]] = _entity(item)
+                    entity = entities[item["run_id"]] = _entity(item)
+                    if item["run_id"] in known.values:
+                        entity[_FIELDS[known.key_type]][known.key] = known.values[item["run_id"]]
             else:
                 sources.append(item)
     for item in sources:
@@ -147,10 +175,7 @@ def _verified(query: search.SearchQuery, runs: list[tuple[str, str]], stages: se
         kind = rank_filters.source_kind(item)
         if entity is None or kind is None:
             continue
-        if kind == "metric":
-            entity["metrics"][item["key"]] = ranks.metric_value(item["value"])
-        else:
-            entity["params" if kind == "parameter" else "tags"][item["key"]] = item["value"]
+        entity[_FIELDS[kind]][item["key"]] = ranks.metric_value(item["value"]) if kind == "metric" else item["value"]
     if datasets:
         # Dataset filters need each candidate's inputs: its whole data (rare; still only candidates).
         views = search_rows.read_data([e["_item"] for e in entities.values()])

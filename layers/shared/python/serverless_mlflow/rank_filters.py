@@ -137,17 +137,21 @@ class Flagged:
 # --- reading ranges ------------------------------------------------------------------------------------
 
 
-def _range_pages(term: RankTerm, experiment_ids: list[str], first_page: int | None = None) -> Iterator[list[tuple[str, str]]]:
-    """(experiment id, run id) of the term's RANK items, one growing page at a time (every range in turn)."""
+Found = dict[tuple[str, str], Any]  # (experiment id, run id) -> the RANK item's value
+
+
+def _range_pages(term: RankTerm, experiment_ids: list[str], first_page: int | None = None) -> Iterator[Found]:
+    """(experiment id, run id) -> value of the term's RANK items, one growing page at a time (every range in turn)."""
     sizes = _page_sizes(first_page)
     for experiment_id in experiment_ids:
         pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
         for query in term.ranges(experiment_id):
             start: dict[str, Any] | None = None
             while True:
-                page, last = [], None
+                page: Found = {}
+                last = None
                 for items, page_last in table.query_pages(pk, limit=next(sizes), start_key=start, **query):
-                    page.extend((experiment_id, item["run_id"]) for item in items)
+                    page.update(((experiment_id, item["run_id"]), _rank_value(term, item)) for item in items)
                     last = page_last
                 yield page
                 if not last:
@@ -163,15 +167,27 @@ def _page_sizes(first: int | None) -> Iterator[int]:
         yield _RACE_PAGES[-1]
 
 
-def candidates(term: RankTerm, experiment_ids: list[str], flagged: Flagged) -> set[tuple[str, str]]:
-    """Every (experiment id, run id) that may satisfy ``term``."""
-    found = {pair for page in _range_pages(term, experiment_ids) for pair in page}
-    return found | flagged.run_ids(term)
+def _rank_value(term: RankTerm, item: dict[str, Any]) -> Any:
+    return ranks.metric_value(item["value"]) if term.key_type == "metric" else item["value"]
 
 
-def race(
-    terms: list[RankTerm], experiment_ids: list[str], flagged: Flagged, cap: int | None = None
-) -> tuple[RankTerm, set[tuple[str, str]]] | None:
+def _with_flagged(term: RankTerm, found: Found, flagged: Flagged) -> Found:
+    """Add the term's flagged runs with value None: their RANK item may be stale, read their source."""
+    out = dict(found)
+    out.update(dict.fromkeys(flagged.run_ids(term)))
+    return out
+
+
+def candidates(term: RankTerm, experiment_ids: list[str], flagged: Flagged) -> Found:
+    """Every (experiment id, run id) that may satisfy ``term``, with its value when the RANK item is current
+    (None: not indexed yet, read the source)."""
+    found: Found = {}
+    for page in _range_pages(term, experiment_ids):
+        found.update(page)
+    return _with_flagged(term, found, flagged)
+
+
+def race(terms: list[RankTerm], experiment_ids: list[str], flagged: Flagged, cap: int | None = None) -> tuple[RankTerm, Found] | None:
     """The most selective term and its candidates: the ranges are read side by side, page by page, until
     one is exhausted (the others are at least as large, up to one page).
 
@@ -180,12 +196,12 @@ def race(
     if len(terms) == 1 and cap is None:
         return terms[0], candidates(terms[0], experiment_ids, flagged)
     readers = {index: _range_pages(term, experiment_ids, None if cap is None else cap + 1) for index, term in enumerate(terms)}
-    found: list[set[tuple[str, str]]] = [set() for _ in terms]
+    found: list[Found] = [{} for _ in terms]
     while readers:
         for index, reader in list(readers.items()):
             page = next(reader, None)
             if page is None:
-                return terms[index], found[index] | flagged.run_ids(terms[index])
+                return terms[index], _with_flagged(terms[index], found[index], flagged)
             found[index].update(page)
             if cap is not None and len(found[index]) > cap:
                 del readers[index]
