@@ -85,7 +85,7 @@ def _ordered_range(
         start = float(value) if start is None else (max(start, float(value)) if ascending else min(start, float(value)))
     limit = query.max_results
     selected: list[dict[str, Any]] = []
-    groups = ranks.iter_metric_groups(experiment_ids, term.key, ascending, start)
+    groups = ranks.iter_metric_groups(experiment_ids, term.key, ascending, start, None if limit is None else limit + 2)
     for chunk, values in _chunks(groups, term, ascending, lambda: _WALK_MIN if limit is None else limit + 1 - len(selected)):
         found = [e for e in _verified(query, chunk, stages, Known("metric", term.key, values)) if query.is_after_token(e)]
         found.sort(key=query.sort_key)

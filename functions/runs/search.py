@@ -141,7 +141,7 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
     selected: list[dict[str, Any]] = []
     full = False
     if not past_values:
-        groups = iter_groups(experiment_ids, term.key, term.ascending, start_value)
+        groups = iter_groups(experiment_ids, term.key, term.ascending, start_value, None if limit is None else limit + 2)
         for item in ranks.order_runs(groups, load, query.order_by[1].ascending):
             candidate = entity(item, with_value=True)
             if wanted(candidate):

@@ -89,10 +89,12 @@ class Ranked:
     value: Any  # float for metrics (NaN kept), str for params
 
 
-def _pages(pk: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
-    """Items of one key range, in growing pages: a top-10 reads a few dozen items, a full walk stays cheap."""
+def _pages(pk: str, first_page: int | None = None, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Items of one key range, in growing pages: a top-10 reads a few dozen items, a full walk stays cheap.
+
+    ``first_page`` sizes the first read for the page the caller wants (e.g. max_results + 2)."""
     start: dict[str, Any] | None = None
-    for size in _iter_sizes():
+    for size in _iter_sizes(first_page):
         last: dict[str, Any] | None = None
         for items, page_last in table.query_pages(pk, limit=size, start_key=start, **kwargs):
             last = page_last
@@ -102,7 +104,9 @@ def _pages(pk: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
         start = last
 
 
-def _iter_sizes() -> Iterator[int]:
+def _iter_sizes(first_page: int | None = None) -> Iterator[int]:
+    if first_page is not None:
+        yield max(1, min(first_page, _PAGE_SIZES[-1]))
     yield from _PAGE_SIZES
     while True:
         yield _PAGE_SIZES[-1]
@@ -125,7 +129,9 @@ def _metric_sort_key(value: float, ascending: bool) -> tuple[int, float]:
     return (0, ranked if ascending else -ranked)
 
 
-def _metric_stream(experiment_id: str, key: str, ascending: bool, start_value: float | None = None) -> Iterator[tuple[tuple[int, float], Ranked]]:
+def _metric_stream(
+    experiment_id: str, key: str, ascending: bool, start_value: float | None = None, first_page: int | None = None
+) -> Iterator[tuple[tuple[int, float], Ranked]]:
     start = None if start_value is None else _metric_sort_key(start_value, ascending)
     flagged = flagged_sources(experiment_id, "latest_metric", key)
     overrides = sorted(
@@ -147,7 +153,7 @@ def _metric_stream(experiment_id: str, key: str, ascending: bool, start_value: f
 
     def indexed() -> Iterator[tuple[tuple[int, float], Ranked]]:
         for query in ranges:
-            for item in _pages(pk, **query):
+            for item in _pages(pk, first_page, **query):
                 if item["run_id"] in flagged:
                     continue
                 value = metric_value(item["value"])
@@ -169,13 +175,15 @@ def _group(stream: Iterable[tuple[Any, Ranked]]) -> Iterator[list[Ranked]]:
         yield current
 
 
-def iter_metric_groups(experiment_ids: Iterable[str], key: str, ascending: bool, start_value: float | None = None) -> Iterator[list[Ranked]]:
+def iter_metric_groups(
+    experiment_ids: Iterable[str], key: str, ascending: bool, start_value: float | None = None, first_page: int | None = None
+) -> Iterator[list[Ranked]]:
     """Runs having metric ``key``, in groups of equal latest value, in MLflow's order.
 
     ``start_value`` resumes a later page: groups before it are not read; its own group is yielded
     whole (the caller skips what its page token already covered, e.g. ``query.is_after_token``).
     """
-    streams = [_metric_stream(experiment_id, key, ascending, start_value) for experiment_id in experiment_ids]
+    streams = [_metric_stream(experiment_id, key, ascending, start_value, first_page) for experiment_id in experiment_ids]
     return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
 
 
@@ -195,7 +203,7 @@ class _Reversed:
 
 
 def _string_stream(
-    experiment_id: str, key: str, ascending: bool, start_value: str | None = None, key_type: str = "parameter"
+    experiment_id: str, key: str, ascending: bool, start_value: str | None = None, key_type: str = "parameter", first_page: int | None = None
 ) -> Iterator[tuple[Any, Ranked]]:
     rank_entity, source_type = STRING_RANKS[key_type]
     flagged = flagged_sources(experiment_id, source_type, key)
@@ -219,7 +227,7 @@ def _string_stream(
         # Values past PARAM_HEAD_BYTES may be truncated in the key and then order by digest: read the
         # whole group sharing such a head and sort it on the full value attribute.
         done_heads: set[str] = set()
-        for item in _pages(pk, **query):
+        for item in _pages(pk, first_page, **query):
             value_key = item[SK][len(prefix) : -len(item["run_id"])]
             head = _long_head(value_key)
             if head is None:
@@ -247,13 +255,15 @@ def _long_head(value_key: str) -> str | None:
     return keys._cut_utf8(value_key, group_bytes).split("\x02", 1)[0]
 
 
-def iter_param_groups(experiment_ids: Iterable[str], key: str, ascending: bool, start_value: str | None = None) -> Iterator[list[Ranked]]:
+def iter_param_groups(
+    experiment_ids: Iterable[str], key: str, ascending: bool, start_value: str | None = None, first_page: int | None = None
+) -> Iterator[list[Ranked]]:
     """Runs having param ``key``, in groups of equal value, in MLflow's order (string order).
 
     ``start_value`` resumes a later page (see ``iter_metric_groups``); values before it that share
     its long-value key head may be yielded too: the caller's page-token check drops them.
     """
-    streams = [_string_stream(experiment_id, key, ascending, start_value) for experiment_id in experiment_ids]
+    streams = [_string_stream(experiment_id, key, ascending, start_value, "parameter", first_page) for experiment_id in experiment_ids]
     return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
 
 
