@@ -233,9 +233,15 @@ SCENARIOS: list[tuple[str, Callable[..., None]]] = [
     ("registry", scenario_registry),
     ("artifacts", scenario_artifacts),
 ]
+def scenario_search_filters(bench: Bench, n_runs: int) -> None:
+    from tools.search_bench import scenario_search_filters as run
+
+    run(bench, n_runs)
+
+
 # Run on a fresh table: the others leave a paused stream backlog (10,000 bulk-loaded runs) that the
 # indexer scenario would otherwise have to drain, and moto's Query walks the whole table.
-FRESH_TABLE_SCENARIOS: list[tuple[str, Callable[..., None]]] = [("indexer", scenario_indexer)]
+FRESH_TABLE_SCENARIOS: list[tuple[str, Callable[..., None]]] = [("indexer", scenario_indexer), ("search_filters", scenario_search_filters)]
 
 
 def scenario_soak(bench: Bench, n_runs: int) -> None:

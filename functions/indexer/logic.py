@@ -27,6 +27,7 @@ _MISSING = object()
 _INDEXED_ATTRIBUTE = {
     "latest_metric": "value",
     "param": "value",
+    "run_tag": "value",
     "run": "run_name",
     "experiment_entry": "name",
     "registered_model_entry": "name",

@@ -165,8 +165,10 @@ def write_tags(run: dict[str, Any], tags: list[dict[str, Any]]) -> None:
             plain.append(tag)
     if plain:
         experiment_id, run_id = run["experiment_id"], run["run_id"]
+        changed_at = store.now_millis()
         table.batch_write(
-            RUN_TAG.item({"key": t["key"], "value": t["value"]}, experiment_id=experiment_id, run_id=run_id, key=t["key"]) for t in plain
+            RUN_TAG.item({"key": t["key"], "value": t["value"]}, experiment_id=experiment_id, run_id=run_id, key=t["key"], changed_at=changed_at)
+            for t in plain
         )
 
 

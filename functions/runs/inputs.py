@@ -237,7 +237,9 @@ def log_model(msg: dict[str, Any]) -> dict[str, Any]:
         history = json.loads(previous["value"]) if previous else []
         value = json.dumps([*history, summary])
         tag_key, tag_value = validation.validate_tag(LOGGED_MODELS_HISTORY_TAG, value)
-        item = RUN_TAG.item({"key": tag_key, "value": tag_value}, experiment_id=run["experiment_id"], run_id=run_id, key=tag_key)
+        item = RUN_TAG.item(
+            {"key": tag_key, "value": tag_value}, experiment_id=run["experiment_id"], run_id=run_id, key=tag_key, changed_at=store.now_millis()
+        )
         try:
             if previous:
                 table.put(item, "#value = :old", {"#value": "value"}, {":old": previous["value"]})

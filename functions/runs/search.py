@@ -1,6 +1,6 @@
 """search_runs: MLflow's grammar and ordering (the shared ``search`` package) over consistent reads.
 
-Two plans, both strongly consistent (a search right after a write sees it):
+Several plans, all strongly consistent (a search right after a write sees it):
 
 * **full**: any filter or order. Each experiment's ``R#`` range is read with one paged Query (runs
   with their latest metrics, params, tags and inputs; history lives elsewhere), then filtered,
@@ -13,6 +13,10 @@ Two plans, both strongly consistent (a search right after a write sees it):
   but attribute ones: runs having the key come from the indexer's RANK items in value order (items
   not yet indexed are merged in by ``ranks``), runs lacking it follow in start-time order, and only
   the returned page's data is read. The first page of 10 from 10,000 runs reads a few dozen items.
+  Later pages resume the walk at the token's value.
+* **indexed filter** (``index_plan``): metric comparisons, param/tag ``=``/``LIKE 'prefix%'``
+  answered from RANK key ranges, the most selective one driving; MLflow's exact filter then runs on
+  the candidates only.
 * **name candidates**: a ``run_name`` LIKE/ILIKE/= filter reads only the runs the FTS index names as
   candidates (plus names not yet indexed), then applies the exact filter: never a miss, never a
   false hit.
@@ -26,46 +30,17 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from serverless_mlflow import fts, keys, ranks, search, table, validation
-from serverless_mlflow.errors import MlflowError
 from serverless_mlflow.store import runs as store
-from serverless_mlflow.store.runs import ACTIVE, DELETED, RunView
+from serverless_mlflow.store.runs import ACTIVE, DELETED
 
+from . import index_plan, search_rows
 from .parsing import VIEW_TYPE_NUMBERS, VIEW_TYPES
 
-DATA_READ_WORKERS = 16
 _LSI_PAGE_MIN = 16
 _LSI_PAGE_MAX = 1000
-
-
-# --- entity dicts for the search package -----------------------------------------------------------
-
-def search_entity(view: RunView) -> dict[str, Any]:
-    """The run dict shape the search package evaluates (see ``serverless_mlflow.search``)."""
-    metrics = {}
-    for key, item in view.metrics.items():
-        metrics[key] = math.nan if item.get("is_nan") else float(item["value"])
-    datasets = []
-    for entry in view.dataset_inputs:
-        context = next((t["value"] for t in entry["tags"] if t["key"] == "mlflow.data.context"), None)
-        datasets.append({"name": entry["dataset"]["name"], "digest": entry["dataset"]["digest"], "context": context})
-    return {
-        "info": _info(view.info),
-        "metrics": metrics,
-        "params": view.params,
-        "tags": view.tags,
-        "datasets": datasets,
-        "_view": view,
-    }
-
-
-def _info(item: dict[str, Any]) -> dict[str, Any]:
-    return {name: item.get(name) for name in (
-        "run_id", "run_name", "experiment_id", "user_id", "status", "start_time", "end_time", "artifact_uri", "lifecycle_stage",
-    )}
 
 
 # --- request --------------------------------------------------------------------------------------------
@@ -89,11 +64,15 @@ def search_runs(msg: dict[str, Any]) -> dict[str, Any]:
         runs, token = _search_by_start_time(query, experiment_ids, stages)
     elif _rank_plan_applies(query):
         runs, token = _search_by_rank(query, experiment_ids, stages)
+    elif terms := index_plan.index_terms(query):
+        runs, token = index_plan.search_indexed(query, terms, experiment_ids, stages)
     else:
         runs, token = _search_full(query, experiment_ids, stages)
+    # Runs with large params/tags: a page over Lambda's 6 MB response ends early and continues by token.
+    rows, token = search.fit_payload([store.run_json(entity["_view"]) for entity in runs], runs, query.order_by, token)
     out: dict[str, Any] = {}
-    if runs:
-        out["runs"] = [store.run_json(entity["_view"]) for entity in runs]
+    if rows:
+        out["runs"] = rows
     if token:
         out["next_page_token"] = token
     return out
@@ -104,26 +83,9 @@ def _search_full(query: search.SearchQuery, experiment_ids: list[str], stages: s
     if candidate_ids is None:
         views = [view for experiment_id in experiment_ids for view in store.experiment_runs(experiment_id)]
     else:
-        views = _read_runs(sorted(candidate_ids))
-    candidates = [search_entity(view) for view in views if view.info["lifecycle_stage"] in stages]
+        views = search_rows.read_runs(sorted(candidate_ids))
+    candidates = [search_rows.search_entity(view) for view in views if view.info["lifecycle_stage"] in stages]
     return query.run(candidates)
-
-
-def _read_runs(run_ids: list[str]) -> list[RunView]:
-    """Runs named by the name index (a run deleted for good since it was indexed is skipped)."""
-
-    def read(run_id: str) -> RunView | None:
-        try:
-            return store.read_run(run_id)
-        except MlflowError:
-            return None
-
-    if len(run_ids) <= 1:
-        found = [read(run_id) for run_id in run_ids]
-    else:
-        with ThreadPoolExecutor(max_workers=min(DATA_READ_WORKERS, len(run_ids))) as pool:
-            found = list(pool.map(read, run_ids))
-    return [view for view in found if view is not None]
 
 
 # --- the rank plan ---------------------------------------------------------------------------------------
@@ -135,6 +97,24 @@ def _rank_plan_applies(query: search.SearchQuery) -> bool:
     if terms[1:] != [("attribute", "start_time"), ("attribute", "run_id")]:
         return False
     return all(kind == "attribute" and key != "run_name" for kind, key, _, _ in query.filter.normalized)
+
+
+def _rank_start(query: search.SearchQuery) -> tuple[Any, bool]:
+    """(value to resume the RANK walk at, whether the token is past every run having the key).
+
+    A token's first position pair is (rank, value) of the order key: rank 0 is a value (resume at its
+    group), rank 1 is NaN for metrics (resume at the NaN group) or "missing" for params, rank 2 is
+    "missing" for metrics."""
+    if query.position is None:
+        return None, False
+    rank, value = query.position[0]
+    if query.order_by[0].type == "metric":
+        if rank == 0 and isinstance(value, (int, float)):
+            return float(value), False
+        return (math.nan, False) if rank == 1 else (None, True)
+    if rank == 0 and isinstance(value, str):
+        return value, False
+    return None, True
 
 
 def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
@@ -151,25 +131,34 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
 
     def entity(item: dict[str, Any], with_value: bool) -> dict[str, Any]:
         data = {term.key: values[item["run_id"]]} if with_value else {}
-        return {"info": _info(item), "metrics": {}, "params": {}, "tags": {}, "datasets": [], field: data, "_item": item}
+        return {"info": search_rows.info(item), "metrics": {}, "params": {}, "tags": {}, "datasets": [], field: data, "_item": item}
 
     def wanted(candidate: dict[str, Any]) -> bool:
         return candidate["info"]["lifecycle_stage"] in stages and query.matches(candidate) and query.is_after_token(candidate)
 
+    # Pages seek: the walk resumes at the token's value, so page N reads about what page 1 reads.
+    start_value, past_values = _rank_start(query)
     selected: list[dict[str, Any]] = []
     full = False
-    for item in ranks.order_runs(iter_groups(experiment_ids, term.key, term.ascending), load, query.order_by[1].ascending):
-        candidate = entity(item, with_value=True)
-        if wanted(candidate):
-            selected.append(candidate)
-            if limit is not None and len(selected) > limit:
-                full = True
-                break
+    if not past_values:
+        groups = iter_groups(experiment_ids, term.key, term.ascending, start_value, None if limit is None else limit + 2)
+        for item in ranks.order_runs(groups, load, query.order_by[1].ascending):
+            candidate = entity(item, with_value=True)
+            if wanted(candidate):
+                selected.append(candidate)
+                if limit is not None and len(selected) > limit:
+                    full = True
+                    break
     if not full:
-        # Every run having the key has been seen: the runs lacking it follow, by start_time in the
-        # query's own direction, then run_id ASC.
+        # Every run having the key has been passed: the runs lacking it follow, by start_time in the
+        # query's own direction, then run_id ASC. They are told apart by the ids of the runs having
+        # the key (RANK items only, no run item read), which a seek did not walk.
+        if past_values or start_value is not None:
+            for group in iter_groups(experiment_ids, term.key, term.ascending):
+                values.update((ranked.run_id, ranked.value) for ranked in group)
         ascending = query.order_by[1].ascending
-        index, sk_attr, low, high = _lsi_range(stages, ascending, None)
+        lacking_position = query.position[1:] if past_values and query.position else None
+        index, sk_attr, low, high = _lsi_range(stages, ascending, lacking_position, _status_filter(query))
         streams = [_ordered_runs(experiment_id, index, sk_attr, low, high, ascending, _LSI_PAGE_MAX) for experiment_id in experiment_ids]
         direction = 1 if ascending else -1
         merged = (
@@ -184,9 +173,7 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
                 if limit is not None and len(selected) > limit:
                     break
     page, token = search.page(selected, query.order_by, limit, None)
-    views = _read_data([candidate["_item"] for candidate in page])
-    for candidate, view in zip(page, views, strict=True):
-        candidate["_view"] = view
+    search_rows.attach_views(page)
     return page, token
 
 
@@ -200,9 +187,21 @@ def _start_time_plan_applies(query: search.SearchQuery) -> bool:
     return all(kind == "attribute" and key != "run_name" for kind, key, _, _ in query.filter.normalized)
 
 
-def _lsi_range(stages: set[str], ascending: bool, position: list[list[Any]] | None) -> tuple[str, str, str, str]:
-    """(index, sk attribute, low, high) of the runs to read, starting at the token's start time."""
-    if stages == {ACTIVE} or stages == {DELETED}:
+def _status_filter(query: search.SearchQuery) -> str | None:
+    """The status an ``attributes.status = '...'`` comparison requires (read from LSI3), if any."""
+    return next((value for kind, key, comparator, value in query.filter.normalized if (kind, key, comparator) == ("attribute", "status", "=")), None)
+
+
+def _lsi_range(
+    stages: set[str], ascending: bool, position: list[list[Any]] | None, status: str | None = None
+) -> tuple[str, str, str, str]:
+    """(index, sk attribute, low, high) of the runs to read, starting at the token's start time.
+
+    LSI3 (status, start time) when the filter names one status, LSI1 (lifecycle, start time) for one
+    lifecycle stage, LSI2 (start time) else; the lifecycle and the filter are checked on each run."""
+    if status is not None:
+        index, prefix = "lsi3", f"R#{status}#"
+    elif stages == {ACTIVE} or stages == {DELETED}:
         index, prefix = "lsi1", f"R#{next(iter(stages))}#"
     else:
         index, prefix = "lsi2", "R#"
@@ -253,14 +252,14 @@ def _ordered_runs(
 
 def _search_by_start_time(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
     ascending = query.order_by[0].ascending
-    index, sk_attr, low, high = _lsi_range(stages, ascending, query.position)
+    index, sk_attr, low, high = _lsi_range(stages, ascending, query.position, _status_filter(query))
     limit = query.max_results
     # One more than the page (to know whether a next page exists) and one for a tie at the edge.
     # After a token the range starts at the token's own start time, whose run is read again.
     extra = 2 if query.position is None else 3
     first_page = max(_LSI_PAGE_MIN, min(limit + extra, _LSI_PAGE_MAX)) if limit is not None else _LSI_PAGE_MAX
     streams = [
-        ({"info": _info(item), "_item": item} for item in _ordered_runs(experiment_id, index, sk_attr, low, high, ascending, first_page))
+        ({"info": search_rows.info(item), "_item": item} for item in _ordered_runs(experiment_id, index, sk_attr, low, high, ascending, first_page))
         for experiment_id in experiment_ids
     ]
     merged = heapq.merge(*streams, key=query.sort_key) if len(streams) > 1 else streams[0]
@@ -272,21 +271,5 @@ def _search_by_start_time(query: search.SearchQuery, experiment_ids: list[str], 
         if limit is not None and len(selected) > limit:
             break
     page, token = search.page(selected, query.order_by, limit, None)
-    views = _read_data([entity["_item"] for entity in page])
-    for entity, view in zip(page, views, strict=True):
-        entity["_view"] = view
+    search_rows.attach_views(page)
     return page, token
-
-
-def _read_data(run_items: list[dict[str, Any]]) -> list[RunView]:
-    """Each run's data (``R#<run>#`` only: the run item is already in hand), queried in parallel."""
-
-    def read(run_item: dict[str, Any]) -> RunView:
-        items = table.query(f"EXP#{run_item['experiment_id']}", f"R#{run_item['run_id']}#")
-        views = store.assemble_runs([run_item, *items])
-        return views[0]
-
-    if len(run_items) <= 1:
-        return [read(item) for item in run_items]
-    with ThreadPoolExecutor(max_workers=min(DATA_READ_WORKERS, len(run_items))) as pool:
-        return list(pool.map(read, run_items))

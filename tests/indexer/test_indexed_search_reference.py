@@ -125,3 +125,91 @@ def test_experiment_name_search_matches_reference_while_indexer_lags(paused_runt
     client.rename_experiment(renamed.experiment_id, f"{tag}-now-training-4")
     store.rename_experiment(store.get_experiment_by_name(f"{tag}-other-4").experiment_id, f"{tag}-now-training-4")
     compare()
+
+
+STAGES = ["prod", "dev", "prod", None, "pre-prod", "prod", "staging", "dev", "prod", "p#x", None, "prod"]
+FILTERS = [
+    "metrics.acc > 0.2",
+    "metrics.acc >= 0.9",
+    "metrics.acc < 1 AND metrics.acc > -5",
+    "metrics.acc = 0.9",
+    "metrics.acc <= 1.7976931348623157e308",
+    "metrics.acc > 0 AND params.p != 'b'",
+    "params.p = 'b'",
+    "params.p = 'é'",
+    "params.p LIKE 'a%'",
+    "params.p LIKE 'z%'",
+    "tags.stage = 'prod'",
+    "tags.stage LIKE 'pr%' AND metrics.acc < 1",
+    "tags.stage = 'prod' AND params.p = 'b'",
+    "tags.stage = 'p#x' AND attributes.status = 'RUNNING'",
+    "metrics.loss < 100 AND tags.stage = 'prod'",
+    "attributes.status = 'RUNNING'",  # start-time plan on LSI3 (status); rank plan with an attribute filter
+    "attributes.status = 'FINISHED' AND attributes.start_time > 1003",
+    "metrics.acc > -100 AND tags.stage = 'p#x'",  # ordered by acc: the tag names fewer runs than a page
+    "metrics.acc < 10 AND params.p = 'aa' AND metrics.loss >= 0",
+]
+FILTER_ORDERS = [["metrics.acc DESC"], ["metrics.acc ASC"], None, ["params.p ASC"], ["tags.stage DESC", "metrics.acc"]]
+
+
+def _compare_filtered(client: Any, store: Any, pair: tuple[str, str]) -> int:
+    nonempty = 0
+    for filter_string in FILTERS:
+        for order_by in FILTER_ORDERS:
+            ours = _pages_ours(client, pair[0], order_by, filter_string)
+            assert ours == _pages_theirs(store, pair[1], order_by, filter_string), (filter_string, order_by)
+            nonempty += bool(ours)
+    return nonempty
+
+
+def test_filters_served_by_rank_items_match_reference_while_indexer_lags(paused_runtime: Any, tmp_path: Any) -> None:
+    """Metric ranges, param/tag equality and prefix LIKE (RANK-served filter plans), page by page."""
+    import mlflow
+    from mlflow.entities import Metric, RunStatus, RunTag
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    client = mlflow.MlflowClient(paused_runtime.url)
+    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    tag = uuid.uuid4().hex[:6]
+    pair = (client.create_experiment(f"idx-f-{tag}"), store.create_experiment(f"idx-f-{tag}"))
+    runs = []
+    for i, acc in enumerate(ACC):
+        ours, theirs = _log(client, store, pair, f"run-{i}", 1000 + (7 * i) % 13, acc, PARAMS[i])
+        if STAGES[i] is not None:
+            client.set_tag(ours, "stage", STAGES[i])
+            store.set_tag(theirs, RunTag("stage", STAGES[i]))
+        client.log_metric(ours, "loss", float(i), timestamp=1, step=0)
+        store.log_metric(theirs, Metric("loss", float(i), 1, 0))
+        runs.append((ours, theirs))
+
+    assert _compare_filtered(client, store, pair) > 40  # nothing indexed yet: flagged sources only
+
+    paused_runtime.indexer_mode = "sync"
+    assert paused_runtime.drain_stream() > 0
+    paused_runtime.indexer_mode = "paused"
+    _compare_filtered(client, store, pair)  # everything indexed
+
+    # Changes while the index lags again: new latest values, retagged and untagged runs, a deleted
+    # run, a new run: stale RANK items must not match, unindexed sources must.
+    for (ours, theirs), value in zip(runs[:4], [3.0, -5.0, math.nan, 0.9], strict=True):
+        client.log_metric(ours, "acc", value, timestamp=2, step=1)
+        store.log_metric(theirs, Metric("acc", value, 2, 1))
+    for index, stage in ((1, "prod"), (0, "dev"), (4, "prod")):
+        client.set_tag(runs[index][0], "stage", stage)
+        store.set_tag(runs[index][1], RunTag("stage", stage))
+    client.delete_tag(runs[2][0], "stage")
+    store.delete_tag(runs[2][1], "stage")
+    client.delete_run(runs[5][0])
+    store.delete_run(runs[5][1])
+    for ours, theirs in runs[6:9]:
+        client.set_terminated(ours, "FINISHED", end_time=5000)
+        store.update_run_info(theirs, RunStatus.FINISHED, 5000, None)
+    late = _log(client, store, pair, "late", 999, 0.95, "b")
+    client.set_tag(late[0], "stage", "prod")
+    store.set_tag(late[1], RunTag("stage", "prod"))
+    _compare_filtered(client, store, pair)
+
+    paused_runtime.indexer_mode = "sync"
+    assert paused_runtime.drain_stream() > 0
+    paused_runtime.indexer_mode = "paused"
+    _compare_filtered(client, store, pair)

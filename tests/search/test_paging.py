@@ -145,3 +145,21 @@ def test_dynamodb_decimals_are_accepted() -> None:
     assert token and len(page) == 2
     rest, _ = search.prepare_run_search("", ["metrics.m DESC"], 10, token).run(runs)
     assert len(page) + len(rest) == 6
+
+
+def test_fit_payload_shortens_a_page_and_continues_after_the_last_row_kept() -> None:
+    rng = random.Random(5)
+    q = search.prepare_run_search(None, ["metrics.m DESC"], 50, None)
+    runs = sorted((_run(i, rng) for i in range(50)), key=q.sort_key)
+    rows = [{"run": r["info"]["run_id"], "blob": "é" * 1000} for r in runs]
+    size = search.paging.payload_size(rows[0])
+    assert size > 7000  # each non-ASCII character travels as \\\\u00e9 inside the escaped body
+
+    kept, token = search.fit_payload(rows, runs, q.order_by, None, limit=size * 10 + 1)
+    assert kept == rows[:10] and token is not None
+    rest = [r for r in runs if search.is_after(r, search.decode_page_token(token, q.order_by), q.order_by)]
+    assert rest == runs[10:]  # the next page starts right after the last row kept: nothing lost or repeated
+
+    assert search.fit_payload(rows, runs, q.order_by, "tok", limit=size * 60) == (rows, "tok")  # fits: unchanged
+    one, token = search.fit_payload(rows, runs, q.order_by, None, limit=10)
+    assert one == rows[:1] and token is not None  # a single row is never split

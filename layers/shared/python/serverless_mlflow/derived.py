@@ -17,10 +17,10 @@ Key = tuple[str, str]
 
 # Source entity types the indexer reacts to; everything else (derived items, config, locators...)
 # is ignored so the indexer's own writes never cause more indexing work.
-SOURCE_TYPES = frozenset({"latest_metric", "param", "run", "experiment_entry", "registered_model_entry", "trace"})
+SOURCE_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"})
 DERIVED_TYPES = frozenset(entity.name for entity in ENTITY.values() if entity.derived)
 # Sources that carry the "not yet indexed" LSI5 flag (lsi5sk), removed by the indexer.
-FLAGGED_TYPES = frozenset({"latest_metric", "param", "run", "experiment_entry", "registered_model_entry", "trace"})
+FLAGGED_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"})
 FLAG_ATTRIBUTE = "lsi5sk"
 
 
@@ -64,6 +64,8 @@ def derive(item: Item | None) -> dict[Key, Item]:
         out.append(ranks.metric_rank_item(item))
     elif entity_type == "param":
         out.append(ranks.param_rank_item(item))
+    elif entity_type == "run_tag":
+        out.append(ranks.tag_rank_item(item))
     source = name_source(item)
     if source is not None:
         for level, token in sorted(fts.name_tokens(source.name)):

@@ -25,6 +25,9 @@ from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
 
 METRIC_RANK = ENTITY["metric_rank"]
 PARAM_RANK = ENTITY["param_rank"]
+TAG_RANK = ENTITY["tag_rank"]
+# Value-ordered string items: (rank entity, source entity type) per search key type.
+STRING_RANKS = {"parameter": (PARAM_RANK, "param"), "tag": (TAG_RANK, "run_tag")}
 PARAM_VALUE_BUDGET = 300
 _DIGEST_AND_MARKERS = 26  # keys.text(): 24-char digest + truncation mark + terminator
 PARAM_HEAD_BYTES = PARAM_VALUE_BUDGET - _DIGEST_AND_MARKERS
@@ -70,6 +73,13 @@ def param_rank_item(source: dict[str, Any]) -> dict[str, Any]:
     return PARAM_RANK.item(attributes, experiment_id=experiment_id_of(source), key=source["key"], value_key=param_value_key(value), run_id=run_id)
 
 
+def tag_rank_item(source: dict[str, Any]) -> dict[str, Any]:
+    run_id = run_id_of(source)
+    value = str(source["value"])
+    attributes = {"run_id": run_id, "key": source["key"], "value": value}
+    return TAG_RANK.item(attributes, experiment_id=experiment_id_of(source), key=source["key"], value_key=param_value_key(value), run_id=run_id)
+
+
 # --- reading -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -79,10 +89,12 @@ class Ranked:
     value: Any  # float for metrics (NaN kept), str for params
 
 
-def _pages(pk: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
-    """Items of one key range, in growing pages: a top-10 reads a few dozen items, a full walk stays cheap."""
+def _pages(pk: str, first_page: int | None = None, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Items of one key range, in growing pages: a top-10 reads a few dozen items, a full walk stays cheap.
+
+    ``first_page`` sizes the first read for the page the caller wants (e.g. max_results + 2)."""
     start: dict[str, Any] | None = None
-    for size in _iter_sizes():
+    for size in _iter_sizes(first_page):
         last: dict[str, Any] | None = None
         for items, page_last in table.query_pages(pk, limit=size, start_key=start, **kwargs):
             last = page_last
@@ -92,13 +104,15 @@ def _pages(pk: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
         start = last
 
 
-def _iter_sizes() -> Iterator[int]:
+def _iter_sizes(first_page: int | None = None) -> Iterator[int]:
+    if first_page is not None:
+        yield max(1, min(first_page, _PAGE_SIZES[-1]))
     yield from _PAGE_SIZES
     while True:
         yield _PAGE_SIZES[-1]
 
 
-def _flagged_sources(experiment_id: str, entity_type: str, key: str) -> dict[str, dict[str, Any]]:
+def flagged_sources(experiment_id: str, entity_type: str, key: str) -> dict[str, dict[str, Any]]:
     """Sources of this key not indexed yet (LSI5 flag set), by run id: their RANK item may be stale."""
     pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
     return {
@@ -115,9 +129,11 @@ def _metric_sort_key(value: float, ascending: bool) -> tuple[int, float]:
     return (0, ranked if ascending else -ranked)
 
 
-def _metric_stream(experiment_id: str, key: str, ascending: bool, start_value: float | None = None) -> Iterator[tuple[tuple[int, float], Ranked]]:
+def _metric_stream(
+    experiment_id: str, key: str, ascending: bool, start_value: float | None = None, first_page: int | None = None
+) -> Iterator[tuple[tuple[int, float], Ranked]]:
     start = None if start_value is None else _metric_sort_key(start_value, ascending)
-    flagged = _flagged_sources(experiment_id, "latest_metric", key)
+    flagged = flagged_sources(experiment_id, "latest_metric", key)
     overrides = sorted(
         ((_metric_sort_key(metric_value(item["value"]), ascending), Ranked(run_id, experiment_id, metric_value(item["value"])))
          for run_id, item in flagged.items()),
@@ -137,7 +153,7 @@ def _metric_stream(experiment_id: str, key: str, ascending: bool, start_value: f
 
     def indexed() -> Iterator[tuple[tuple[int, float], Ranked]]:
         for query in ranges:
-            for item in _pages(pk, **query):
+            for item in _pages(pk, first_page, **query):
                 if item["run_id"] in flagged:
                     continue
                 value = metric_value(item["value"])
@@ -159,13 +175,15 @@ def _group(stream: Iterable[tuple[Any, Ranked]]) -> Iterator[list[Ranked]]:
         yield current
 
 
-def iter_metric_groups(experiment_ids: Iterable[str], key: str, ascending: bool, start_value: float | None = None) -> Iterator[list[Ranked]]:
+def iter_metric_groups(
+    experiment_ids: Iterable[str], key: str, ascending: bool, start_value: float | None = None, first_page: int | None = None
+) -> Iterator[list[Ranked]]:
     """Runs having metric ``key``, in groups of equal latest value, in MLflow's order.
 
     ``start_value`` resumes a later page: groups before it are not read; its own group is yielded
     whole (the caller skips what its page token already covered, e.g. ``query.is_after_token``).
     """
-    streams = [_metric_stream(experiment_id, key, ascending, start_value) for experiment_id in experiment_ids]
+    streams = [_metric_stream(experiment_id, key, ascending, start_value, first_page) for experiment_id in experiment_ids]
     return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
 
 
@@ -184,14 +202,17 @@ class _Reversed:
         return isinstance(other, _Reversed) and other.value == self.value
 
 
-def _param_stream(experiment_id: str, key: str, ascending: bool, start_value: str | None = None) -> Iterator[tuple[Any, Ranked]]:
-    flagged = _flagged_sources(experiment_id, "param", key)
+def _string_stream(
+    experiment_id: str, key: str, ascending: bool, start_value: str | None = None, key_type: str = "parameter", first_page: int | None = None
+) -> Iterator[tuple[Any, Ranked]]:
+    rank_entity, source_type = STRING_RANKS[key_type]
+    flagged = flagged_sources(experiment_id, source_type, key)
     order = (lambda v: v) if ascending else _Reversed
     overrides = sorted(
         ((order(str(item["value"])), Ranked(run_id, experiment_id, str(item["value"]))) for run_id, item in flagged.items()),
         key=lambda pair: (pair[0], pair[1].run_id),
     )
-    prefix = PARAM_RANK.sk_prefix(experiment_id=experiment_id, key=key)
+    prefix = rank_entity.sk_prefix(experiment_id=experiment_id, key=key)
     pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
     query: dict[str, Any] = {"sk_prefix": prefix, "forward": ascending}
     if start_value is not None:
@@ -206,7 +227,7 @@ def _param_stream(experiment_id: str, key: str, ascending: bool, start_value: st
         # Values past PARAM_HEAD_BYTES may be truncated in the key and then order by digest: read the
         # whole group sharing such a head and sort it on the full value attribute.
         done_heads: set[str] = set()
-        for item in _pages(pk, **query):
+        for item in _pages(pk, first_page, **query):
             value_key = item[SK][len(prefix) : -len(item["run_id"])]
             head = _long_head(value_key)
             if head is None:
@@ -234,13 +255,15 @@ def _long_head(value_key: str) -> str | None:
     return keys._cut_utf8(value_key, group_bytes).split("\x02", 1)[0]
 
 
-def iter_param_groups(experiment_ids: Iterable[str], key: str, ascending: bool, start_value: str | None = None) -> Iterator[list[Ranked]]:
+def iter_param_groups(
+    experiment_ids: Iterable[str], key: str, ascending: bool, start_value: str | None = None, first_page: int | None = None
+) -> Iterator[list[Ranked]]:
     """Runs having param ``key``, in groups of equal value, in MLflow's order (string order).
 
     ``start_value`` resumes a later page (see ``iter_metric_groups``); values before it that share
     its long-value key head may be yielded too: the caller's page-token check drops them.
     """
-    streams = [_param_stream(experiment_id, key, ascending, start_value) for experiment_id in experiment_ids]
+    streams = [_string_stream(experiment_id, key, ascending, start_value, "parameter", first_page) for experiment_id in experiment_ids]
     return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
 
 

@@ -216,7 +216,12 @@ ENTITIES: tuple[Entity, ...] = (
         indexes={"lsi5": (None, "U#{changed_at:i64}#P#{run_id}")},
         attributes=("key", "value"),
     ),
-    _e("run_tag", EXP, "R#{run_id}#T#{key:str}", "Run tag", attributes=("key", "value")),
+    _e(
+        "run_tag", EXP, "R#{run_id}#T#{key:str}", "Run tag",
+        # lsi5: "not yet indexed" flag for the tag_rank item (writers pass changed_at=<now ms>).
+        indexes={"lsi5": (None, "U#{changed_at:i64}#T#{run_id}")},
+        attributes=("key", "value"),
+    ),
     _e(
         "run_input", EXP, "R#{run_id}#I#{dataset_name:str}{dataset_digest:str}",
         "Dataset input of a run (dataset fields copied so get_run stays one query, input tags)",
@@ -352,6 +357,11 @@ ENTITIES: tuple[Entity, ...] = (
     _e(
         # value_key is keys.text(value, 300) so key + value + run id stay under DynamoDB's 1024-byte sort key.
         "param_rank", EXP, "RANK#p#{key:str}{value_key}{run_id}", "A run's param value, in value order",
+        attributes=("run_id", "key", "value"), derived=True,
+    ),
+    _e(
+        # Same value_key as param_rank: filters `tags.k = 'v'` / `LIKE 'v%'` read one key range.
+        "tag_rank", EXP, "RANK#t#{key:str}{value_key}{run_id}", "A run's tag value, in value order",
         attributes=("run_id", "key", "value"), derived=True,
     ),
     _e(

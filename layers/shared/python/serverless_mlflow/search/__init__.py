@@ -39,7 +39,8 @@ Registry filters also apply MLflow's implicit rules (prompts hidden unless asked
 versions hidden).
 
 Index-backed search (FTS / RANK items) recipe: get candidates from the index, then keep `q.matches(e)` and
-`q.is_after_token(e)`, sort by `q.sort_key(e)`, and `q.page(...)`. A name index may narrow a filter using
+`q.is_after_token(e)`, sort by `q.sort_key(e)`, and `q.page(...)`. Responses: `fit_payload(rows, page, order_by,
+token)` shortens a page that would exceed Lambda's 6 MB response and hands back the token that continues it. A name index may narrow a filter using
 `is_simple_name_substring(q.filter)` / `name_patterns` + `like_literals` (ILIKE folds ASCII only: index with
 `ascii_lower`). A RANK scan for `order_by metrics.<k>` must follow `term_value` ranks: values (rank 0, in
 direction order, with +/-inf stored as +/-MAX_FLOAT via `metric_value`, so inf ties MAX_FLOAT), then NaN
@@ -113,6 +114,7 @@ from serverless_mlflow.search.paging import (
     decode_page_token,
     encode_page_token,
     encode_position,
+    fit_payload,
     is_after,
     page,
 )
@@ -155,6 +157,7 @@ __all__ = [
     "encode_page_token",
     "encode_position",
     "filter_entities",
+    "fit_payload",
     "is_after",
     "is_more_recent_metric",
     "is_simple_name_substring",

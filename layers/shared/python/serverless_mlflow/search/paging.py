@@ -121,6 +121,39 @@ def page(
     return chunk, next_token
 
 
+# Lambda caps a response at 6 MB (6,291,456 bytes of the JSON envelope, in which the body is an escaped
+# string); the rest of the envelope (status, headers, the answer's other fields) fits in the margin.
+RESPONSE_PAYLOAD_LIMIT = 6 * 1024 * 1024
+RESPONSE_MARGIN = 64 * 1024
+
+
+def payload_size(row: Any) -> int:
+    """Bytes a JSON value adds to a Lambda response: its JSON text, escaped again as part of the body string."""
+    return len(json.dumps(json.dumps(row, separators=(",", ":"), default=str))) - 2 + 1  # less the quotes, plus a comma
+
+
+def fit_payload(
+    rows: Sequence[Any],
+    entities: Sequence[dict[str, Any]],
+    order_by: OrderBy,
+    next_token: str | None,
+    limit: int = RESPONSE_PAYLOAD_LIMIT - RESPONSE_MARGIN,
+) -> tuple[list[Any], str | None]:
+    """Shorten a page whose rendered rows would not fit a Lambda response, continuing with a page token.
+
+    ``rows[i]`` is the JSON of ``entities[i]`` (a page as ``page`` returned it, ``next_token`` its token).
+    The longest prefix that fits is kept (at least one row: a single row over the limit cannot be split)
+    and the token then resumes after the last row kept, so the client still gets every entity exactly
+    once across pages; a page that fits is returned as it is.
+    """
+    total = 0
+    for index, row in enumerate(rows):
+        total += payload_size(row)
+        if total > limit and index > 0:
+            return list(rows[:index]), encode_page_token(entities[index - 1], order_by)
+    return list(rows), next_token
+
+
 # --------------------------------------------------------------------------------------------------------
 # max_results, with MLflow's store messages
 # --------------------------------------------------------------------------------------------------------

@@ -1,0 +1,78 @@
+"""Run rows for search plans: the entity dicts the search package evaluates, and the reads that fill them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from serverless_mlflow import table
+from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.store import runs as store
+from serverless_mlflow.store.runs import RunView
+
+DATA_READ_WORKERS = 16
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
+
+
+def search_entity(view: RunView) -> dict[str, Any]:
+    """The run dict shape the search package evaluates (see ``serverless_mlflow.search``)."""
+    metrics = {}
+    for key, item in view.metrics.items():
+        metrics[key] = math.nan if item.get("is_nan") else float(item["value"])
+    datasets = []
+    for entry in view.dataset_inputs:
+        context = next((t["value"] for t in entry["tags"] if t["key"] == "mlflow.data.context"), None)
+        datasets.append({"name": entry["dataset"]["name"], "digest": entry["dataset"]["digest"], "context": context})
+    return {
+        "info": info(view.info),
+        "metrics": metrics,
+        "params": view.params,
+        "tags": view.tags,
+        "datasets": datasets,
+        "_view": view,
+    }
+
+
+INFO_FIELDS = ("run_id", "run_name", "experiment_id", "user_id", "status", "start_time", "end_time", "artifact_uri", "lifecycle_stage")
+
+
+def info(item: dict[str, Any]) -> dict[str, Any]:
+    return {name: item.get(name) for name in INFO_FIELDS}
+
+
+def parallel_map(fn: Callable[[_In], _Out], inputs: list[_In]) -> list[_Out]:
+    if len(inputs) <= 1:
+        return [fn(value) for value in inputs]
+    with ThreadPoolExecutor(max_workers=min(DATA_READ_WORKERS, len(inputs))) as pool:
+        return list(pool.map(fn, inputs))
+
+
+def read_runs(run_ids: list[str]) -> list[RunView]:
+    """Runs by id, with their data (a run deleted for good since an index named it is skipped)."""
+
+    def read(run_id: str) -> RunView | None:
+        try:
+            return store.read_run(run_id)
+        except MlflowError:
+            return None
+
+    return [view for view in parallel_map(read, run_ids) if view is not None]
+
+
+def read_data(run_items: list[dict[str, Any]]) -> list[RunView]:
+    """Each run's data (``R#<run>#`` only: the run item is already in hand), queried in parallel."""
+
+    def read(run_item: dict[str, Any]) -> RunView:
+        items = table.query(f"EXP#{run_item['experiment_id']}", f"R#{run_item['run_id']}#")
+        return store.assemble_runs([run_item, *items])[0]
+
+    return parallel_map(read, run_items)
+
+
+def attach_views(page: list[dict[str, Any]]) -> None:
+    """Read the data of a page's runs (entities carrying their run item as ``_item``) into ``_view``."""
+    for entity, view in zip(page, read_data([entity["_item"] for entity in page]), strict=True):
+        entity["_view"] = view

@@ -1,0 +1,222 @@
+"""search_runs filters answered from the value-ordered RANK items (metric_rank, param_rank, tag_rank).
+
+A filter comparison on a metric (``<``, ``<=``, ``>``, ``>=``, ``=``), or on a param or tag (``=``,
+case-sensitive ``LIKE`` with a literal prefix) names a key range of RANK items: every run that satisfies it
+has an item in that range, or has a source item not indexed yet (LSI5 flag set), which is added too. The
+range may hold more (stale items, the boundary values of strict comparisons): callers apply MLflow's exact
+filter to the candidates, so the result is never missing a run and never has a wrong one.
+
+``RankTerm`` is every servable comparison on one key; ``servable_terms`` finds them in a parsed filter,
+``race`` reads several terms' ranges side by side in growing pages and stops when the smallest is read
+whole (its size is then known exactly, the others are only known to be larger): the most selective term
+drives the search at a cost of about (number of terms) x (its size).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from serverless_mlflow import keys, ranks, table
+from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
+from serverless_mlflow.search.filters import compare
+from serverless_mlflow.search.like import like_prefix
+
+_METRIC_LOWER = (">", ">=", "=")
+_METRIC_UPPER = ("<", "<=", "=")
+_SOURCE_TYPES = {"metric": "latest_metric", "parameter": "param", "tag": "run_tag"}
+# A LIKE prefix longer than this may be cut in a truncated value key (see ranks._long_head): not served.
+_MAX_PREFIX_BYTES = ranks.PARAM_HEAD_BYTES - 4
+_RACE_PAGES = (64, 256, 1000)
+
+
+@dataclass(frozen=True)
+class RankTerm:
+    """Every servable comparison of a filter on one key (they all hold for a match)."""
+
+    key_type: str  # "metric" | "parameter" | "tag"
+    key: str
+    comparisons: tuple[tuple[str, Any], ...]
+
+    @property
+    def source_type(self) -> str:
+        return _SOURCE_TYPES[self.key_type]
+
+    def metric_bounds(self) -> tuple[float | None, float | None]:
+        """(lowest, highest) value a match can have (None = unbounded); metric terms only."""
+        lows = [v for c, v in self.comparisons if c in _METRIC_LOWER]
+        highs = [v for c, v in self.comparisons if c in _METRIC_UPPER]
+        return (max(lows) if lows else None, min(highs) if highs else None)
+
+    def past(self, value: float, ascending: bool) -> bool:
+        """True when no value after ``value`` in a walk of this direction can match (metric terms)."""
+        if math.isnan(value):
+            return True  # NaN follows every number and satisfies no range comparison
+        bounding = _METRIC_UPPER if ascending else _METRIC_LOWER
+        return any(c in bounding and not compare(c, value, v) for c, v in self.comparisons)
+
+    def ranges(self, experiment_id: str) -> list[dict[str, Any]]:
+        """Query arguments (``table.query_pages``) of the key ranges holding every indexed match."""
+        if self.key_type == "metric":
+            prefix = ranks.METRIC_RANK.sk_prefix(experiment_id=experiment_id, key=self.key)
+            low, high = self.metric_bounds()
+            lo = prefix if low is None else prefix + keys.float64(low)
+            hi = prefix + keys.float64(math.nan) if high is None else prefix + keys.float64(high) + "#~"
+            return [{"sk_between": (lo, hi)}] if lo <= hi else []
+        rank_entity, _ = ranks.STRING_RANKS[self.key_type]
+        prefix = rank_entity.sk_prefix(experiment_id=experiment_id, key=self.key)
+        exact = _exact_values(self.comparisons)
+        if exact is not None:
+            return [{"sk_prefix": prefix + ranks.param_value_key(v)} for v in sorted(exact)]
+        literal = max((like_prefix(v) for c, v in self.comparisons if c == "LIKE"), key=len)
+        return [{"sk_prefix": prefix + keys.text(literal)[: -len(keys.TERMINATOR)]}]
+
+
+def _exact_values(comparisons: Iterable[tuple[str, Any]]) -> set[str] | None:
+    """The values `=` comparisons allow (one, or none when two differ), or None if there is no `=`."""
+    allowed: set[str] | None = None
+    for comparator, value in comparisons:
+        if comparator == "=":
+            allowed = {value} if allowed is None else allowed & {value}
+    return allowed
+
+
+def _servable(key_type: str, comparator: str, value: Any) -> bool:
+    if key_type == "metric":
+        return comparator in ("<", "<=", ">", ">=", "=") and not math.isnan(value)
+    if key_type not in ("parameter", "tag"):
+        return False
+    if comparator == "=":
+        return True
+    if comparator == "LIKE" and isinstance(value, str):
+        literal = like_prefix(value)
+        return bool(literal) and len(keys.text(literal).encode("utf-8")) <= _MAX_PREFIX_BYTES
+    return False
+
+
+def servable_terms(normalized: Iterable[tuple[str, str, str, Any]]) -> list[RankTerm]:
+    """The filter's comparisons that RANK ranges can answer, grouped by key (first appearance order)."""
+    grouped: dict[tuple[str, str], list[tuple[str, Any]]] = {}
+    for key_type, key, comparator, value in normalized:
+        if _servable(key_type, comparator, value):
+            grouped.setdefault((key_type, key), []).append((comparator, value))
+    return [RankTerm(key_type, key, tuple(comparisons)) for (key_type, key), comparisons in grouped.items()]
+
+
+# --- not yet indexed sources -------------------------------------------------------------------------
+
+
+@dataclass
+class Flagged:
+    """The source items of some experiments whose RANK items may be missing or stale (LSI5 flag set).
+
+    One LSI5 query per experiment and request: normally a handful of items (what the indexer has not
+    reached yet)."""
+
+    experiment_ids: list[str]
+    _items: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def items(self, experiment_id: str) -> list[dict[str, Any]]:
+        if experiment_id not in self._items:
+            pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
+            self._items[experiment_id] = list(table.iter_query(pk, "U#", index="lsi5", sk_attr="lsi5sk"))
+        return self._items[experiment_id]
+
+    def run_ids(self, term: RankTerm) -> set[tuple[str, str]]:
+        """(experiment id, run id) of the flagged sources of the term's key: candidates whatever their value."""
+        out: set[tuple[str, str]] = set()
+        for experiment_id in self.experiment_ids:
+            for item in self.items(experiment_id):
+                if item.get(ENTITY_TYPE) == term.source_type and item.get("key") == term.key:
+                    out.add((experiment_id, ranks.run_id_of(item)))
+        return out
+
+
+# --- reading ranges ------------------------------------------------------------------------------------
+
+
+Found = dict[tuple[str, str], Any]  # (experiment id, run id) -> the RANK item's value
+
+
+def _range_pages(term: RankTerm, experiment_ids: list[str], first_page: int | None = None) -> Iterator[Found]:
+    """(experiment id, run id) -> value of the term's RANK items, one growing page at a time (every range in turn)."""
+    sizes = _page_sizes(first_page)
+    for experiment_id in experiment_ids:
+        pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
+        for query in term.ranges(experiment_id):
+            start: dict[str, Any] | None = None
+            while True:
+                page: Found = {}
+                last = None
+                for items, page_last in table.query_pages(pk, limit=next(sizes), start_key=start, **query):
+                    page.update(((experiment_id, item["run_id"]), _rank_value(term, item)) for item in items)
+                    last = page_last
+                yield page
+                if not last:
+                    break
+                start = last
+
+
+def _page_sizes(first: int | None) -> Iterator[int]:
+    if first is not None:
+        yield first
+    yield from _RACE_PAGES
+    while True:
+        yield _RACE_PAGES[-1]
+
+
+def _rank_value(term: RankTerm, item: dict[str, Any]) -> Any:
+    return ranks.metric_value(item["value"]) if term.key_type == "metric" else item["value"]
+
+
+def _with_flagged(term: RankTerm, found: Found, flagged: Flagged) -> Found:
+    """Add the term's flagged runs with value None: their RANK item may be stale, read their source."""
+    out = dict(found)
+    out.update(dict.fromkeys(flagged.run_ids(term)))
+    return out
+
+
+def candidates(term: RankTerm, experiment_ids: list[str], flagged: Flagged) -> Found:
+    """Every (experiment id, run id) that may satisfy ``term``, with its value when the RANK item is current
+    (None: not indexed yet, read the source)."""
+    found: Found = {}
+    for page in _range_pages(term, experiment_ids):
+        found.update(page)
+    return _with_flagged(term, found, flagged)
+
+
+def race(terms: list[RankTerm], experiment_ids: list[str], flagged: Flagged, cap: int | None = None) -> tuple[RankTerm, Found] | None:
+    """The most selective term and its candidates: the ranges are read side by side, page by page, until
+    one is exhausted (the others are at least as large, up to one page).
+
+    With ``cap``, a term is dropped once more than ``cap`` of its runs are read (each first reads cap + 1
+    items in one page), and None means that every term is larger than ``cap``."""
+    if len(terms) == 1 and cap is None:
+        return terms[0], candidates(terms[0], experiment_ids, flagged)
+    readers = {index: _range_pages(term, experiment_ids, None if cap is None else cap + 1) for index, term in enumerate(terms)}
+    found: list[Found] = [{} for _ in terms]
+    while readers:
+        for index, reader in list(readers.items()):
+            page = next(reader, None)
+            if page is None:
+                return terms[index], _with_flagged(terms[index], found[index], flagged)
+            found[index].update(page)
+            if cap is not None and len(found[index]) > cap:
+                del readers[index]
+    return None
+
+
+def source_key(experiment_id: str, run_id: str, key_type: str, key: str) -> dict[str, str]:
+    """The key of the source item holding a run's value for ``key`` (latest metric, param or tag)."""
+    return ENTITY[_SOURCE_TYPES[key_type]].key(experiment_id=experiment_id, run_id=run_id, key=key)
+
+
+def source_kind(item: dict[str, Any]) -> str | None:
+    """The search key type ("metric", "parameter", "tag") of a source item read by ``source_key`` (None for anything else)."""
+    return {"latest_metric": "metric", "param": "parameter", "run_tag": "tag"}.get(item.get(ENTITY_TYPE, ""))
+
+
+def run_id_of(item: dict[str, Any]) -> str:
+    return item[SK].split("#")[1]
