@@ -56,10 +56,22 @@ def test_unknown_routes_need_credentials_too(basic_server: str) -> None:
 
 @pytest.mark.parametrize("route", PUBLIC, ids=[r.route_key for r in PUBLIC])
 def test_public_routes_answer_without_credentials(basic_server: str, route: Route) -> None:
-    response = _call(basic_server, route, None)
+    if route.operation == "static_file":
+        # The UI bundle's files are public, as MLflow's /static-files are.
+        response = requests.get(f"{basic_server}/static-files/favicon.ico", timeout=60)
+        assert response.status_code == 200 and response.content
+        return
+    response = (
+        _call(basic_server, route, None)
+        if route.operation != "index"
+        else requests.get(basic_server + "/", allow_redirects=False, timeout=60)
+    )
     if route.operation == "login":
         # The browser's entry point challenges (instead of API Gateway's bare 401).
         assert response.status_code == 401 and response.headers["WWW-Authenticate"] == 'Basic realm="mlflow"'
+    elif route.operation == "index":
+        # A browser without credentials is sent to the challenge first (API Gateway's bare 401 makes no prompt).
+        assert response.status_code == 302 and response.headers["Location"] == "login"
     else:
         assert response.status_code == 200
 

@@ -43,9 +43,10 @@ def test_cached_lambda_authorizer_on_the_authorization_header(basic_synth: Synth
 def test_every_route_but_the_public_ones_carries_the_authorizer(basic_synth: Synth) -> None:
     authorizer_id, _ = _authorizer(basic_synth)
     by_key = {r["Properties"]["RouteKey"]: r["Properties"] for r in basic_synth.resources("AWS::ApiGatewayV2::Route").values()}
-    assert set(by_key) == {route.route_key for route in routes.ROUTES} | {"$default"}
-    public = {route.route_key for route in routes.ROUTES if route.public}
-    assert public == {"GET /health", "HEAD /health", "GET /api/3.0/mlflow/server-info", "GET /login"}
+    assert set(by_key) == {route.route_key for route in routes.gateway_routes()} | {"$default"}
+    public = {route.route_key for route in routes.gateway_routes() if route.public}
+    # The UI's index and bundle are public (MLflow's /static-files are); the index sends a browser to /login.
+    assert public == {"GET /health", "HEAD /health", "GET /api/3.0/mlflow/server-info", "GET /login", "GET /", "GET /static-files/{path+}"}
     for key, props in by_key.items():
         if key in public:
             assert props["AuthorizationType"] == "NONE", key

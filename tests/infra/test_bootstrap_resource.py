@@ -156,7 +156,9 @@ def test_basic_auth_admin_comes_from_the_stack_secret_and_is_never_overwritten(
     monkeypatch.setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", endpoint)
     secrets = boto3.client("secretsmanager", endpoint_url=endpoint, region_name="us-east-1")
     first = "generated-" + uuid.uuid4().hex
-    arn = secrets.create_secret(Name=f"admin-{uuid.uuid4().hex[:8]}", SecretString=json.dumps({"username": "admin", "password": first}))["ARN"]
+    arn = secrets.create_secret(Name=f"admin-{uuid.uuid4().hex[:8]}", SecretString=json.dumps({"username": "admin", "password": first}))[
+        "ARN"
+    ]
     monkeypatch.setenv("ADMIN_SECRET_ARN", arn)
     handler = _load_handler()
     with caplog.at_level(logging.INFO):  # the level the custom resource logs at (botocore logs bodies only at DEBUG)
