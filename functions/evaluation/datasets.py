@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
+import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from serverless_mlflow import keys, table
@@ -26,7 +29,10 @@ EXPERIMENT_DATASET = ENTITY["experiment_evaluation_dataset"]
 WORKSPACE = experiment_store.DEFAULT_WORKSPACE
 ID_PREFIX = "d-"
 MLFLOW_USER = "mlflow.user"
-MAX_CONFLICT_RETRIES = 8
+MAX_CONFLICT_RETRIES = 12
+# Jittered exponential backoff between optimistic-concurrency attempts (seconds).
+CONFLICT_BACKOFF_BASE = 0.01
+CONFLICT_BACKOFF_CAP = 0.5
 MAX_EXPERIMENT_ID_BYTES = 512
 MAX_DATASET_ID_BYTES = 512
 MAX_TAG_KEY_BYTES = 65_535  # DynamoDB's limit for a map key (tags are a map on the dataset item)
@@ -206,7 +212,7 @@ def delete_dataset_tag(dataset_id: str, key: str) -> None:
 def _rewrite_tags(dataset_id: str, change: Any, missing_message: str | None) -> None:
     """Read-modify-write of the tags map, guarded by ``rev``. An empty map is removed rather than stored
     (DynamoDB Local's stream renders an empty map as ``{}``, which no reader of stream images expects)."""
-    for _ in range(MAX_CONFLICT_RETRIES):
+    for _ in attempts():
         item = load(dataset_id)
         if item is None:
             if missing_message:
@@ -347,6 +353,17 @@ def raise_if_too_large(error: Exception) -> None:
             "The dataset's tags and schema would exceed the storage limit of one dataset (400 KB); "
             "use fewer or shorter tags or input/expectation field names."
         ) from error
+
+
+def attempts() -> Iterator[int]:
+    """Attempts of an optimistic read-modify-write. MLflow's store serialises writers in a database transaction;
+    here a writer that lost the race re-reads and tries again, after a jittered backoff, so that many writers
+    of one record or dataset do not keep colliding (without it, 16 concurrent merges into one record could
+    exhaust a writer's attempts)."""
+    for attempt in range(MAX_CONFLICT_RETRIES):
+        if attempt:
+            time.sleep(random.uniform(0, min(CONFLICT_BACKOFF_CAP, CONFLICT_BACKOFF_BASE * 2**attempt)))
+        yield attempt
 
 
 def conflict() -> MlflowError:

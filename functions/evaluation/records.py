@@ -80,7 +80,7 @@ def _documents(dataset_id: str, items: list[dict[str, Any]]) -> list[dict[str, A
 
     A record merged concurrently between the item read and the parts read has new parts: its item is read
     again (a few times) instead of failing."""
-    for _ in range(datasets.MAX_CONFLICT_RETRIES):
+    for _ in datasets.attempts():
         try:
             return _assemble(dataset_id, items)
         except _PartsMoved:
@@ -131,7 +131,7 @@ def upsert(dataset_id: str, records: Any) -> dict[str, int]:
         by_hash.setdefault(record_docs.input_hash(record.get("inputs", {})), []).append(record)
     inserted = updated = 0
     pending = list(by_hash)
-    for _ in range(datasets.MAX_CONFLICT_RETRIES):
+    for _ in datasets.attempts():
         if not pending:
             break
         existing = _read(dataset_id, pending)
@@ -239,7 +239,7 @@ def _chunks(plans: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 def _update_dataset(dataset_id: str, records: list[dict[str, Any]], inserted: int, user: str | None, now: int) -> None:
     """Schema, profile, digest, last update (time and user) of the dataset, guarded by its rev."""
-    for _ in range(datasets.MAX_CONFLICT_RETRIES):
+    for _ in datasets.attempts():
         meta = datasets.load(dataset_id)
         if meta is None:
             return
@@ -348,7 +348,7 @@ def delete(dataset_id: str, record_ids: list[str]) -> int:
 
 
 def _shrink_profile(dataset_id: str, deleted: int) -> None:
-    for _ in range(datasets.MAX_CONFLICT_RETRIES):
+    for _ in datasets.attempts():
         meta = datasets.load(dataset_id)
         if meta is None:
             return
