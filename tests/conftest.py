@@ -16,6 +16,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -86,27 +87,41 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 6
     raise TimeoutError("local runtime did not become healthy")
 
 
-@pytest.fixture
-def fresh_server(server: str) -> Iterator[str]:
-    """A separate runtime process with its own empty table and bucket (on the session's DynamoDB Local and S3)."""
+def stop_process(process: subprocess.Popen[Any]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        # A loaded machine can keep a server's shutdown slow: do not fail a test on it.
+        process.kill()
+        process.wait(timeout=10)
+
+
+@contextmanager
+def runtime_process(env: dict[str, str], drop: tuple[str, ...] = (), avoid_ports: frozenset[int] = frozenset()) -> Iterator[str]:
+    """``python -m local`` in its own process (on the session's DynamoDB Local and S3) with ``env`` on top of
+    this process's environment, on a free port not in ``avoid_ports``; yields its URL."""
     from local.runtime import free_port
 
     port = free_port()
-    env = dict(os.environ)
-    env.update(PORT=str(port), TABLE_NAME=unique("fresh"), BUCKET_NAME=unique("fresh"))
-    process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    while port in avoid_ports:
+        port = free_port()
+    full = {name: value for name, value in os.environ.items() if name not in drop}
+    full.update(env, PORT=str(port))
+    process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=full, stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, process)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            # A loaded machine can keep the runtime's shutdown slow: do not fail a test on it.
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
+
+
+@pytest.fixture
+def fresh_server(server: str) -> Iterator[str]:
+    """A separate runtime process with its own empty table and bucket (on the session's DynamoDB Local and S3)."""
+    with runtime_process({"TABLE_NAME": unique("fresh"), "BUCKET_NAME": unique("fresh")}) as url:
+        yield url
 
 
 _URI_VARIABLES = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")

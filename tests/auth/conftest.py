@@ -15,49 +15,26 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, _wait_healthy, unique
+from tests.conftest import runtime_process, stop_process, unique
 
 ADMIN = "admin"
 ADMIN_PASSWORD = "admin-password-" + os.urandom(6).hex()
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
 
 
 @contextmanager
 def basic_runtime(avoid_ports: frozenset[int] = frozenset()) -> Iterator[str]:
     """Our runtime in basic mode, in its own process with its own table and bucket (on the session's
     DynamoDB Local and S3), on a free port not in ``avoid_ports``."""
-    from local.runtime import free_port
-
-    port = free_port()
-    while port in avoid_ports:
-        port = free_port()
-    env = dict(os.environ)
-    env.update(
-        PORT=str(port),
-        TABLE_NAME=unique("auth"),
-        BUCKET_NAME=unique("auth"),
-        AUTHORIZATION="basic",
-        MLFLOW_AUTH_ADMIN_PASSWORD=ADMIN_PASSWORD,
+    env = {
+        "TABLE_NAME": unique("auth"),
+        "BUCKET_NAME": unique("auth"),
+        "AUTHORIZATION": "basic",
+        "MLFLOW_AUTH_ADMIN_PASSWORD": ADMIN_PASSWORD,
         # Password changes and deletions take effect at once (the cache itself is tested on its own).
-        AUTHORIZER_CACHE_SECONDS="0",
-    )
-    env.pop("MLFLOW_TRACKING_USERNAME", None)
-    env.pop("MLFLOW_TRACKING_PASSWORD", None)
-    process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, process)
+        "AUTHORIZER_CACHE_SECONDS": "0",
+    }
+    with runtime_process(env, drop=("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"), avoid_ports=avoid_ports) as url:
         yield url
-    finally:
-        _stop(process)
 
 
 @pytest.fixture(scope="session")
@@ -100,5 +77,5 @@ def mlflow_server() -> Iterator[str]:
                 time.sleep(1)
         yield url
     finally:
-        _stop(process)
+        stop_process(process)
         log.close()
