@@ -326,6 +326,11 @@ def _registry_matches(entity: dict[str, Any], flt: Filter) -> bool:
     return True
 
 
+# Matchers of filter kinds that live in their own module (``search.logged_models`` registers its own when the
+# package is imported), so dependencies run one way: logged_models -> filters, never back.
+KIND_MATCHERS: dict[str, Callable[[dict[str, Any], Filter], bool]] = {}
+
+
 def matches(entity: dict[str, Any], comparisons: Filter) -> bool:
     """True when `entity` (a dict of the kind `comparisons` was parsed for) satisfies every comparison.
 
@@ -343,10 +348,9 @@ def matches(entity: dict[str, Any], comparisons: Filter) -> bool:
         return _experiment_matches(entity, comparisons.normalized)
     if kind in (REGISTERED_MODEL, MODEL_VERSION):
         return _registry_matches(entity, comparisons)
-    if kind == LOGGED_MODEL:
-        from serverless_mlflow.search.logged_models import logged_model_matches
-
-        return logged_model_matches(entity, comparisons)
+    matcher = KIND_MATCHERS.get(kind)
+    if matcher is not None:
+        return matcher(entity, comparisons)
     raise ValueError(f"unknown filter kind {kind!r}")
 
 

@@ -30,9 +30,12 @@ import sqlparse
 from sqlparse.sql import Comparison as SqlComparison
 
 from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.search import filters, ordering
 from serverless_mlflow.search.filters import LOGGED_MODEL, Filter, compare, metric_value
 from serverless_mlflow.search.grammar import join_in_comparison_tokens
 from serverless_mlflow.search.ordering import OrderBy, OrderTerm
+from serverless_mlflow.search.paging import SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT, decode_page_token
+from serverless_mlflow.search.queries import SearchQuery
 
 _ENTITY_TYPES = ["attributes", "metrics", "params", "tags"]
 _IDENTIFIER_RE = re.compile(r"^([a-z]+)\.(.+)$")
@@ -273,12 +276,13 @@ def prepare_logged_model_search(
     page_token: str | None = None,
 ) -> Any:
     """search_logged_models: datasets check, filter, order_by, page token; max_results defaults to 100."""
-    from serverless_mlflow.search.paging import SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT, decode_page_token
-    from serverless_mlflow.search.queries import SearchQuery
-
     flt, late_error = _parse_logged_model_filter(filter_string, datasets)
     order = parse_logged_model_order_by(order_by)
     pos = decode_page_token(page_token, order)
     if late_error is not None:
         raise late_error
     return SearchQuery(flt, order, pos, max_results or SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT, page_token)
+
+
+filters.KIND_MATCHERS[LOGGED_MODEL] = logged_model_matches
+ordering.KIND_RAW_VALUES["logged_model"] = logged_model_raw_value

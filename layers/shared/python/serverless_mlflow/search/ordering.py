@@ -14,7 +14,7 @@ A term's sort value is `(rank, value)`: rank orders the null classes (always asc
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -177,6 +177,11 @@ class _Desc:
         return hash(self.v)
 
 
+# Order values of kinds that live in their own module (``search.logged_models`` registers its own when the
+# package is imported), so dependencies run one way: logged_models -> ordering, never back.
+KIND_RAW_VALUES: dict[str, Callable[[dict[str, Any], OrderTerm], Any]] = {}
+
+
 def raw_value(entity: dict[str, Any], kind: str, term: OrderTerm) -> Any:
     """The entity's raw value for a term (None when missing)."""
     if kind == RUN:
@@ -193,10 +198,9 @@ def raw_value(entity: dict[str, Any], kind: str, term: OrderTerm) -> Any:
     if kind == MODEL_VERSION and term.key == "version":
         v = entity.get("version")
         return None if v is None else int(v)
-    if kind == "logged_model":
-        from serverless_mlflow.search.logged_models import logged_model_raw_value
-
-        return logged_model_raw_value(entity, term)
+    raw = KIND_RAW_VALUES.get(kind)
+    if raw is not None:
+        return raw(entity, term)
     return entity.get(term.key)
 
 
