@@ -295,6 +295,20 @@ def _fresh_runtime() -> Any:
     return LocalRuntime(port=0, indexer_mode="paused").start()
 
 
+def run_standalone(scenario: Callable[..., None]) -> None:
+    """One scenario on its own fresh runtime (``python -m tools.<name>_bench``), its sections printed as tables."""
+    runtime = _fresh_runtime()
+    try:
+        bench = Bench(runtime.url, runtime)
+        scenario(bench, 0)
+        for title, rows in bench.extra.items():
+            print(f"\n## {title}\n\n| measure | value |\n|---|---|")
+            for key, value in rows:
+                print(f"| {key} | {value} |")
+    finally:
+        runtime.stop()
+
+
 def _run(scenarios: list[tuple[str, Callable[..., None]]], bench_extra: dict[str, list[tuple[str, str]]], results: list[Measurement], n_runs: int) -> None:
     runtime = _fresh_runtime()
     bench = Bench(runtime.url, runtime)

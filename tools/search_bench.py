@@ -224,15 +224,6 @@ def scenario_search_filters(bench: Any, _: int) -> None:
 
 
 if __name__ == "__main__":
-    from tools.bench import Bench, _fresh_runtime
+    from tools.bench import run_standalone
 
-    runtime = _fresh_runtime()
-    try:
-        bench = Bench(runtime.url, runtime)
-        scenario_search_filters(bench, 0)
-        for title, rows in bench.extra.items():
-            print(f"## {title}")
-            for key, value in rows:
-                print(f"| {key} | {value} |")
-    finally:
-        runtime.stop()
+    run_standalone(scenario_search_filters)

@@ -168,15 +168,6 @@ def scenario_traces(bench: Any, _: int) -> None:
 
 
 if __name__ == "__main__":
-    from tools.bench import Bench, _fresh_runtime
+    from tools.bench import run_standalone
 
-    runtime = _fresh_runtime()
-    try:
-        bench = Bench(runtime.url, runtime)
-        scenario_traces(bench, 0)
-        for title, rows in bench.extra.items():
-            print(f"\n## {title}\n\n| measure | value |\n|---|---|")
-            for key, value in rows:
-                print(f"| {key} | {value} |")
-    finally:
-        runtime.stop()
+    run_standalone(scenario_traces)

@@ -16,6 +16,18 @@ from constructs import Construct
 ACCESS_LOG_EXPIRY = Duration.days(90)
 
 
+def hardened(**props: object) -> dict[str, object]:
+    """What every bucket of the stack shares: S3-managed keys (server access logs cannot be delivered to an SSE-KMS
+    bucket), no public access, TLS only, no ACLs. ``props`` adds or overrides per bucket."""
+    return {
+        "encryption": s3.BucketEncryption.S3_MANAGED,
+        "block_public_access": s3.BlockPublicAccess.BLOCK_ALL,
+        "enforce_ssl": True,
+        "object_ownership": s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        **props,
+    }
+
+
 class ArtifactsBucket(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, noncurrent_version_days: int = 30) -> None:
         super().__init__(scope, construct_id)
@@ -23,36 +35,32 @@ class ArtifactsBucket(Construct):
         self.access_logs = s3.Bucket(
             self,
             "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=ACCESS_LOG_EXPIRY)],
-            removal_policy=RemovalPolicy.RETAIN,
+            **hardened(
+                lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=ACCESS_LOG_EXPIRY)],
+                removal_policy=RemovalPolicy.RETAIN,
+            ),
         )
 
         self.bucket = s3.Bucket(
             self,
             "Bucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            server_access_logs_bucket=self.access_logs,
-            server_access_logs_prefix="artifacts/",
-            versioned=True,
-            lifecycle_rules=[
-                # Parts of an upload the client never completed or aborted cost storage forever otherwise.
-                s3.LifecycleRule(id="abort-incomplete-multipart-uploads", abort_incomplete_multipart_upload_after=Duration.days(1)),
-                # A deleted experiment's artifacts stay recoverable this long, then stop costing storage.
-                s3.LifecycleRule(
-                    id="expire-noncurrent-versions",
-                    noncurrent_version_expiration=Duration.days(noncurrent_version_days),
-                    expired_object_delete_marker=True,
-                ),
-            ],
-            # Artifacts (models, files) outlive the stack, like the table.
-            removal_policy=RemovalPolicy.RETAIN,
+            **hardened(
+                server_access_logs_bucket=self.access_logs,
+                server_access_logs_prefix="artifacts/",
+                versioned=True,
+                lifecycle_rules=[
+                    # Parts of an upload the client never completed or aborted cost storage forever otherwise.
+                    s3.LifecycleRule(id="abort-incomplete-multipart-uploads", abort_incomplete_multipart_upload_after=Duration.days(1)),
+                    # A deleted experiment's artifacts stay recoverable this long, then stop costing storage.
+                    s3.LifecycleRule(
+                        id="expire-noncurrent-versions",
+                        noncurrent_version_expiration=Duration.days(noncurrent_version_days),
+                        expired_object_delete_marker=True,
+                    ),
+                ],
+                # Artifacts (models, files) outlive the stack, like the table.
+                removal_policy=RemovalPolicy.RETAIN,
+            ),
         )
 
     def allow_browser_reads(self, origins: list[str]) -> None:

@@ -25,6 +25,7 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from infra import ROOT
+from infra.constructs.artifacts_bucket import hardened
 from serverless_mlflow import static_files
 
 STAGING_DIR = ROOT / "build" / "ui-static"
@@ -52,14 +53,12 @@ class WebUiFiles(Construct):
         self.bucket = s3.Bucket(
             self,
             "Bucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            server_access_logs_bucket=access_logs,
-            server_access_logs_prefix="web-ui/",
-            # Emptied by the deployment on stack deletion (retain_on_delete=False), then deleted.
-            removal_policy=RemovalPolicy.DESTROY,
+            **hardened(
+                server_access_logs_bucket=access_logs,
+                server_access_logs_prefix="web-ui/",
+                # Emptied by the deployment on stack deletion (retain_on_delete=False), then deleted.
+                removal_policy=RemovalPolicy.DESTROY,
+            ),
         )
         self.deployment = s3deploy.BucketDeployment(
             self,
