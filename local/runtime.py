@@ -26,6 +26,7 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
+from infra import gateway_catalog  # noqa: E402
 from local import iam  # noqa: E402
 from local.authorizer import UNAUTHORIZED, Authorizer  # noqa: E402
 from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
@@ -115,6 +116,10 @@ class LocalRuntime:
         if not os.environ.get("UI_STATIC_DIR"):
             # The ui function reads the wheel's UI build in place (deployed: the copy staged to S3).
             os.environ["UI_STATIC_DIR"] = str(static_files.wheel_build_dir())
+        if not os.environ.get("GATEWAY_MODEL_CATALOG"):
+            # The gateway function's model catalog, made from the installed wheel once per mlflow version
+            # (deployed: the same file, staged into the function's asset at synth).
+            os.environ["GATEWAY_MODEL_CATALOG"] = str(gateway_catalog.staged_catalog())
         os.environ["TABLE_NAME"] = self.table_name
         os.environ["AUTHORIZATION"] = self.authorization
         os.environ["BUCKET_NAME"] = self.bucket_name

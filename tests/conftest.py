@@ -34,6 +34,9 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 # Presigned-only artifacts: small files must also go through multipart (the 3.17 client PUTs otherwise).
 os.environ.setdefault("MLFLOW_MULTIPART_UPLOAD_MINIMUM_FILE_SIZE", "0")
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+# MLflow's own servers and functions read the model catalog bundled in the wheel (what ours ships), not the
+# latest one from GitHub (MLflow's default MLFLOW_MODEL_CATALOG_URI).
+os.environ.setdefault("MLFLOW_MODEL_CATALOG_URI", "")
 # Stream checkpoints of tables on a shared engine belong to the test run, not to the checkout.
 os.environ.setdefault("STREAM_CHECKPOINT_DIR", tempfile.mkdtemp(prefix="stream-checkpoints-"))
 

@@ -1,5 +1,7 @@
 """AI gateway configuration routes (``/api/3.0/mlflow/gateway/...``): parse as MLflow's handlers do, call one
-domain function, answer MLflow's JSON. Secrets are answered masked; their values are stored KMS-encrypted."""
+domain function, answer MLflow's JSON. Secrets are answered masked; their values are stored KMS-encrypted.
+The UI's provider/model catalog routes (``/ajax-api/3.0/mlflow/gateway/...`` only) answer from the catalog file
+shipped with this function and MLflow's provider auth table (``catalog``, ``provider_auth``)."""
 
 from __future__ import annotations
 
@@ -11,15 +13,19 @@ from serverless_mlflow import request as checks
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import MlflowError, invalid
 
-from . import endpoints, model_definitions, secrets, validation
+from . import catalog, endpoints, model_definitions, provider_auth, secrets, validation
 
 GATEWAY_DISABLED = "The AI Gateway feature is disabled. Set MLFLOW_ENABLE_AI_GATEWAY=true to enable it."
 
 
-def _message(req: Request, fields: dict[str, str], schema: dict[str, list[checks.Check]]) -> dict[str, Any]:
-    # MLflow's @_disable_if_gateway_disabled runs before the request is parsed.
+def _require_enabled() -> None:
+    """MLflow's ``@_disable_if_gateway_disabled``: runs before the request is parsed."""
     if os.environ.get("MLFLOW_ENABLE_AI_GATEWAY", "true").strip().lower() not in ("true", "1"):
         raise MlflowError(GATEWAY_DISABLED, "NOT_IMPLEMENTED")
+
+
+def _message(req: Request, fields: dict[str, str], schema: dict[str, list[checks.Check]]) -> dict[str, Any]:
+    _require_enabled()
     # proto map<string, string> fields ("map") parse as JSON objects, then their values must be strings.
     message = req.message({name: "message" if kind == "map" else kind for name, kind in fields.items()}, schema)
     for name, kind in fields.items():
@@ -329,6 +335,35 @@ def delete_endpoint_tag(req: Request) -> dict[str, Any]:
     return {}
 
 
+# --- provider and model catalog (UI-only ajax routes; MLflow reads ``request.args`` itself) ---------------
+
+
+def _arg(req: Request, name: str) -> str | None:
+    """Flask's ``request.args.get``: the first value, an empty string kept."""
+    values = req.query.get(name)
+    return values[0] if values else None
+
+
+def list_supported_providers(req: Request) -> dict[str, Any]:
+    _require_enabled()
+    return {"providers": catalog.supported_providers()}
+
+
+def list_supported_models(req: Request) -> dict[str, Any]:
+    _require_enabled()
+    return {"models": catalog.supported_models(_arg(req, "provider"))}
+
+
+def get_provider_config(req: Request) -> dict[str, Any]:
+    _require_enabled()
+    return provider_auth.provider_config(_arg(req, "provider"))
+
+
+def get_secrets_config(req: Request) -> dict[str, Any]:
+    _require_enabled()
+    return secrets.secrets_config()
+
+
 app = build_app(
     "gateway",
     {
@@ -354,6 +389,10 @@ app = build_app(
         "list_gateway_endpoint_bindings": list_bindings,
         "set_gateway_endpoint_tag": set_endpoint_tag,
         "delete_gateway_endpoint_tag": delete_endpoint_tag,
+        "list_gateway_supported_providers": list_supported_providers,
+        "list_gateway_supported_models": list_supported_models,
+        "get_gateway_provider_config": get_provider_config,
+        "get_gateway_secrets_config": get_secrets_config,
     },
 )
 lambda_handler = lambda_entry(app)

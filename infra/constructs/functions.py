@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy
@@ -14,8 +15,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra import FUNCTIONS_DIR
+from infra import FUNCTIONS_DIR, gateway_catalog
 from infra.config import StackConfig
+from infra.constructs.web_ui import pinned_mlflow_version
 from infra.permissions import Access, access_for
 
 # Newest Python runtime aws-cdk-lib 2.275 offers; the code targets 3.11+ and the layer is pure Python.
@@ -56,6 +58,19 @@ def feature_code(feature: str, functions_dir: Path = FUNCTIONS_DIR) -> lambda_.C
         str(functions_dir),
         exclude=["*", f"!{feature}", f"!{feature}/**", "__pycache__", "*.pyc", "tests", "conftest.py"],
     )
+
+
+def gateway_code() -> lambda_.Code:
+    """The gateway package with MLflow's model catalog beside it, made from the pinned wheel at synth
+    (``infra/gateway_catalog.py``): the catalog ships with this function alone, not in the shared layer."""
+    pinned, installed = pinned_mlflow_version(), version("mlflow")
+    if installed != pinned:
+        raise RuntimeError(f"mlflow {installed} is installed but {pinned} is pinned: run `make venv` before synth")
+    return lambda_.Code.from_asset(str(gateway_catalog.staged_function()))
+
+
+# Features whose asset carries build-time data beside their package.
+STAGED_CODE = {gateway_catalog.GATEWAY_PACKAGE: gateway_code}
 
 
 def grant_table(role: iam.IGrantable, table: dynamodb.ITable, actions: tuple[str, ...]) -> None:
@@ -169,7 +184,7 @@ class FeatureFunctions(Construct):
                 self,
                 _construct_name(feature),
                 name=feature,
-                code=feature_code(feature),
+                code=STAGED_CODE[feature]() if feature in STAGED_CODE else feature_code(feature),
                 handler=f"{feature}.handler.lambda_handler",
                 shared=shared,
                 memory_size=shared.config.api_memory_mb,

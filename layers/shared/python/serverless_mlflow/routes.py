@@ -177,6 +177,11 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M3}/gateway/endpoints/bindings/list", "gateway", "list_gateway_endpoint_bindings"),
     ("POST", f"{M3}/gateway/endpoints/set-tag", "gateway", "set_gateway_endpoint_tag"),
     ("DELETE", f"{M3}/gateway/endpoints/delete-tag", "gateway", "delete_gateway_endpoint_tag"),
+    # The UI's provider/model catalog: MLflow serves these under the ajax prefix only.
+    ("GET", f"{AJAX3}/gateway/supported-providers", "gateway", "list_gateway_supported_providers"),
+    ("GET", f"{AJAX3}/gateway/supported-models", "gateway", "list_gateway_supported_models"),
+    ("GET", f"{AJAX3}/gateway/provider-config", "gateway", "get_gateway_provider_config"),
+    ("GET", f"{AJAX3}/gateway/secrets/config", "gateway", "get_gateway_secrets_config"),
     # --- users and permissions (MLflow's basic-auth app; ENDPOINT_NOT_FOUND unless authorization=basic) ---
     ("GET", "/login", "auth", "login"),
     ("POST", f"{M2}/users/create", "auth", "create_user"),

@@ -52,6 +52,14 @@ def move_model_grants(req: Request, identity: Identity, result: Any, _rerun: Rer
     return result
 
 
+def redact_secrets_config(req: Request, identity: Identity, result: Any, _rerun: Rerun) -> Any:
+    """MLflow's ``redact_secrets_config_for_non_admins``: whether secrets use a default passphrase is
+    server security posture, answered to admins only."""
+    if not isinstance(result, dict) or is_admin(identity):
+        return result
+    return {key: value for key, value in result.items() if key != "using_default_passphrase"}
+
+
 # --- search filters ------------------------------------------------------------------------------
 
 

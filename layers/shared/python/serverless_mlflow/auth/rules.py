@@ -215,8 +215,13 @@ RULES: dict[str, Rule] = {
             "get_gateway_endpoint",
             "list_gateway_endpoints",
             "list_gateway_endpoint_bindings",
+            # The provider/model catalog: any logged-in user (MLflow's _allow_authenticated).
+            "list_gateway_supported_providers",
+            "list_gateway_supported_models",
+            "get_gateway_provider_config",
         )
     },
+    "get_gateway_secrets_config": Rule(authenticated, after=after.redact_secrets_config),
     **{
         op: Rule(admin)
         for op in (
