@@ -184,6 +184,23 @@ def test_function_code_is_only_its_feature_package(synth: Synth) -> None:
             assert (staged / name / "handler.py").is_file()
 
 
+def test_gateway_model_catalog_ships_with_the_gateway_function_only(synth: Synth) -> None:
+    from infra import gateway_catalog
+
+    catalog_name = gateway_catalog.CATALOG_FILE
+    _, gateway = function_of(synth, "gateway")
+    staged = synth.asset_dir(gateway["Properties"]["Code"]["S3Key"]) / "gateway"
+    # The compact file made from the pinned wheel, beside the package's own files (nothing else added).
+    assert (staged / catalog_name).read_bytes() == gateway_catalog.staged_catalog().read_bytes()
+    shipped = {str(path.relative_to(staged)) for path in staged.rglob("*") if path.is_file()}
+    source = infra.FUNCTIONS_DIR / "gateway"
+    assert shipped == {str(path.relative_to(source)) for path in gateway_catalog._package_files(source)} | {catalog_name}
+    others = [function_of(synth, name)[1]["Properties"]["Code"]["S3Key"] for name in ALL_FUNCTIONS if name != "gateway"]
+    ((_, layer),) = own_resources(synth, "AWS::Lambda::LayerVersion").items()
+    for s3_key in [*others, layer["Properties"]["Content"]["S3Key"]]:
+        assert not list(synth.asset_dir(s3_key).rglob(catalog_name))
+
+
 def test_layer_vendors_third_party_packages_without_boto3(synth: Synth) -> None:
     names = {d.metadata["Name"].lower().replace("_", "-") for d in vendored_distributions()}
     assert {"aws-lambda-powertools", "aws-xray-sdk", "python-ulid", "sqlparse", "wrapt"} <= names
