@@ -50,6 +50,9 @@ class StackConfig:
     # Alarm notifications: an existing SNS topic's ARN, and/or an e-mail address for a topic the stack creates.
     alarm_topic_arn: str = ""
     alarm_email: str = ""
+    # AI gateway: the providers (comma-separated) its catalog offers, MLflow's MLFLOW_GATEWAY_ALLOWED_PROVIDERS;
+    # empty offers every provider of the bundled catalog.
+    gateway_allowed_providers: str = ""
 
     def __post_init__(self) -> None:
         if self.authorization not in AUTHORIZATION_MODES:

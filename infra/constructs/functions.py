@@ -190,7 +190,15 @@ class FeatureFunctions(Construct):
                 memory_size=shared.config.api_memory_mb,
                 timeout=API_TIMEOUT,
                 description=f"mlflow-serverless API feature '{feature}'",
+                environment=_feature_environment(feature, shared.config),
             )
+
+
+def _feature_environment(feature: str, config: StackConfig) -> dict[str, str]:
+    """Settings only one feature reads."""
+    if feature == gateway_catalog.GATEWAY_PACKAGE and config.gateway_allowed_providers:
+        return {"MLFLOW_GATEWAY_ALLOWED_PROVIDERS": config.gateway_allowed_providers}
+    return {}
 
 
 def _construct_name(feature: str) -> str:

@@ -51,7 +51,12 @@ def mlflow_server() -> Iterator[str]:
     port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="mlflow-basic-auth-"))
     env = dict(os.environ)
-    env.update(MLFLOW_AUTH_ADMIN_PASSWORD=ADMIN_PASSWORD, MLFLOW_FLASK_SERVER_SECRET_KEY=os.urandom(16).hex())
+    # A KEK passphrase of its own, as ours never uses a default one (the gateway's secrets config says so).
+    env.update(
+        MLFLOW_AUTH_ADMIN_PASSWORD=ADMIN_PASSWORD,
+        MLFLOW_FLASK_SERVER_SECRET_KEY=os.urandom(16).hex(),
+        MLFLOW_CRYPTO_KEK_PASSPHRASE=os.urandom(16).hex(),
+    )
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
         env.pop(name, None)
     command = [

@@ -17,6 +17,7 @@ import requests
 from tests.auth.conftest import ADMIN, ADMIN_PASSWORD
 
 M2, M3 = "/api/2.0/mlflow", "/api/3.0/mlflow"
+GW_AJAX = "/ajax-api/3.0/mlflow/gateway"
 PASSWORDS = {ADMIN: ADMIN_PASSWORD, "alice": "alice-password-1", "bob": "bob-password-12", "carol": "carol-password-1"}
 
 Ctx = dict[str, Any]
@@ -463,6 +464,17 @@ STEPS: list[Step] = [
         f"{M2}/registered-models/create",
         lambda c: {"name": "alice-model-2"},
     ),
+    # --- the AI gateway's provider/model catalog (ajax-only routes): any logged-in user ---------------------------
+    Step("anonymous lists gateway providers", None, "GET", f"{GW_AJAX}/supported-providers"),
+    Step("bob lists gateway providers", "bob", "GET", f"{GW_AJAX}/supported-providers", compare_json=True),
+    Step("bob lists anthropic models", "bob", "GET", f"{GW_AJAX}/supported-models", lambda c: {"provider": "anthropic"}, compare_json=True),
+    Step(
+        "bob reads bedrock's auth modes", "bob", "GET", f"{GW_AJAX}/provider-config", lambda c: {"provider": "bedrock"}, compare_json=True
+    ),
+    Step("bob reads a provider config without provider", "bob", "GET", f"{GW_AJAX}/provider-config"),
+    # using_default_passphrase is answered to admins only.
+    Step("bob reads the secrets config", "bob", "GET", f"{GW_AJAX}/secrets/config", compare_json=True),
+    Step("admin reads the secrets config", ADMIN, "GET", f"{GW_AJAX}/secrets/config", compare_json=True),
     # --- users, finally --------------------------------------------------------------------------------------
     Step("admin deletes bob", ADMIN, "DELETE", f"{M2}/users/delete", lambda c: {"username": "bob"}),
     Step("deleted bob", "bob", "GET", f"{M2}/users/current"),

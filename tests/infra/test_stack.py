@@ -68,6 +68,7 @@ def open_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
         alarm_email="ops@example.com",
         cors_origins="https://ui.example.com/, https://other.example.com",
         noncurrent_version_days="7",
+        gateway_allowed_providers="openai,anthropic",
     )
 
 
@@ -199,6 +200,14 @@ def test_gateway_model_catalog_ships_with_the_gateway_function_only(synth: Synth
     ((_, layer),) = own_resources(synth, "AWS::Lambda::LayerVersion").items()
     for s3_key in [*others, layer["Properties"]["Content"]["S3Key"]]:
         assert not list(synth.asset_dir(s3_key).rglob(catalog_name))
+
+
+def test_gateway_allowed_providers_reach_the_gateway_function_only(synth: Synth, open_synth: Synth) -> None:
+    variable = "MLFLOW_GATEWAY_ALLOWED_PROVIDERS"
+    for name in API_FEATURES:
+        assert variable not in function_of(synth, name)[1]["Properties"]["Environment"]["Variables"]
+        variables = function_of(open_synth, name)[1]["Properties"]["Environment"]["Variables"]
+        assert variables.get(variable) == ("openai,anthropic" if name == "gateway" else None)
 
 
 def test_layer_vendors_third_party_packages_without_boto3(synth: Synth) -> None:
