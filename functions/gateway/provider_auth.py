@@ -241,5 +241,6 @@ def provider_config(provider: str | None) -> dict[str, Any]:
     if modes is None:
         return {"auth_modes": [_mode_response("api_key", _api_key_mode(provider))], "default_mode": "api_key"}
     responses = [_mode_response(mode_id, mode) for mode_id, mode in modes.items()]
-    default = next((mode_id for mode_id, mode in modes.items() if mode.get("default")), None)
-    return {"auth_modes": responses, "default_mode": default or responses[0]["mode"]}
+    # MLflow's loop keeps the last mode flagged default.
+    defaults = [mode_id for mode_id, mode in modes.items() if mode.get("default")]
+    return {"auth_modes": responses, "default_mode": defaults[-1] if defaults else responses[0]["mode"]}

@@ -74,6 +74,12 @@ def test_supported_models_filter_matches_names_exactly(server: str, provider: st
     assert _ok(server, f"{AJAX}/supported-models", provider=provider) == {"models": []}
 
 
+def test_provider_auth_table_is_mlflows() -> None:
+    from gateway import provider_auth
+
+    assert provider_auth.AUTH_MODES == mlflow_providers._PROVIDER_AUTH_MODES
+
+
 def test_provider_config_of_every_provider_is_mlflows(server: str, all_providers: list[str]) -> None:
     # Every catalog provider, the table's own rows (some are not catalog files), aliases and spellings.
     extra = [*mlflow_providers._PROVIDER_AUTH_MODES, "bedrock_converse", "amazon-bedrock", "databricks-model-serving", "OpenAI"]
