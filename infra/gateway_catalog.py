@@ -154,6 +154,14 @@ def _package_files(package: Path) -> list[Path]:
     )
 
 
+def _prune_other_stagings(keep: Path) -> None:
+    """Earlier stagings (older code or catalog) are never read again: synth copies the asset into cdk.out."""
+    if keep.parent.is_dir():
+        for other in keep.parent.iterdir():
+            if other.is_dir() and other != keep and ".partial" not in other.name:
+                shutil.rmtree(other, ignore_errors=True)
+
+
 def staged_function(package: Path = FUNCTIONS_DIR / GATEWAY_PACKAGE) -> Path:
     """An asset root holding ``gateway/`` (the package's files and the catalog file), named by its content:
     the asset hash changes with the code or the catalog, and concurrent synths never write the same directory."""
@@ -165,6 +173,7 @@ def staged_function(package: Path = FUNCTIONS_DIR / GATEWAY_PACKAGE) -> Path:
     root = STAGING_DIR / "function" / digest.hexdigest()[:20]
     if root.is_dir():
         return root
+    _prune_other_stagings(root)
     partial = root.with_name(f"{root.name}.{os.getpid()}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     for path in files:
