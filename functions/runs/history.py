@@ -15,6 +15,7 @@ from typing import Any
 
 from serverless_mlflow import table
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.pages import page_response
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import METRIC_HISTORY
 
@@ -64,16 +65,11 @@ def get_metric_history(msg: dict[str, Any]) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for page, _ in table.query_pages(f"EXP#{experiment_id}", prefix, limit=limit, start_key=start_key):
         items.extend(page)
-    out: dict[str, Any] = {}
     next_token = None
     if max_results is not None and len(items) > max_results:
         items = items[:max_results]
         next_token = _encode_token(items[-1]["sk"])
-    if items:
-        out["metrics"] = [store.metric_json(item) for item in items]
-    if next_token:
-        out["next_page_token"] = next_token
-    return out
+    return page_response("metrics", [store.metric_json(item) for item in items], next_token)
 
 
 # --- bulk interval (SqlAlchemyStore.get_metric_history_bulk_interval) ---------------------------------
