@@ -34,7 +34,6 @@ CHUNK_BYTES = 3_000_000
 CHUNK_RECORDS = 45
 # A GetDatasetRecords answer must fit Lambda's 6 MB response (JSON inside JSON doubles quotes).
 PAGE_BYTES = 2_500_000
-DEFAULT_PAGE = 1000
 MAX_POSITION_BYTES = 512
 _DOC_FIELDS = ("inputs", "outputs", "expectations", "tags", "source")
 _ITEM_FIELDS = ("source_id", "source_type", "created_time", "last_update_time", "created_by", "last_updated_by")

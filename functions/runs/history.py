@@ -8,14 +8,13 @@ positions (the last key returned): a point logged between two pages is never ret
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import math
 from typing import Any
 
 from serverless_mlflow import table
 from serverless_mlflow.errors import invalid
-from serverless_mlflow.pages import page_response
+from serverless_mlflow.pages import page_response, token_json
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import METRIC_HISTORY
 
@@ -29,14 +28,7 @@ def _encode_token(last_sk: str) -> str:
 
 def _decode_token(token: str, prefix: str) -> str:
     """The sort key a page resumes after; MLflow's messages for tokens that do not decode."""
-    try:
-        decoded = base64.b64decode(token)
-    except (TypeError, binascii.Error):
-        raise invalid("Invalid page token, could not base64-decode") from None
-    try:
-        parsed = json.loads(decoded)
-    except ValueError:
-        raise invalid(f"Invalid page token, decoded value={decoded}") from None
+    parsed = token_json(token)
     after = parsed.get("after") if isinstance(parsed, dict) else None
     if not isinstance(after, str) or not after.startswith(prefix):
         raise invalid(f"Invalid page token, parsed value={parsed}")

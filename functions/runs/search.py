@@ -33,7 +33,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from serverless_mlflow import fts, keys, ranks, search, table, validation
-from serverless_mlflow.pages import page_response
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import ACTIVE, DELETED
 
@@ -71,7 +70,12 @@ def search_runs(msg: dict[str, Any]) -> dict[str, Any]:
         runs, token = _search_full(query, experiment_ids, stages)
     # Runs with large params/tags: a page over Lambda's 6 MB response ends early and continues by token.
     rows, token = search.fit_payload([store.run_json(entity["_view"]) for entity in runs], runs, query.order_by, token)
-    return page_response("runs", rows, token)
+    out: dict[str, Any] = {}
+    if rows:
+        out["runs"] = rows
+    if token:
+        out["next_page_token"] = token
+    return out
 
 
 def _search_full(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
