@@ -205,7 +205,7 @@ def _model_tags_dict(model: dict[str, Any]) -> dict[str, Any]:
         out["run_id"] = model["run_id"]
     if model.get("artifact_path") is not None:
         out["artifact_path"] = model["artifact_path"]
-    created = model.get("utc_time_created") or datetime.now(UTC).replace(tzinfo=None)
+    created = model.get("utc_time_created") or datetime.fromtimestamp(clock.now_seconds(), UTC).replace(tzinfo=None)
     out["utc_time_created"] = str(created)
     out["model_uuid"] = model.get("model_uuid")
     flavors = model.get("flavors") or {}
