@@ -75,7 +75,7 @@ bench: $(STAMP) $(NODE_TOOLS)
 # Local: DYNAMODB_ENDPOINT_URL=<printed by make serve> TABLE_NAME=mlflow-serverless make verify
 # Deployed: AWS credentials + TABLE_NAME=<TableName output> make verify
 verify reindex: $(STAMP)
-	PYTHONPATH=layers/shared/python $(PY) -m serverless_mlflow.admin $@
+	$(PY) -m tools.admin $@
 
 docs: $(STAMP)
 	$(PY) -m tools.gen_docs

@@ -1,4 +1,5 @@
-"""The embedded engines of the local runtime: AWS's DynamoDB Local for the table and its stream, moto for S3.
+"""The embedded engines of the local runtime (AWS's DynamoDB Local for the table and its stream, moto for S3
+and KMS), the patches they need to answer like AWS, and the resources the stack would create in them.
 
 DynamoDB Local is the engine AWS ships for development: it answers a Query from the index (moto walks the
 whole table), keeps memory flat as the table grows, and enforces DynamoDB's own limits (400 KB items,
@@ -164,3 +165,36 @@ def _answer_no_such_upload() -> None:
 
     complete_multipart_upload._answers_no_such_upload = True  # type: ignore[attr-defined]
     S3Backend.complete_multipart_upload = complete_multipart_upload  # type: ignore[method-assign]
+
+
+# --- the stack's resources, in the engines -------------------------------------------------------------
+
+
+def aws_environment(region: str) -> None:
+    """Credentials and region for boto3 against the local engines (fake ones unless the environment has any)."""
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ.setdefault("AWS_DEFAULT_REGION", region)
+    os.environ.setdefault("AWS_REGION", region)
+    # botocore would otherwise derive an account-specific DynamoDB endpoint from the credentials.
+    os.environ["AWS_ACCOUNT_ID_ENDPOINT_MODE"] = "disabled"
+
+
+def ensure_table(dynamodb: Any, definition: dict[str, Any], ttl_attribute: str) -> str | None:
+    """The table as the stack defines it (with its TTL), created if missing; returns its stream ARN."""
+    name = definition["TableName"]
+    if name not in dynamodb.list_tables().get("TableNames", []):
+        dynamodb.create_table(**definition)
+        dynamodb.get_waiter("table_exists").wait(TableName=name)
+        dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl_attribute})
+    return dynamodb.describe_table(TableName=name)["Table"].get("LatestStreamArn")
+
+
+def ensure_bucket(s3: Any, bucket: str) -> None:
+    if bucket not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
+        s3.create_bucket(Bucket=bucket)
+
+
+def create_kms_key(kms: Any) -> str:
+    """The gateway's secrets key (the stack's kms.Key when deployed); returns its ARN."""
+    return kms.create_key(Description="mlflow-serverless local gateway secrets")["KeyMetadata"]["Arn"]

@@ -1,13 +1,19 @@
-"""What API Gateway and Lambda hand a function: the HTTP API (payload 2.0) event and the context object."""
+"""What API Gateway and Lambda hand a function (the HTTP API payload 2.0 event and the context object), and
+what they answer themselves when a request or response is over Lambda's payload limit."""
 
 from __future__ import annotations
 
 import base64
+import json
+import logging
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
+
+log = logging.getLogger("serverless_mlflow.local")
 
 REGION = "us-east-1"
 # API Gateway HTTP APIs accept 10 MB bodies, but a Lambda invocation's request and response are each capped at
@@ -99,3 +105,20 @@ def json_response(status: int, body: str) -> dict[str, Any]:
 # What API Gateway answers itself when the Lambda invocation fails (the function never answers).
 REQUEST_TOO_LARGE = json_response(413, '{"message":"Request Entity Too Large"}')
 INTEGRATION_FAILURE = json_response(500, '{"message":"Internal Server Error"}')
+
+
+def invoke_api_function(handler: Callable[[dict[str, Any], Any], dict[str, Any]], feature: str, event: dict[str, Any]) -> dict[str, Any]:
+    """One API Gateway -> Lambda invocation, with the 6 MB caps both ways as AWS applies them."""
+    if len(json.dumps(event)) > MAX_LAMBDA_PAYLOAD:
+        return REQUEST_TOO_LARGE
+    response = handler(event, LambdaContext(feature))
+    if len(json.dumps(response)) > MAX_LAMBDA_PAYLOAD:
+        # Lambda refuses a response over 6 MB; API Gateway then answers 500 on its own.
+        log.error(
+            "%s %s: the %s function's response exceeds Lambda's 6 MB payload limit",
+            event["requestContext"]["http"]["method"],
+            event["rawPath"],
+            feature,
+        )
+        return INTEGRATION_FAILURE
+    return response

@@ -12,7 +12,6 @@ derived items.
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
 import sys
@@ -27,22 +26,13 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions"):
         sys.path.insert(0, str(extra))
 
 from infra import gateway_catalog  # noqa: E402
-from local import iam  # noqa: E402
+from local import engine, iam  # noqa: E402
 from local.authorizer import UNAUTHORIZED, Authorizer  # noqa: E402
 from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
-from local.events import (  # noqa: E402
-    INTEGRATION_FAILURE,
-    MAX_LAMBDA_PAYLOAD,
-    REGION,
-    REQUEST_TOO_LARGE,
-    LambdaContext,
-    api_gateway_event,
-)
+from local.events import REGION, LambdaContext, api_gateway_event, invoke_api_function  # noqa: E402
 from local.http_server import serve  # noqa: E402
-from local.streams import StreamFollower, lambda_stream_record  # noqa: E402
-from serverless_mlflow import bootstrap, derived, routes, schema, static_files  # noqa: E402
-
-__all__ = ["LambdaContext", "LocalRuntime", "api_gateway_event", "free_port", "lambda_stream_record"]
+from local.streams import StreamFollower, is_indexer_source  # noqa: E402
+from serverless_mlflow import bootstrap, routes, schema, static_files  # noqa: E402
 
 log = logging.getLogger("serverless_mlflow.local")
 
@@ -105,11 +95,7 @@ class LocalRuntime:
         return self.follower.dead_letters if self.follower else []
 
     def _configure_environment(self) -> None:
-        os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-        os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
-        os.environ.setdefault("AWS_REGION", REGION)
-        os.environ["AWS_ACCOUNT_ID_ENDPOINT_MODE"] = "disabled"
+        engine.aws_environment(REGION)
         os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
@@ -140,14 +126,7 @@ class LocalRuntime:
 
         endpoint = os.environ["DYNAMODB_ENDPOINT_URL"]
         dynamodb = boto3.client("dynamodb", endpoint_url=endpoint)
-        if self.table_name not in dynamodb.list_tables().get("TableNames", []):
-            dynamodb.create_table(**schema.table_definition(self.table_name))
-            dynamodb.get_waiter("table_exists").wait(TableName=self.table_name)
-            dynamodb.update_time_to_live(
-                TableName=self.table_name,
-                TimeToLiveSpecification={"Enabled": True, "AttributeName": schema.TTL_ATTRIBUTE},
-            )
-        stream_arn = dynamodb.describe_table(TableName=self.table_name)["Table"].get("LatestStreamArn")
+        stream_arn = engine.ensure_table(dynamodb, schema.table_definition(self.table_name), schema.TTL_ATTRIBUTE)
         if stream_arn:
             checkpoints = Path(os.environ.get("STREAM_CHECKPOINT_DIR") or DEFAULT_CHECKPOINT_DIR)
             # An in-memory engine forgets its tables on exit: a checkpoint of it would never be read again.
@@ -159,9 +138,7 @@ class LocalRuntime:
                 checkpoints if keep else None,
                 keep=is_indexer_source,
             )
-        s3 = boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"])
-        if self.bucket_name not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
-            s3.create_bucket(Bucket=self.bucket_name)
+        engine.ensure_bucket(boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"]), self.bucket_name)
         self._ensure_secrets_key()
         bootstrap.ensure_bootstrap_items()
         if self.authorization == "basic":
@@ -178,8 +155,7 @@ class LocalRuntime:
                 return  # external S3 endpoint: KMS_ENDPOINT_URL / GATEWAY_KMS_KEY_ID come from the environment
             os.environ["KMS_ENDPOINT_URL"] = self.s3.endpoint
         if not os.environ.get("GATEWAY_KMS_KEY_ID"):
-            kms = boto3.client("kms", endpoint_url=os.environ["KMS_ENDPOINT_URL"])
-            os.environ["GATEWAY_KMS_KEY_ID"] = kms.create_key(Description="mlflow-serverless local gateway secrets")["KeyMetadata"]["Arn"]
+            os.environ["GATEWAY_KMS_KEY_ID"] = engine.create_kms_key(boto3.client("kms", endpoint_url=os.environ["KMS_ENDPOINT_URL"]))
 
     def _ensure_admin(self) -> None:
         """The first admin, as the stack's bootstrap creates it from its secret: never a fixed password."""
@@ -212,14 +188,8 @@ class LocalRuntime:
             if context is None:
                 return UNAUTHORIZED
             event["requestContext"]["authorizer"] = {"lambda": context}
-        if len(json.dumps(event)) > MAX_LAMBDA_PAYLOAD:
-            return REQUEST_TOO_LARGE
         with iam.acting_as(feature):
-            response = self.handler_for(feature)(event, LambdaContext(feature))
-        if len(json.dumps(response)) > MAX_LAMBDA_PAYLOAD:
-            # Lambda refuses a response over 6 MB; API Gateway then answers 500 on its own.
-            log.error("%s %s: the %s function's response exceeds Lambda's 6 MB payload limit", method, raw_path, feature)
-            return INTEGRATION_FAILURE
+            response = invoke_api_function(self.handler_for(feature), feature, event)
         if method not in ("GET", "HEAD") and self.indexer_mode == "sync":
             self._drain_quietly()
         return response
@@ -245,10 +215,3 @@ class LocalRuntime:
     def _poll_forever(self) -> None:
         while not self._stopping.wait(POLL_SECONDS):
             self._drain_quietly()
-
-
-def is_indexer_source(record: dict[str, Any]) -> bool:
-    """The deployed mapping's filter criteria (``stream_filters`` in infra/constructs/indexer.py): only records
-    of the source entities reach the indexer; INSERT/MODIFY are judged by their new image, REMOVE by the old."""
-    image = record["dynamodb"].get("OldImage" if record.get("eventName") == "REMOVE" else "NewImage") or {}
-    return image.get(schema.ENTITY_TYPE, {}).get("S") in derived.SOURCE_TYPES

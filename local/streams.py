@@ -35,6 +35,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from serverless_mlflow import derived, schema
+
 log = logging.getLogger("serverless_mlflow.local")
 
 # One invocation plus the deployed mapping's retries (RETRY_ATTEMPTS in infra/constructs/indexer.py).
@@ -221,6 +223,13 @@ class StreamFollower:
         self.dead_lettered += len(pending)
         self.delivered += len(records)
         log.error("indexer gave up on %d stream records (dead-lettered)", len(pending))
+
+
+def is_indexer_source(record: dict[str, Any]) -> bool:
+    """The deployed mapping's filter criteria (``stream_filters`` in infra/constructs/indexer.py): only records
+    of the source entities reach the indexer; INSERT/MODIFY are judged by their new image, REMOVE by the old."""
+    image = record["dynamodb"].get("OldImage" if record.get("eventName") == "REMOVE" else "NewImage") or {}
+    return image.get(schema.ENTITY_TYPE, {}).get("S") in derived.SOURCE_TYPES
 
 
 def lambda_stream_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:

@@ -104,7 +104,7 @@ def stop_process(process: subprocess.Popen[Any]) -> None:
 def runtime_process(env: dict[str, str], drop: tuple[str, ...] = (), avoid_ports: frozenset[int] = frozenset()) -> Iterator[str]:
     """``python -m local`` in its own process (on the session's DynamoDB Local and S3) with ``env`` on top of
     this process's environment, on a free port not in ``avoid_ports``; yields its URL."""
-    from local.runtime import free_port
+    from local.engine import free_port
 
     port = free_port()
     while port in avoid_ports:

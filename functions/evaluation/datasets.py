@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from serverless_mlflow import keys, table
+from serverless_mlflow import clock, keys, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.search.evaluation_datasets import DatasetSearch
@@ -36,10 +36,6 @@ CONFLICT_BACKOFF_CAP = 0.5
 MAX_EXPERIMENT_ID_BYTES = 512
 MAX_DATASET_ID_BYTES = 512
 MAX_TAG_KEY_BYTES = 65_535  # DynamoDB's limit for a map key (tags are a map on the dataset item)
-
-
-def now_millis() -> int:
-    return experiment_store.now_millis()
 
 
 def digest(name: str, last_update_time: int) -> str:
@@ -141,7 +137,7 @@ def create_dataset(name: str, experiment_ids: list[str] | None, tags: dict[str, 
     _check_experiment_ids([str(e) for e in experiment_ids or []])
     tag_values = {str(k): _create_tag_value(v) for k, v in (tags or {}).items()}
     dataset_id = f"{ID_PREFIX}{uuid.uuid4().hex}"
-    now = now_millis()
+    now = clock.now_millis()
     user = tag_values.get(MLFLOW_USER)
     attributes: dict[str, Any] = {
         "dataset_id": dataset_id,
@@ -261,7 +257,7 @@ def add_dataset_to_experiments(dataset_id: str, experiment_ids: list[str]) -> di
         if not _experiment_exists(experiment_id):
             raise not_found(f"No Experiment with id={experiment_id}")
     existing = {link["experiment_id"] for link in experiment_links(dataset_id)}
-    links = _link_items(dataset_id, [e for e in wanted if e not in existing], now_millis())
+    links = _link_items(dataset_id, [e for e in wanted if e not in existing], clock.now_millis())
     table.batch_write(puts=links)
     return to_api(_touch(dataset_id))
 
@@ -294,7 +290,7 @@ def _touch(dataset_id: str) -> dict[str, Any]:
         updated = table.update(
             dataset_key(dataset_id),
             "SET last_update_time = :now",
-            values={":now": now_millis()},
+            values={":now": clock.now_millis()},
             condition="attribute_exists(pk) AND attribute_not_exists(deleting)",
             return_values="ALL_NEW",
         )

@@ -10,6 +10,7 @@ from typing import Any
 from serverless_mlflow import request as request_parsing
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.pages import page_response
 from serverless_mlflow.request import array, intlike, item_type_string, required, string
 from serverless_mlflow.validation import validate_experiment_id
 
@@ -69,7 +70,7 @@ def search_datasets(req: Request) -> dict[str, Any]:
         msg.get("order_by") or None,
         msg.get("page_token") or None,
     )
-    return _without_empty({"datasets": found, "next_page_token": token})
+    return page_response("datasets", found, token)
 
 
 def set_dataset_tags(req: Request) -> dict[str, Any]:
@@ -102,7 +103,7 @@ def get_dataset_records(req: Request) -> dict[str, Any]:
         {"dataset_id": "string", "max_results": "int32", "page_token": "string"}, {"max_results": [intlike], "page_token": [string]}
     )
     found, token = records.get_records(_dataset_id(req), msg.get("max_results") or DEFAULT_RECORDS_PAGE, msg.get("page_token") or None)
-    return _without_empty({"records": json.dumps(found), "next_page_token": token})
+    return page_response("records", json.dumps(found), token)
 
 
 def delete_dataset_records(req: Request) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from serverless_mlflow.errors import invalid
 
 MLFLOW_USER = "mlflow.user"
 SOURCE_TYPES = ("UNSPECIFIED", "TRACE", "HUMAN", "DOCUMENT", "CODE")
-PROTO_UNSPECIFIED = "SOURCE_TYPE_UNSPECIFIED"
 
 
 def input_hash(inputs: Any) -> str:

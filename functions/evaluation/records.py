@@ -16,7 +16,7 @@ import json
 import uuid
 from typing import Any
 
-from serverless_mlflow import keys, table
+from serverless_mlflow import clock, keys, table
 from serverless_mlflow.errors import MlflowError, invalid
 from serverless_mlflow.schema import ENTITY
 
@@ -34,7 +34,6 @@ CHUNK_BYTES = 3_000_000
 CHUNK_RECORDS = 45
 # A GetDatasetRecords answer must fit Lambda's 6 MB response (JSON inside JSON doubles quotes).
 PAGE_BYTES = 2_500_000
-DEFAULT_PAGE = 1000
 MAX_POSITION_BYTES = 512
 _DOC_FIELDS = ("inputs", "outputs", "expectations", "tags", "source")
 _ITEM_FIELDS = ("source_id", "source_type", "created_time", "last_update_time", "created_by", "last_updated_by")
@@ -125,7 +124,7 @@ def upsert(dataset_id: str, records: Any) -> dict[str, int]:
     if meta is None:
         # SqlAlchemyStore: the records' foreign key fails (an IntegrityError answered as BAD_REQUEST).
         raise MlflowError(f"FOREIGN KEY constraint failed: evaluation dataset '{dataset_id}' does not exist", "BAD_REQUEST")
-    now = datasets.now_millis()
+    now = clock.now_millis()
     by_hash: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         by_hash.setdefault(record_docs.input_hash(record.get("inputs", {})), []).append(record)
@@ -161,7 +160,7 @@ def _plan(dataset_id: str, digest: str, records: list[dict[str, Any]], existing:
     else:
         document, record_id, rev, rest = existing, existing["_item"]["dataset_record_id"], int(existing["_item"]["rev"]), records
     for record in rest:
-        document = record_docs.merge(document, record, datasets.now_millis())
+        document = record_docs.merge(document, record, clock.now_millis())
         updated += 1
     item, parts = _items(dataset_id, digest, record_id, document, (rev or 0) + 1)
     # The parts the previous version pointed to: removed once the new version is committed.

@@ -14,7 +14,7 @@ import os
 import uuid
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import clock, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments as experiment_store
@@ -195,7 +195,7 @@ def register_scorer(experiment_id: str, name: str, serialized_scorer: str) -> di
             "experiment_id": experiment_id,
             "version": version,
             "serialized_scorer": serialized_scorer,
-            "creation_time": experiment_store.now_millis(),
+            "creation_time": clock.now_millis(),
         }
         item = SCORER_VERSION.item(attributes, experiment_id=experiment_id, name=name, version=version)
         ops.append(table.put_op(item, condition="attribute_not_exists(pk)"))

@@ -6,6 +6,7 @@ from typing import Any
 
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.pages import page_response
 from serverless_mlflow.request import API_DOCS_HINT, array, intlike, required, string
 from serverless_mlflow.validation import invalid_value
 
@@ -48,12 +49,7 @@ def search_experiments(req: Request) -> dict[str, Any]:
         msg.get("order_by") or None,
         msg.get("page_token") or None,
     )
-    out: dict[str, Any] = {}
-    if experiments:
-        out["experiments"] = experiments
-    if token:
-        out["next_page_token"] = token
-    return out
+    return page_response("experiments", experiments, token)
 
 
 def _view_type(value: Any) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import fts, search, table
+from serverless_mlflow import clock, fts, search, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments as store
@@ -121,7 +121,7 @@ def rename_experiment(experiment_id: str, new_name: str) -> None:
     if meta["lifecycle_stage"] != store.ACTIVE:
         raise MlflowError("Cannot rename a non-active experiment.", "INVALID_STATE")
     workspace = meta.get("workspace") or store.DEFAULT_WORKSPACE
-    new_meta, new_entry = _meta_put(meta, name=new_name, last_update_time=store.now_millis())
+    new_meta, new_entry = _meta_put(meta, name=new_name, last_update_time=clock.now_millis())
     condition = "#n = :old AND lifecycle_stage = :active"
     names = {"#n": "name"}
     values = {":old": meta["name"], ":active": store.ACTIVE}
@@ -157,7 +157,7 @@ def _set_lifecycle(experiment_id: str, from_stage: str, to_stage: str) -> None:
     # old stage, so the client's retry passes the check above and finishes the job.
     runs_store.set_experiment_runs_lifecycle(normalized, to_stage)
     for _ in range(3):
-        new_meta, new_entry = _meta_put(meta, lifecycle_stage=to_stage, last_update_time=store.now_millis())
+        new_meta, new_entry = _meta_put(meta, lifecycle_stage=to_stage, last_update_time=clock.now_millis())
         try:
             table.transact([
                 # Conditioned on the name read too: a Put replaces the item and must not undo a concurrent rename.

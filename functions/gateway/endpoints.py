@@ -9,16 +9,14 @@ transaction (conditioned on the definition existing), which is what refuses dele
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections import Counter
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import clock, table
 from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments
-from serverless_mlflow.store.experiments import now_millis
 from serverless_mlflow.validation import parse_experiment_id
 
 from . import records
@@ -259,7 +257,7 @@ def create_endpoint(
     endpoint_id = f"e-{uuid.uuid4().hex}"
     if usage_tracking and experiment_id is None:
         experiment_id = _gateway_experiment(name, endpoint_id)
-    now = now_millis()
+    now = clock.now_millis()
     attributes = {
         "endpoint_id": endpoint_id,
         "name": name,
@@ -321,7 +319,7 @@ def update_endpoint(
     if routing_strategy is not None:
         endpoint["routing_strategy"] = routing_strategy
     operations: list[dict[str, Any]] = []
-    now = now_millis()
+    now = clock.now_millis()
     if configs is not None:
         for model_definition_id in sorted({c["model_definition_id"] for c in configs}):
             records.get_model_definition(model_definition_id)
@@ -400,8 +398,9 @@ def delete_endpoint(endpoint_id: str) -> None:
 def attach_model(endpoint_id: str, config: dict[str, Any], created_by: str | None) -> dict[str, Any]:
     get_endpoint_item(endpoint_id)
     definition = records.get_model_definition(config["model_definition_id"])
-    now = now_millis()
-    mapping = _mapping_item(endpoint_id, config, int(time.time() * 1000), now, created_by)
+    now = clock.now_millis()
+    # Position: the attach time, after the 0..n positions of the mappings the endpoint was created with.
+    mapping = _mapping_item(endpoint_id, config, now, now, created_by)
     updates = {":now": now}
     expression = "SET last_updated_at = :now"
     if created_by:
@@ -478,7 +477,7 @@ def binding_json(item: dict[str, Any]) -> dict[str, Any]:
 
 def create_binding(endpoint_id: str, resource_type: str, resource_id: str, created_by: str | None) -> dict[str, Any]:
     get_endpoint_item(endpoint_id)
-    now = now_millis()
+    now = clock.now_millis()
     attributes = {
         "endpoint_id": endpoint_id,
         "resource_type": resource_type,

@@ -5,9 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import clock, table
 from serverless_mlflow.errors import MlflowError, already_exists
-from serverless_mlflow.store.experiments import now_millis
 
 from . import records
 from .records import MODEL_DEFINITION, MODEL_DEFINITION_NAME, WORKSPACE
@@ -28,7 +27,7 @@ def _secret_exists(secret_id: str) -> dict[str, Any]:
 def create_model_definition(name: str, secret_id: str, provider: str, model_name: str, created_by: str | None) -> dict[str, Any]:
     secret = records.get_secret(secret_id)
     model_definition_id = f"d-{uuid.uuid4().hex}"
-    now = now_millis()
+    now = clock.now_millis()
     attributes = {
         "model_definition_id": model_definition_id,
         "name": name,
@@ -83,7 +82,7 @@ def update_model_definition(
     for field, value in (("name", name), ("model_name", model_name), ("provider", provider)):
         if value is not None:
             item[field] = value
-    item["last_updated_at"] = now_millis()
+    item["last_updated_at"] = clock.now_millis()
     if updated_by:
         item["last_updated_by"] = updated_by
     operations = [table.put_op(item, condition="attribute_exists(pk)")]

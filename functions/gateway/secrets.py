@@ -6,9 +6,8 @@ import json
 import uuid
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import clock, table
 from serverless_mlflow.errors import already_exists
-from serverless_mlflow.store.experiments import now_millis
 
 from . import crypto, records
 from .records import SECRET, SECRET_NAME, WORKSPACE
@@ -40,7 +39,7 @@ def create_secret(
     secret_name: str, secret_value: dict[str, str], provider: str | None, auth_config: dict[str, Any] | None, created_by: str | None
 ) -> dict[str, Any]:
     secret_id = f"s-{uuid.uuid4().hex}"
-    now = now_millis()
+    now = clock.now_millis()
     attributes = {
         "secret_id": secret_id,
         "secret_name": secret_name,
@@ -77,7 +76,7 @@ def update_secret(
     if auth_config is not None:
         item["auth_config"] = json.dumps(auth_config) if auth_config else None
     item["last_updated_by"] = updated_by
-    item["last_updated_at"] = now_millis()
+    item["last_updated_at"] = clock.now_millis()
     try:
         table.put(item, condition="attribute_exists(pk)")
     except table.ConditionFailed:

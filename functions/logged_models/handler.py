@@ -6,6 +6,7 @@ from typing import Any
 
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.pages import page_response
 from serverless_mlflow.request import API_DOCS_HINT, array, intlike, item_type_string, required, string
 from serverless_mlflow.store.logged_models import STATUS_CODES
 from serverless_mlflow.validation import invalid_value
@@ -107,12 +108,7 @@ def search_logged_models(req: Request) -> dict[str, Any]:
     models, token = logic.search_logged_models(
         msg["experiment_ids"], msg.get("filter") or None, datasets, msg.get("max_results") or None, order_by, msg.get("page_token") or None
     )
-    out: dict[str, Any] = {}
-    if models:
-        out["models"] = models
-    if token:
-        out["next_page_token"] = token
-    return out
+    return page_response("models", models, token)
 
 
 app = build_app(

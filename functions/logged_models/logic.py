@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from serverless_mlflow import keys, search, table
+from serverless_mlflow import clock, keys, search, table
 from serverless_mlflow.errors import MlflowError, invalid
 from serverless_mlflow.names import random_name
 from serverless_mlflow.store import experiments as experiment_store
@@ -64,7 +64,7 @@ def create_logged_model(
 
     normalized = str(experiment["experiment_id"])
     model_id = f"m-{uuid.uuid4().hex}"
-    now = experiment_store.now_millis()
+    now = clock.now_millis()
     attributes = {
         "model_id": model_id,
         "experiment_id": normalized,
@@ -102,7 +102,7 @@ def _model_key(model: dict[str, Any]) -> dict[str, str]:
 
 def _update_model(model: dict[str, Any], **changes: Any) -> dict[str, Any]:
     """SET the changed attributes (and last_updated_timestamp) on the model item; returns the new model."""
-    changes["last_updated_timestamp"] = experiment_store.now_millis()
+    changes["last_updated_timestamp"] = clock.now_millis()
     names = {f"#a{i}": name for i, name in enumerate(changes)}
     values = {f":v{i}": value for i, value in enumerate(changes.values())}
     expression = "SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(changes)))

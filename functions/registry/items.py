@@ -8,9 +8,9 @@ and a version with its tags is one Query on the version's prefix.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
+from serverless_mlflow import clock
 from serverless_mlflow.keys import version as encode_version
 from serverless_mlflow.schema import ENTITY, PK, SK
 
@@ -77,7 +77,7 @@ def meta_item(attributes: dict[str, Any]) -> dict[str, Any]:
 
 def entry_item(name: str, is_prompt: bool) -> dict[str, Any]:
     # changed_at sets the lsi5 "name not yet indexed" flag the FTS indexer clears (serverless_mlflow.fts).
-    return ENTRY.item({"name": name, "is_prompt": is_prompt}, workspace=WORKSPACE, model_name=name, changed_at=int(time.time() * 1000))
+    return ENTRY.item({"name": name, "is_prompt": is_prompt}, workspace=WORKSPACE, model_name=name, changed_at=clock.now_millis())
 
 
 def version_item(attributes: dict[str, Any]) -> dict[str, Any]:

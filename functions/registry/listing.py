@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import fts, search, table
+from serverless_mlflow import fts, parallel, search, table
+from serverless_mlflow.pages import page_response
 from serverless_mlflow.store import model_versions
 
 from . import reads
@@ -66,7 +67,7 @@ def search_registered_models(filter_string: str | None, max_results: int, order_
     needs_tags = flt.querying_prompts or any(n[0] == "tag" for n in flt.normalized)
     heads: dict[str, reads.Head] = {}
     if needs_tags:
-        for head in reads.pool_map(lambda n: reads.read_head(n), candidates):
+        for head in parallel.parallel_map(lambda n: reads.read_head(n), candidates):
             if head is not None:
                 heads[head.meta["name"]] = head
         metas = [h.meta for h in heads.values()]
@@ -90,13 +91,8 @@ def search_registered_models(filter_string: str | None, max_results: int, order_
             return None  # deleted between the list and now
         return model_json(head.meta, head.tags, head.aliases, reads.latest_versions(entity["name"]))
 
-    models = [m for m in reads.pool_map(expand, page) if m is not None]
-    out: dict[str, Any] = {}
-    if models:
-        out["registered_models"] = models
-    if token:
-        out["next_page_token"] = token
-    return out
+    models = [m for m in parallel.parallel_map(expand, page) if m is not None]
+    return page_response("registered_models", models, token)
 
 
 # --- model versions ---------------------------------------------------------------------------------
@@ -159,7 +155,7 @@ def _run_versions(run_ids: list[str]) -> list[dict[str, Any]]:
             return None
         return _version_entity(found[0], found[1], None)
 
-    return [e for e in reads.pool_map(reread, hits) if e is not None]
+    return [e for e in parallel.parallel_map(reread, hits) if e is not None]
 
 
 def search_model_versions(filter_string: str | None, max_results: int, order_by: list[str] | None, page_token: str | None) -> dict[str, Any]:
@@ -172,12 +168,7 @@ def search_model_versions(filter_string: str | None, max_results: int, order_by:
     else:
         if names is None:
             names = [e["name"] for e in _entries(flt) if _name_ok(e["name"], flt)]
-        entities = [e for batch in reads.pool_map(_partition_versions, sorted(set(names))) for e in batch]
+        entities = [e for batch in parallel.parallel_map(_partition_versions, sorted(set(names))) for e in batch]
     page, token = query.run(entities)
-    out: dict[str, Any] = {}
-    if page:
-        out["model_versions"] = [version_json(e["_item"], e["tags"]) for e in page]
-    if token:
-        out["next_page_token"] = token
-    return out
+    return page_response("model_versions", [version_json(e["_item"], e["tags"]) for e in page], token)
 

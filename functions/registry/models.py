@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import clock, table
 from serverless_mlflow.errors import MlflowError, already_exists
-from serverless_mlflow.store.experiments import now_millis
 from serverless_mlflow.validation import (
     validate_model_alias_name,
     validate_model_alias_name_reserved,
@@ -45,7 +44,7 @@ def create_registered_model(name: str, tags: dict[str, str], description: str) -
     validate_model_name(name)
     for key, value in tags.items():
         validate_registered_model_tag(key, value)
-    now = now_millis()
+    now = clock.now_millis()
     is_prompt = _is_prompt_value(tags.get(IS_PROMPT_TAG_KEY))
     meta = meta_item({
         "name": name,
@@ -98,7 +97,7 @@ def update_registered_model(name: str, description: str) -> dict[str, Any]:
             table.update(
                 meta_key(name),
                 "SET description = :d, last_updated_timestamp = :now",
-                values={":d": description, ":now": now_millis()},
+                values={":d": description, ":now": clock.now_millis()},
                 condition=NO_MARKERS,
             )
             break
@@ -124,7 +123,7 @@ def rename_registered_model(name: str, new_name: str, stop_after: int | None = N
         if name == new_name:
             return update_touch(name)
         try:
-            lifecycle.start_rename(meta, new_name, now_millis())
+            lifecycle.start_rename(meta, new_name, clock.now_millis())
         except table.ConditionFailed as failure:
             reasons = failure.reasons or []
             if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
@@ -138,7 +137,7 @@ def rename_registered_model(name: str, new_name: str, stop_after: int | None = N
 
 def update_touch(name: str) -> dict[str, Any]:
     """Renaming a model to its own name: MLflow just bumps last_updated_timestamp."""
-    table.update(meta_key(name), "SET last_updated_timestamp = :now", values={":now": now_millis()}, condition=NO_MARKERS)
+    table.update(meta_key(name), "SET last_updated_timestamp = :now", values={":now": clock.now_millis()}, condition=NO_MARKERS)
     return get_registered_model(name)
 
 
@@ -155,7 +154,7 @@ def delete_registered_model(name: str, stop_after: int | None = None) -> None:
             lifecycle.finish(meta)
             continue
         try:
-            lifecycle.start_delete(name, now_millis())
+            lifecycle.start_delete(name, clock.now_millis())
         except table.ConditionFailed:
             continue
         lifecycle.finish_delete(name, stop_after)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import parallel, table
 from serverless_mlflow.errors import MlflowError, not_found
 from serverless_mlflow.keys import VERSION_WIDTH
 from serverless_mlflow.schema import SK
@@ -26,7 +24,6 @@ from .items import (
 )
 
 LSI_STAGE = "lsi3"
-PARALLEL_READS = 8
 LSI_STAGE_SK = "lsi3sk"
 
 
@@ -136,18 +133,10 @@ def latest_in_stage(name: str, stage: str) -> dict[str, Any] | None:
 
 def latest_versions(name: str, stages: tuple[str, ...] = ALL_STAGES, aliases: Head | None = None) -> list[dict[str, Any]]:
     """Latest version per stage as ModelVersion JSON (tags included; aliases only when ``aliases`` given)."""
-    found = [item for item in pool_map(lambda stage: latest_in_stage(name, stage), list(stages)) if item is not None]
+    found = [item for item in parallel.parallel_map(lambda stage: latest_in_stage(name, stage), list(stages)) if item is not None]
     found.sort(key=lambda item: item["version"])
-    tags = pool_map(lambda item: version_tags(name, item["version"]), found)
+    tags = parallel.parallel_map(lambda item: version_tags(name, item["version"]), found)
     return [
         version_json(item, item_tags, aliases.aliases_of(item["version"]) if aliases else None)
         for item, item_tags in zip(found, tags, strict=True)
     ]
-
-
-def pool_map(fn: Callable[[Any], Any], values: list[Any]) -> list[Any]:
-    """Independent reads in parallel (a Lambda waits on DynamoDB latency, not on CPU)."""
-    if len(values) <= 1:
-        return [fn(v) for v in values]
-    with ThreadPoolExecutor(max_workers=min(PARALLEL_READS, len(values))) as pool:
-        return list(pool.map(fn, values))

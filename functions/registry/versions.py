@@ -10,11 +10,10 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
+from serverless_mlflow import clock, table
 from serverless_mlflow import request as rp
-from serverless_mlflow import table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.store import logged_models
-from serverless_mlflow.store.experiments import now_millis
 from serverless_mlflow.validation import (
     validate_model_alias_name,
     validate_model_name,
@@ -138,7 +137,7 @@ def allocate_and_put(
     for attempt in range(MAX_ALLOCATION_ATTEMPTS):
         meta = reads.require_meta(name)
         number = int(meta.get("next_version") or 1)
-        now = now_millis()
+        now = clock.now_millis()
         item = version_item({**attributes, "version": number, "creation_timestamp": now, "last_updated_timestamp": now})
         linked = link(number) if link else None
         in_transaction = TAGS_IN_CREATE_TRANSACTION - (1 if linked else 0)
@@ -347,7 +346,7 @@ def delete_model_version_tag(name: str, version: Any, key: str) -> None:
 def update_model_version(name: str, version: Any, description: str | None) -> dict[str, Any]:
     validate_model_name(name)
     number = reads.version_number(name, version)
-    now = now_millis()
+    now = clock.now_millis()
     if description is None:
         update = table.update_op(version_key(name, number), "SET last_updated_timestamp = :now REMOVE description", values={":now": now})
     else:
@@ -384,7 +383,7 @@ def transition_model_version_stage(name: str, version: Any, stage: str, archive_
         )
     validate_model_name(name)
     number = reads.version_number(name, version)
-    now = now_millis()
+    now = clock.now_millis()
     updates = [_stage_update(name, number, target, now)]
     if archive_existing_versions:
         in_stage = table.query(partition(name), f"MV#{target}#", index=reads.LSI_STAGE, sk_attr=reads.LSI_STAGE_SK)
@@ -415,7 +414,7 @@ def delete_model_version(name: str, version: Any) -> None:
     """
     validate_model_name(name)
     number = reads.version_number(name, version)
-    now = now_millis()
+    now = clock.now_millis()
     mark = table.update_op(version_key(name, number), "SET deleting = if_not_exists(deleting, :now)", values={":now": now})
     mark["Update"]["ConditionExpression"] = "attribute_exists(pk)"
     for _ in range(3):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from serverless_mlflow import keys, table, validation
+from serverless_mlflow import clock, keys, table, validation
 from serverless_mlflow.errors import invalid, not_found
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import runs as store
@@ -91,7 +91,7 @@ def write_metrics(run: dict[str, Any], metrics: list[dict[str, Any]]) -> None:
         # Strictly newer replaces: the first of equal points wins, as in the SQL store.
         if current is None or metric_rank(metric) > metric_rank(current):
             best[metric["key"]] = metric
-    changed_at = store.now_millis()
+    changed_at = clock.now_millis()
     puts = [latest_item(experiment_id, run_id, m, changed_at) for m in best.values()]
     for start in range(0, len(puts), table.TRANSACTION_LIMIT):
         _put_if_newer(puts[start : start + table.TRANSACTION_LIMIT])
@@ -129,7 +129,7 @@ def write_params(run: dict[str, Any], params: list[dict[str, Any]], attempts: in
     if not params:
         return []
     experiment_id, run_id = run["experiment_id"], run["run_id"]
-    changed_at = store.now_millis()
+    changed_at = clock.now_millis()
     items = [
         PARAM.item({"key": p["key"], "value": p["value"], "changed_at": changed_at}, experiment_id=experiment_id, run_id=run_id, key=p["key"], changed_at=changed_at)
         for p in params
@@ -165,7 +165,7 @@ def write_tags(run: dict[str, Any], tags: list[dict[str, Any]]) -> None:
             plain.append(tag)
     if plain:
         experiment_id, run_id = run["experiment_id"], run["run_id"]
-        changed_at = store.now_millis()
+        changed_at = clock.now_millis()
         table.batch_write(
             RUN_TAG.item({"key": t["key"], "value": t["value"]}, experiment_id=experiment_id, run_id=run_id, key=t["key"], changed_at=changed_at)
             for t in plain

@@ -8,13 +8,13 @@ positions (the last key returned): a point logged between two pages is never ret
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import math
 from typing import Any
 
 from serverless_mlflow import table
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.pages import page_response, token_json
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import METRIC_HISTORY
 
@@ -28,14 +28,7 @@ def _encode_token(last_sk: str) -> str:
 
 def _decode_token(token: str, prefix: str) -> str:
     """The sort key a page resumes after; MLflow's messages for tokens that do not decode."""
-    try:
-        decoded = base64.b64decode(token)
-    except (TypeError, binascii.Error):
-        raise invalid("Invalid page token, could not base64-decode") from None
-    try:
-        parsed = json.loads(decoded)
-    except ValueError:
-        raise invalid(f"Invalid page token, decoded value={decoded}") from None
+    parsed = token_json(token)
     after = parsed.get("after") if isinstance(parsed, dict) else None
     if not isinstance(after, str) or not after.startswith(prefix):
         raise invalid(f"Invalid page token, parsed value={parsed}")
@@ -64,16 +57,11 @@ def get_metric_history(msg: dict[str, Any]) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for page, _ in table.query_pages(f"EXP#{experiment_id}", prefix, limit=limit, start_key=start_key):
         items.extend(page)
-    out: dict[str, Any] = {}
     next_token = None
     if max_results is not None and len(items) > max_results:
         items = items[:max_results]
         next_token = _encode_token(items[-1]["sk"])
-    if items:
-        out["metrics"] = [store.metric_json(item) for item in items]
-    if next_token:
-        out["next_page_token"] = next_token
-    return out
+    return page_response("metrics", [store.metric_json(item) for item in items], next_token)
 
 
 # --- bulk interval (SqlAlchemyStore.get_metric_history_bulk_interval) ---------------------------------

@@ -12,7 +12,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from serverless_mlflow import table, validation
+from serverless_mlflow import clock, table, validation
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import runs as store
@@ -205,7 +205,7 @@ def _model_tags_dict(model: dict[str, Any]) -> dict[str, Any]:
         out["run_id"] = model["run_id"]
     if model.get("artifact_path") is not None:
         out["artifact_path"] = model["artifact_path"]
-    created = model.get("utc_time_created") or datetime.now(UTC).replace(tzinfo=None)
+    created = model.get("utc_time_created") or datetime.fromtimestamp(clock.now_seconds(), UTC).replace(tzinfo=None)
     out["utc_time_created"] = str(created)
     out["model_uuid"] = model.get("model_uuid")
     flavors = model.get("flavors") or {}
@@ -238,7 +238,7 @@ def log_model(msg: dict[str, Any]) -> dict[str, Any]:
         value = json.dumps([*history, summary])
         tag_key, tag_value = validation.validate_tag(LOGGED_MODELS_HISTORY_TAG, value)
         item = RUN_TAG.item(
-            {"key": tag_key, "value": tag_value}, experiment_id=run["experiment_id"], run_id=run_id, key=tag_key, changed_at=store.now_millis()
+            {"key": tag_key, "value": tag_value}, experiment_id=run["experiment_id"], run_id=run_id, key=tag_key, changed_at=clock.now_millis()
         )
         try:
             if previous:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import clock, table
 from serverless_mlflow.artifact_locations import append_to_uri_path
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.names import random_name as random_run_name
@@ -36,7 +36,7 @@ def create_run(msg: dict[str, Any]) -> dict[str, Any]:
     if not run_name_tag:
         tags.append({"key": RUN_NAME_TAG, "value": run_name})
     run_id = uuid.uuid4().hex
-    now = store.now_millis()
+    now = clock.now_millis()
     info = {
         "run_id": run_id,
         "experiment_id": experiment_id,
@@ -124,7 +124,7 @@ def write_run_changes(run: dict[str, Any], changes: dict[str, Any]) -> None:
         if "run_name" in changes:
             tag = RUN_TAG.item(
                 {"key": RUN_NAME_TAG, "value": changes["run_name"]},
-                experiment_id=run["experiment_id"], run_id=run["run_id"], key=RUN_NAME_TAG, changed_at=store.now_millis(),
+                experiment_id=run["experiment_id"], run_id=run["run_id"], key=RUN_NAME_TAG, changed_at=clock.now_millis(),
             )
             table.transact([table.update_op(key, expression, names, values, condition), table.put_op(tag)])
         else:

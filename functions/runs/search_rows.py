@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from serverless_mlflow import table
+from serverless_mlflow import parallel, table
 from serverless_mlflow.errors import MlflowError
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import RunView
@@ -44,10 +43,8 @@ def info(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def parallel_map(fn: Callable[[_In], _Out], inputs: list[_In]) -> list[_Out]:
-    if len(inputs) <= 1:
-        return [fn(value) for value in inputs]
-    with ThreadPoolExecutor(max_workers=min(DATA_READ_WORKERS, len(inputs))) as pool:
-        return list(pool.map(fn, inputs))
+    # A page of runs is many small queries: more in flight than the layer's default.
+    return parallel.parallel_map(fn, inputs, workers=DATA_READ_WORKERS)
 
 
 def read_runs(run_ids: list[str]) -> list[RunView]:

@@ -10,7 +10,7 @@ import json
 import uuid
 from typing import Any
 
-from serverless_mlflow import s3, table
+from serverless_mlflow import clock, s3, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import runs as run_store
@@ -72,7 +72,7 @@ def set_trace_tag(trace_id: str, key: str, value: str) -> None:
             trace_id=trace_id,
             request_time=item.get("request_time", 0),
             trace_name=name,
-            changed_at=store.now_millis(),
+            changed_at=clock.now_millis(),
         )
         _update_info(
             item, "SET trace_name = :v, lsi4sk = :k, lsi5sk = :f", {}, {":v": name, ":k": index_keys["lsi4sk"], ":f": index_keys["lsi5sk"]}
@@ -204,7 +204,7 @@ def set_map_entries(item: dict[str, Any], attribute: str, entries: dict[str, str
 
 def create_assessment(trace_id: str, assessment: dict[str, Any]) -> dict[str, Any]:
     item = store.get_info_item(trace_id)
-    now = store.timestamp_json(store.now_millis())
+    now = store.timestamp_json(clock.now_millis())
     created = dict(assessment)
     created["trace_id"] = trace_id
     created["assessment_id"] = created.get("assessment_id") or f"a-{uuid.uuid4().hex}"
@@ -253,7 +253,7 @@ def update_assessment(trace_id: str, assessment_id: str, changes: dict[str, Any]
             updated["metadata"] = merged
     if "valid" in paths:
         updated["valid"] = bool(changes.get("valid", False))
-    updated["last_update_time"] = store.timestamp_json(store.now_millis())
+    updated["last_update_time"] = store.timestamp_json(clock.now_millis())
     _store_assessment(item, updated)
     return updated
 

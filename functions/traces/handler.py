@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow.api import Request, build_app, dumps, lambda_entry
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.pages import page_response
 from serverless_mlflow.request import API_DOCS_HINT, array, intlike, item_type_string, less_than_or_equal, required, string
 
 from . import changes, ingest, read, trace_data, v2
@@ -86,12 +87,7 @@ def search_traces(req: Request) -> dict[str, Any]:
     traces, token = read.search_traces(
         experiment_ids, msg.get("filter") or None, msg.get("max_results"), msg.get("order_by"), msg.get("page_token") or None
     )
-    out: dict[str, Any] = {}
-    if traces:
-        out["traces"] = traces
-    if token:
-        out["next_page_token"] = token
-    return out
+    return page_response("traces", traces, token)
 
 
 def set_trace_tag(req: Request) -> dict[str, Any]:
@@ -195,12 +191,7 @@ def search_traces_v2(req: Request) -> dict[str, Any]:
         msg.get("order_by"),
         msg.get("page_token") or None,
     )
-    out: dict[str, Any] = {}
-    if traces:
-        out["traces"] = [v2.info_v2(t) for t in traces]
-    if token:
-        out["next_page_token"] = token
-    return out
+    return page_response("traces", [v2.info_v2(t) for t in traces], token)
 
 
 app = build_app(

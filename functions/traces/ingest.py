@@ -21,8 +21,8 @@ from google.protobuf.json_format import ParseDict
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from serverless_mlflow import s3, table
-from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow import clock, s3, table
+from serverless_mlflow.errors import invalid
 from serverless_mlflow.schema import TTL_ATTRIBUTE
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import traces as store
@@ -260,7 +260,7 @@ def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
         request_time=attributes["request_time"],
         state=state,
         trace_name=trace_name,
-        changed_at=store.now_millis(),
+        changed_at=clock.now_millis(),
     )
     try:
         table.put(item, condition="attribute_not_exists(pk)")
@@ -313,7 +313,3 @@ def _merge_existing(item: dict[str, Any]) -> dict[str, Any]:
 
 def otlp_error_body(error: OtlpError) -> tuple[int, dict[str, Any]]:
     return error.status, {"detail": error.detail, "error_code": "INVALID_PARAMETER_VALUE", "message": error.detail}
-
-
-def mlflow_error_body(error: MlflowError) -> tuple[int, dict[str, Any]]:
-    return error.http_status, error.to_json()

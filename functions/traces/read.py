@@ -23,7 +23,6 @@ from serverless_mlflow.search import traces as grammar
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import traces as store
 
-MAX_RESULTS = 500
 DEFAULT_MAX_RESULTS = 100
 
 

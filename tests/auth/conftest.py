@@ -46,7 +46,7 @@ def basic_server(server: str) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def mlflow_server() -> Iterator[str]:
     """MLflow's own basic-auth server (the reference), on sqlite in a temporary directory."""
-    from local.runtime import free_port
+    from local.engine import free_port
 
     port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="mlflow-basic-auth-"))

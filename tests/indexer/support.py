@@ -16,7 +16,8 @@ from typing import Any
 
 import boto3
 
-from local.runtime import LambdaContext, lambda_stream_record
+from local.events import LambdaContext
+from local.streams import lambda_stream_record
 from serverless_mlflow import schema, table
 from serverless_mlflow.schema import ENTITY
 

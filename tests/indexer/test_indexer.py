@@ -7,8 +7,9 @@ import math
 
 import pytest
 
-from serverless_mlflow import admin, fts, ranks, table
+from serverless_mlflow import fts, ranks, table
 from serverless_mlflow.schema import ENTITY
+from tools import admin
 
 from . import support as s
 

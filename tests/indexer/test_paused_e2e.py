@@ -10,9 +10,10 @@ import uuid
 
 import pytest
 
-from serverless_mlflow import admin, fts, ranks, table
+from serverless_mlflow import fts, ranks, table
 from serverless_mlflow.search import parse_experiment_filter
 from serverless_mlflow.search.like import like_match
+from tools import admin
 
 pytestmark = pytest.mark.e2e
 

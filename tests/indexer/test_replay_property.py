@@ -10,7 +10,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from serverless_mlflow import admin
+from tools import admin
 
 from . import support as s
 

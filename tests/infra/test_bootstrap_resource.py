@@ -73,7 +73,7 @@ def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     # backends on exit, wiping the data of a local runtime that another test runs in this same process.
     from moto.server import ThreadedMotoServer
 
-    from local.runtime import free_port
+    from local.engine import free_port
 
     port = free_port()
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)

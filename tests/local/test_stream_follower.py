@@ -394,7 +394,7 @@ def test_local_retries_and_batches_match_the_deployed_mapping() -> None:
 
 
 def test_only_the_indexer_s_source_records_reach_it_and_the_checkpoint_passes_the_others(stream: s.Stream) -> None:
-    from local.runtime import is_indexer_source
+    from local.streams import is_indexer_source
     from serverless_mlflow import table
     from serverless_mlflow.schema import ENTITY
 

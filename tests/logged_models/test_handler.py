@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from local.runtime import LambdaContext, api_gateway_event
+from local.events import LambdaContext, api_gateway_event
 from serverless_mlflow import routes, table
 from tests.conftest import unique
 

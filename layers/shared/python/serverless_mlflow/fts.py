@@ -247,24 +247,23 @@ def registered_model_candidates(workspace: str, pattern: str) -> set[str] | None
     return candidate_ids(registered_models_scope(workspace), REGISTERED_MODEL, pattern, registered_models_collection(workspace))
 
 
-def run_candidates(experiment_ids: Iterable[str], pattern: str) -> set[str] | None:
+def candidates_in(scopes: Iterable[str], kind: str, pattern: str, pending_scope: str | None = None) -> set[str] | None:
+    """``candidate_ids`` over several scopes (one per experiment): their union, or None if any is None."""
     out: set[str] = set()
-    for experiment_id in experiment_ids:
-        ids = candidate_ids(runs_scope(experiment_id), RUN, pattern)
+    for scope in scopes:
+        ids = candidate_ids(scope, kind, pattern, pending_scope)
         if ids is None:
             return None
         out |= ids
     return out
+
+
+def run_candidates(experiment_ids: Iterable[str], pattern: str) -> set[str] | None:
+    return candidates_in((runs_scope(e) for e in experiment_ids), RUN, pattern)
 
 
 def trace_candidates(experiment_ids: Iterable[str], pattern: str) -> set[str] | None:
-    out: set[str] = set()
-    for experiment_id in experiment_ids:
-        ids = candidate_ids(traces_scope(experiment_id), TRACE, pattern)
-        if ids is None:
-            return None
-        out |= ids
-    return out
+    return candidates_in((traces_scope(e) for e in experiment_ids), TRACE, pattern)
 
 
 def filter_candidates(comparisons: Any, scopes: Iterable[str], kind: str, pending_scope: str | None = None) -> set[str] | None:
@@ -281,13 +280,7 @@ def filter_candidates(comparisons: Any, scopes: Iterable[str], kind: str, pendin
     for comparator, value in name_patterns(comparisons):
         if comparator not in ("LIKE", "ILIKE", "=") or not isinstance(value, str):
             continue
-        ids: set[str] | None = set()
-        for scope in scopes:
-            found = candidate_ids(scope, kind, value, pending_scope)
-            if found is None:
-                ids = None
-                break
-            ids |= found
+        ids = candidates_in(scopes, kind, value, pending_scope)
         if ids is not None:
             best = ids if best is None else best & ids
     return best

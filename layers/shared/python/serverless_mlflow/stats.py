@@ -22,10 +22,6 @@ class Stats:
             self.items_read += read
             self.items_written += written
 
-    @property
-    def total_requests(self) -> int:
-        return sum(self.requests.values())
-
     def reset(self) -> None:
         with self._lock:
             self.requests = {}

@@ -13,6 +13,7 @@ from serverless_mlflow.auth.checks import Identity, is_admin, permissions_on
 from serverless_mlflow.auth.permissions import EXPERIMENT, PROMPT, READ_ACTION, REGISTERED_MODEL
 from serverless_mlflow.auth.resources import IS_PROMPT_TAG_KEY, param
 from serverless_mlflow.auth.resources import model_kind as _model_kind
+from serverless_mlflow.pages import page_response
 
 if TYPE_CHECKING:
     from serverless_mlflow.api import Request
@@ -76,12 +77,8 @@ def filtered(field: str, resource_of: Callable[[dict[str, Any]], tuple[str, str]
             page = rerun(_with_params(req, page_token=token, max_results=wanted - len(rows)))
             token = page.get("next_page_token") or ""
             rows += _readable(identity, page.get(field) or [], resource_of)
-        out = {k: v for k, v in result.items() if k not in (field, "next_page_token")}
-        if rows:
-            out[field] = rows
-        if token:
-            out["next_page_token"] = token
-        return out
+        rest = {k: v for k, v in result.items() if k not in (field, "next_page_token")}
+        return {**rest, **page_response(field, rows, token)}
 
     return after
 

@@ -13,7 +13,6 @@ base64-decode", "Invalid page token, decoded value=...", "Invalid page token, pa
 from __future__ import annotations
 
 import base64
-import binascii
 import bisect
 import hashlib
 import json
@@ -22,6 +21,7 @@ from typing import Any
 
 from serverless_mlflow import validation
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.pages import token_json
 from serverless_mlflow.search.ordering import OrderBy, position, position_key, sort_key
 from serverless_mlflow.validation import SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT as SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT
 from serverless_mlflow.validation import SEARCH_MAX_RESULTS_DEFAULT as SEARCH_MAX_RESULTS_DEFAULT
@@ -61,14 +61,7 @@ def decode_page_token(page_token: str | None, order_by: OrderBy) -> Position | N
     """The keyset position a token resumes after (None for no/empty token); MLflow's errors when malformed."""
     if not page_token:
         return None
-    try:
-        decoded_token = base64.b64decode(page_token)
-    except (TypeError, binascii.Error):
-        raise invalid("Invalid page token, could not base64-decode") from None
-    try:
-        parsed_token = json.loads(decoded_token)
-    except ValueError:
-        raise invalid(f"Invalid page token, decoded value={decoded_token}") from None
+    parsed_token = token_json(page_token)
     pos = parsed_token.get("p") if isinstance(parsed_token, dict) else None
     ok = (
         isinstance(parsed_token, dict)

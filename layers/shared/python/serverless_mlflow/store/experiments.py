@@ -15,10 +15,9 @@ Layout (see ``schema.py``):
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
-from serverless_mlflow import keys, table
+from serverless_mlflow import clock, keys, table
 from serverless_mlflow.artifact_locations import default_experiment_artifact_location
 from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found
 from serverless_mlflow.schema import ENTITY
@@ -42,10 +41,6 @@ META_SK = "E#META"
 TAG_SK_PREFIX = "E#TAG#"
 
 _EXPERIMENT_FIELDS = ("experiment_id", "name", "artifact_location", "lifecycle_stage", "creation_time", "last_update_time", "workspace")
-
-
-def now_millis() -> int:
-    return int(time.time() * 1000)
 
 
 # --- item builders ----------------------------------------------------------------------------------
@@ -129,7 +124,7 @@ def counter_key() -> dict[str, str]:
 
 
 def default_experiment_items() -> list[dict[str, Any]]:
-    created = now_millis()
+    created = clock.now_millis()
     meta = experiment_item(DEFAULT_EXPERIMENT_ID, DEFAULT_EXPERIMENT_NAME, default_experiment_artifact_location(DEFAULT_EXPERIMENT_ID), created)
     return [meta, name_claim_item(DEFAULT_EXPERIMENT_ID, DEFAULT_EXPERIMENT_NAME), entry_item(meta)]
 
@@ -307,7 +302,7 @@ def create_experiment(name: str, artifact_location: str | None, tags: dict[str, 
     counter = table.update(counter_key(), "ADD #v :one", names={"#v": "value"}, values={":one": 1}, return_values="UPDATED_NEW")
     assert counter is not None
     experiment_id = str(counter["value"])
-    created = now_millis()
+    created = clock.now_millis()
     attributes = experiment_attributes(
         experiment_id, name, artifact_location or default_experiment_artifact_location(experiment_id), created, workspace=workspace
     )

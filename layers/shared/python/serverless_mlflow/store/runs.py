@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import clock, parallel, table
 from serverless_mlflow.errors import MlflowError, not_found
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
 
@@ -47,10 +45,6 @@ LOCATOR_CACHE: dict[str, str] = {}
 _LOCATOR_CACHE_LIMIT = 100_000
 # A run id we could have generated (uuid4 hex); anything else cannot be in the table.
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-
-
-def now_millis() -> int:
-    return int(time.time() * 1000)
 
 
 def run_not_found(run_id: str) -> MlflowError:
@@ -271,7 +265,7 @@ def run_update(
     Only the changed attributes (and the index keys built from them plus immutable ones such as
     start_time and run_id) are written, so concurrent updates of other attributes are not lost.
     """
-    merged = {**current, **changes, "last_update_time": changes.get("last_update_time", now_millis())}
+    merged = {**current, **changes, "last_update_time": changes.get("last_update_time", clock.now_millis())}
     index_values = RUN.index_keys(**merged)
     sets: dict[str, Any] = {"last_update_time": merged["last_update_time"], **changes}
     touched = set(changes) | {"last_update_time"}
@@ -299,7 +293,7 @@ def run_update(
 def set_lifecycle(run: dict[str, Any], stage: str, condition_active: bool = False) -> None:
     """Delete (stage=deleted, deleted_time=now) or restore (active, no deleted_time) one run."""
     if stage == DELETED:
-        expression, names, values = run_update(run, {"lifecycle_stage": DELETED, "deleted_time": now_millis()})
+        expression, names, values = run_update(run, {"lifecycle_stage": DELETED, "deleted_time": clock.now_millis()})
     else:
         expression, names, values = run_update(run, {"lifecycle_stage": ACTIVE}, remove=("deleted_time",))
     condition = "attribute_exists(pk)"
@@ -325,6 +319,5 @@ def set_experiment_runs_lifecycle(experiment_id: str, stage: str, only_stage: st
     runs = [run for run in runs if run.get(ENTITY_TYPE) == "run"]
     if not runs:
         return 0
-    with ThreadPoolExecutor(max_workers=min(8, len(runs))) as pool:
-        list(pool.map(lambda run: set_lifecycle(run, stage), runs))
+    parallel.parallel_map(lambda run: set_lifecycle(run, stage), runs)
     return len(runs)

@@ -7,13 +7,12 @@ as protobuf ``Timestamp``/``Duration`` JSON, as MLflow's trace handlers do.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from serverless_mlflow import table
+from serverless_mlflow import clock, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.schema import TTL_ATTRIBUTE, entity
 
@@ -26,15 +25,10 @@ SPANS_LOCATION_TAG = "mlflow.trace.spansLocation"
 TRACKING_STORE = "TRACKING_STORE"
 TRACE_NAME_TAG = "mlflow.traceName"
 SIZE_STATS_METADATA = "mlflow.trace.sizeStats"
-SOURCE_RUN_METADATA = "mlflow.sourceRun"
 INFO_FINALIZED_METADATA = "mlflow.trace.infoFinalized"
 TRACE_FOLDER = "traces"
 ARTIFACTS_FOLDER = "artifacts"
 STATES = ("STATE_UNSPECIFIED", "OK", "ERROR", "IN_PROGRESS")
-
-
-def now_millis() -> int:
-    return int(time.time() * 1000)
 
 
 def trace_not_found(trace_id: str) -> MlflowError:
@@ -104,7 +98,7 @@ def get_info_item(trace_id: str) -> dict[str, Any]:
 def is_expired(item: dict[str, Any]) -> bool:
     # TTL deletion lags expiry by up to days: an expired trace is already gone for readers.
     expires = item.get(TTL_ATTRIBUTE)
-    return isinstance(expires, int) and expires <= time.time()
+    return isinstance(expires, int) and expires <= clock.now_seconds()
 
 
 def info_items(trace_ids: list[str]) -> list[dict[str, Any]]:

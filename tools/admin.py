@@ -1,7 +1,10 @@
 """Admin: verify or rebuild the derived items (RANK, FTS) from the source items.
 
-    python -m serverless_mlflow.admin verify  [--workspace default ...] [--json]
-    python -m serverless_mlflow.admin reindex [--workspace default ...]
+    python -m tools.admin verify  [--workspace default ...] [--json]
+    python -m tools.admin reindex [--workspace default ...]
+
+An operator's tool, run from a checkout (no Lambda runs it): it lives outside the deployed layer and
+imports the layer's code from ``layers/shared/python``.
 
 Runs against ``TABLE_NAME`` at ``DYNAMODB_ENDPOINT_URL`` (unset = AWS). Every derived item lives in
 the partition of the source item it comes from (model-name postings: ``RMFTS#<ws>``), so every
@@ -23,7 +26,10 @@ import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
 from serverless_mlflow import fts, table
 from serverless_mlflow.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_source
@@ -153,7 +159,7 @@ def reindex(workspaces: Iterable[str] = DEFAULT_WORKSPACES) -> Report:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m serverless_mlflow.admin", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.admin", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("verify", "reindex"))
     parser.add_argument("--workspace", action="append", dest="workspaces", help="workspace to check (repeatable; default: default)")
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
