@@ -108,6 +108,7 @@ def remove_dataset_from_experiments(req: Request) -> dict[str, Any]:
 
 # --- scorers ------------------------------------------------------------------------------------------
 
+
 def register_scorer(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["register_scorer"])
     version = scorers.register_scorer(msg["experiment_id"], msg["name"], msg["serialized_scorer"])

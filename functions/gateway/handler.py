@@ -71,6 +71,7 @@ def list_secrets(req: Request) -> dict[str, Any]:
 
 # --- model definitions --------------------------------------------------------------------------------
 
+
 def create_model_definition(req: Request) -> dict[str, Any]:
     msg = _message(req, "create_gateway_model_definition")
     created = model_definitions.create_model_definition(

@@ -367,6 +367,7 @@ def matcher(comparisons: Filter) -> Callable[[dict[str, Any]], bool]:
 # Helpers for other modules
 # --------------------------------------------------------------------------------------------------------
 
+
 def view_type_stages(view_type: int | str | None) -> set[str]:
     """Lifecycle stages a ViewType selects (1/"ACTIVE_ONLY" -> {"active"}, 2 -> {"deleted"}, 3 -> both)."""
     if isinstance(view_type, str):
