@@ -15,11 +15,11 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow import request as checks
 from serverless_mlflow.api import JSON_CONTENT_TYPE, Request, build_app, dumps, lambda_entry
 from serverless_mlflow.errors import MlflowError, invalid
 
 from . import browse, run_listing, storage
+from .messages import MESSAGES
 
 # A Lambda response is capped at 6 MB; a gzipped body travels base64-encoded (4/3 larger).
 MAX_PLAIN_RESPONSE = 5_500_000
@@ -43,30 +43,19 @@ def _path(req: Request) -> str:
 
 
 def list_artifacts(req: Request) -> Response:
-    message = req.message({"path": "string"})
+    message = req.message(MESSAGES["list_artifacts"])
     files = storage.list_artifacts(message.get("path"))
     # proto3 JSON leaves out an empty repeated field: an empty directory answers {} as MLflow does.
     return _sized_json({"files": files} if files else {}, req)
 
 
-_LIST_FIELDS = {"run_id": "string", "run_uuid": "string", "path": "string", "page_token": "string"}
-
-
 def list_run_artifacts(req: Request) -> Response:
-    raw = dict(req.params())
-    # MLflow's schema check of run_id falls back to run_uuid (old clients send only that).
-    if raw.get("run_id") in (None, "") and raw.get("run_uuid") not in (None, ""):
-        raw["run_id"] = raw["run_uuid"]
-    message = checks.message(
-        raw, _LIST_FIELDS, {"run_id": [checks.string, checks.required], "path": [checks.string], "page_token": [checks.string]}
-    )
+    message = req.message(MESSAGES["list_run_artifacts"])
     return _sized_json(run_listing.list_run_artifacts(message["run_id"], message.get("path")), req)
 
 
 def list_logged_model_artifacts(req: Request) -> Response:
-    message = req.message(
-        {"artifact_directory_path": "string", "page_token": "string"}, {"artifact_directory_path": [checks.string]}
-    )
+    message = req.message(MESSAGES["list_logged_model_artifacts"])
     listing = run_listing.list_logged_model_artifacts(req.path_params.get("model_id", ""), message.get("artifact_directory_path"))
     return _sized_json(listing, req)
 
@@ -85,26 +74,20 @@ def delete_artifact(req: Request) -> dict[str, Any]:
     return {}
 
 
-_MPU_FIELDS = {"path": "string", "num_parts": "int64", "upload_id": "string", "parts": "[message]"}
-
-
 def create_multipart_upload(req: Request) -> Response:
-    message = req.message(_MPU_FIELDS, {"path": [checks.required, checks.string], "num_parts": [checks.intlike]})
+    message = req.message(MESSAGES["create_multipart_upload"])
     created = storage.create_multipart_upload(_path(req), message["path"], message.get("num_parts", 0))
     return _sized_json(created, req)
 
 
 def complete_multipart_upload(req: Request) -> dict[str, Any]:
-    message = req.message(
-        _MPU_FIELDS,
-        {"path": [checks.required, checks.string], "upload_id": [checks.string], "parts": [checks.required]},
-    )
+    message = req.message(MESSAGES["complete_multipart_upload"])
     storage.complete_multipart_upload(_path(req), message["path"], message.get("upload_id", ""), message.get("parts", []))
     return {}
 
 
 def abort_multipart_upload(req: Request) -> dict[str, Any]:
-    message = req.message(_MPU_FIELDS, {"path": [checks.required, checks.string], "upload_id": [checks.string]})
+    message = req.message(MESSAGES["abort_multipart_upload"])
     storage.abort_multipart_upload(_path(req), message["path"], message.get("upload_id", ""))
     return {}
 

@@ -7,14 +7,13 @@ import math
 import urllib.parse
 from typing import Any
 
-from serverless_mlflow import request as request_parsing
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response
-from serverless_mlflow.request import array, intlike, item_type_string, required, string
 from serverless_mlflow.validation import validate_experiment_id
 
 from . import datasets, records, scorers
+from .messages import MESSAGES
 
 DEFAULT_RECORDS_PAGE = 1000
 
@@ -32,19 +31,7 @@ def _without_empty(out: dict[str, Any]) -> dict[str, Any]:
 
 
 def create_dataset(req: Request) -> dict[str, Any]:
-    msg = req.message(
-        {
-            "name": "string",
-            "experiment_ids": "[string]",
-            "tags": "string",
-            "source_type": "enum",
-            "source": "string",
-            "schema": "string",
-            "profile": "string",
-            "created_by": "string",
-        },
-        {"name": [required, string], "experiment_ids": [array], "tags": [string]},
-    )
+    msg = req.message(MESSAGES["create_dataset"])
     tags = datasets.parse_tags_json(msg.get("tags", ""), required=False)
     return {"dataset": datasets.create_dataset(msg["name"], msg.get("experiment_ids") or None, tags)}
 
@@ -59,10 +46,7 @@ def delete_dataset(req: Request) -> dict[str, Any]:
 
 
 def search_datasets(req: Request) -> dict[str, Any]:
-    msg = req.message(
-        {"experiment_ids": "[string]", "filter_string": "string", "max_results": "int32", "order_by": "[string]", "page_token": "string"},
-        {"experiment_ids": [array], "filter_string": [string], "max_results": [intlike], "order_by": [array], "page_token": [string]},
-    )
+    msg = req.message(MESSAGES["search_datasets"])
     found, token = datasets.search_datasets(
         msg.get("experiment_ids") or None,
         msg.get("filter_string") or None,
@@ -74,7 +58,7 @@ def search_datasets(req: Request) -> dict[str, Any]:
 
 
 def set_dataset_tags(req: Request) -> dict[str, Any]:
-    msg = req.message({"dataset_id": "string", "tags": "string"}, {"tags": [required, string]})
+    msg = req.message(MESSAGES["set_dataset_tags"])
     tags = datasets.parse_tags_json(msg["tags"], required=True) or {}
     datasets.set_dataset_tags(_dataset_id(req), tags)
     return {}
@@ -89,7 +73,7 @@ def delete_dataset_tag(req: Request) -> dict[str, Any]:
 
 
 def upsert_dataset_records(req: Request) -> dict[str, Any]:
-    msg = req.message({"dataset_id": "string", "records": "string", "updated_by": "string"}, {"records": [required, string]})
+    msg = req.message(MESSAGES["upsert_dataset_records"])
     try:
         parsed = json.loads(msg["records"])
     except ValueError:
@@ -99,15 +83,13 @@ def upsert_dataset_records(req: Request) -> dict[str, Any]:
 
 
 def get_dataset_records(req: Request) -> dict[str, Any]:
-    msg = req.message(
-        {"dataset_id": "string", "max_results": "int32", "page_token": "string"}, {"max_results": [intlike], "page_token": [string]}
-    )
+    msg = req.message(MESSAGES["get_dataset_records"])
     found, token = records.get_records(_dataset_id(req), msg.get("max_results") or DEFAULT_RECORDS_PAGE, msg.get("page_token") or None)
     return page_response("records", json.dumps(found), token)
 
 
 def delete_dataset_records(req: Request) -> dict[str, Any]:
-    msg = req.message({"dataset_id": "string", "dataset_record_ids": "[string]"}, {"dataset_record_ids": [array]})
+    msg = req.message(MESSAGES["delete_dataset_records"])
     return {"deleted_count": records.delete(_dataset_id(req), msg.get("dataset_record_ids", []))}
 
 
@@ -116,23 +98,20 @@ def get_dataset_experiment_ids(req: Request) -> dict[str, Any]:
 
 
 def add_dataset_to_experiments(req: Request) -> dict[str, Any]:
-    msg = req.message({"dataset_id": "string", "experiment_ids": "[string]"}, {"experiment_ids": [array]})
+    msg = req.message(MESSAGES["add_dataset_to_experiments"])
     return {"dataset": datasets.add_dataset_to_experiments(_dataset_id(req), msg.get("experiment_ids", []))}
 
 
 def remove_dataset_from_experiments(req: Request) -> dict[str, Any]:
-    msg = req.message({"dataset_id": "string", "experiment_ids": "[string]"}, {"experiment_ids": [array]})
+    msg = req.message(MESSAGES["remove_dataset_from_experiments"])
     return {"dataset": datasets.remove_dataset_from_experiments(_dataset_id(req), msg.get("experiment_ids", []))}
 
 
 # --- scorers ------------------------------------------------------------------------------------------
 
-_SCORER_KEY = {"experiment_id": "string", "name": "string"}
-_SCORER_KEY_SCHEMA = {"experiment_id": [required, string], "name": [required, string]}
-
 
 def register_scorer(req: Request) -> dict[str, Any]:
-    msg = req.message({**_SCORER_KEY, "serialized_scorer": "string"}, {**_SCORER_KEY_SCHEMA, "serialized_scorer": [required, string]})
+    msg = req.message(MESSAGES["register_scorer"])
     version = scorers.register_scorer(msg["experiment_id"], msg["name"], msg["serialized_scorer"])
     return {
         "version": int(version["version"]),
@@ -145,10 +124,7 @@ def register_scorer(req: Request) -> dict[str, Any]:
 
 
 def list_scorers(req: Request) -> dict[str, Any]:
-    msg = req.message(
-        {"experiment_id": "string", "experiment_ids": "[string]"},
-        {"experiment_id": [string], "experiment_ids": [array, item_type_string]},
-    )
+    msg = req.message(MESSAGES["list_scorers"])
     experiment_id = msg.get("experiment_id")
     has_ids = "experiment_ids" in msg
     if experiment_id and has_ids:
@@ -168,36 +144,28 @@ def list_scorers(req: Request) -> dict[str, Any]:
 
 
 def list_scorer_versions(req: Request) -> dict[str, Any]:
-    msg = req.message(_SCORER_KEY, _SCORER_KEY_SCHEMA)
+    msg = req.message(MESSAGES["list_scorer_versions"])
     return _without_empty({"scorers": scorers.list_scorer_versions(msg["experiment_id"], msg["name"])})
 
 
-def _scorer_version_message(req: Request) -> dict[str, Any]:
-    return req.message({**_SCORER_KEY, "version": "int32"}, {**_SCORER_KEY_SCHEMA, "version": [intlike]})
-
-
 def get_scorer(req: Request) -> dict[str, Any]:
-    msg = _scorer_version_message(req)
+    msg = req.message(MESSAGES["get_scorer"])
     return {"scorer": scorers.get_scorer(msg["experiment_id"], msg["name"], msg.get("version"))}
 
 
 def delete_scorer(req: Request) -> dict[str, Any]:
-    msg = _scorer_version_message(req)
+    msg = req.message(MESSAGES["delete_scorer"])
     scorers.delete_scorer(msg["experiment_id"], msg["name"], msg.get("version"))
     return {}
 
 
 def get_online_scoring_configs(req: Request) -> dict[str, Any]:
-    msg = req.message({"scorer_ids": "[string]"}, {"scorer_ids": [required, array, item_type_string]})
+    msg = req.message(MESSAGES["get_online_scoring_configs"])
     return {"configs": scorers.get_online_scoring_configs(msg["scorer_ids"])}
 
 
 def upsert_online_scoring_config(req: Request) -> dict[str, Any]:
-    # MLflow validates the raw JSON here (no proto message): sample_rate any value, filter_string str or null.
-    body = req.params()
-    request_parsing.validate(
-        body, {"experiment_id": [required, string], "name": [required, string], "sample_rate": [required]}, proto_ok=False
-    )
+    body = req.message(MESSAGES["upsert_online_scoring_config"])
     filter_string = body.get("filter_string")
     if filter_string is not None and not isinstance(filter_string, str):
         raise invalid(

@@ -9,11 +9,12 @@ import os
 import re
 from typing import Any
 
-from serverless_mlflow import request as checks
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.request import type_error
 
 from . import catalog, endpoints, model_definitions, provider_auth, secrets, validation
+from .messages import DEFINITION_UPDATES, MESSAGES
 
 GATEWAY_DISABLED = "The AI Gateway feature is disabled. Set MLFLOW_ENABLE_AI_GATEWAY=true to enable it."
 
@@ -24,28 +25,9 @@ def _require_enabled() -> None:
         raise MlflowError(GATEWAY_DISABLED, "NOT_IMPLEMENTED")
 
 
-def _message(req: Request, fields: dict[str, str], schema: dict[str, list[checks.Check]]) -> dict[str, Any]:
+def _message(req: Request, operation: str) -> dict[str, Any]:
     _require_enabled()
-    # proto map<string, string> fields ("map") parse as JSON objects, then their values must be strings.
-    message = req.message({name: "message" if kind == "map" else kind for name, kind in fields.items()}, schema)
-    for name, kind in fields.items():
-        if kind == "map" and name in message:
-            message[name] = _string_map(name, message[name])
-    return message
-
-
-def _string_map(name: str, value: Any) -> dict[str, str]:
-    """A proto ``map<string, string>`` field: every value must be a string (protobuf's JSON parser)."""
-    for key, item in value.items():
-        if not isinstance(item, str):
-            raise checks.type_error(f"{name}.{key}", item)
-    return dict(value)
-
-
-def _secret_value_present(value: Any) -> None:
-    """MLflow's ``_assert_secret_value``: its own text, which never echoes the value."""
-    if value is None:
-        raise invalid("Missing value for required parameter 'secret_value'.")
+    return req.message(MESSAGES[operation])
 
 
 def _or_none(message: dict[str, Any], name: str) -> Any:
@@ -53,19 +35,11 @@ def _or_none(message: dict[str, Any], name: str) -> Any:
     return message.get(name) or None
 
 
-_STRING = [checks.string]
-_REQUIRED = [checks.required, checks.string]
-
-
 # --- secrets -----------------------------------------------------------------------------------------
 
 
 def create_secret(req: Request) -> dict[str, Any]:
-    msg = _message(
-        req,
-        {"secret_name": "string", "secret_value": "map", "provider": "string", "auth_config": "map", "created_by": "string"},
-        {"secret_name": _REQUIRED, "secret_value": [_secret_value_present], "provider": _STRING, "created_by": _STRING},
-    )
+    msg = _message(req, "create_gateway_secret")
     auth_config = validation.validate_auth_config(msg.get("auth_config") or {}) or None
     secret_value = msg.get("secret_value") or {}
     validation.validate_secret_value(secret_value)
@@ -74,16 +48,12 @@ def create_secret(req: Request) -> dict[str, Any]:
 
 
 def get_secret(req: Request) -> dict[str, Any]:
-    msg = _message(req, {"secret_id": "string", "secret_name": "string"}, {"secret_id": _REQUIRED})
+    msg = _message(req, "get_gateway_secret")
     return {"secret": secrets.get_secret(msg["secret_id"])}
 
 
 def update_secret(req: Request) -> dict[str, Any]:
-    msg = _message(
-        req,
-        {"secret_id": "string", "secret_value": "map", "auth_config": "map", "updated_by": "string"},
-        {"secret_id": _REQUIRED, "updated_by": _STRING},
-    )
+    msg = _message(req, "update_gateway_secret")
     raw_auth_config = msg.get("auth_config") or {}
     # A map that normalizes to empty (only a blank api_base) clears auth_config; no map leaves it.
     auth_config = (validation.validate_auth_config(raw_auth_config) or {}) if raw_auth_config else None
@@ -94,28 +64,22 @@ def update_secret(req: Request) -> dict[str, Any]:
 
 
 def delete_secret(req: Request) -> dict[str, Any]:
-    msg = _message(req, {"secret_id": "string"}, {"secret_id": _REQUIRED})
+    msg = _message(req, "delete_gateway_secret")
     secrets.delete_secret(msg["secret_id"])
     return {}
 
 
 def list_secrets(req: Request) -> dict[str, Any]:
-    msg = _message(req, {"provider": "string"}, {"provider": _STRING})
+    msg = _message(req, "list_gateway_secrets")
     found = secrets.list_secrets(_or_none(msg, "provider"))
     return {"secrets": found} if found else {}
 
 
 # --- model definitions --------------------------------------------------------------------------------
 
-_DEFINITION = {"model_definition_id": "string"}
-
 
 def create_model_definition(req: Request) -> dict[str, Any]:
-    msg = _message(
-        req,
-        {"name": "string", "secret_id": "string", "provider": "string", "model_name": "string", "created_by": "string"},
-        {"name": _REQUIRED, "secret_id": _REQUIRED, "provider": _REQUIRED, "model_name": _REQUIRED, "created_by": _STRING},
-    )
+    msg = _message(req, "create_gateway_model_definition")
     created = model_definitions.create_model_definition(
         msg["name"], msg["secret_id"], msg["provider"], msg["model_name"], _or_none(msg, "created_by")
     )
@@ -123,29 +87,24 @@ def create_model_definition(req: Request) -> dict[str, Any]:
 
 
 def get_model_definition(req: Request) -> dict[str, Any]:
-    msg = _message(req, _DEFINITION, {"model_definition_id": _REQUIRED})
+    msg = _message(req, "get_gateway_model_definition")
     return {"model_definition": model_definitions.get_model_definition(msg["model_definition_id"])}
 
 
 def list_model_definitions(req: Request) -> dict[str, Any]:
-    msg = _message(req, {"provider": "string", "secret_id": "string"}, {"provider": _STRING, "secret_id": _STRING})
+    msg = _message(req, "list_gateway_model_definitions")
     found = model_definitions.list_model_definitions(_or_none(msg, "provider"), _or_none(msg, "secret_id"))
     return {"model_definitions": found} if found else {}
 
 
 def update_model_definition(req: Request) -> dict[str, Any]:
-    fields = ("name", "secret_id", "model_name", "updated_by", "provider")
-    msg = _message(
-        req,
-        {"model_definition_id": "string", **dict.fromkeys(fields, "string")},
-        {"model_definition_id": _REQUIRED, **{name: _STRING for name in fields}},
-    )
-    updated = model_definitions.update_model_definition(msg["model_definition_id"], *(_or_none(msg, name) for name in fields))
+    msg = _message(req, "update_gateway_model_definition")
+    updated = model_definitions.update_model_definition(msg["model_definition_id"], *(_or_none(msg, name) for name in DEFINITION_UPDATES))
     return {"model_definition": updated}
 
 
 def delete_model_definition(req: Request) -> dict[str, Any]:
-    msg = _message(req, _DEFINITION, {"model_definition_id": _REQUIRED})
+    msg = _message(req, "delete_gateway_model_definition")
     model_definitions.delete_model_definition(msg["model_definition_id"])
     return {}
 
@@ -166,7 +125,7 @@ def _enum(field: str, value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
         value = names[value]
     if value not in names:
-        raise checks.type_error(field, value)
+        raise type_error(field, value)
     return None if value == names[0] else value
 
 
@@ -196,25 +155,8 @@ def _fallback(raw: Any) -> dict[str, Any] | None:
     return {"strategy": strategy, "max_attempts": int(raw["max_attempts"]) if raw.get("max_attempts") is not None else None}
 
 
-_ENDPOINT_FIELDS = {
-    "name": "string",
-    "model_configs": "[message]",
-    "created_by": "string",
-    "updated_by": "string",
-    "routing_strategy": "enum",
-    "fallback_config": "message",
-    "experiment_id": "string",
-    "usage_tracking": "bool",
-    "endpoint_id": "string",
-}
-
-
 def create_endpoint(req: Request) -> dict[str, Any]:
-    msg = _message(
-        req,
-        _ENDPOINT_FIELDS,
-        {"name": _REQUIRED, "created_by": _STRING, "model_configs": [checks.required], "routing_strategy": _STRING},
-    )
+    msg = _message(req, "create_gateway_endpoint")
     _check_endpoint_name(msg.get("name"))
     fallback = _fallback(msg.get("fallback_config"))
     configs = [_model_config(raw, f"model_configs[{i}]") for i, raw in enumerate(msg.get("model_configs") or [])]
@@ -231,7 +173,7 @@ def create_endpoint(req: Request) -> dict[str, Any]:
 
 
 def get_endpoint(req: Request) -> dict[str, Any]:
-    msg = _message(req, {"endpoint_id": "string", "name": "string"}, {"endpoint_id": _STRING, "name": _STRING})
+    msg = _message(req, "get_gateway_endpoint")
     endpoint_id, name = _or_none(msg, "endpoint_id"), _or_none(msg, "name")
     if (endpoint_id is None) == (name is None):
         raise invalid("Exactly one of endpoint_id or name must be provided")
@@ -239,11 +181,7 @@ def get_endpoint(req: Request) -> dict[str, Any]:
 
 
 def update_endpoint(req: Request) -> dict[str, Any]:
-    msg = _message(
-        req,
-        _ENDPOINT_FIELDS,
-        {"endpoint_id": _REQUIRED, "name": _STRING, "updated_by": _STRING, "routing_strategy": _STRING},
-    )
+    msg = _message(req, "update_gateway_endpoint")
     _check_endpoint_name(msg.get("name"))
     fallback = _fallback(msg.get("fallback_config"))
     raw_configs = msg.get("model_configs") or []
@@ -262,45 +200,34 @@ def update_endpoint(req: Request) -> dict[str, Any]:
 
 
 def delete_endpoint(req: Request) -> dict[str, Any]:
-    msg = _message(req, {"endpoint_id": "string"}, {"endpoint_id": _REQUIRED})
+    msg = _message(req, "delete_gateway_endpoint")
     endpoints.delete_endpoint(msg["endpoint_id"])
     return {}
 
 
 def list_endpoints(req: Request) -> dict[str, Any]:
-    msg = _message(req, {"provider": "string", "secret_id": "string"}, {"provider": _STRING})
+    msg = _message(req, "list_gateway_endpoints")
     found = endpoints.list_endpoints(_or_none(msg, "provider"), _or_none(msg, "secret_id"))
     return {"endpoints": found} if found else {}
 
 
 def attach_model(req: Request) -> dict[str, Any]:
-    msg = _message(
-        req,
-        {"endpoint_id": "string", "model_config": "message", "created_by": "string"},
-        {"endpoint_id": _REQUIRED, "model_config": [checks.required], "created_by": _STRING},
-    )
+    msg = _message(req, "attach_model_to_gateway_endpoint")
     config = _model_config(msg["model_config"], "model_config")
     return {"mapping": endpoints.attach_model(msg["endpoint_id"], config, _or_none(msg, "created_by"))}
 
 
 def detach_model(req: Request) -> dict[str, Any]:
-    msg = _message(
-        req, {"endpoint_id": "string", "model_definition_id": "string"}, {"endpoint_id": _REQUIRED, "model_definition_id": _REQUIRED}
-    )
+    msg = _message(req, "detach_model_from_gateway_endpoint")
     endpoints.detach_model(msg["endpoint_id"], msg["model_definition_id"])
     return {}
 
 
-_BINDING = {"endpoint_id": "string", "resource_type": "string", "resource_id": "string"}
 _RESOURCE_TYPES = ("scorer",)
 
 
 def create_binding(req: Request) -> dict[str, Any]:
-    msg = _message(
-        req,
-        {**_BINDING, "created_by": "string"},
-        {"endpoint_id": _REQUIRED, "resource_type": _REQUIRED, "resource_id": _REQUIRED, "created_by": _STRING},
-    )
+    msg = _message(req, "create_gateway_endpoint_binding")
     if msg["resource_type"] not in _RESOURCE_TYPES:
         # MLflow's GatewayResourceType(value) raises ValueError, which its server answers as a 500; bad input
         # answers 400 here.
@@ -310,27 +237,25 @@ def create_binding(req: Request) -> dict[str, Any]:
 
 
 def delete_binding(req: Request) -> dict[str, Any]:
-    msg = _message(req, _BINDING, {"endpoint_id": _REQUIRED, "resource_type": _REQUIRED, "resource_id": _REQUIRED})
+    msg = _message(req, "delete_gateway_endpoint_binding")
     endpoints.delete_binding(msg["endpoint_id"], msg["resource_type"], msg["resource_id"])
     return {}
 
 
 def list_bindings(req: Request) -> dict[str, Any]:
-    msg = _message(req, _BINDING, {name: _STRING for name in _BINDING})
+    msg = _message(req, "list_gateway_endpoint_bindings")
     found = endpoints.list_bindings(_or_none(msg, "endpoint_id"), _or_none(msg, "resource_type"), _or_none(msg, "resource_id"))
     return {"bindings": found} if found else {}
 
 
 def set_endpoint_tag(req: Request) -> dict[str, Any]:
-    msg = _message(
-        req, {"endpoint_id": "string", "key": "string", "value": "string"}, {"endpoint_id": _REQUIRED, "key": _REQUIRED, "value": _STRING}
-    )
+    msg = _message(req, "set_gateway_endpoint_tag")
     endpoints.set_tag(msg["endpoint_id"], msg["key"], msg.get("value", ""))
     return {}
 
 
 def delete_endpoint_tag(req: Request) -> dict[str, Any]:
-    msg = _message(req, {"endpoint_id": "string", "key": "string"}, {"endpoint_id": _REQUIRED, "key": _REQUIRED})
+    msg = _message(req, "delete_gateway_endpoint_tag")
     endpoints.delete_tag(msg["endpoint_id"], msg["key"])
     return {}
 

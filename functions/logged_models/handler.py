@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow.api import Request, build_app, lambda_entry
-from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response
-from serverless_mlflow.request import API_DOCS_HINT, array, intlike, item_type_string, required, string
+from serverless_mlflow.request import enum_number
 from serverless_mlflow.store.logged_models import STATUS_CODES
-from serverless_mlflow.validation import invalid_value
 
 from . import logic
+from .messages import MESSAGES
 
 
 def _model_id(req: Request) -> str:
@@ -19,13 +18,7 @@ def _model_id(req: Request) -> str:
 
 
 def create_logged_model(req: Request) -> dict[str, Any]:
-    msg = req.message(
-        {"experiment_id": "string", "name": "string", "model_type": "string", "source_run_id": "string", "params": "[message]", "tags": "[message]"},
-        {
-            "experiment_id": [string, required], "name": [string], "model_type": [string], "source_run_id": [string],
-            "params": [array], "tags": [array],
-        },
-    )
+    msg = req.message(MESSAGES["create_logged_model"])
     model = logic.create_logged_model(
         msg["experiment_id"],
         msg.get("name") or None,
@@ -44,20 +37,8 @@ def get_logged_model(req: Request) -> dict[str, Any]:
 
 
 def finalize_logged_model(req: Request) -> dict[str, Any]:
-    msg = req.message({"model_id": "string", "status": "enum"}, {"model_id": [string, required], "status": [intlike, required]})
-    return {"model": logic.finalize_logged_model(msg["model_id"], _status(msg["status"]))}
-
-
-def _status(value: Any) -> int:
-    if isinstance(value, str):
-        if value in STATUS_CODES:
-            return STATUS_CODES[value]
-        try:
-            return int(value)
-        except ValueError:
-            # Protobuf rejects the name, then the handler's _assert_intlike check answers.
-            raise invalid(invalid_value("status", value, f" Hint: Value was of type '{type(value).__name__}'.") + API_DOCS_HINT) from None
-    return int(value)
+    msg = req.message(MESSAGES["finalize_logged_model"])
+    return {"model": logic.finalize_logged_model(msg["model_id"], enum_number("status", msg["status"], STATUS_CODES))}
 
 
 def delete_logged_model(req: Request) -> dict[str, Any]:
@@ -66,7 +47,7 @@ def delete_logged_model(req: Request) -> dict[str, Any]:
 
 
 def set_logged_model_tags(req: Request) -> dict[str, Any]:
-    msg = req.message({"model_id": "string", "tags": "[message]"}, {"tags": [array]})
+    msg = req.message(MESSAGES["set_logged_model_tags"])
     logic.set_logged_model_tags(_model_id(req), msg.get("tags", []))
     return {}
 
@@ -77,22 +58,13 @@ def delete_logged_model_tag(req: Request) -> dict[str, Any]:
 
 
 def log_logged_model_params(req: Request) -> dict[str, Any]:
-    msg = req.message({"model_id": "string", "params": "[message]"}, {"model_id": [string, required], "params": [array]})
+    msg = req.message(MESSAGES["log_logged_model_params"])
     logic.log_logged_model_params(_model_id(req), msg.get("params", []))
     return {}
 
 
 def search_logged_models(req: Request) -> dict[str, Any]:
-    msg = req.message(
-        {
-            "experiment_ids": "[string]", "filter": "string", "datasets": "[message]", "max_results": "int32",
-            "order_by": "[message]", "page_token": "string",
-        },
-        {
-            "experiment_ids": [array, item_type_string, required], "filter": [string], "datasets": [array],
-            "max_results": [intlike], "order_by": [array], "page_token": [string],
-        },
-    )
+    msg = req.message(MESSAGES["search_logged_models"])
     datasets = [
         {"dataset_name": d.get("dataset_name", ""), "dataset_digest": d.get("dataset_digest") or None} for d in msg.get("datasets", [])
     ] or None

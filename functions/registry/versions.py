@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from serverless_mlflow import clock, table
-from serverless_mlflow import request as rp
 from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.request import key_values_of
 from serverless_mlflow.store import logged_models
 from serverless_mlflow.validation import (
     validate_model_alias_name,
@@ -58,15 +58,7 @@ def tags_dict(tags: list[Any] | None) -> dict[str, str]:
 
     A tag that is not a message, or a key/value that is not a string, is refused (MLflow's server turns
     some of these into an empty key, others into an empty value)."""
-    out: dict[str, str] = {}
-    for index, tag in enumerate(tags or []):
-        if not isinstance(tag, dict):
-            raise rp.type_error(f"tags[{index}]", tag)
-        for field in ("key", "value"):
-            if tag.get(field) is not None and not isinstance(tag[field], str):
-                raise rp.type_error(f"tags[{index}].{field}", tag[field])
-        out[tag.get("key") or ""] = tag.get("value") if tag.get("value") is not None else ""
-    return out
+    return {pair["key"]: pair["value"] for pair in key_values_of(tags or [], "tags")}
 
 
 def is_prompt_tags(tags: dict[str, str]) -> bool:

@@ -16,12 +16,12 @@ from typing import Any
 
 from serverless_mlflow import clock, keys, table, validation
 from serverless_mlflow.errors import invalid, not_found
+from serverless_mlflow.request import key_values_of, metrics_of
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import LATEST_METRIC, METRIC_HISTORY, PARAM, RUN_NAME_TAG, RUN_TAG, SQL_MAX_DOUBLE
 
 from .lifecycle import write_run_changes
-from .parsing import key_values_of, metrics_of
 
 LOGGED_MODEL_LOCATOR = ENTITY["logged_model_locator"]
 LOGGED_MODEL_METRIC = ENTITY["logged_model_metric"]

@@ -14,11 +14,12 @@ import math
 from typing import Any
 
 from serverless_mlflow import graphql
+from serverless_mlflow.request import parse_message
 from serverless_mlflow.store import experiments, model_versions
 from serverless_mlflow.store import runs as store
 
 from . import history, search
-from .parsing import message_from
+from .messages import MESSAGES
 
 STR, LONG, FLOAT, NAN_FLOAT, ENUM, BOOL = "str", "long", "float", "nan_float", "enum", "bool"
 
@@ -175,7 +176,7 @@ def get_run(arguments: dict[str, Any], errors: list[str]) -> dict[str, Any]:
 
 def search_runs(arguments: dict[str, Any], errors: list[str]) -> dict[str, Any]:
     given = _input(arguments)
-    found = search.search_runs(message_from(given, "search_runs"))
+    found = search.search_runs(parse_message(given, MESSAGES["search_runs"]))
     return {
         "__typename": "MlflowSearchRunsResponse",
         "runs": [_run(run, errors) for run in found.get("runs", [])],
@@ -193,7 +194,7 @@ def get_metric_history_bulk_interval(arguments: dict[str, Any], errors: list[str
     # MLflow's resolver reads max_results/start_step/end_step from the HTTP query string, which a GraphQL
     # POST does not have: the input's values are ignored and every run is sampled to 2,500 points.
     given = {key: value for key, value in _input(arguments).items() if key in ("run_ids", "metric_key")}
-    msg = message_from(given, "get_metric_history_bulk_interval")
+    msg = parse_message(given, MESSAGES["get_metric_history_bulk_interval"])
     found = history.get_metric_history_bulk_interval(msg)
     return {
         "__typename": "MlflowGetMetricHistoryBulkIntervalResponse",

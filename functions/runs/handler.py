@@ -11,71 +11,71 @@ from serverless_mlflow.api import Request, build_app, json_response, lambda_entr
 from serverless_mlflow.errors import invalid
 
 from . import data, datasets, graphql_api, history, inputs, lifecycle, search
-from .parsing import message
+from .messages import MESSAGES
 
 
 def create_run(req: Request) -> dict[str, Any]:
-    return lifecycle.create_run(message(req, "create_run"))
+    return lifecycle.create_run(req.message(MESSAGES["create_run"]))
 
 
 def update_run(req: Request) -> dict[str, Any]:
-    return lifecycle.update_run(message(req, "update_run"))
+    return lifecycle.update_run(req.message(MESSAGES["update_run"]))
 
 
 def delete_run(req: Request) -> dict[str, Any]:
-    return lifecycle.delete_run(message(req, "delete_run"))
+    return lifecycle.delete_run(req.message(MESSAGES["delete_run"]))
 
 
 def restore_run(req: Request) -> dict[str, Any]:
-    return lifecycle.restore_run(message(req, "restore_run"))
+    return lifecycle.restore_run(req.message(MESSAGES["restore_run"]))
 
 
 def get_run(req: Request) -> dict[str, Any]:
-    return lifecycle.get_run(message(req, "get_run"))
+    return lifecycle.get_run(req.message(MESSAGES["get_run"]))
 
 
 def search_runs(req: Request) -> dict[str, Any]:
-    return search.search_runs(message(req, "search_runs"))
+    return search.search_runs(req.message(MESSAGES["search_runs"]))
 
 
 def log_metric(req: Request) -> dict[str, Any]:
-    return data.log_metric(message(req, "log_metric"))
+    return data.log_metric(req.message(MESSAGES["log_metric"]))
 
 
 def log_param(req: Request) -> dict[str, Any]:
-    return data.log_param(message(req, "log_param"))
+    return data.log_param(req.message(MESSAGES["log_param"]))
 
 
 def set_tag(req: Request) -> dict[str, Any]:
-    return data.set_tag(message(req, "set_tag"))
+    return data.set_tag(req.message(MESSAGES["set_tag"]))
 
 
 def delete_tag(req: Request) -> dict[str, Any]:
-    return data.delete_tag(message(req, "delete_tag"))
+    return data.delete_tag(req.message(MESSAGES["delete_tag"]))
 
 
 def log_batch(req: Request) -> dict[str, Any]:
-    return data.log_batch(message(req, "log_batch"), req.json)
+    return data.log_batch(req.message(MESSAGES["log_batch"]), req.json)
 
 
 def log_inputs(req: Request) -> dict[str, Any]:
-    return inputs.log_inputs(message(req, "log_inputs"))
+    return inputs.log_inputs(req.message(MESSAGES["log_inputs"]))
 
 
 def log_outputs(req: Request) -> dict[str, Any]:
-    return inputs.log_outputs(message(req, "log_outputs"))
+    return inputs.log_outputs(req.message(MESSAGES["log_outputs"]))
 
 
 def log_model_json(req: Request) -> dict[str, Any]:
-    return inputs.log_model(message(req, "log_model"))
+    return inputs.log_model(req.message(MESSAGES["log_model_json"]))
 
 
 def get_metric_history(req: Request) -> dict[str, Any]:
-    return history.get_metric_history(message(req, "get_metric_history"))
+    return history.get_metric_history(req.message(MESSAGES["get_metric_history"]))
 
 
 def get_metric_history_bulk_interval(req: Request) -> dict[str, Any]:
-    return history.get_metric_history_bulk_interval(message(req, "get_metric_history_bulk_interval"))
+    return history.get_metric_history_bulk_interval(req.message(MESSAGES["get_metric_history_bulk_interval"]))
 
 
 def get_metric_history_bulk(req: Request) -> dict[str, Any]:

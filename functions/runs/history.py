@@ -19,7 +19,7 @@ from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import METRIC_HISTORY
 
 from .data import sql_value
-from .parsing import MAX_RESULTS_PER_RUN
+from .messages import MAX_RESULTS_PER_RUN
 
 
 def _encode_token(last_sk: str) -> str:

@@ -14,11 +14,10 @@ from typing import Any
 
 from serverless_mlflow import clock, table, validation
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.request import NestedParseError, key_values_of, nested_error, to_int64, to_string
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import RUN_INPUT, RUN_INPUT_PART, RUN_MODEL_INPUT, RUN_OUTPUT, RUN_TAG
-
-from .parsing import NestedParseError, key_values_of, nested_error, to_int64, to_string
 
 DATASET = ENTITY["dataset"]
 DATASET_PART = ENTITY["dataset_part"]

@@ -14,11 +14,10 @@ from serverless_mlflow import clock, table
 from serverless_mlflow.artifact_locations import append_to_uri_path
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.names import random_name as random_run_name
+from serverless_mlflow.request import key_values_of, run_status
 from serverless_mlflow.store import experiments as experiments_store
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import ACTIVE, RUN_NAME_TAG, RUN_TAG, RunView
-
-from .parsing import RUN_STATUS_NAMES, RUN_STATUS_NUMBERS, key_values_of
 
 
 def create_run(msg: dict[str, Any]) -> dict[str, Any]:
@@ -83,23 +82,11 @@ def get_run(msg: dict[str, Any]) -> dict[str, Any]:
     return {"run": store.get_run(msg.get("run_id", ""))}
 
 
-def _status_of(value: Any) -> str | None:
-    """A RunStatus from JSON: a name or a number. An unknown name leaves the field unset (protobuf
-    fails to parse it and MLflow's handler then sees no status); an unknown number is a 400."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value if value in RUN_STATUS_NUMBERS else None
-    if isinstance(value, int) and value in RUN_STATUS_NAMES:
-        return RUN_STATUS_NAMES[value]
-    raise invalid(f"Invalid value {value} for parameter 'status' supplied: Hint: Value was of type '{type(value).__name__}'.")
-
-
 def update_run(msg: dict[str, Any]) -> dict[str, Any]:
     run_id = msg.get("run_id", "")
     run = store.get_active_run_item(run_id)
     changes: dict[str, Any] = {}
-    status = _status_of(msg.get("status"))
+    status = run_status(msg.get("status"))
     if status is not None:
         changes["status"] = status
     if msg.get("end_time") is not None:

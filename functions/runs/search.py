@@ -33,11 +33,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from serverless_mlflow import fts, keys, ranks, search, table, validation
+from serverless_mlflow.request import view_type
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import ACTIVE, DELETED
 
 from . import index_plan, search_rows
-from .parsing import VIEW_TYPE_NUMBERS, VIEW_TYPES
 
 _LSI_PAGE_MIN = 16
 _LSI_PAGE_MAX = 1000
@@ -45,19 +45,11 @@ _LSI_PAGE_MAX = 1000
 
 # --- request --------------------------------------------------------------------------------------------
 
-def _view_type(value: Any) -> int:
-    if value is None:
-        return 1
-    if isinstance(value, str):
-        return VIEW_TYPE_NUMBERS.get(value, 1)
-    return value if value in VIEW_TYPES else 1
-
-
 def search_runs(msg: dict[str, Any]) -> dict[str, Any]:
     max_results = msg.get("max_results", search.SEARCH_MAX_RESULTS_DEFAULT)
     query = search.prepare_run_search(msg.get("filter") or None, list(msg.get("order_by") or []), max_results, msg.get("page_token") or None)
     experiment_ids = list(dict.fromkeys(str(validation.parse_experiment_id(e)) for e in msg.get("experiment_ids") or []))
-    stages = search.view_type_stages(_view_type(msg.get("run_view_type")))
+    stages = search.view_type_stages(view_type(msg.get("run_view_type"), "run_view_type", lenient=True))
     if not experiment_ids:
         return {}
     if _start_time_plan_applies(query):

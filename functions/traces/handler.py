@@ -9,9 +9,9 @@ from aws_lambda_powertools.event_handler import Response
 from serverless_mlflow.api import Request, build_app, dumps, lambda_entry
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response
-from serverless_mlflow.request import API_DOCS_HINT, array, intlike, item_type_string, less_than_or_equal, required, string
 
 from . import changes, ingest, read, trace_data, v2
+from .messages import MESSAGES
 
 
 def otlp_traces(req: Request) -> Response:
@@ -32,7 +32,7 @@ def otlp_traces(req: Request) -> Response:
 
 
 def start_trace(req: Request) -> dict[str, Any]:
-    msg = req.message({"trace": "message"}, {"trace": [required]})
+    msg = req.message(MESSAGES["start_trace"])
     trace_info = msg["trace"].get("trace_info")
     if not isinstance(trace_info, dict):
         raise invalid("Missing value for required parameter 'trace.trace_info'.")
@@ -48,37 +48,27 @@ def get_trace_info(req: Request) -> dict[str, Any]:
 
 
 def get_trace(req: Request) -> dict[str, Any]:
-    msg = req.message({"trace_id": "string", "allow_partial": "bool"}, {"trace_id": [string, required]})
+    msg = req.message(MESSAGES["get_trace"])
     return {"trace": read.get_trace(msg["trace_id"])}
 
 
-def _ids(req: Request) -> tuple[list[str], list[str] | None]:
-    fields = {"trace_ids": "[string]", "experiment_ids": "[string]"}
-    msg = req.message(fields, {"trace_ids": [array, required, item_type_string], "experiment_ids": [array, item_type_string]})
+def _ids(req: Request, operation: str) -> tuple[list[str], list[str] | None]:
+    msg = req.message(MESSAGES[operation])
     return msg["trace_ids"], msg.get("experiment_ids")
 
 
 def batch_get_traces(req: Request) -> dict[str, Any]:
-    traces = read.batch_get_traces(*_ids(req))
+    traces = read.batch_get_traces(*_ids(req, "batch_get_traces"))
     return {"traces": traces} if traces else {}
 
 
 def batch_get_trace_infos(req: Request) -> dict[str, Any]:
-    infos = read.batch_get_trace_infos(*_ids(req))
+    infos = read.batch_get_trace_infos(*_ids(req, "batch_get_trace_infos"))
     return {"trace_infos": infos} if infos else {}
 
 
 def search_traces(req: Request) -> dict[str, Any]:
-    msg = req.message(
-        {"locations": "[message]", "filter": "string", "max_results": "int32", "order_by": "[string]", "page_token": "string"},
-        {
-            "locations": [array, required],
-            "filter": [string],
-            "max_results": [intlike, less_than_or_equal(500)],
-            "order_by": [array, item_type_string],
-            "page_token": [string],
-        },
-    )
+    msg = req.message(MESSAGES["search_traces"])
     experiment_ids = [
         str((location.get("mlflow_experiment") or {}).get("experiment_id", ""))
         for location in msg["locations"]
@@ -91,29 +81,21 @@ def search_traces(req: Request) -> dict[str, Any]:
 
 
 def set_trace_tag(req: Request) -> dict[str, Any]:
-    msg = req.message({"key": "string", "value": "string"}, {"key": [string, required], "value": [string]})
+    msg = req.message(MESSAGES["set_trace_tag"])
     changes.check_tag_mutation(msg["key"], "set")
     changes.set_trace_tag(_trace_id(req, "request_id") or _trace_id(req), msg["key"], msg.get("value", ""))
     return {}
 
 
 def delete_trace_tag(req: Request) -> dict[str, Any]:
-    msg = req.message({"key": "string"}, {"key": [string, required]})
+    msg = req.message(MESSAGES["delete_trace_tag"])
     changes.check_tag_mutation(msg["key"], "deleted")
     changes.delete_trace_tag(_trace_id(req, "request_id") or _trace_id(req), msg["key"])
     return {}
 
 
 def delete_traces(req: Request) -> dict[str, Any]:
-    msg = req.message(
-        {"experiment_id": "string", "max_timestamp_millis": "int64", "max_traces": "int32", "request_ids": "[string]"},
-        {
-            "experiment_id": [string, required],
-            "max_timestamp_millis": [intlike],
-            "max_traces": [intlike],
-            "request_ids": [array, item_type_string],
-        },
-    )
+    msg = req.message(MESSAGES["delete_traces"])
     deleted = changes.delete_traces(
         msg["experiment_id"], msg.get("max_timestamp_millis"), msg.get("max_traces"), msg.get("request_ids") or None
     )
@@ -121,16 +103,13 @@ def delete_traces(req: Request) -> dict[str, Any]:
 
 
 def link_traces_to_run(req: Request) -> dict[str, Any]:
-    msg = req.message(
-        {"trace_ids": "[string]", "run_id": "string"},
-        {"trace_ids": [array, required, item_type_string], "run_id": [string, required]},
-    )
+    msg = req.message(MESSAGES["link_traces_to_run"])
     changes.link_traces_to_run(msg["trace_ids"], msg["run_id"])
     return {}
 
 
 def create_assessment(req: Request) -> dict[str, Any]:
-    msg = req.message({"assessment": "message"}, {"assessment": [required]})
+    msg = req.message(MESSAGES["create_assessment"])
     return {"assessment": changes.create_assessment(_trace_id(req), msg["assessment"])}
 
 
@@ -150,10 +129,9 @@ def _mask_paths(mask: Any) -> list[str]:
 
 
 def update_assessment(req: Request) -> dict[str, Any]:
-    msg = req.message({"assessment": "message"}, {"assessment": [required]})
-    mask = req.json.get("update_mask")
-    if mask is None or mask == "":
-        raise invalid("Missing value for required parameter 'update_mask'." + API_DOCS_HINT)
+    msg = req.message(MESSAGES["update_assessment"])
+    # update_mask is a FieldMask ("a,b" or {"paths": [...]}): checked present by the table, read here.
+    mask = req.json["update_mask"]
     assessment = changes.update_assessment(_trace_id(req), req.path_params.get("assessment_id", ""), msg["assessment"], _mask_paths(mask))
     return {"assessment": assessment}
 
@@ -180,10 +158,7 @@ def get_trace_info_v2(req: Request) -> dict[str, Any]:
 
 
 def search_traces_v2(req: Request) -> dict[str, Any]:
-    msg = req.message(
-        {"experiment_ids": "[string]", "filter": "string", "max_results": "int32", "order_by": "[string]", "page_token": "string"},
-        {"experiment_ids": [array, item_type_string], "max_results": [intlike, less_than_or_equal(500)]},
-    )
+    msg = req.message(MESSAGES["search_traces_v2"])
     traces, token = read.search_traces(
         msg.get("experiment_ids") or [],
         msg.get("filter") or None,

@@ -87,14 +87,9 @@ class Request:
                     out[key] = value
         return out
 
-    def message(
-        self,
-        fields: dict[str, str],
-        schema: dict[str, list[request_parsing.Check]] | None = None,
-    ) -> dict[str, Any]:
-        repeated = tuple(name for name, kind in fields.items() if kind.startswith("["))
-        booleans = tuple(name for name, kind in fields.items() if kind == "bool")
-        return request_parsing.message(self.params(repeated, booleans), fields, schema)
+    def message(self, spec: request_parsing.Message) -> dict[str, Any]:
+        """The request parsed and checked as MLflow's handler does (``serverless_mlflow.request``)."""
+        return request_parsing.parse_message(self.params(spec.repeated, spec.booleans), spec)
 
     def _check_content_type(self) -> None:
         if self.method not in ("POST", "PUT"):

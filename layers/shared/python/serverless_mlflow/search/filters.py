@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.request.enums import ACTIVE_ONLY, ALL, DELETED_ONLY, VIEW_TYPE_NUMBERS
 from serverless_mlflow.search.grammar import (
     ExperimentGrammar,
     ModelVersionGrammar,
@@ -366,14 +367,11 @@ def matcher(comparisons: Filter) -> Callable[[dict[str, Any]], bool]:
 # Helpers for other modules
 # --------------------------------------------------------------------------------------------------------
 
-ACTIVE_ONLY, DELETED_ONLY, ALL = 1, 2, 3
-_VIEW_TYPES = {"ACTIVE_ONLY": ACTIVE_ONLY, "DELETED_ONLY": DELETED_ONLY, "ALL": ALL}
-
 
 def view_type_stages(view_type: int | str | None) -> set[str]:
     """Lifecycle stages a ViewType selects (1/"ACTIVE_ONLY" -> {"active"}, 2 -> {"deleted"}, 3 -> both)."""
     if isinstance(view_type, str):
-        view_type = _VIEW_TYPES.get(view_type.upper(), ACTIVE_ONLY)
+        view_type = VIEW_TYPE_NUMBERS.get(view_type.upper(), ACTIVE_ONLY)
     view_type = view_type or ACTIVE_ONLY
     stages: set[str] = set()
     if view_type in (ACTIVE_ONLY, ALL):

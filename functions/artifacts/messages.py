@@ -1,0 +1,23 @@
+"""Request messages of the artifact routes: proto field types (mlflow_artifacts.proto, service.proto) and
+the handler's ``_get_request_message(..., schema=...)`` checks, one entry per operation that parses one."""
+
+from __future__ import annotations
+
+from serverless_mlflow.request import Message, intlike, required, string
+
+_MPU_FIELDS = {"path": "string", "num_parts": "int64", "upload_id": "string", "parts": "[message]"}
+
+MESSAGES: dict[str, Message] = {
+    "list_artifacts": Message({"path": "string"}),
+    "list_run_artifacts": Message(
+        {"run_id": "string", "run_uuid": "string", "path": "string", "page_token": "string"},
+        {"run_id": [string, required], "path": [string], "page_token": [string]},
+        run_id_alias=True,
+    ),
+    "list_logged_model_artifacts": Message(
+        {"artifact_directory_path": "string", "page_token": "string"}, {"artifact_directory_path": [string]}
+    ),
+    "create_multipart_upload": Message(_MPU_FIELDS, {"path": [required, string], "num_parts": [intlike]}),
+    "complete_multipart_upload": Message(_MPU_FIELDS, {"path": [required, string], "upload_id": [string], "parts": [required]}),
+    "abort_multipart_upload": Message(_MPU_FIELDS, {"path": [required, string], "upload_id": [string]}),
+}

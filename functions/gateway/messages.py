@@ -1,0 +1,88 @@
+"""Request messages of the AI gateway routes: proto field types (service.proto's gateway messages) and the
+handler's ``_get_request_message(..., schema=...)`` checks, one entry per operation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from serverless_mlflow.errors import invalid
+from serverless_mlflow.request import Message, required, string
+
+
+def _secret_value_present(value: Any) -> None:
+    """MLflow's ``_assert_secret_value``: its own text, which never echoes the value."""
+    if value is None:
+        raise invalid("Missing value for required parameter 'secret_value'.")
+
+
+_STRING = [string]
+_REQUIRED = [required, string]
+
+_DEFINITION = {"model_definition_id": "string"}
+DEFINITION_UPDATES = ("name", "secret_id", "model_name", "updated_by", "provider")
+_ENDPOINT_FIELDS = {
+    "name": "string",
+    "model_configs": "[message]",
+    "created_by": "string",
+    "updated_by": "string",
+    "routing_strategy": "enum",
+    "fallback_config": "message",
+    "experiment_id": "string",
+    "usage_tracking": "bool",
+    "endpoint_id": "string",
+}
+_BINDING = {"endpoint_id": "string", "resource_type": "string", "resource_id": "string"}
+
+MESSAGES: dict[str, Message] = {
+    # --- secrets
+    "create_gateway_secret": Message(
+        {"secret_name": "string", "secret_value": "map", "provider": "string", "auth_config": "map", "created_by": "string"},
+        {"secret_name": _REQUIRED, "secret_value": [_secret_value_present], "provider": _STRING, "created_by": _STRING},
+    ),
+    "get_gateway_secret": Message({"secret_id": "string", "secret_name": "string"}, {"secret_id": _REQUIRED}),
+    "update_gateway_secret": Message(
+        {"secret_id": "string", "secret_value": "map", "auth_config": "map", "updated_by": "string"},
+        {"secret_id": _REQUIRED, "updated_by": _STRING},
+    ),
+    "delete_gateway_secret": Message({"secret_id": "string"}, {"secret_id": _REQUIRED}),
+    "list_gateway_secrets": Message({"provider": "string"}, {"provider": _STRING}),
+    # --- model definitions
+    "create_gateway_model_definition": Message(
+        {"name": "string", "secret_id": "string", "provider": "string", "model_name": "string", "created_by": "string"},
+        {"name": _REQUIRED, "secret_id": _REQUIRED, "provider": _REQUIRED, "model_name": _REQUIRED, "created_by": _STRING},
+    ),
+    "get_gateway_model_definition": Message(_DEFINITION, {"model_definition_id": _REQUIRED}),
+    "list_gateway_model_definitions": Message({"provider": "string", "secret_id": "string"}, {"provider": _STRING, "secret_id": _STRING}),
+    "update_gateway_model_definition": Message(
+        {"model_definition_id": "string", **dict.fromkeys(DEFINITION_UPDATES, "string")},
+        {"model_definition_id": _REQUIRED, **{name: _STRING for name in DEFINITION_UPDATES}},
+    ),
+    "delete_gateway_model_definition": Message(_DEFINITION, {"model_definition_id": _REQUIRED}),
+    # --- endpoints
+    "create_gateway_endpoint": Message(
+        _ENDPOINT_FIELDS, {"name": _REQUIRED, "created_by": _STRING, "model_configs": [required], "routing_strategy": _STRING}
+    ),
+    "get_gateway_endpoint": Message({"endpoint_id": "string", "name": "string"}, {"endpoint_id": _STRING, "name": _STRING}),
+    "update_gateway_endpoint": Message(
+        _ENDPOINT_FIELDS, {"endpoint_id": _REQUIRED, "name": _STRING, "updated_by": _STRING, "routing_strategy": _STRING}
+    ),
+    "delete_gateway_endpoint": Message({"endpoint_id": "string"}, {"endpoint_id": _REQUIRED}),
+    "list_gateway_endpoints": Message({"provider": "string", "secret_id": "string"}, {"provider": _STRING}),
+    "attach_model_to_gateway_endpoint": Message(
+        {"endpoint_id": "string", "model_config": "message", "created_by": "string"},
+        {"endpoint_id": _REQUIRED, "model_config": [required], "created_by": _STRING},
+    ),
+    "detach_model_from_gateway_endpoint": Message(
+        {"endpoint_id": "string", "model_definition_id": "string"}, {"endpoint_id": _REQUIRED, "model_definition_id": _REQUIRED}
+    ),
+    "create_gateway_endpoint_binding": Message(
+        {**_BINDING, "created_by": "string"},
+        {"endpoint_id": _REQUIRED, "resource_type": _REQUIRED, "resource_id": _REQUIRED, "created_by": _STRING},
+    ),
+    "delete_gateway_endpoint_binding": Message(_BINDING, {"endpoint_id": _REQUIRED, "resource_type": _REQUIRED, "resource_id": _REQUIRED}),
+    "list_gateway_endpoint_bindings": Message(_BINDING, {name: _STRING for name in _BINDING}),
+    "set_gateway_endpoint_tag": Message(
+        {"endpoint_id": "string", "key": "string", "value": "string"}, {"endpoint_id": _REQUIRED, "key": _REQUIRED, "value": _STRING}
+    ),
+    "delete_gateway_endpoint_tag": Message({"endpoint_id": "string", "key": "string"}, {"endpoint_id": _REQUIRED, "key": _REQUIRED}),
+}

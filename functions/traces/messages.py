@@ -1,0 +1,48 @@
+"""Request messages of the trace routes: proto field types (service.proto) and the handler's
+``_get_request_message(..., schema=...)`` checks, one entry per operation."""
+
+from __future__ import annotations
+
+from serverless_mlflow.request import Message, array, intlike, item_type_string, less_than_or_equal, required, string
+
+_IDS = Message(
+    {"trace_ids": "[string]", "experiment_ids": "[string]"},
+    {"trace_ids": [array, required, item_type_string], "experiment_ids": [array, item_type_string]},
+)
+
+MESSAGES: dict[str, Message] = {
+    "start_trace": Message({"trace": "message"}, {"trace": [required]}),
+    "get_trace": Message({"trace_id": "string", "allow_partial": "bool"}, {"trace_id": [string, required]}),
+    "batch_get_traces": _IDS,
+    "batch_get_trace_infos": _IDS,
+    "search_traces": Message(
+        {"locations": "[message]", "filter": "string", "max_results": "int32", "order_by": "[string]", "page_token": "string"},
+        {
+            "locations": [array, required],
+            "filter": [string],
+            "max_results": [intlike, less_than_or_equal(500)],
+            "order_by": [array, item_type_string],
+            "page_token": [string],
+        },
+    ),
+    "set_trace_tag": Message({"key": "string", "value": "string"}, {"key": [string, required], "value": [string]}),
+    "delete_trace_tag": Message({"key": "string"}, {"key": [string, required]}),
+    "delete_traces": Message(
+        {"experiment_id": "string", "max_timestamp_millis": "int64", "max_traces": "int32", "request_ids": "[string]"},
+        {
+            "experiment_id": [string, required],
+            "max_timestamp_millis": [intlike],
+            "max_traces": [intlike],
+            "request_ids": [array, item_type_string],
+        },
+    ),
+    "link_traces_to_run": Message(
+        {"trace_ids": "[string]", "run_id": "string"}, {"trace_ids": [array, required, item_type_string], "run_id": [string, required]}
+    ),
+    "create_assessment": Message({"assessment": "message"}, {"assessment": [required]}),
+    "update_assessment": Message({"assessment": "message"}, {"assessment": [required], "update_mask": [required]}),
+    "search_traces_v2": Message(
+        {"experiment_ids": "[string]", "filter": "string", "max_results": "int32", "order_by": "[string]", "page_token": "string"},
+        {"experiment_ids": [array, item_type_string], "max_results": [intlike, less_than_or_equal(500)]},
+    ),
+}

@@ -1,0 +1,157 @@
+"""Protobuf's JSON parsing, as MLflow's server runs it on a request before its handler checks.
+
+Field kinds: ``string``, ``int32``, ``int64``, ``double``, ``bool``, ``enum``, ``message`` (a JSON
+object), ``map`` (``map<string, string>``: an object whose values are strings) and ``[kind]`` for a
+repeated field. Top-level fields go through ``parse``; nested messages (metrics, params, tags, datasets)
+through the ``to_*`` converters, which follow protobuf's rules for values inside a message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from .answers import type_error
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+INT_RANGES = {"int64": (INT64_MIN, INT64_MAX), "int32": (INT32_MIN, INT32_MAX)}
+
+
+def _parse_scalar(kind: str, value: Any) -> Any:
+    if kind == "string":
+        if not isinstance(value, str):
+            raise ValueError
+        return value
+    if kind in ("int64", "int32"):
+        if isinstance(value, bool):
+            raise ValueError
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value)
+            except ValueError:
+                # protobuf's JSON parser also takes integral floats written as strings ("1e2", "1.0").
+                as_float = float(value)
+                if not as_float.is_integer():
+                    raise
+                return int(as_float)
+        raise ValueError
+    if kind == "double":
+        # protobuf's JSON parser reads true/false as 1.0/0.0 for doubles (not for integers).
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str):
+            parsed = float(value)
+            if math.isnan(parsed) and value not in ("NaN", "nan"):
+                raise ValueError
+            return parsed
+        raise ValueError
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        raise ValueError
+    if kind in ("message", "map"):
+        if not isinstance(value, dict):
+            raise ValueError
+        return value
+    if kind.startswith("enum"):
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            return value
+        raise ValueError
+    raise ValueError(kind)
+
+
+def parse(raw: Mapping[str, Any], fields: Mapping[str, str]) -> tuple[dict[str, Any], bool]:
+    """Coerce the known fields to their proto types. Returns (message, parsed_ok)."""
+    message: dict[str, Any] = {}
+    ok = True
+    for name, kind in fields.items():
+        if name not in raw or raw[name] is None:
+            continue
+        value = raw[name]
+        try:
+            if kind.startswith("["):
+                inner = kind[1:-1]
+                if not isinstance(value, list):
+                    raise ValueError
+                message[name] = [_parse_scalar(inner, v) for v in value]
+            else:
+                message[name] = _parse_scalar(kind, value)
+        except (ValueError, TypeError):
+            ok = False
+    return message, ok
+
+
+def int_in_range(value: int, name: str, raw: Any, kind: str) -> int:
+    """An int32/int64 field outside its type's range fails protobuf's parse: MLflow's type error."""
+    low, high = INT_RANGES[kind]
+    if not low <= value <= high:
+        raise type_error(name, raw)
+    return value
+
+
+def string_map(name: str, value: Mapping[str, Any]) -> dict[str, str]:
+    """A ``map<string, string>`` field: every value must be a string (protobuf's JSON parser)."""
+    for key, item in value.items():
+        if not isinstance(item, str):
+            raise type_error(f"{name}.{key}", item)
+    return dict(value)
+
+
+# --- values inside nested messages ----------------------------------------------------------------
+
+
+class NestedParseError(ValueError):
+    pass
+
+
+def to_double(value: Any) -> float:
+    # protobuf reads JSON true/false as 1.0/0.0 for doubles.
+    if value is None:
+        raise NestedParseError
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        if value == "nan":  # protobuf insists on "NaN"
+            raise NestedParseError
+        try:
+            return float(value)
+        except ValueError:
+            raise NestedParseError from None
+    raise NestedParseError
+
+
+def to_int64(value: Any) -> int:
+    if isinstance(value, bool) or value is None:
+        raise NestedParseError
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise NestedParseError
+        value = int(value)
+    elif isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            try:
+                as_float = float(value)
+            except ValueError:
+                raise NestedParseError from None
+            if not as_float.is_integer():
+                raise NestedParseError from None
+            value = int(as_float)
+    if not isinstance(value, int) or not INT64_MIN <= value <= INT64_MAX:
+        raise NestedParseError
+    return value
+
+
+def to_string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise NestedParseError
+    return value
