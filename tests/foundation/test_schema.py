@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from serverless_mlflow import catalog, schema
-from tools import gen_docs
+from serverless_mlflow import schema
+from tools import catalog, gen_docs
 
 ROOT = Path(__file__).resolve().parents[2]
 NASTY_NAMES = ["plain", "a#b", "a#", "#", "R#x#P#y", "tag#with#hashes", "ünï", "名前", "a\x01", "a\x00b", "%_", " ", "a" * 600]
@@ -81,6 +81,24 @@ def test_catalog_names_known_entities_operations_and_indexes() -> None:
         assert pattern.operation in catalog.OPERATIONS, pattern
         assert pattern.index == "table" or pattern.index in schema.INDEX_BY_NAME, pattern
         assert "Scan" not in pattern.operation
+
+
+def test_catalog_names_declared_schema_patterns_on_their_index() -> None:
+    named = {pattern.name for pattern in catalog.PATTERNS}
+    assert set(catalog.SCHEMA_PATTERNS) <= named, set(catalog.SCHEMA_PATTERNS) - named
+    used = set()
+    for entry in catalog.PATTERNS:
+        for reference in entry.uses:
+            declared = schema.pattern(reference)
+            assert (declared.index or "table") == entry.index, (entry.name, reference)
+            assert set(declared.entities) & set(entry.entities), (entry.name, reference)
+            used.add(reference)
+    declared_refs = {reference for reference, _ in schema.all_patterns()}
+    assert declared_refs <= used, f"schema patterns missing from the catalog: {sorted(declared_refs - used)}"
+
+
+def test_catalog_is_not_in_the_deployed_layer() -> None:
+    assert not (ROOT / "layers" / "shared" / "python" / "serverless_mlflow" / "catalog.py").exists()
 
 
 def test_catalog_serves_every_seed_access_pattern() -> None:

@@ -61,7 +61,7 @@ _SEGMENT = {
     "str": r"(?:[^\x00-\x03]|\x03[\x01-\x04])*(?:\x02[0-9a-f]+)?\x01",
     "i64": r"[0-9a-f]{16}",
     "f64": r"[0-9a-f]{16}",
-    "ver": r"[0-9]{%d}" % keys.VERSION_WIDTH,
+    "ver": rf"[0-9]{{{keys.VERSION_WIDTH}}}",
 }
 _DECODERS = {"str": keys.decode_text, "i64": keys.decode_int64, "f64": keys.decode_float64, "ver": int}
 
@@ -196,7 +196,8 @@ class KeyQuery(Mapping[str, Any]):
         pk_attr, sk_attr = attributes_of(self.index)
         out: dict[str, Any] = {"pk_value": self.pk_value, "pk_attr": pk_attr, "sk_attr": sk_attr}
         optional = {
-            "sk_prefix": self.sk_prefix,
+            # An empty prefix (a template that starts with a field) is no sort-key condition at all.
+            "sk_prefix": self.sk_prefix or None,
             "index": self.index,
             "sk_between": self.sk_between,
             "sk_before": self.sk_before,
@@ -446,7 +447,6 @@ ENTITIES: tuple[Entity, ...] = (
         "run_input_part", EXP, "R#{run_id}#I#{dataset_name:str}{dataset_digest:str}#C{part:i64}",
         "Slice of a large dataset schema/profile of a run input (items stay < 400 KB)",
         attributes=("field", "data"),
-        patterns={"parts": (None, "The slices of one dataset of one run input, in order")},
     ),
     _e("run_model_input", EXP, "R#{run_id}#N#{model_id}", "Logged model input of a run", attributes=("model_id",)),
     _e("run_output", EXP, "R#{run_id}#O#{model_id}", "Logged model output of a run", attributes=("model_id", "step")),
@@ -567,7 +567,7 @@ ENTITIES: tuple[Entity, ...] = (
     _e(
         "scorer", EXP, "SC#{name:str}", "Registered scorer: name -> scorer id (MLflow's scorers row)",
         attributes=("scorer_id", "name", "experiment_id"),
-        patterns={"with_versions": (None, "Scorers of an experiment (or one, given name) with their versions, in name order", "SC#{name:str}")},
+        patterns={"with_versions": (None, "Scorers of an experiment (or one, given name) with their versions, in name order")},
     ),
     _e(
         "scorer_version", EXP, "SC#{name:str}V#{version:ver}",
@@ -614,7 +614,11 @@ ENTITIES: tuple[Entity, ...] = (
             "name", "description", "creation_timestamp", "last_updated_timestamp", "next_version", "workspace",
             "is_prompt", "renaming_to", "renaming_from", "renamed_at", "deleting",
         ),
-        patterns={"everything": (None, "Every item of one registered model: aliases, META, tags, versions and their tags", "M#")},
+        patterns={
+            "everything": (None, "Every item of one registered model: aliases, META, tags, versions and their tags", "M#"),
+            # Read with KeyQuery.below(): aliases, META and model tags sort before the versions.
+            "head": (None, "Aliases, META and model tags: every key sorting before the versions (M#V#)", "M#V#"),
+        },
     ),
     _e(
         "registered_model_entry", "RMLIST#{workspace}", "{model_name:str}",
@@ -641,10 +645,7 @@ ENTITIES: tuple[Entity, ...] = (
         "model_version_tag", RM, "M#V#{version:ver}#T#{key:str}", "Model version tag", attributes=("key", "value"),
         patterns={"of_version": (None, "Tags of one model version")},
     ),
-    _e(
-        "registered_model_tag", RM, "M#TAG#{key:str}", "Registered model tag", attributes=("key", "value"),
-        patterns={"of_model": (None, "Tags of one registered model")},
-    ),
+    _e("registered_model_tag", RM, "M#TAG#{key:str}", "Registered model tag", attributes=("key", "value")),
     _e(
         "model_alias", RM, "M#ALIAS#{alias:str}", "Alias -> version", attributes=("alias", "version"),
         patterns={"of_model": (None, "Aliases of one registered model (they sort first: ALIAS < META < TAG < V)")},
