@@ -27,10 +27,32 @@ def test_every_entity_has_unique_name_and_writes_entity_type() -> None:
     names = [entity.name for entity in schema.ENTITIES]
     assert len(names) == len(set(names))
     required = {
-        "experiment", "experiment_tag", "run", "latest_metric", "metric_history", "param", "run_tag", "run_input",
-        "logged_model", "trace", "trace_spans", "dataset", "dataset_link", "metric_rank", "param_rank",
-        "fts_forward", "fts_reverse", "registered_model", "model_version", "registered_model_tag", "model_alias",
-        "workspace", "user", "experiment_permission", "registered_model_permission", "config",
+        "experiment",
+        "experiment_tag",
+        "run",
+        "latest_metric",
+        "metric_history",
+        "param",
+        "run_tag",
+        "run_input",
+        "logged_model",
+        "trace",
+        "trace_spans",
+        "dataset",
+        "dataset_link",
+        "metric_rank",
+        "param_rank",
+        "fts_forward",
+        "fts_reverse",
+        "registered_model",
+        "model_version",
+        "registered_model_tag",
+        "model_alias",
+        "workspace",
+        "user",
+        "experiment_permission",
+        "registered_model_permission",
+        "config",
     }
     assert required <= set(names)
     item = schema.ENTITY["run_tag"].item({"key": "k", "value": "v"}, experiment_id="1", run_id="r", key="k")
@@ -43,7 +65,10 @@ def test_index_keys_only_for_declared_indexes() -> None:
             assert index_name in schema.INDEX_BY_NAME
 
 
-@pytest.mark.parametrize("entity_name,field", [("param", "key"), ("run_tag", "key"), ("latest_metric", "key"), ("experiment_tag", "key"), ("registered_model_tag", "key")])
+@pytest.mark.parametrize(
+    "entity_name,field",
+    [("param", "key"), ("run_tag", "key"), ("latest_metric", "key"), ("experiment_tag", "key"), ("registered_model_tag", "key")],
+)
 def test_user_strings_never_make_a_key_a_prefix_of_another(entity_name: str, field: str) -> None:
     entity = schema.ENTITY[entity_name]
     base = {"experiment_id": "7", "run_id": "0" * 32, "model_name": "m", "changed_at": 1}

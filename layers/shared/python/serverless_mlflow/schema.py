@@ -11,6 +11,7 @@ from this module, so a key changes in exactly one place.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -113,7 +114,7 @@ class KeyTemplate:
         truncated (only a digest of its tail is in the key: read the item's attribute instead), or when
         the template itself is ambiguous (a raw field directly followed by another field).
         """
-        match = self._pattern().fullmatch(rendered)
+        match = _parser(self.template).fullmatch(rendered)
         if match is None:
             raise ValueError(f"{rendered!r} does not match the key template {self.template!r}")
         out: dict[str, Any] = {}
@@ -124,24 +125,28 @@ class KeyTemplate:
     def _fields_with_codecs(self) -> list[tuple[str, str | None]]:
         return [(m.group(1), m.group(2)) for m in _PLACEHOLDER.finditer(self.template)]
 
-    def _pattern(self) -> re.Pattern[str]:
-        parts, pos = [], 0
-        matches = list(_PLACEHOLDER.finditer(self.template))
-        for i, match in enumerate(matches):
-            parts.append(re.escape(self.template[pos : match.start()]))
-            codec = match.group(2)
-            if codec:
-                parts.append(f"({_SEGMENT[codec]})")
-            elif match.end() == len(self.template):
-                parts.append("(.*)")  # a trailing raw id (config keys such as seq#experiment hold '#')
-            elif i + 1 < len(matches) and matches[i + 1].start() == match.end():
-                raise ValueError(f"{self.template}: raw field {{{match.group(1)}}} is directly followed by another field; cannot parse")
-            else:
-                # A raw id ends at the first place the rest of the template matches (ids hold no separators).
-                parts.append("(.*?)")
-            pos = match.end()
-        parts.append(re.escape(self.template[pos:]))
-        return re.compile("".join(parts), re.DOTALL)
+
+@functools.cache
+def _parser(template: str) -> re.Pattern[str]:
+    """The regular expression of a key template: one group per field, in order (compiled once)."""
+    parts, pos = [], 0
+    matches = list(_PLACEHOLDER.finditer(template))
+    for i, match in enumerate(matches):
+        parts.append(re.escape(template[pos : match.start()]))
+        codec = match.group(2)
+        if codec:
+            parts.append(f"({_SEGMENT[codec]})")
+        elif match.end() == len(template):
+            parts.append("(.*)")  # a trailing raw id (config keys such as seq#experiment hold '#')
+        elif i + 1 < len(matches) and matches[i + 1].start() == match.end():
+            raise ValueError(f"{template}: raw field {{{match.group(1)}}} is directly followed by another field; cannot parse")
+        else:
+            # A raw id ends where the rest of the template first matches: ids hold no separators (a `scope`
+            # such as EXP#<id> inside fts_forward's gsi2 sort key is the exception, so that key is not parseable).
+            parts.append("(.*?)")
+        pos = match.end()
+    parts.append(re.escape(template[pos:]))
+    return re.compile("".join(parts), re.DOTALL)
 
 
 @dataclass(frozen=True)
