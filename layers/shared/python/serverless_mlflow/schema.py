@@ -588,26 +588,34 @@ ENTITIES: tuple[Entity, ...] = (
     _e(
         "metric_rank", EXP, "RANK#m#{key:str}{value:f64}#{run_id}", "A run's latest metric value, in value order",
         attributes=("run_id", "key", "value"), derived=True,
+        patterns={"by_value": (None, "Runs by their latest value of one metric (prefix, or a value range)")},
     ),
     _e(
         # value_key is keys.text(value, 300) so key + value + run id stay under DynamoDB's 1024-byte sort key.
         "param_rank", EXP, "RANK#p#{key:str}{value_key}{run_id}", "A run's param value, in value order",
         attributes=("run_id", "key", "value"), derived=True,
+        patterns={"by_value": (None, "Runs by their value of one param (value_key prefix: exact or LIKE 'v%')")},
     ),
     _e(
         # Same value_key as param_rank: filters `tags.k = 'v'` / `LIKE 'v%'` read one key range.
         "tag_rank", EXP, "RANK#t#{key:str}{value_key}{run_id}", "A run's tag value, in value order",
         attributes=("run_id", "key", "value"), derived=True,
+        patterns={"by_value": (None, "Runs by their value of one tag (value_key prefix: exact or LIKE 'v%')")},
     ),
     _e(
         "fts_forward", "{scope}", "FTS#{level}#{token:str}{entity_kind}#{entity_id:str}",
         "Token -> entity posting (scope: EXP#<id> for runs/traces, EXPLIST#<ws> for experiments, RMFTS#<ws> for models)",
         indexes={"gsi2": ("FTS#{token:str}", "{level}#{entity_kind}#{scope}#{entity_id:str}")},
         attributes=("entity_kind", "entity_id", "token", "level"), derived=True,
+        patterns={
+            "postings": (None, "Entities of one kind holding a token, in one scope"),
+            "global": ("gsi2", "Entities holding a token across every scope (eventually consistent)"),
+        },
     ),
     _e(
         "fts_reverse", "{scope}", "FTS_REV#{entity_kind}#{entity_id:str}{level}#{token:str}",
         "Entity -> token, to find and remove stale postings", attributes=("entity_kind", "entity_id", "token", "level"), derived=True,
+        patterns={"of_entity": (None, "Every token posted for one entity (to remove stale postings)")},
     ),
     # --- model registry partition -----------------------------------------------------------
     _e(
