@@ -5,8 +5,14 @@ entities that project into that index (sparse indexes). Templates use ``{name}``
 server-generated identifiers and ``{name:codec}`` for values that must be encoded (see ``keys``):
 ``str`` for user strings, ``i64`` for integers, ``f64`` for floats, ``ver`` for model versions.
 
-The CDK table, the local table, ``docs/schema.md`` and the access-pattern catalog are all generated
-from this module, so a key changes in exactly one place.
+Each entity also declares its named access patterns (as ElectroDB entities do): ``RUN.query("by_status",
+experiment_id=..., status=...)`` gives the arguments of ``table.query``/``iter_query``/``query_pages``
+(partition value, ``begins_with`` prefix or range, index and its key attribute names), and
+``Entity.parse`` reads a key back into its fields. Code outside this module never spells a key prefix
+or an index attribute (tests/foundation/test_key_patterns.py checks it).
+
+The CDK table, the local table, ``docs/schema.md`` and the access-pattern catalog (``tools/catalog.py``)
+are all generated from or checked against this module, so a key changes in exactly one place.
 """
 
 from __future__ import annotations
