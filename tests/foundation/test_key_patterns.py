@@ -106,8 +106,10 @@ def test_entity_parse_reads_table_and_index_keys() -> None:
 def test_parse_refuses_a_truncated_user_string_and_a_foreign_key() -> None:
     tag = schema.ENTITY["run_tag"]
     long_key = "k" * (keys.DEFAULT_TEXT_BUDGET + 10)
+    truncated = tag.key(experiment_id="1", run_id="r", key=long_key)[schema.SK]
     with pytest.raises(ValueError, match="truncated"):
-        tag.parse(tag.key(experiment_id="1", run_id="r", key=long_key)[schema.SK])
+        tag.parse(truncated)
+    assert tag.parse(truncated, fields=("run_id",)) == {"run_id": "r"}  # the fields before it still read
     with pytest.raises(ValueError, match="does not match"):
         tag.parse("R#r#P#" + keys.text("k"))  # a param's key is not a tag's
     with pytest.raises(ValueError, match="does not match"):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -113,19 +113,22 @@ class KeyTemplate:
     def fields(self) -> list[str]:
         return [m.group(1) for m in _PLACEHOLDER.finditer(self.template)]
 
-    def parse(self, rendered: str) -> dict[str, Any]:
-        """The template's fields from a rendered key, codecs decoded (inverse of ``render``).
+    def parse(self, rendered: str, fields: Iterable[str] | None = None) -> dict[str, Any]:
+        """The template's fields from a rendered key, codecs decoded (inverse of ``render``); only ``fields``
+        when given (e.g. the run id of a tag whose long key was truncated).
 
-        Raises ``ValueError`` when the key does not have this template's shape, when a ``str`` field was
-        truncated (only a digest of its tail is in the key: read the item's attribute instead), or when
+        Raises ``ValueError`` when the key does not have this template's shape, when a wanted ``str`` field
+        was truncated (only a digest of its tail is in the key: read the item's attribute instead), or when
         the template itself is ambiguous (a raw field directly followed by another field).
         """
         match = _parser(self.template).fullmatch(rendered)
         if match is None:
             raise ValueError(f"{rendered!r} does not match the key template {self.template!r}")
+        wanted = set(fields) if fields is not None else None
         out: dict[str, Any] = {}
         for (name, codec), value in zip(self._fields_with_codecs(), match.groups(), strict=True):
-            out[name] = _DECODERS[codec](value) if codec else value
+            if wanted is None or name in wanted:
+                out[name] = _DECODERS[codec](value) if codec else value
         return out
 
     def _fields_with_codecs(self) -> list[tuple[str, str | None]]:
@@ -282,12 +285,12 @@ class Entity:
         pk_template, sk_template = self.indexes[index]
         return (pk_template or self.pk), sk_template
 
-    def parse(self, sk: str, index: str | None = None) -> dict[str, Any]:
+    def parse(self, sk: str, index: str | None = None, fields: Iterable[str] | None = None) -> dict[str, Any]:
         """The fields of a sort key of this entity (of the table or of ``index``), decoded."""
-        return self.templates(index)[1].parse(sk)
+        return self.templates(index)[1].parse(sk, fields)
 
-    def parse_pk(self, pk: str, index: str | None = None) -> dict[str, Any]:
-        return self.templates(index)[0].parse(pk)
+    def parse_pk(self, pk: str, index: str | None = None, fields: Iterable[str] | None = None) -> dict[str, Any]:
+        return self.templates(index)[0].parse(pk, fields)
 
     def index_sk(self, index: str, **values: Any) -> str:
         """The sort-key value of one index for an item of this entity (e.g. to SET it in an update)."""
