@@ -126,13 +126,17 @@ class KeyTemplate:
             raise ValueError(f"{rendered!r} does not match the key template {self.template!r}")
         wanted = set(fields) if fields is not None else None
         out: dict[str, Any] = {}
-        for (name, codec), value in zip(self._fields_with_codecs(), match.groups(), strict=True):
+        for (name, codec), value in zip(_codecs(self.template), match.groups(), strict=True):
             if wanted is None or name in wanted:
                 out[name] = _DECODERS[codec](value) if codec else value
         return out
 
-    def _fields_with_codecs(self) -> list[tuple[str, str | None]]:
-        return [(m.group(1), m.group(2)) for m in _PLACEHOLDER.finditer(self.template)]
+
+
+@functools.cache
+def _codecs(template: str) -> tuple[tuple[str, str | None], ...]:
+    """(field, codec) of each placeholder of a key template, in order."""
+    return tuple((m.group(1), m.group(2)) for m in _PLACEHOLDER.finditer(template))
 
 
 @functools.cache
