@@ -91,13 +91,13 @@ def partitions(workspaces: Iterable[str] = DEFAULT_WORKSPACES) -> list[str]:
         out += [fts.experiments_scope(workspace), fts.registered_models_collection(workspace), fts.registered_models_scope(workspace)]
         experiment_ids = {
             item["experiment_id"]
-            for item in table.iter_query(fts.experiments_scope(workspace), "E#")
+            for item in table.iter_query(**ENTITY["experiment_entry"].query("collection", workspace=workspace))
             if item.get(ENTITY_TYPE) == "experiment_entry"
         }
         # The gsi2 listing also covers experiments written before the consistent collection existed.
         experiment_ids |= {
             item["experiment_id"]
-            for item in table.iter_query(f"WS#{workspace}#EXP", index="gsi2", pk_attr="gsi2pk")
+            for item in table.iter_query(**ENTITY["experiment"].query("in_workspace", workspace=workspace))
             if "experiment_id" in item
         }
         out += [ENTITY["experiment"].pk.render({"experiment_id": e}) for e in sorted(experiment_ids, key=_numeric)]

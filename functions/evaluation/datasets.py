@@ -238,7 +238,7 @@ def _rewrite_tags(dataset_id: str, change: Any, missing_message: str | None) -> 
 
 
 def experiment_links(dataset_id: str) -> list[dict[str, Any]]:
-    links = table.query(partition(dataset_id), "X#")
+    links = table.query(**DATASET_EXPERIMENT.query("of_dataset", dataset_id=dataset_id))
     return sorted(links, key=lambda link: (int(link.get("created_time") or 0), link["experiment_id"]))
 
 
@@ -314,7 +314,9 @@ def delete_dataset(dataset_id: str) -> None:
         table.update(dataset_key(dataset_id), "SET deleting = :t", values={":t": True})
     children = table.query(partition(dataset_id))
     experiment_sides = [
-        EXPERIMENT_DATASET.key(dataset_id=dataset_id, experiment_id=c["experiment_id"]) for c in children if c["sk"].startswith("X#")
+        EXPERIMENT_DATASET.key(dataset_id=dataset_id, experiment_id=c["experiment_id"])
+        for c in children
+        if c.get("entity_type") == DATASET_EXPERIMENT.name
     ]
     table.batch_write(deletes=[table.key_of(c) for c in children] + experiment_sides)
     table.delete(dataset_key(dataset_id))
@@ -332,11 +334,11 @@ def search_datasets(
         for experiment_id in dict.fromkeys(str(e) for e in experiment_ids):
             if len(experiment_id.encode("utf-8")) > MAX_EXPERIMENT_ID_BYTES:
                 continue  # no dataset can be associated with it
-            for link in table.iter_query(EXPERIMENT_DATASET.pk.render({"experiment_id": experiment_id}), "EVDS#"):
+            for link in table.iter_query(**EXPERIMENT_DATASET.query("of_experiment", experiment_id=experiment_id)):
                 dataset_ids[link["dataset_id"]] = None
         items = table.batch_get([dataset_key(d) for d in dataset_ids])
     else:
-        items = table.query(DATASET.pk.render({"workspace": WORKSPACE}), "DS#")
+        items = table.query(**DATASET.query("in_workspace", workspace=WORKSPACE))
     found, token = search.run([_search_entity(i) for i in items if not i.get("deleting")])
     return [to_api(d["item"]) for d in found], token
 

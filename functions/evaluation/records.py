@@ -16,7 +16,7 @@ import json
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, keys, table
+from serverless_mlflow import clock, table
 from serverless_mlflow.errors import MlflowError, invalid
 from serverless_mlflow.schema import ENTITY
 
@@ -287,7 +287,7 @@ def _decode_token(page_token: str) -> str:
     """MLflow's cursor ``base64("<created_time>:<record_id>")`` -> the lsi2 sort key to resume after."""
     try:
         created_time, record_id = base64.b64decode(page_token.encode(), validate=True).decode().split(":", 1)
-        position = "DR#" + keys.int64(int(created_time)) + "#" + record_id
+        position = RECORD.index_sk(RECORD.patterns["by_created_time"].index, created_time=int(created_time), dataset_record_id=record_id)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise invalid(f"Invalid page token: {page_token[:100]!r}") from None
     if len(position.encode("utf-8")) > MAX_POSITION_BYTES:  # no record id is that long; it would not fit a key
@@ -301,10 +301,10 @@ def get_records(dataset_id: str, max_results: int, page_token: str | None) -> tu
         raise invalid(f"Invalid value {max_results} for parameter 'max_results' supplied. It must be a positive integer")
     if not datasets.plausible(dataset_id):
         return [], None
-    kwargs: dict[str, Any] = {"index": "lsi2", "sk_attr": "lsi2sk", "limit": max_results + 1}
+    in_order = RECORD.query("by_created_time", dataset_id=dataset_id)
     if page_token:
-        kwargs["sk_after"] = _decode_token(page_token)
-    items = table.query(datasets.partition(dataset_id), "DR#", **kwargs)
+        in_order = in_order.after(_decode_token(page_token))
+    items = table.query(**in_order, limit=max_results + 1)
     more = len(items) > max_results
     items = items[:max_results]
     out: list[dict[str, Any]] = []

@@ -152,7 +152,7 @@ def _experiment(experiment_id: str) -> str:
 def _read(experiment_id: str, name: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """(scorer item, versions ascending) of one name: one consistent Query."""
     scorer, versions = None, []
-    for item in table.iter_query(SCORER.pk.render({"experiment_id": experiment_id}), SCORER.sk_prefix(name=name)):
+    for item in table.iter_query(**SCORER.query("with_versions", experiment_id=experiment_id, name=name)):
         if item["entity_type"] == SCORER.name:
             scorer = item
         else:
@@ -211,7 +211,7 @@ def list_scorers(experiment_id: str) -> list[dict[str, Any]]:
     """The latest version of every scorer of an experiment, by name."""
     experiment_id = _experiment(experiment_id)
     latest: dict[str, dict[str, Any]] = {}
-    for item in table.iter_query(SCORER.pk.render({"experiment_id": experiment_id}), "SC#"):
+    for item in table.iter_query(**SCORER.query("with_versions", experiment_id=experiment_id)):
         if item["entity_type"] == SCORER_VERSION.name:
             latest[item["name"]] = item  # ascending key order: the last one is the latest
     return [to_api(latest[name]) for name in sorted(latest, key=lambda n: n.encode("utf-8"))]
@@ -259,7 +259,7 @@ def delete_scorer(experiment_id: str, name: str, version: int | None) -> None:
 def list_scorers_across(experiment_ids: list[str] | None) -> list[dict[str, Any]]:
     """Latest versions across experiments (the given active ones, or every active one of the workspace)."""
     if experiment_ids is None:
-        entries = table.query(experiment_store.EXPERIMENT_ENTRY.pk.render({"workspace": experiment_store.DEFAULT_WORKSPACE}), "E#")
+        entries = table.query(**experiment_store.EXPERIMENT_ENTRY.query("collection", workspace=experiment_store.DEFAULT_WORKSPACE))
         active = [
             str(e["experiment_id"]) for e in entries if e.get("entity_type") == "experiment_entry" and e.get("lifecycle_stage") == "active"
         ]

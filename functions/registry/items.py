@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow import clock
-from serverless_mlflow.keys import version as encode_version
-from serverless_mlflow.schema import ENTITY, PK, SK
+from serverless_mlflow.schema import ENTITY, PK, SK, KeyQuery
 
 RM = ENTITY["registered_model"]
 ENTRY = ENTITY["registered_model_entry"]
@@ -31,11 +30,6 @@ STAGE_ARCHIVED = "Archived"
 ALL_STAGES = (STAGE_NONE, STAGE_STAGING, STAGE_PRODUCTION, STAGE_ARCHIVED)
 ACTIVE_STAGES = (STAGE_STAGING, STAGE_PRODUCTION)
 READY = "READY"
-
-VERSIONS_PREFIX = "M#V#"
-ALIAS_PREFIX = "M#ALIAS#"
-TAG_PREFIX = "M#TAG#"
-META_SK = "M#META"
 
 # A META item carrying one of these is in the middle of a rename or a delete: every request that
 # meets one finishes that job first (see lifecycle.py).
@@ -60,9 +54,26 @@ def version_key(name: str, version: int) -> dict[str, str]:
     return MV.key(model_name=name, version=version)
 
 
-def version_prefix(version: int) -> str:
-    """Sort-key prefix of a version and its tags (fixed width: version 1 is never a prefix of 10)."""
-    return VERSIONS_PREFIX + encode_version(version)
+def versions_query(name: str, version: int | None = None) -> KeyQuery:
+    """Every version of the model with its tags, or one version with its tags (fixed width: version 1 is
+    never a prefix of 10)."""
+    return MV.query("with_tags", model_name=name, version=version)
+
+
+def version_tags_query(name: str, version: int) -> KeyQuery:
+    return MV_TAG.query("of_version", model_name=name, version=version)
+
+
+def aliases_query(name: str) -> KeyQuery:
+    return ALIAS.query("of_model", model_name=name)
+
+
+def head_query(name: str, with_tags: bool = True) -> KeyQuery:
+    """Everything sorted before the versions: aliases, META and (``with_tags``) the model's tags."""
+    if with_tags:
+        return RM.query("head", model_name=name).below()
+    aliases = aliases_query(name)
+    return aliases.between(aliases.bound(), meta_key(name)[SK])
 
 
 def has_marker(meta: dict[str, Any]) -> bool:

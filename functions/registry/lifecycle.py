@@ -36,17 +36,16 @@ from typing import Any
 
 from serverless_mlflow import table
 from serverless_mlflow.errors import MlflowError
-from serverless_mlflow.schema import PK, SK
+from serverless_mlflow.schema import ENTITY_TYPE, PK, SK
 
 from .items import (
-    META_SK,
     NO_MARKERS,
+    RM,
     entry_item,
     entry_key,
     has_marker,
     meta_item,
     meta_key,
-    partition,
     rebuild_for,
 )
 
@@ -174,7 +173,7 @@ def finish_delete(name: str, stop_after: int | None = None) -> None:
 
 def _partition_items(name: str) -> list[dict[str, Any]]:
     """Every item of the model except META (strongly consistent)."""
-    return [item for item in table.iter_query(partition(name), "M#") if item[SK] != META_SK]
+    return [item for item in table.iter_query(**RM.query("everything", model_name=name)) if item.get(ENTITY_TYPE) != RM.name]
 
 
 def _run_batches(checks: list[dict[str, Any]], operations: list[dict[str, Any]], stop_after: int | None) -> bool:

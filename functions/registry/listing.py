@@ -26,13 +26,12 @@ from . import reads
 from .items import (
     ENTRY,
     IS_PROMPT_TAG_KEY,
-    VERSIONS_PREFIX,
     WORKSPACE,
     has_marker,
     meta_key,
     model_json,
-    partition,
     version_json,
+    versions_query,
 )
 
 
@@ -130,7 +129,7 @@ def _partition_versions(name: str) -> list[dict[str, Any]]:
     """Every live version of one model with its tags: one consistent Query of ``M#V#``."""
     if reads.read_head(name, with_tags=False) is None:  # also finishes a rename/delete in progress
         return []
-    items = table.query(partition(name), VERSIONS_PREFIX)
+    items = table.query(**versions_query(name))
     versions: dict[int, dict[str, Any]] = {}
     tags: dict[int, dict[str, str]] = {}
     for item in items:

@@ -8,23 +8,20 @@ from typing import Any
 from serverless_mlflow import parallel, table
 from serverless_mlflow.errors import MlflowError, not_found
 from serverless_mlflow.keys import VERSION_WIDTH
-from serverless_mlflow.schema import SK
+from serverless_mlflow.schema import ENTITY_TYPE
 from serverless_mlflow.validation import validate_model_version
 
 from . import lifecycle
 from .items import (
-    ALIAS_PREFIX,
     ALL_STAGES,
-    META_SK,
-    VERSIONS_PREFIX,
+    MV,
+    RM,
     has_marker,
-    partition,
+    head_query,
     version_json,
-    version_prefix,
+    version_tags_query,
+    versions_query,
 )
-
-LSI_STAGE = "lsi3"
-LSI_STAGE_SK = "lsi3sk"
 
 
 @dataclass
@@ -50,11 +47,8 @@ def version_not_found(name: str, version: Any) -> Exception:
 def read_head(name: str, with_tags: bool = True) -> Head | None:
     """One Query: aliases + META (+ model tags). Finishes a rename/delete it meets; None if absent."""
     for _ in range(lifecycle.MAX_SETTLE_ROUNDS):
-        if with_tags:
-            items = table.query(partition(name), sk_before=VERSIONS_PREFIX)
-        else:
-            items = table.query(partition(name), sk_between=(ALIAS_PREFIX, META_SK))
-        meta = next((item for item in items if item[SK] == META_SK), None)
+        items = table.query(**head_query(name, with_tags))
+        meta = next((item for item in items if item.get(ENTITY_TYPE) == RM.name), None)
         if meta is None:
             return None
         if has_marker(meta):
@@ -86,7 +80,7 @@ def read_version(name: str, version: int) -> tuple[dict[str, Any], dict[str, str
     """One Query: the version item and its tags; None for a missing or half-deleted version."""
     if not is_storable_version(version):
         return None  # no such version can exist (MLflow answers "not found" too)
-    items = table.query(partition(name), version_prefix(version))
+    items = table.query(**versions_query(name, version))
     item = next((i for i in items if i.get("entity_type") == "model_version"), None)
     if item is None or item.get("deleting"):
         return None
@@ -110,25 +104,25 @@ def is_storable_version(version: int) -> bool:
 def version_tags(name: str, version: int) -> dict[str, str]:
     if not is_storable_version(version):
         return {}
-    items = table.query(partition(name), version_prefix(version) + "#T#")
+    items = table.query(**version_tags_query(name, version))
     return {i["key"]: i["value"] for i in items}
 
 
 def latest_in_stage(name: str, stage: str) -> dict[str, Any] | None:
     """Highest live version in ``stage``: a descending, limit-1 consistent query on the stage LSI."""
-    prefix = f"MV#{stage}#"
+    in_stage = MV.query("by_stage", model_name=name, current_stage=stage)
     before: str | None = None
     while True:
         if before is None:
-            items = table.query(partition(name), prefix, index=LSI_STAGE, sk_attr=LSI_STAGE_SK, forward=False, limit=1)
+            items = table.query(**in_stage, forward=False, limit=1)
         else:
-            items = table.query(partition(name), index=LSI_STAGE, sk_attr=LSI_STAGE_SK, sk_between=(prefix, before), forward=False, limit=2)
-            items = [item for item in items if item[LSI_STAGE_SK] != before][:1]
+            items = table.query(**in_stage.between(in_stage.bound(), before), forward=False, limit=2)
+            items = [item for item in items if item[in_stage.sk_attr] != before][:1]
         if not items:
             return None
         if not items[0].get("deleting"):
             return items[0]
-        before = items[0][LSI_STAGE_SK]
+        before = items[0][in_stage.sk_attr]
 
 
 def latest_versions(name: str, stages: tuple[str, ...] = ALL_STAGES, aliases: Head | None = None) -> list[dict[str, Any]]:

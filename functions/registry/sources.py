@@ -19,17 +19,12 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from serverless_mlflow import table
-from serverless_mlflow.errors import MlflowError, invalid, not_found
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.store import logged_models as logged_model_store
+from serverless_mlflow.store import runs as run_store
 
 PROMPT_SOURCE_PLACEHOLDERS = frozenset({"dummy-source", "prompt-template"})
 MODELS_URI_SUFFIX_LATEST = "latest"
-
-RUN = ENTITY["run"]
-RUN_LOCATOR = ENTITY["run_locator"]
-LOGGED_MODEL = ENTITY["logged_model"]
-LOGGED_MODEL_LOCATOR = ENTITY["logged_model_locator"]
 
 
 class ParsedModelUri(NamedTuple):
@@ -48,26 +43,15 @@ class ResolvedSource:
     storage_location: str
 
 
-# --- lookups in the tracking data (read through the schema; written by the tracking features) ----
+# --- lookups in the tracking data (the layer's store: the tracking features write them) -------------
 
-def get_run(run_id: str) -> dict[str, Any]:
-    locator = table.get(RUN_LOCATOR.key(run_id=run_id)) if run_id else None
-    run = table.get(RUN.key(experiment_id=locator["experiment_id"], run_id=run_id)) if locator else None
-    if run is None:
-        raise not_found(f"Run with id={run_id} not found")
-    return run
-
-
-def get_logged_model(model_id: str) -> dict[str, Any]:
-    locator = table.get(LOGGED_MODEL_LOCATOR.key(model_id=model_id)) if model_id else None
-    model = table.get(LOGGED_MODEL.key(experiment_id=locator["experiment_id"], model_id=model_id)) if locator else None
-    if model is None or model.get("lifecycle_stage") == "deleted":
-        raise not_found(f"Logged model with ID '{model_id}' not found.")
-    return model
+# The run item (404 "Run with id=... not found") and the logged model item (404 when unknown or deleted).
+get_run = run_store.get_run_item
+get_logged_model = logged_model_store.get_model_item
 
 
 def logged_model_location(model: dict[str, Any]) -> str:
-    return model.get("artifact_location") or model.get("artifact_uri") or ""
+    return model.get("artifact_location") or ""
 
 
 # --- URI parsing (mlflow/store/artifact/utils/models.py, runs_artifact_repo.py) -------------------

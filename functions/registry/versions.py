@@ -24,7 +24,6 @@ from serverless_mlflow.validation import (
 from . import reads, sources
 from .items import (
     ACTIVE_STAGES,
-    ALIAS_PREFIX,
     ALL_STAGES,
     IS_PROMPT_TAG_KEY,
     MV,
@@ -33,13 +32,13 @@ from .items import (
     STAGE_ARCHIVED,
     STAGE_NONE,
     VERSION_LIVE,
+    aliases_query,
     meta_key,
-    partition,
     version_item,
     version_json,
     version_key,
-    version_prefix,
     version_tag_item,
+    version_tags_query,
 )
 
 MAX_ALLOCATION_ATTEMPTS = 50
@@ -378,7 +377,7 @@ def transition_model_version_stage(name: str, version: Any, stage: str, archive_
     now = clock.now_millis()
     updates = [_stage_update(name, number, target, now)]
     if archive_existing_versions:
-        in_stage = table.query(partition(name), f"MV#{target}#", index=reads.LSI_STAGE, sk_attr=reads.LSI_STAGE_SK)
+        in_stage = table.query(**MV.query("by_stage", model_name=name, current_stage=target))
         updates += [_stage_update(name, item["version"], STAGE_ARCHIVED, now) for item in in_stage if item["version"] != number and not item.get("deleting")]
     # One transaction holds 100 operations; a model with more versions in one stage archives them in
     # follow-up transactions (each item update is idempotent).
@@ -389,11 +388,13 @@ def transition_model_version_stage(name: str, version: Any, stage: str, archive_
 
 
 def _stage_update(name: str, number: int, stage: str, now: int) -> dict[str, Any]:
-    lsi_sk = MV.index_keys(model_name=name, version=number, current_stage=stage, run_id=None)["lsi3sk"]
+    by_stage = MV.patterns["by_stage"]
+    lsi_sk = MV.index_sk(by_stage.index, model_name=name, version=number, current_stage=stage)
     # The condition keeps an update from creating a stub item for a version deleted meanwhile.
     return table.update_op(
         version_key(name, number),
-        "SET current_stage = :stage, last_updated_timestamp = :now, lsi3sk = :lsi",
+        "SET current_stage = :stage, last_updated_timestamp = :now, #stage_sk = :lsi",
+        names={"#stage_sk": by_stage.sk_attr},
         values={":stage": stage, ":now": now, ":lsi": lsi_sk},
         condition="attribute_exists(pk)",
     )
@@ -421,9 +422,8 @@ def delete_model_version(name: str, version: Any) -> None:
 
 
 def finish_version_delete(name: str, number: int, now: int) -> None:
-    pk = partition(name)
-    doomed = [i for i in table.query(pk, version_prefix(number) + "#T#")]
-    doomed += [i for i in table.query(pk, ALIAS_PREFIX) if i.get("version") == number]
+    doomed = [i for i in table.query(**version_tags_query(name, number))]
+    doomed += [i for i in table.query(**aliases_query(name)) if i.get("version") == number]
     deletes = [table.delete_op({"pk": i["pk"], "sk": i["sk"]}) for i in doomed]
     guard = table.check_op(meta_key(name), NO_MARKERS)
     while len(deletes) > 97:

@@ -180,7 +180,7 @@ def write_model_metrics(run: dict[str, Any], metrics: list[dict[str, Any]]) -> N
         return
     model_ids = sorted({m["model_id"] for m in with_model})
     located = {
-        item["pk"][len("LM#") :]: item["experiment_id"]
+        LOGGED_MODEL_LOCATOR.parse_pk(item["pk"])["model_id"]: item["experiment_id"]
         for item in table.batch_get([LOGGED_MODEL_LOCATOR.key(model_id=model_id) for model_id in model_ids])
     }
     items = []

@@ -9,7 +9,6 @@ from serverless_mlflow.errors import invalid
 from serverless_mlflow.schema import ENTITY
 
 DATASET = ENTITY["dataset"]
-DATASET_PREFIX = "D#"  # the dataset items' sort keys (D#<name><digest>, then their #C parts)
 MAX_EXPERIMENT_IDS = 20
 MAX_SUMMARIES = 1000
 
@@ -26,7 +25,7 @@ def search_datasets(experiment_ids: list[str]) -> dict[str, Any]:
         )
     summaries: list[dict[str, Any]] = []
     for experiment_id in dict.fromkeys(str(e) for e in experiment_ids):
-        for item in table.query(DATASET.pk.render({"experiment_id": experiment_id}), DATASET_PREFIX):
+        for item in table.query(**DATASET.query("with_parts", experiment_id=experiment_id)):
             if item.get("entity_type") == DATASET.name:
                 summaries.append({"experiment_id": experiment_id, "name": item["name"], "digest": item["digest"]})
     summaries = summaries[:MAX_SUMMARIES]

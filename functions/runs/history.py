@@ -15,6 +15,7 @@ from typing import Any
 from serverless_mlflow import table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response, token_json
+from serverless_mlflow.schema import PK, SK
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import METRIC_HISTORY
 
@@ -36,8 +37,7 @@ def _decode_token(token: str, prefix: str) -> str:
 
 
 def read_history(experiment_id: str, run_id: str, metric_key: str) -> list[dict[str, Any]]:
-    prefix = METRIC_HISTORY.sk_prefix(run_id=run_id, key=metric_key)
-    return table.query(f"EXP#{experiment_id}", prefix)
+    return table.query(**METRIC_HISTORY.query("of_metric", experiment_id=experiment_id, run_id=run_id, key=metric_key))
 
 
 def get_metric_history(msg: dict[str, Any]) -> dict[str, Any]:
@@ -52,10 +52,11 @@ def get_metric_history(msg: dict[str, Any]) -> dict[str, Any]:
     after = _decode_token(msg["page_token"], prefix) if msg.get("page_token") else None
     if experiment_id is None:
         return {}
-    start_key = table.to_item({"pk": f"EXP#{experiment_id}", "sk": after}) if after else None
+    history = METRIC_HISTORY.query("of_metric", experiment_id=experiment_id, run_id=run_id, key=metric_key)
+    start_key = table.to_item({PK: history.pk_value, SK: after}) if after else None
     limit = max_results + 1 if max_results is not None else None
     items: list[dict[str, Any]] = []
-    for page, _ in table.query_pages(f"EXP#{experiment_id}", prefix, limit=limit, start_key=start_key):
+    for page, _ in table.query_pages(**history, limit=limit, start_key=start_key):
         items.extend(page)
     next_token = None
     if max_results is not None and len(items) > max_results:

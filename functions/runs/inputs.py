@@ -103,8 +103,8 @@ def _dataset_fields(item: dict[str, Any]) -> dict[str, Any]:
 def _read_dataset(experiment_id: str, item: dict[str, Any]) -> dict[str, Any]:
     dataset = _dataset_fields(item)
     if item.get("parts"):
-        prefix = DATASET_PART.sk_prefix(dataset_name=dataset["name"], dataset_digest=dataset["digest"])
-        dataset = _join_parts(dataset, table.query(f"EXP#{experiment_id}", prefix))
+        parts = DATASET_PART.query("parts", experiment_id=experiment_id, dataset_name=dataset["name"], dataset_digest=dataset["digest"])
+        dataset = _join_parts(dataset, table.query(**parts))
     return dataset
 
 

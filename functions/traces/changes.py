@@ -12,12 +12,16 @@ from typing import Any
 
 from serverless_mlflow import clock, s3, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.schema import COLLECTIONS
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import runs as run_store
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.validation import validate_trace_tag
 
 MAX_TRACE_LINKS_PER_REQUEST = 100
+# The trace name keys the name index and sets the "not yet indexed" flag of trace-name FTS.
+_NAME_SK = store.TRACE.patterns["by_name"].sk_attr
+_FLAG_SK = COLLECTIONS["unindexed"].sk_attr
 _IMMUTABLE_TAGS = frozenset({store.SPANS_LOCATION_TAG, "mlflow.trace.archiveLocation", "mlflow.trace.archivalFailure"})
 
 
@@ -75,7 +79,10 @@ def set_trace_tag(trace_id: str, key: str, value: str) -> None:
             changed_at=clock.now_millis(),
         )
         _update_info(
-            item, "SET trace_name = :v, lsi4sk = :k, lsi5sk = :f", {}, {":v": name, ":k": index_keys["lsi4sk"], ":f": index_keys["lsi5sk"]}
+            item,
+            "SET trace_name = :v, #name_sk = :k, #flag_sk = :f",
+            {"#name_sk": _NAME_SK, "#flag_sk": _FLAG_SK},
+            {":v": name, ":k": index_keys[_NAME_SK], ":f": index_keys[_FLAG_SK]},
         )
         return
     set_map_entries(item, "tags", {key: value or ""})
@@ -87,7 +94,7 @@ def delete_trace_tag(trace_id: str, key: str) -> None:
     if key == store.TRACE_NAME_TAG:
         if item.get("trace_name") is None:
             raise missing
-        _update_info(item, "REMOVE trace_name, lsi4sk", {})
+        _update_info(item, "REMOVE trace_name, #name_sk", {"#name_sk": _NAME_SK})
         return
     if key not in (item.get("tags") or {}):
         raise missing
@@ -118,11 +125,9 @@ def delete_traces(experiment_id: str, max_timestamp_millis: int | None, max_trac
 
 def oldest_traces(experiment_id: str, max_timestamp_millis: int | None, limit: int | None) -> list[dict[str, Any]]:
     """Traces with request time <= max, oldest first (lsi2 forward), at most ``limit``."""
-    from serverless_mlflow import keys
-
-    high = "T#" + (keys.int64(max_timestamp_millis) + "#\uffff" if max_timestamp_millis is not None else "\uffff")
+    by_time = store.TRACE.query("by_request_time", experiment_id=experiment_id)
     out: list[dict[str, Any]] = []
-    for item in table.iter_query(f"EXP#{experiment_id}", index="lsi2", sk_attr="lsi2sk", sk_between=("T#", high)):
+    for item in table.iter_query(**by_time.range(high={"request_time": max_timestamp_millis})):
         out.append(item)
         if limit is not None and len(out) >= limit:
             break

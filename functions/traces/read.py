@@ -17,12 +17,14 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from serverless_mlflow import fts, keys, s3, table
+from serverless_mlflow import fts, s3, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.search import traces as grammar
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import traces as store
 
+# Items of every time stream are merged on this index's sort key (request time, then trace id).
+BY_TIME_SK = store.TRACE.patterns["by_request_time"].sk_attr
 DEFAULT_MAX_RESULTS = 100
 
 
@@ -118,21 +120,21 @@ def _time_stream(
     experiment_id: str, low: int | None, high: int | None, before_ts: int | None, page_size: int | None = None, state: str | None = None
 ) -> Iterator[dict[str, Any]]:
     """Info items of one experiment by request time, newest first, read lazily: lsi2, or lsi3 for one state."""
-    prefix, index = ("T#", "lsi2") if state is None else (f"T#{state}#", "lsi3")
-    lo = prefix + (keys.int64(low) if low is not None else "")
-    hi = prefix + (keys.int64(high) + "#\uffff" if high is not None else "\uffff")
+    if state is None:
+        stream = store.TRACE.query("by_request_time", experiment_id=experiment_id)
+    else:
+        stream = store.TRACE.query("by_state", experiment_id=experiment_id, state=state)
+    hi = stream.ceiling(request_time=high)
     if before_ts is not None:
-        hi = min(hi, prefix + keys.int64(before_ts) + "#\uffff")
-    yield from table.iter_query(
-        f"EXP#{experiment_id}", index=index, sk_attr=f"{index}sk", sk_between=(lo, hi), forward=False, page_size=page_size
-    )
+        hi = min(hi, stream.ceiling(request_time=before_ts))
+    yield from table.iter_query(**stream.between(stream.bound(request_time=low), hi), forward=False, page_size=page_size)
 
 
 def _name_items(experiment_ids: list[str], names: list[str]) -> list[dict[str, Any]]:
     out = []
     for experiment_id in experiment_ids:
         for name in dict.fromkeys(names):
-            out.extend(table.query(f"EXP#{experiment_id}", "T#" + keys.text(name), index="lsi4", sk_attr="lsi4sk"))
+            out.extend(table.query(**store.TRACE.query("by_name", experiment_id=experiment_id, trace_name=name)))
     return out
 
 
@@ -174,7 +176,7 @@ def _search_by_time(
     after = (-int(token["ts"]), str(token["id"])) if token and "ts" in token and "id" in token else None
     narrowed = _narrowed_items(experiment_ids, clauses)
     if narrowed is not None:
-        stream: Iterator[dict[str, Any]] = iter(sorted(narrowed, key=lambda i: i["lsi2sk"], reverse=True))
+        stream: Iterator[dict[str, Any]] = iter(sorted(narrowed, key=lambda i: i[BY_TIME_SK], reverse=True))
     else:
         low, high = grammar.time_bounds(clauses)
         states = grammar.states_equal(clauses)
@@ -185,7 +187,7 @@ def _search_by_time(
         indexed_only = all(c["type"] == "attribute" and c["key"] in ("timestamp_ms", "status") for c in clauses)
         page_size = limit + 1 + (1 if after else 0) if indexed_only else min(1000, 4 * (limit + 1))
         streams = [_time_stream(e, low, high, before_ts, page_size, state) for e in experiment_ids for state in (states or [None])]
-        stream = heapq.merge(*streams, key=lambda i: i["lsi2sk"], reverse=True)
+        stream = heapq.merge(*streams, key=lambda i: i[BY_TIME_SK], reverse=True)
     found: list[dict[str, Any]] = []
     for item in stream:
         if store.is_expired(item):

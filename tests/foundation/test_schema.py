@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from serverless_mlflow import catalog, schema
-from tools import gen_docs
+from serverless_mlflow import schema
+from tools import catalog, gen_docs
 
 ROOT = Path(__file__).resolve().parents[2]
 NASTY_NAMES = ["plain", "a#b", "a#", "#", "R#x#P#y", "tag#with#hashes", "ünï", "名前", "a\x01", "a\x00b", "%_", " ", "a" * 600]
@@ -27,10 +27,32 @@ def test_every_entity_has_unique_name_and_writes_entity_type() -> None:
     names = [entity.name for entity in schema.ENTITIES]
     assert len(names) == len(set(names))
     required = {
-        "experiment", "experiment_tag", "run", "latest_metric", "metric_history", "param", "run_tag", "run_input",
-        "logged_model", "trace", "trace_spans", "dataset", "dataset_link", "metric_rank", "param_rank",
-        "fts_forward", "fts_reverse", "registered_model", "model_version", "registered_model_tag", "model_alias",
-        "workspace", "user", "experiment_permission", "registered_model_permission", "config",
+        "experiment",
+        "experiment_tag",
+        "run",
+        "latest_metric",
+        "metric_history",
+        "param",
+        "run_tag",
+        "run_input",
+        "logged_model",
+        "trace",
+        "trace_spans",
+        "dataset",
+        "dataset_link",
+        "metric_rank",
+        "param_rank",
+        "fts_forward",
+        "fts_reverse",
+        "registered_model",
+        "model_version",
+        "registered_model_tag",
+        "model_alias",
+        "workspace",
+        "user",
+        "experiment_permission",
+        "registered_model_permission",
+        "config",
     }
     assert required <= set(names)
     item = schema.ENTITY["run_tag"].item({"key": "k", "value": "v"}, experiment_id="1", run_id="r", key="k")
@@ -43,7 +65,10 @@ def test_index_keys_only_for_declared_indexes() -> None:
             assert index_name in schema.INDEX_BY_NAME
 
 
-@pytest.mark.parametrize("entity_name,field", [("param", "key"), ("run_tag", "key"), ("latest_metric", "key"), ("experiment_tag", "key"), ("registered_model_tag", "key")])
+@pytest.mark.parametrize(
+    "entity_name,field",
+    [("param", "key"), ("run_tag", "key"), ("latest_metric", "key"), ("experiment_tag", "key"), ("registered_model_tag", "key")],
+)
 def test_user_strings_never_make_a_key_a_prefix_of_another(entity_name: str, field: str) -> None:
     entity = schema.ENTITY[entity_name]
     base = {"experiment_id": "7", "run_id": "0" * 32, "model_name": "m", "changed_at": 1}
@@ -81,6 +106,24 @@ def test_catalog_names_known_entities_operations_and_indexes() -> None:
         assert pattern.operation in catalog.OPERATIONS, pattern
         assert pattern.index == "table" or pattern.index in schema.INDEX_BY_NAME, pattern
         assert "Scan" not in pattern.operation
+
+
+def test_catalog_names_declared_schema_patterns_on_their_index() -> None:
+    named = {pattern.name for pattern in catalog.PATTERNS}
+    assert set(catalog.SCHEMA_PATTERNS) <= named, set(catalog.SCHEMA_PATTERNS) - named
+    used = set()
+    for entry in catalog.PATTERNS:
+        for reference in entry.uses:
+            declared = schema.pattern(reference)
+            assert (declared.index or "table") == entry.index, (entry.name, reference)
+            assert set(declared.entities) & set(entry.entities), (entry.name, reference)
+            used.add(reference)
+    declared_refs = {reference for reference, _ in schema.all_patterns()}
+    assert declared_refs <= used, f"schema patterns missing from the catalog: {sorted(declared_refs - used)}"
+
+
+def test_catalog_is_not_in_the_deployed_layer() -> None:
+    assert not (ROOT / "layers" / "shared" / "python" / "serverless_mlflow" / "catalog.py").exists()
 
 
 def test_catalog_serves_every_seed_access_pattern() -> None:

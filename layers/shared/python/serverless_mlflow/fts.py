@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from serverless_mlflow import table
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE
+from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE
 
 FORWARD = ENTITY["fts_forward"]
 REVERSE = ENTITY["fts_reverse"]
@@ -116,7 +116,7 @@ def experiments_scope(workspace: str) -> str:
 
 def registered_models_scope(workspace: str) -> str:
     """Postings of model names: their own partition (the RMLIST#<ws> collection is read whole by the registry)."""
-    return f"RMFTS#{workspace}"
+    return COLLECTIONS["model_postings"].pk.render({"workspace": workspace})
 
 
 def registered_models_collection(workspace: str) -> str:
@@ -203,7 +203,7 @@ def pending_ids(scope: str, kind: str) -> set[str]:
     """Entities of ``kind`` whose latest name may not be indexed yet (LSI5 flag, read consistently)."""
     source = SOURCE_ENTITY_OF_KIND[kind]
     out: set[str] = set()
-    for item in table.iter_query(scope, "U#", index="lsi5", sk_attr="lsi5sk"):
+    for item in table.iter_query(**COLLECTIONS["unindexed"].query(scope=scope)):
         if item.get(ENTITY_TYPE) == source:
             entity_id = entity_id_of(item)
             if entity_id is not None:

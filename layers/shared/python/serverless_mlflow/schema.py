@@ -5,16 +5,25 @@ entities that project into that index (sparse indexes). Templates use ``{name}``
 server-generated identifiers and ``{name:codec}`` for values that must be encoded (see ``keys``):
 ``str`` for user strings, ``i64`` for integers, ``f64`` for floats, ``ver`` for model versions.
 
-The CDK table, the local table, ``docs/schema.md`` and the access-pattern catalog are all generated
-from this module, so a key changes in exactly one place.
+Each entity also declares its named access patterns (as ElectroDB entities do): ``RUN.query("by_status",
+experiment_id=..., status=...)`` gives the arguments of ``table.query``/``iter_query``/``query_pages``
+(partition value, ``begins_with`` prefix or range, index and its key attribute names), and
+``Entity.parse`` reads a key back into its fields. Code outside this module never spells a key prefix
+or an index attribute (tests/foundation/test_key_patterns.py checks it).
+
+The CDK table, the local table, ``docs/schema.md`` and the access-pattern catalog (``tools/catalog.py``)
+are all generated from or checked against this module, so a key changes in exactly one place.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from serverless_mlflow import keys
 from serverless_mlflow.keys import ENCODERS
 
 PK = "pk"
@@ -47,7 +56,29 @@ INDEXES: tuple[Index, ...] = (
 )
 INDEX_BY_NAME = {index.name: index for index in INDEXES}
 
+# Sorts after every character a key holds: the inclusive upper end of a key range (``KeyQuery.ceiling``).
+HIGH = "\uffff"
+
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::(\w+))?\}")
+
+# What each codec's output looks like inside a key, for ``KeyTemplate.parse``. A ``str`` segment is escaped
+# content (no code point below 4 except escape pairs) ending with the terminator; a truncated one carries
+# the digest marker, which ``keys.decode_text`` refuses.
+_SEGMENT = {
+    "str": r"(?:[^\x00-\x03]|\x03[\x01-\x04])*(?:\x02[0-9a-f]+)?\x01",
+    "i64": r"[0-9a-f]{16}",
+    "f64": r"[0-9a-f]{16}",
+    "ver": rf"[0-9]{{{keys.VERSION_WIDTH}}}",
+}
+_DECODERS = {"str": keys.decode_text, "i64": keys.decode_int64, "f64": keys.decode_float64, "ver": int}
+
+
+def attributes_of(index: str | None) -> tuple[str, str]:
+    """(partition key attribute, sort key attribute) of the table (``None``) or a named index."""
+    if index is None:
+        return PK, SK
+    named = INDEX_BY_NAME[index]
+    return named.pk, named.sk
 
 
 @dataclass(frozen=True)
@@ -82,6 +113,154 @@ class KeyTemplate:
     def fields(self) -> list[str]:
         return [m.group(1) for m in _PLACEHOLDER.finditer(self.template)]
 
+    def parse(self, rendered: str, fields: Iterable[str] | None = None) -> dict[str, Any]:
+        """The template's fields from a rendered key, codecs decoded (inverse of ``render``); only ``fields``
+        when given (e.g. the run id of a tag whose long key was truncated).
+
+        Raises ``ValueError`` when the key does not have this template's shape, when a wanted ``str`` field
+        was truncated (only a digest of its tail is in the key: read the item's attribute instead), or when
+        the template itself is ambiguous (a raw field directly followed by another field).
+        """
+        match = _parser(self.template).fullmatch(rendered)
+        if match is None:
+            raise ValueError(f"{rendered!r} does not match the key template {self.template!r}")
+        wanted = set(fields) if fields is not None else None
+        out: dict[str, Any] = {}
+        for (name, codec), value in zip(_codecs(self.template), match.groups(), strict=True):
+            if wanted is None or name in wanted:
+                out[name] = _DECODERS[codec](value) if codec else value
+        return out
+
+
+
+@functools.cache
+def _codecs(template: str) -> tuple[tuple[str, str | None], ...]:
+    """(field, codec) of each placeholder of a key template, in order."""
+    return tuple((m.group(1), m.group(2)) for m in _PLACEHOLDER.finditer(template))
+
+
+@functools.cache
+def _parser(template: str) -> re.Pattern[str]:
+    """The regular expression of a key template: one group per field, in order (compiled once)."""
+    parts, pos = [], 0
+    matches = list(_PLACEHOLDER.finditer(template))
+    for i, match in enumerate(matches):
+        parts.append(re.escape(template[pos : match.start()]))
+        codec = match.group(2)
+        if codec:
+            parts.append(f"({_SEGMENT[codec]})")
+        elif match.end() == len(template):
+            parts.append("(.*)")  # a trailing raw id (config keys such as seq#experiment hold '#')
+        elif i + 1 < len(matches) and matches[i + 1].start() == match.end():
+            raise ValueError(f"{template}: raw field {{{match.group(1)}}} is directly followed by another field; cannot parse")
+        else:
+            # A raw id ends where the rest of the template first matches: ids hold no separators (a `scope`
+            # such as EXP#<id> inside fts_forward's gsi2 sort key is the exception, so that key is not parseable).
+            parts.append("(.*?)")
+        pos = match.end()
+    parts.append(re.escape(template[pos:]))
+    return re.compile("".join(parts), re.DOTALL)
+
+
+@dataclass(frozen=True)
+class KeyQuery(Mapping[str, Any]):
+    """One key condition, ready for ``table.query(**q)`` / ``iter_query`` / ``query_pages``.
+
+    Built by ``AccessPattern.query``: the partition value, and either a ``begins_with`` prefix or a range
+    on the sort key of the table or the pattern's index (the attribute names come from ``INDEXES``).
+    """
+
+    pk_value: str
+    sk_prefix: str | None
+    index: str | None
+    template: KeyTemplate
+    given: Mapping[str, Any]  # the field values the query was built with
+    sk_between: tuple[str, str] | None = None
+    sk_before: str | None = None
+    sk_after: str | None = None
+
+    @property
+    def pk_attr(self) -> str:
+        return attributes_of(self.index)[0]
+
+    @property
+    def sk_attr(self) -> str:
+        return attributes_of(self.index)[1]
+
+    def bound(self, **values: Any) -> str:
+        """The sort-key prefix with more fields filled in: a lower bound of those keys."""
+        return self.template.prefix({**self.given, **values})
+
+    def ceiling(self, **values: Any) -> str:
+        """An upper bound above every key that starts with ``bound(**values)``."""
+        return self.bound(**values) + HIGH
+
+    def between(self, low: str, high: str) -> KeyQuery:
+        return replace(self, sk_prefix=None, sk_between=(low, high))
+
+    def range(self, low: Mapping[str, Any] | None = None, high: Mapping[str, Any] | None = None) -> KeyQuery:
+        """Keys from ``bound(**low)`` through every key under ``bound(**high)`` (None values: open end)."""
+        return self.between(self.bound(**(low or {})), self.ceiling(**(high or {})))
+
+    def below(self) -> KeyQuery:
+        """Every key of the partition sorting before this prefix."""
+        return replace(self, sk_prefix=None, sk_before=self.sk_prefix)
+
+    def after(self, sort_key: str) -> KeyQuery:
+        """Every key of the partition sorting after ``sort_key``."""
+        return replace(self, sk_prefix=None, sk_after=sort_key)
+
+    def _arguments(self) -> dict[str, Any]:
+        pk_attr, sk_attr = attributes_of(self.index)
+        out: dict[str, Any] = {"pk_value": self.pk_value, "pk_attr": pk_attr, "sk_attr": sk_attr}
+        optional = {
+            # An empty prefix (a template that starts with a field) is no sort-key condition at all.
+            "sk_prefix": self.sk_prefix or None,
+            "index": self.index,
+            "sk_between": self.sk_between,
+            "sk_before": self.sk_before,
+            "sk_after": self.sk_after,
+        }
+        out.update({name: value for name, value in optional.items() if value is not None})
+        return out
+
+    def __getitem__(self, name: str) -> Any:
+        return self._arguments()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._arguments())
+
+    def __len__(self) -> int:
+        return len(self._arguments())
+
+
+@dataclass(frozen=True)
+class AccessPattern:
+    """A named way to read a partition: the table or one index, and the sort-key template it walks.
+
+    ``sk`` is the entity's own template for that index, or a shorter collection prefix (e.g. ``E#``: an
+    experiment's metadata and its tags) when one query returns several entities.
+    """
+
+    name: str
+    index: str | None  # None: the table
+    pk: KeyTemplate
+    sk: KeyTemplate
+    description: str
+    entities: tuple[str, ...] = ()
+
+    @property
+    def pk_attr(self) -> str:
+        return attributes_of(self.index)[0]
+
+    @property
+    def sk_attr(self) -> str:
+        return attributes_of(self.index)[1]
+
+    def query(self, **values: Any) -> KeyQuery:
+        """The partition (every pk field is required) and the sort-key prefix up to the first missing field."""
+        return KeyQuery(self.pk.render(values), self.sk.prefix(values), self.index, self.sk, dict(values))
+
 
 @dataclass(frozen=True)
 class Entity:
@@ -94,9 +273,32 @@ class Entity:
     attributes: tuple[str, ...] = ()
     derived: bool = False  # maintained by the stream indexer, never by a request handler
     expires: bool = False  # carries the TTL attribute
+    patterns: dict[str, AccessPattern] = field(default_factory=dict)
 
     def key(self, **values: Any) -> dict[str, str]:
         return {PK: self.pk.render(values), SK: self.sk.render(values)}
+
+    def query(self, pattern: str, **values: Any) -> KeyQuery:
+        """The key condition of one of this entity's named access patterns."""
+        return self.patterns[pattern].query(**values)
+
+    def templates(self, index: str | None = None) -> tuple[KeyTemplate, KeyTemplate]:
+        """(partition key, sort key) templates of this entity in the table or in one of its indexes."""
+        if index is None:
+            return self.pk, self.sk
+        pk_template, sk_template = self.indexes[index]
+        return (pk_template or self.pk), sk_template
+
+    def parse(self, sk: str, index: str | None = None, fields: Iterable[str] | None = None) -> dict[str, Any]:
+        """The fields of a sort key of this entity (of the table or of ``index``), decoded."""
+        return self.templates(index)[1].parse(sk, fields)
+
+    def parse_pk(self, pk: str, index: str | None = None, fields: Iterable[str] | None = None) -> dict[str, Any]:
+        return self.templates(index)[0].parse(pk, fields)
+
+    def index_sk(self, index: str, **values: Any) -> str:
+        """The sort-key value of one index for an item of this entity (e.g. to SET it in an update)."""
+        return self.indexes[index][1].render(values)
 
     def index_keys(self, **values: Any) -> dict[str, str]:
         """Index attributes for an item of this entity; an index whose values are missing is skipped."""
@@ -120,6 +322,11 @@ class Entity:
         return self.sk.prefix(values)
 
 
+# An access pattern as declared next to its entity: (index or None for the table, description) uses the
+# entity's own key templates there; a third element is a shorter sort-key template for a collection.
+PatternSpec = tuple[str | None, str] | tuple[str | None, str, str]
+
+
 def _e(
     name: str,
     pk: str,
@@ -129,8 +336,9 @@ def _e(
     attributes: tuple[str, ...] = (),
     derived: bool = False,
     expires: bool = False,
+    patterns: dict[str, PatternSpec] | None = None,
 ) -> Entity:
-    return Entity(
+    entity = Entity(
         name=name,
         pk=KeyTemplate(pk),
         sk=KeyTemplate(sk),
@@ -143,6 +351,13 @@ def _e(
         derived=derived,
         expires=expires,
     )
+    for pattern_name, spec in (patterns or {}).items():
+        index, pattern_description = spec[0], spec[1]
+        pk_template, sk_template = entity.templates(index)
+        if len(spec) == 3:
+            sk_template = KeyTemplate(spec[2])
+        entity.patterns[pattern_name] = AccessPattern(pattern_name, index, pk_template, sk_template, pattern_description, (name,))
+    return entity
 
 
 EXP = "EXP#{experiment_id}"
@@ -160,6 +375,11 @@ ENTITIES: tuple[Entity, ...] = (
             "lsi5": (None, "U#{last_update_time:i64}#E"),
         },
         attributes=("experiment_id", "name", "artifact_location", "lifecycle_stage", "creation_time", "last_update_time", "workspace"),
+        patterns={
+            "with_tags": (None, "The experiment's metadata and its tags (E#META, E#TAG#...), one consistent query", "E#"),
+            "in_workspace": ("gsi2", "Experiments of a workspace in id order (eventually consistent)"),
+            "by_name": ("gsi5", "Experiments of a workspace in name order (eventually consistent)"),
+        },
     ),
     _e(
         "experiment_name", "EXPNAME#{workspace}#{name:str}", "EXPNAME",
@@ -174,6 +394,10 @@ ENTITIES: tuple[Entity, ...] = (
         # lsi5: "name not yet indexed" flag for the FTS indexer (it removes lsi5sk once the name is indexed).
         indexes={"lsi5": (None, "U#{last_update_time:i64}#E#{experiment_id}")},
         attributes=("experiment_id", "name", "artifact_location", "lifecycle_stage", "creation_time", "last_update_time", "workspace"),
+        patterns={
+            "collection": (None, "Every experiment entry of a workspace with its tags, in id order (strongly consistent)", "E#"),
+            "one": (None, "One experiment entry and its tags (E#<num>#META, E#<num>#T#...)", "E#{experiment_num:i64}#"),
+        },
     ),
     _e(
         "experiment_entry_tag", "EXPLIST#{workspace}", "E#{experiment_num:i64}#T#{key:str}",
@@ -189,6 +413,15 @@ ENTITIES: tuple[Entity, ...] = (
             "lsi3": (None, "R#{status}#{start_time:i64}#{run_id}"),
             "lsi4": (None, "R#{run_name:str}{run_id}"),
             "lsi5": (None, "U#{last_update_time:i64}#R#{run_id}"),
+        },
+        patterns={
+            "with_data": (None, "Runs of an experiment (or one run, given run_id) with their metrics, params, tags and inputs"),
+            "data": (None, "One run's metrics, params, tags, inputs and outputs (not the run item)", "R#{run_id}#"),
+            "by_lifecycle": ("lsi1", "Runs of one lifecycle stage by start time"),
+            "by_start_time": ("lsi2", "Runs by start time"),
+            "by_status": ("lsi3", "Runs of one status by start time"),
+            "by_name": ("lsi4", "Runs by name"),
+            "locate": ("gsi1", "Run id -> experiment (eventually consistent reverse lookup)"),
         },
         attributes=("run_id", "experiment_id", "run_name", "user_id", "status", "start_time", "end_time", "artifact_uri", "lifecycle_stage", "deleted_time", "last_update_time"),
     ),
@@ -210,6 +443,7 @@ ENTITIES: tuple[Entity, ...] = (
         "metric_history", EXP, "H#{run_id}#{key:str}{timestamp:i64}#{step:i64}#{value:f64}",
         "One logged metric point; identical re-logs land on the same key (idempotent)",
         attributes=("key", "value", "timestamp", "step", "is_nan"),
+        patterns={"of_metric": (None, "A run's points of one metric, in (timestamp, step, value) order")},
     ),
     _e(
         "param", EXP, "R#{run_id}#P#{key:str}", "Run parameter (immutable once logged)",
@@ -238,11 +472,13 @@ ENTITIES: tuple[Entity, ...] = (
         "dataset", EXP, "D#{dataset_name:str}{dataset_digest:str}",
         "Dataset logged in an experiment: the first logged copy wins, as in MLflow's datasets table",
         attributes=("name", "digest", "source_type", "source", "schema", "profile"),
+        patterns={"with_parts": (None, "Datasets of an experiment with their slices (D#<name><digest>, then its #C parts)", "D#")},
     ),
     _e(
         "dataset_part", EXP, "D#{dataset_name:str}{dataset_digest:str}#C{part:i64}",
         "Slice of a large dataset schema/profile (items stay < 400 KB)",
         attributes=("field", "data"),
+        patterns={"parts": (None, "The slices of one experiment dataset, in order")},
     ),
     _e(
         "dataset_link", EXP, "DLINK#{dataset_name:str}{dataset_digest:str}{run_id}", "Run that used a dataset (search by datasets.*)",
@@ -255,6 +491,7 @@ ENTITIES: tuple[Entity, ...] = (
             "lsi2": (None, "L#{creation_timestamp:i64}#{model_id}"),
         },
         attributes=("model_id", "experiment_id", "name", "artifact_location", "creation_timestamp", "last_updated_timestamp", "status", "model_type", "source_run_id", "status_message", "lifecycle_stage"),
+        patterns={"with_data": (None, "Logged models of an experiment (or one, given model_id) with their tags, params and metrics")},
     ),
     _e("logged_model_locator", "LM#{model_id}", "LM", "Logged model id -> experiment id", attributes=("experiment_id",)),
     _e("logged_model_tag", EXP, "L#{model_id}#T#{key:str}", "Logged model tag", attributes=("key", "value")),
@@ -278,6 +515,11 @@ ENTITIES: tuple[Entity, ...] = (
             # "name not yet indexed" flag for trace-name FTS (the indexer removes it); writers pass changed_at.
             "lsi5": (None, "U#{changed_at:i64}#T#{trace_id}"),
         },
+        patterns={
+            "by_request_time": ("lsi2", "Traces of an experiment by request time"),
+            "by_state": ("lsi3", "Traces of one state by request time"),
+            "by_name": ("lsi4", "Traces with one name (only named traces carry lsi4sk)"),
+        },
         attributes=(
             "trace_id", "experiment_id", "request_time", "execution_duration", "state", "request_preview",
             "response_preview", "client_request_id", "trace_name", "trace_metadata", "tags", "assessments",
@@ -296,6 +538,7 @@ ENTITIES: tuple[Entity, ...] = (
         "trace_spans", EXP, "T#{trace_id}#S#{span_id}",
         "One span as its OTLP protobuf bytes (a span over the item limit is spilled to S3: spill_key)",
         attributes=("span", "spill_key", "start_time_unix_nano"),
+        patterns={"of_trace": (None, "Every span of one trace")},
         expires=True,
     ),
     # --- GenAI evaluation: datasets and scorers ---------------------------------------------
@@ -307,20 +550,24 @@ ENTITIES: tuple[Entity, ...] = (
             "dataset_id", "name", "digest", "created_time", "last_update_time", "created_by", "last_updated_by", "tags",
             "schema", "profile", "num_records", "rev", "workspace", "deleting",
         ),
+        patterns={"in_workspace": (None, "Every evaluation dataset of a workspace (strongly consistent)")},
     ),
     _e(
         "evaluation_dataset_experiment", EDS, "X#{experiment_id}", "Experiment a dataset is associated with (dataset side)",
         attributes=("experiment_id", "created_time"),
+        patterns={"of_dataset": (None, "Experiments a dataset is associated with")},
     ),
     _e(
         "experiment_evaluation_dataset", EXP, "EVDS#{dataset_id}", "Dataset associated with an experiment (search by experiment ids)",
         attributes=("dataset_id",),
+        patterns={"of_experiment": (None, "Evaluation datasets associated with an experiment")},
     ),
     _e(
         # Keyed by MLflow's record identity (sha256 of the sorted-key inputs JSON): an upsert finds its record by key.
         "evaluation_dataset_record", EDS, "R#{input_hash}",
         "Dataset record (inputs/outputs/expectations/tags/source as one JSON document); lsi2 orders records as MLflow pages them",
         indexes={"lsi2": (None, "DR#{created_time:i64}#{dataset_record_id}")},
+        patterns={"by_created_time": ("lsi2", "A dataset's records in MLflow's page order (created time, then record id)")},
         attributes=(
             "dataset_record_id", "input_hash", "data", "parts", "parts_id", "source_id", "source_type", "created_time", "last_update_time",
             "created_by", "last_updated_by", "rev",
@@ -338,6 +585,7 @@ ENTITIES: tuple[Entity, ...] = (
     _e(
         "scorer", EXP, "SC#{name:str}", "Registered scorer: name -> scorer id (MLflow's scorers row)",
         attributes=("scorer_id", "name", "experiment_id"),
+        patterns={"with_versions": (None, "Scorers of an experiment (or one, given name) with their versions, in name order")},
     ),
     _e(
         "scorer_version", EXP, "SC#{name:str}V#{version:ver}",
@@ -353,26 +601,34 @@ ENTITIES: tuple[Entity, ...] = (
     _e(
         "metric_rank", EXP, "RANK#m#{key:str}{value:f64}#{run_id}", "A run's latest metric value, in value order",
         attributes=("run_id", "key", "value"), derived=True,
+        patterns={"by_value": (None, "Runs by their latest value of one metric (prefix, or a value range)")},
     ),
     _e(
         # value_key is keys.text(value, 300) so key + value + run id stay under DynamoDB's 1024-byte sort key.
         "param_rank", EXP, "RANK#p#{key:str}{value_key}{run_id}", "A run's param value, in value order",
         attributes=("run_id", "key", "value"), derived=True,
+        patterns={"by_value": (None, "Runs by their value of one param (value_key prefix: exact or LIKE 'v%')")},
     ),
     _e(
         # Same value_key as param_rank: filters `tags.k = 'v'` / `LIKE 'v%'` read one key range.
         "tag_rank", EXP, "RANK#t#{key:str}{value_key}{run_id}", "A run's tag value, in value order",
         attributes=("run_id", "key", "value"), derived=True,
+        patterns={"by_value": (None, "Runs by their value of one tag (value_key prefix: exact or LIKE 'v%')")},
     ),
     _e(
         "fts_forward", "{scope}", "FTS#{level}#{token:str}{entity_kind}#{entity_id:str}",
         "Token -> entity posting (scope: EXP#<id> for runs/traces, EXPLIST#<ws> for experiments, RMFTS#<ws> for models)",
         indexes={"gsi2": ("FTS#{token:str}", "{level}#{entity_kind}#{scope}#{entity_id:str}")},
         attributes=("entity_kind", "entity_id", "token", "level"), derived=True,
+        patterns={
+            "postings": (None, "Entities of one kind holding a token, in one scope"),
+            "global": ("gsi2", "Entities holding a token across every scope (eventually consistent)"),
+        },
     ),
     _e(
         "fts_reverse", "{scope}", "FTS_REV#{entity_kind}#{entity_id:str}{level}#{token:str}",
         "Entity -> token, to find and remove stale postings", attributes=("entity_kind", "entity_id", "token", "level"), derived=True,
+        patterns={"of_entity": (None, "Every token posted for one entity (to remove stale postings)")},
     ),
     # --- model registry partition -----------------------------------------------------------
     _e(
@@ -384,6 +640,11 @@ ENTITIES: tuple[Entity, ...] = (
             "name", "description", "creation_timestamp", "last_updated_timestamp", "next_version", "workspace",
             "is_prompt", "renaming_to", "renaming_from", "renamed_at", "deleting",
         ),
+        patterns={
+            "everything": (None, "Every item of one registered model: aliases, META, tags, versions and their tags", "M#"),
+            # Read with KeyQuery.below(): aliases, META and model tags sort before the versions.
+            "head": (None, "Aliases, META and model tags: every key sorting before the versions (M#V#)", "M#V#"),
+        },
     ),
     _e(
         "registered_model_entry", "RMLIST#{workspace}", "{model_name:str}",
@@ -399,11 +660,22 @@ ENTITIES: tuple[Entity, ...] = (
             # Latest version of each stage: one consistent LSI query per stage (descending, limit 1).
             "lsi3": (None, "MV#{current_stage}#{version:ver}"),
         },
+        patterns={
+            "with_tags": (None, "Versions of a model (or one, given version) with their tags, in version order"),
+            "by_stage": ("lsi3", "Versions of a model in one stage, in version order"),
+            "by_run": ("gsi3", "Model versions created from one run (eventually consistent)"),
+        },
         attributes=("name", "version", "creation_timestamp", "last_updated_timestamp", "description", "user_id", "current_stage", "source", "run_id", "run_link", "status", "status_message", "storage_location", "model_id", "deleting"),
     ),
-    _e("model_version_tag", RM, "M#V#{version:ver}#T#{key:str}", "Model version tag", attributes=("key", "value")),
+    _e(
+        "model_version_tag", RM, "M#V#{version:ver}#T#{key:str}", "Model version tag", attributes=("key", "value"),
+        patterns={"of_version": (None, "Tags of one model version")},
+    ),
     _e("registered_model_tag", RM, "M#TAG#{key:str}", "Registered model tag", attributes=("key", "value")),
-    _e("model_alias", RM, "M#ALIAS#{alias:str}", "Alias -> version", attributes=("alias", "version")),
+    _e(
+        "model_alias", RM, "M#ALIAS#{alias:str}", "Alias -> version", attributes=("alias", "version"),
+        patterns={"of_model": (None, "Aliases of one registered model (they sort first: ALIAS < META < TAG < V)")},
+    ),
     # --- AI gateway configuration (one small partition per workspace) ---------------------------
     _e(
         "gateway_secret", GW, "S#{secret_id}",
@@ -445,21 +717,30 @@ ENTITIES: tuple[Entity, ...] = (
     ),
     # --- workspaces, auth, config -----------------------------------------------------------
     _e("workspace", "WORKSPACE#{workspace}", "WS#META", "Workspace", attributes=("name", "description", "default_artifact_root")),
-    _e("user", "USER#{username:str}", "U#META", "User credentials (salted scrypt hash)", attributes=("username", "user_id", "password_hash", "is_admin")),
-    _e("user_entry", "USERLIST", "U#{username:str}", "Collection of user names (list users without a Scan)", attributes=("username",)),
+    _e(
+        "user", "USER#{username:str}", "U#META", "User credentials (salted scrypt hash)", attributes=("username", "user_id", "password_hash", "is_admin"),
+        patterns={"with_grants": (None, "A user's credentials and every permission granted to them", "U#")},
+    ),
+    _e(
+        "user_entry", "USERLIST", "U#{username:str}", "Collection of user names (list users without a Scan)", attributes=("username",),
+        patterns={"all": (None, "Every user name, in name order")},
+    ),
     # Grants (MLflow's per-user permissions). The resource id is a user string ("*" for a grant on every
     # resource of the kind), so it is encoded like any name; gsi4 lists a resource's grants for rename/delete.
     _e(
         "experiment_permission", "USER#{username:str}", "U#PERM#{experiment_id:str}", "User permission on an experiment (or \"*\")",
         indexes={"gsi4": ("EXPPERM#{experiment_id:str}", "USER#{username:str}")}, attributes=("username", "resource_id", "permission"),
+        patterns={"by_resource": ("gsi4", "Every grant on one experiment (eventually consistent)")},
     ),
     _e(
         "registered_model_permission", "USER#{username:str}", "U#RPERM#{model_name:str}", "User permission on a registered model (or \"*\")",
         indexes={"gsi4": ("RMPERM#{model_name:str}", "USER#{username:str}")}, attributes=("username", "resource_id", "permission"),
+        patterns={"by_resource": ("gsi4", "Every grant on one registered model (eventually consistent)")},
     ),
     _e(
         "prompt_permission", "USER#{username:str}", "U#PPERM#{model_name:str}", "User permission on a prompt (or \"*\")",
         indexes={"gsi4": ("PPERM#{model_name:str}", "USER#{username:str}")}, attributes=("username", "resource_id", "permission"),
+        patterns={"by_resource": ("gsi4", "Every grant on one prompt (eventually consistent)")},
     ),
     _e("config", "CONFIG", "CFG#{key}", "Configuration value, counters and indexer watermarks", attributes=("value",)),
     _e(
@@ -469,6 +750,37 @@ ENTITIES: tuple[Entity, ...] = (
 )
 
 ENTITY: dict[str, Entity] = {entity.name: entity for entity in ENTITIES}
+
+# Access patterns over a partition shared by several entities (ElectroDB's "collections").
+COLLECTIONS: dict[str, AccessPattern] = {
+    pattern.name: pattern
+    for pattern in (
+        AccessPattern(
+            "unindexed", "lsi5", KeyTemplate("{scope}"), KeyTemplate("U#"),
+            "Source items of a partition the stream indexer has not processed yet (writers set lsi5sk, the indexer removes it)",
+            ("experiment", "experiment_entry", "run", "latest_metric", "param", "run_tag", "trace", "registered_model_entry"),
+        ),
+        AccessPattern(
+            "model_postings", None, KeyTemplate("RMFTS#{workspace}"), KeyTemplate("FTS#"),
+            "The FTS partition of a workspace's registered model names (fts_forward/fts_reverse items)",
+            ("fts_forward", "fts_reverse"),
+        ),
+    )
+}
+
+
+def pattern(reference: str) -> AccessPattern:
+    """An access pattern by reference: ``entity.pattern`` or a collection name (as ``catalog`` names them)."""
+    if "." in reference:
+        entity_name, pattern_name = reference.split(".", 1)
+        return ENTITY[entity_name].patterns[pattern_name]
+    return COLLECTIONS[reference]
+
+
+def all_patterns() -> list[tuple[str, AccessPattern]]:
+    """Every declared access pattern with its reference."""
+    out = [(f"{entity.name}.{name}", p) for entity in ENTITIES for name, p in entity.patterns.items()]
+    return out + sorted(COLLECTIONS.items())
 
 
 def entity(name: str) -> Entity:

@@ -218,7 +218,7 @@ def dataset_experiments(req: Request) -> list[Resource] | None:
     dataset_id = req.path_params.get("dataset_id") or optional_param(req, "dataset_id")
     if not isinstance(dataset_id, str) or not dataset_id:
         return None
-    links = table.query(schema.entity("evaluation_dataset_experiment").pk.render({"dataset_id": dataset_id}), "X#")
+    links = table.query(**schema.entity("evaluation_dataset_experiment").query("of_dataset", dataset_id=dataset_id))
     return _nonempty([(EXPERIMENT, str(item["experiment_id"])) for item in links])
 
 

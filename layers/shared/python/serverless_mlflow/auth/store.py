@@ -24,7 +24,7 @@ _GRANT_ENTITY = {
     PROMPT: schema.entity("prompt_permission"),
 }
 _ID_FIELD = {EXPERIMENT: "experiment_id", REGISTERED_MODEL: "model_name", PROMPT: "model_name"}
-_GSI4_PREFIX = {EXPERIMENT: "EXPPERM#", REGISTERED_MODEL: "RMPERM#", PROMPT: "PPERM#"}
+_KIND_OF_ENTITY = {grant_entity.name: kind for kind, grant_entity in _GRANT_ENTITY.items()}
 USER_COUNTER_KEY = "seq#user"
 MIN_PASSWORD_LENGTH = 12
 
@@ -134,16 +134,16 @@ def _update_user(username: str, expression: str, values: dict[str, Any]) -> None
 def delete_user(username: str) -> None:
     """The user and every grant it holds (all items of its partition)."""
     get_user(username)
-    keys = [table.key_of(item) for item in table.query(user_key(username)[schema.PK], "U#")]
+    items = table.query(**USER.query("with_grants", username=username))
     # Grants first: a retry after a failure part-way still finds the user item and finishes the job.
-    grants = [key for key in keys if key[schema.SK] != "U#META"]
+    grants = [table.key_of(item) for item in items if item[schema.ENTITY_TYPE] != USER.name]
     table.batch_write(deletes=grants)
     table.transact([table.delete_op(user_key(username)), table.delete_op(USER_ENTRY.key(username=username))])
 
 
 def list_users() -> list[User]:
     """Every user: the user-name collection (a Query, never a Scan), then the user items in batches."""
-    names = [item["username"] for item in table.query(USER_ENTRY.pk.render({}))]
+    names = [item["username"] for item in table.query(**USER_ENTRY.query("all"))]
     users = [_user_from(item) for item in table.batch_get([user_key(name) for name in names])]
     return sorted(users, key=lambda user: user.id)
 
@@ -200,21 +200,17 @@ def delete_grant(username: str, kind: str, resource_id: str) -> None:
 
 def user_grants(username: str) -> list[dict[str, Any]]:
     """Every grant of a user as MLflow's list-permissions rows need them."""
-    kinds = {"U#PERM#": EXPERIMENT, "U#RPERM#": REGISTERED_MODEL, "U#PPERM#": PROMPT}
     out = []
-    for item in table.query(user_key(username)[schema.PK], "U#"):
-        for prefix, kind in kinds.items():
-            if item[schema.SK].startswith(prefix):
-                out.append({"resource_type": kind, "resource_pattern": item["resource_id"], "permission": item["permission"]})
+    for item in table.query(**USER.query("with_grants", username=username)):
+        kind = _KIND_OF_ENTITY.get(item[schema.ENTITY_TYPE])
+        if kind is not None:
+            out.append({"resource_type": kind, "resource_pattern": item["resource_id"], "permission": item["permission"]})
     return out
 
 
 def _grants_of_resource(kind: str, resource_id: str) -> list[dict[str, Any]]:
-    index_pk = _GRANT_ENTITY[kind].indexes["gsi4"][0].render({_ID_FIELD[kind]: resource_id})
-    keys = [
-        {schema.PK: item[schema.PK], schema.SK: item[schema.SK]}
-        for item in table.query(index_pk, index="gsi4", pk_attr="gsi4pk", sk_attr="gsi4sk", consistent=False)
-    ]
+    hits = table.query(**_GRANT_ENTITY[kind].query("by_resource", **{_ID_FIELD[kind]: resource_id}), consistent=False)
+    keys = [{schema.PK: item[schema.PK], schema.SK: item[schema.SK]} for item in hits]
     return table.batch_get(keys) if keys else []
 
 
@@ -234,7 +230,7 @@ def access(username: str, kind: str, resource_ids: list[str]) -> tuple[User | No
     """One BatchGetItem: the user and the grants on each resource (wildcard included in every list)."""
     keys = [user_key(username), grant_key(username, kind, "*")] + [grant_key(username, kind, rid) for rid in resource_ids]
     items = table.batch_get(keys)
-    user = next((_user_from(item) for item in items if item[schema.SK] == "U#META"), None)
-    by_id = {item["resource_id"]: item["permission"] for item in items if item[schema.SK] != "U#META"}
+    user = next((_user_from(item) for item in items if item[schema.ENTITY_TYPE] == USER.name), None)
+    by_id = {item["resource_id"]: item["permission"] for item in items if item[schema.ENTITY_TYPE] != USER.name}
     wildcard = [by_id["*"]] if "*" in by_id else []
     return user, {rid: wildcard + ([by_id[rid]] if rid in by_id and rid != "*" else []) for rid in resource_ids}

@@ -14,7 +14,6 @@ Layout (see ``schema.py``):
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from serverless_mlflow import clock, keys, table
@@ -36,9 +35,6 @@ DEFAULT_WORKSPACE = "default"
 ACTIVE = "active"
 DELETED = "deleted"
 EXPERIMENT_COUNTER_KEY = "seq#experiment"  # CFG#seq#experiment (see catalog.py)
-
-META_SK = "E#META"
-TAG_SK_PREFIX = "E#TAG#"
 
 _EXPERIMENT_FIELDS = ("experiment_id", "name", "artifact_location", "lifecycle_stage", "creation_time", "last_update_time", "workspace")
 
@@ -170,10 +166,10 @@ def read_experiment(experiment_id: str) -> tuple[dict[str, Any], list[dict[str, 
         return None
     meta: dict[str, Any] | None = None
     tags: list[dict[str, Any]] = []
-    for item in table.iter_query(EXPERIMENT.pk.render({"experiment_id": experiment_id}), "E#"):
-        if item["sk"] == META_SK:
+    for item in table.iter_query(**EXPERIMENT.query("with_tags", experiment_id=experiment_id)):
+        if item["entity_type"] == EXPERIMENT.name:
             meta = item
-        elif item["sk"].startswith(TAG_SK_PREFIX):
+        elif item["entity_type"] == EXPERIMENT_TAG.name:
             tags.append(item)
     return (meta, tags) if meta is not None else None
 
@@ -242,11 +238,7 @@ def list_experiments_by_id(experiment_ids: set[str], workspace: str = DEFAULT_WO
     """The named experiments with their tags, from the consistent collection (one Query each)."""
     out = []
     for experiment_id in sorted(experiment_ids, key=int):
-        num = int(experiment_id)
-        # The longest prefix shared by the entry (E#<n>#META) and its tags (E#<n>#T#<key>).
-        prefix = os.path.commonprefix([  # noqa: RUF071 - a string prefix, not a path
-            EXPERIMENT_ENTRY.sk.render({"experiment_num": num}), EXPERIMENT_ENTRY_TAG.sk_prefix(experiment_num=num)])
-        items = table.query(EXPERIMENT_ENTRY.pk.render({"workspace": workspace}), prefix)
+        items = table.query(**EXPERIMENT_ENTRY.query("one", workspace=workspace, experiment_num=int(experiment_id)))
         metas = [item for item in items if item["entity_type"] == EXPERIMENT_ENTRY.name]
         if metas:
             out.append(to_api(metas[0], [item for item in items if item["entity_type"] == EXPERIMENT_ENTRY_TAG.name]))
@@ -264,10 +256,10 @@ def list_experiments(workspace: str = DEFAULT_WORKSPACE) -> list[dict[str, Any]]
         if current is not None:
             experiments.append(to_api(current, current_tags))
 
-    for item in table.iter_query(EXPERIMENT_ENTRY.pk.render({"workspace": workspace}), "E#"):
-        # sk = E#<16 hex>#META or E#<16 hex>#T#<key>; META sorts before T#, so it comes first.
-        num = item["sk"][2:18]
-        if item["sk"].endswith("#META") and item["entity_type"] == EXPERIMENT_ENTRY.name:
+    for item in table.iter_query(**EXPERIMENT_ENTRY.query("collection", workspace=workspace)):
+        # An entry (E#<num>#META) sorts before its tags (E#<num>#T#<key>), so it comes first.
+        num = item["experiment_id"]
+        if item["entity_type"] == EXPERIMENT_ENTRY.name:
             flush()
             current, current_tags, current_num = item, [], num
         elif item["entity_type"] == EXPERIMENT_ENTRY_TAG.name and num == current_num:

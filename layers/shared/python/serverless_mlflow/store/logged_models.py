@@ -91,8 +91,7 @@ def assemble(items: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def read_model(experiment_id: str, model_id: str) -> dict[str, Any] | None:
     """The model with tags/params/metrics: one strongly consistent Query on its experiment partition."""
-    pk = LOGGED_MODEL.pk.render({"experiment_id": experiment_id})
-    return assemble(table.query(pk, LOGGED_MODEL.sk.render({"model_id": model_id})))
+    return assemble(table.query(**LOGGED_MODEL.query("with_data", experiment_id=experiment_id, model_id=model_id)))
 
 
 def find_model(model_id: str) -> dict[str, Any] | None:
@@ -125,6 +124,16 @@ def model_versions_tag_op(model_id: str, name: str, version: int) -> dict[str, A
     return table.put_op(item, condition="#value = :read", names={"#value": "value"}, values={":read": current["value"]})
 
 
+def get_model_item(model_id: str) -> dict[str, Any]:
+    """The logged model item alone (no tags, params or metrics): locator + one consistent GetItem.
+    404 when unknown or deleted, as ``get_logged_model``; cheaper when only the model's own fields matter."""
+    experiment_id = experiment_of(model_id) if model_id else None
+    item = table.get(LOGGED_MODEL.key(experiment_id=experiment_id, model_id=model_id)) if experiment_id is not None else None
+    if item is None or item.get("lifecycle_stage") == DELETED:
+        raise model_not_found(model_id)
+    return item
+
+
 def get_logged_model_record(model_id: str) -> dict[str, Any]:
     """SqlAlchemyStore._get_logged_model_record: deleted models are found too; 404 when unknown."""
     model = find_model(model_id)
@@ -143,11 +152,10 @@ def get_logged_model(model_id: str, allow_deleted: bool = False) -> dict[str, An
 
 def list_models(experiment_id: str) -> list[dict[str, Any]]:
     """Every model of an experiment with tags/params/metrics (one strongly consistent Query, paged)."""
-    pk = LOGGED_MODEL.pk.render({"experiment_id": experiment_id})
     models: list[dict[str, Any]] = []
     group: list[dict[str, Any]] = []
     current: str | None = None
-    for item in table.iter_query(pk, "L#"):
+    for item in table.iter_query(**LOGGED_MODEL.query("with_data", experiment_id=experiment_id)):
         model_id = item["sk"][2 : 2 + MODEL_ID_LENGTH]
         if model_id != current:
             if group and (model := assemble(group)) is not None:

@@ -171,7 +171,7 @@ def assemble_runs(items: Iterable[dict[str, Any]]) -> list[RunView]:
 def read_run(run_id: str) -> RunView:
     """A run with its data: locator (cached) + ONE consistent Query over ``R#<run_id>``."""
     experiment_id = locate_run(run_id)
-    items = table.query(RUN.key(experiment_id=experiment_id, run_id=run_id)["pk"], RUN.sk_prefix(run_id=run_id))
+    items = table.query(**RUN.query("with_data", experiment_id=experiment_id, run_id=run_id))
     runs = assemble_runs(items)
     if not runs:
         raise run_not_found(run_id)
@@ -185,7 +185,7 @@ def get_run(run_id: str) -> dict[str, Any]:
 
 def experiment_runs(experiment_id: str) -> list[RunView]:
     """Every run of an experiment with its data: one paged consistent Query over ``R#``."""
-    return assemble_runs(table.iter_query(f"EXP#{experiment_id}", "R#"))
+    return assemble_runs(table.iter_query(**RUN.query("with_data", experiment_id=experiment_id)))
 
 
 # --- JSON as MLflow's server writes it ----------------------------------------------------------------
@@ -313,9 +313,9 @@ def set_experiment_runs_lifecycle(experiment_id: str, stage: str, only_stage: st
     not overwritten.
     """
     if only_stage is None:
-        runs = table.query(f"EXP#{experiment_id}", "R#", index="lsi2", sk_attr="lsi2sk")
+        runs = table.query(**RUN.query("by_start_time", experiment_id=experiment_id))
     else:
-        runs = table.query(f"EXP#{experiment_id}", f"R#{only_stage}#", index="lsi1", sk_attr="lsi1sk")
+        runs = table.query(**RUN.query("by_lifecycle", experiment_id=experiment_id, lifecycle_stage=only_stage))
     runs = [run for run in runs if run.get(ENTITY_TYPE) == "run"]
     if not runs:
         return 0

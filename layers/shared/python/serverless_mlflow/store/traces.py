@@ -104,12 +104,12 @@ def is_expired(item: dict[str, Any]) -> bool:
 def info_items(trace_ids: list[str]) -> list[dict[str, Any]]:
     """Info items of the ids that exist (any order): locators then infos, two batch reads."""
     locators = table.batch_get([LOCATOR.key(trace_id=t) for t in dict.fromkeys(trace_ids)])
-    keys = [TRACE.key(experiment_id=loc["experiment_id"], trace_id=loc["pk"].split("#", 1)[1]) for loc in locators]
+    keys = [TRACE.key(experiment_id=loc["experiment_id"], trace_id=LOCATOR.parse_pk(loc["pk"])["trace_id"]) for loc in locators]
     return [item for item in table.batch_get(keys) if not is_expired(item)]
 
 
 def span_items(experiment_id: str, trace_id: str) -> list[dict[str, Any]]:
-    return table.query(f"EXP#{experiment_id}", SPAN.sk_prefix(trace_id=trace_id))
+    return table.query(**SPAN.query("of_trace", experiment_id=experiment_id, trace_id=trace_id))
 
 
 # --- MLflow's JSON --------------------------------------------------------------------------------

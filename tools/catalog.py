@@ -3,7 +3,10 @@
 Each pattern names the entity it reads or writes (from ``schema.ENTITIES``), the DynamoDB operation,
 the table or named index it uses, and its key condition. ``seed`` gives the pattern's name on the
 seeds' access-pattern page where it has one, so the catalog can be checked against that page.
-``docs/access-patterns.md`` is generated from this module; there is no Scan anywhere.
+``uses`` names the schema's declared access patterns (``entity.pattern`` or a collection, see
+``schema.pattern``) that build the entry's key condition in code.
+``docs/access-patterns.md`` is generated from this module; there is no Scan anywhere. Docs only: this
+module is not part of the deployed layer.
 """
 
 from __future__ import annotations
@@ -31,10 +34,66 @@ class AccessPattern:
     key_condition: str
     seed: str | None = None
     note: str = ""
+    uses: tuple[str, ...] = ()  # schema access patterns, e.g. "run.by_status"
 
 
 def _p(area: str, name: str, entities: str, operation: str, index: str, key_condition: str, seed: str | None = None, note: str = "") -> AccessPattern:
-    return AccessPattern(area, name, tuple(entities.split()), operation, index, key_condition, seed, note)
+    return AccessPattern(area, name, tuple(entities.split()), operation, index, key_condition, seed, note, SCHEMA_PATTERNS.get(name, ()))
+
+
+# Catalog entry -> the schema's named access patterns that build its key condition in code.
+SCHEMA_PATTERNS: dict[str, tuple[str, ...]] = {
+    "Get experiment by ID (with tags)": ("experiment.with_tags",),
+    "List experiments in workspace": ("experiment.in_workspace",),
+    "List experiments by name": ("experiment.by_name",),
+    "Search experiments (consistent collection)": ("experiment_entry.collection",),
+    "Get experiments by id (consistent collection)": ("experiment_entry.one",),
+    "Get run with its data": ("run.with_data", "run.data"),
+    "Reverse lookup run -> experiment (admin)": ("run.locate",),
+    "List runs in experiment (with data)": ("run.with_data",),
+    "Filter runs by lifecycle, by start time": ("run.by_lifecycle",),
+    "Sort runs by start time": ("run.by_start_time",),
+    "Filter runs by status": ("run.by_status",),
+    "Sort runs by name": ("run.by_name",),
+    "Sources not yet indexed": ("unindexed",),
+    "Get metric history": ("metric_history.of_metric",),
+    "Full-text search (forward)": ("fts_forward.postings", "model_postings"),
+    "Search experiments by name substring (FTS)": ("fts_forward.postings",),
+    "Full-text search (global)": ("fts_forward.global",),
+    "FTS index cleanup": ("fts_reverse.of_entity",),
+    "Search runs by metric value": ("metric_rank.by_value",),
+    "Filter runs by metric range": ("metric_rank.by_value",),
+    "Search runs by param value": ("param_rank.by_value",),
+    "Filter runs by param or tag value / prefix": ("param_rank.by_value", "tag_rank.by_value"),
+    "List traces in experiment": ("trace.by_request_time",),
+    "Sort traces by time": ("trace.by_request_time",),
+    "Filter traces by status": ("trace.by_state",),
+    "Sort traces by name": ("trace.by_name",),
+    "Get trace spans": ("trace_spans.of_trace",),
+    "List datasets of experiment": ("dataset.with_parts",),
+    "Read a large dataset's slices": ("dataset_part.parts",),
+    "Search evaluation datasets (workspace)": ("evaluation_dataset.in_workspace",),
+    "Datasets of an experiment": ("experiment_evaluation_dataset.of_experiment",),
+    "Experiments of a dataset": ("evaluation_dataset_experiment.of_dataset",),
+    "Page records": ("evaluation_dataset_record.by_created_time",),
+    "Read a scorer with its versions": ("scorer.with_versions",),
+    "List scorers of an experiment": ("scorer.with_versions",),
+    "Get logged model with tags/params/metrics": ("logged_model.with_data",),
+    "List logged models in experiment": ("logged_model.with_data",),
+    "Get registered model": ("registered_model.head",),
+    "Get model version": ("model_version.with_tags",),
+    "List model versions": ("model_version.with_tags",),
+    "Model versions by run": ("model_version.by_run",),
+    "Latest version in a stage / archive a stage": ("model_version.by_stage",),
+    "Tags of a model version": ("model_version_tag.of_version",),
+    "Aliases of a model": ("model_alias.of_model",),
+    "Rename / delete registered model": ("registered_model.everything",),
+    "List permissions for experiment": ("experiment_permission.by_resource",),
+    "List permissions for model": ("registered_model_permission.by_resource",),
+    "List permissions for prompt": ("prompt_permission.by_resource",),
+    "List users": ("user_entry.all",),
+    "List a user's grants / delete user": ("user.with_grants",),
+}
 
 
 PATTERNS: tuple[AccessPattern, ...] = (
@@ -51,6 +110,9 @@ PATTERNS: tuple[AccessPattern, ...] = (
     _p("Experiments", "Search experiments (consistent collection)", "experiment_entry experiment_entry_tag", QUERY, "table",
        "pk = EXPLIST#<ws> AND begins_with(sk, 'E#')",
        note="strongly consistent: sees a create/rename/delete/tag made by the previous request (gsi2 may lag)"),
+    _p("Experiments", "Get experiments by id (consistent collection)", "experiment_entry experiment_entry_tag", QUERY, "table",
+       "pk = EXPLIST#<ws> AND begins_with(sk, 'E#<num>#') (one query per id)",
+       note="the UI's experiment ids in a run/trace search: each entry with its tag copies"),
     _p("Experiments", "Allocate experiment id", "config", UPDATE, "table",
        "pk = CONFIG AND sk = CFG#seq#experiment (ADD 1)"),
     _p("Experiments", "Create experiment", "experiment experiment_name experiment_tag", TRANSACT, "table",
@@ -163,6 +225,8 @@ PATTERNS: tuple[AccessPattern, ...] = (
        seed="List datasets for run", note="read together with the run (same prefix)"),
     _p("Datasets", "List datasets of experiment", "dataset dataset_part", QUERY, "table", "pk = EXP#<id> AND begins_with(sk, 'D#')",
        note="the UI's experiments/search-datasets (one query per experiment; parts are skipped)"),
+    _p("Datasets", "Read a large dataset's slices", "dataset_part", QUERY, "table",
+       "pk = EXP#<id> AND begins_with(sk, 'D#<name><digest>#C')", note="a dataset whose schema/profile did not fit one item"),
     # --- GenAI evaluation datasets --------------------------------------------------------------
     _p("Evaluation datasets", "Create evaluation dataset", "evaluation_dataset evaluation_dataset_experiment experiment_evaluation_dataset",
        TRANSACT, "table", "Put EDSLIST#<ws>/DS#<id> IF attribute_not_exists(pk) + Put EDS#<id>/X#<exp> + Put EXP#<exp>/EVDS#<id> per experiment"),
@@ -218,12 +282,14 @@ PATTERNS: tuple[AccessPattern, ...] = (
        "pk = EXP#<id> AND begins_with(sk, 'L#<model_id>')"),
     _p("Logged models", "Create logged model", "logged_model logged_model_locator logged_model_tag logged_model_param", TRANSACT, "table",
        "Put L#<model_id> + Put LM#<model_id> + tags/params"),
-    _p("Logged models", "List logged models in experiment", "logged_model", QUERY, "lsi2", "pk = EXP#<id> AND begins_with(lsi2sk, 'L#')"),
+    _p("Logged models", "List logged models in experiment", "logged_model logged_model_tag logged_model_param logged_model_metric", QUERY, "table",
+       "pk = EXP#<id> AND begins_with(sk, 'L#')", note="every model with its tags, params and metrics, paged"),
     # --- model registry -------------------------------------------------------------------------
     _p("Model registry", "Create registered model", "registered_model registered_model_tag", TRANSACT, "table",
        "Put M#META IF attribute_not_exists(pk) + tags", seed="Create registered model"),
     _p("Model registry", "Get registered model", "registered_model registered_model_tag model_alias", QUERY, "table",
-       "pk = RM#<name> AND begins_with(sk, 'M#')", seed="Get registered model"),
+       "pk = RM#<name> AND sk < 'M#V#'", seed="Get registered model",
+       note="aliases, META and model tags sort before the versions: one query"),
     _p("Model registry", "Get model by name", "registered_model", GET, "table", "pk = RM#<name> AND sk = M#META",
        seed="Get model by name", note="the name is the partition key: no GSI3 hop"),
     _p("Model registry", "List registered models", "registered_model_entry", QUERY, "table", "pk = RMLIST#<ws> (ordered by name, ConsistentRead)",
@@ -243,6 +309,12 @@ PATTERNS: tuple[AccessPattern, ...] = (
     _p("Model registry", "List model versions", "model_version", QUERY, "table", "pk = RM#<name> AND begins_with(sk, 'M#V#')",
        seed="List model versions"),
     _p("Model registry", "Model versions by run", "model_version", QUERY, "gsi3", "gsi3pk = MVRUN#<run_id>"),
+    _p("Model registry", "Latest version in a stage / archive a stage", "model_version", QUERY, "lsi3",
+       "pk = RM#<name> AND begins_with(lsi3sk, 'MV#<stage>#')", note="latest: backwards with limit 1, consistent"),
+    _p("Model registry", "Tags of a model version", "model_version_tag", QUERY, "table",
+       "pk = RM#<name> AND begins_with(sk, 'M#V#<padded version>#T#')"),
+    _p("Model registry", "Aliases of a model", "model_alias", QUERY, "table", "pk = RM#<name> AND begins_with(sk, 'M#ALIAS#')",
+       note="deleting a version deletes the aliases that point to it"),
     _p("Model registry", "Get model version item", "model_version", GET, "table", "pk = RM#<name> AND sk = M#V#<version>",
        note="the UI's model-versions/get-artifact: the version's storage location only"),
     _p("Model registry", "Set model tag", "registered_model_tag", PUT, "table", "pk = RM#<name> AND sk = M#TAG#<key>", seed="Set model tag"),
