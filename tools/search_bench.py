@@ -73,6 +73,12 @@ PLANS = [
         "candidates only; every page reads them again (page N costs page 1)",
     ),
     (
+        "... ORDER BY a metric, param or tag (another key)",
+        "ordered candidates: only the order key is read for every candidate (the driving key's RANK value, else one "
+        "BatchGetItem of its source items); candidates before the token's value are dropped unread, the rest verified "
+        "(run item, other keys) a few whole groups of equal value at a time until the page is full",
+    ),
+    (
         "... ORDER BY the metric a range term bounds",
         "ordered range: that metric's RANK items walked in order from the range start or the token; pages seek",
     ),

@@ -10,6 +10,10 @@
   filter and the order need are read for them (run item + one source item per key, batched), MLflow's
   exact filter and order run in memory, and the token's keyset position picks the page. Every page
   reads the candidates once: page N costs what page 1 costs.
+* **ordered candidates**: the same candidates when the order's first term is a metric, param or tag
+  (``params.lr = '0.01'`` ORDER BY ``metrics.loss``): only that key is read for all of them, the ones
+  before the token's value are dropped, and the run items and other keys are read for about one page
+  (whole groups of equal value) at a time, in order, until the page is full.
 
 Both add the runs whose source is not indexed yet (LSI5 flag) and read those sources rather than their
 possibly stale RANK items: exact while the indexer lags. The driving key's value comes from its RANK
