@@ -198,6 +198,8 @@ def _walk(bench: Any, capacity: Capacity, body: dict[str, Any], max_pages: int |
         seen += [run["info"]["run_id"] for run in answer.get("runs", [])]
         snap["returned"] = len(answer.get("runs", []))
         pages.append(snap)
+        # Progress on stderr: a large load makes each page slow on DynamoDB Local (see docs/performance.md).
+        print(f"{body['filter'] or '(no filter)'} page {len(pages)}: {_figures(snap)}", file=sys.stderr, flush=True)
         token = answer.get("next_page_token")
         if not token:
             break
@@ -219,6 +221,7 @@ def scenario_search_filters(bench: Any, _: int) -> None:
     started = time.monotonic()
     written = bulk_load(experiment_id, n_runs)
     seconds = time.monotonic() - started
+    print(f"loaded {written:,} items in {seconds:,.0f} s", file=sys.stderr, flush=True)
     rows = bench.extra.setdefault(f"search_runs filters over {n_runs:,} runs in one experiment (max_results {PAGE_SIZE})", [])
     rows.append(
         (
