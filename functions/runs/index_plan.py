@@ -10,6 +10,10 @@
   filter and the order need are read for them (run item + one source item per key, batched), MLflow's
   exact filter and order run in memory, and the token's keyset position picks the page. Every page
   reads the candidates once: page N costs what page 1 costs.
+* **ordered candidates**: the same candidates when the order's first term is a metric, param or tag
+  (``params.lr = '0.01'`` ORDER BY ``metrics.loss``): only that key is read for all of them, the ones
+  before the token's value are dropped, and the run items and other keys are read for about one page
+  (whole groups of equal value) at a time, in order, until the page is full.
 
 Both add the runs whose source is not indexed yet (LSI5 flag) and read those sources rather than their
 possibly stale RANK items: exact while the indexer lags. The driving key's value comes from its RANK
@@ -61,12 +65,73 @@ def search_indexed(
     # A deleted tag leaves no flag behind (its item is gone) while its RANK item waits for the indexer:
     # tag values are always read from the source. Metrics and params are never deleted alone.
     trusted = term.key_type != "tag"
-    known = Known(term.key_type, term.key, {run_id: value for (_, run_id), value in candidates.items() if value is not None and trusted})
+    known = Known(
+        {(term.key_type, term.key): {run_id: value for (_, run_id), value in candidates.items() if value is not None and trusted}}
+    )
+    if first.type in _FIELDS:
+        return _ordered_candidates(query, sorted(candidates), stages, known)
     entities = [e for e in _verified(query, sorted(candidates), stages, known) if query.is_after_token(e)]
     entities.sort(key=query.sort_key)
     page, token = search.page(entities, query.order_by, query.max_results, None)
     search_rows.attach_views(page)
     return page, token
+
+
+def _ordered_candidates(
+    query: search.SearchQuery, runs: list[tuple[str, str]], stages: set[str], known: Known
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Candidates ordered by a metric, param or tag: only the order key is read for all of them.
+
+    The candidates are sorted on the order's first term (its value: the driving key's RANK value, else
+    one batched read of its source item); those before the page token's value are dropped unread, and
+    the rest are verified (run item, other keys) a few whole groups of equal value at a time until the
+    page is full. Page N reads the candidates' order values and about one page of run items."""
+    first = query.order_by[0]
+    head = search.OrderBy(query.order_by.kind, [first])
+    values = _order_values(runs, (first.type, first.key), known)
+    known = known.with_values((first.type, first.key), values)
+
+    def head_key(run_id: str) -> tuple[Any, ...]:
+        entity = {"metrics": {}, "params": {}, "tags": {}}
+        if run_id in values:
+            entity[_FIELDS[first.type]][first.key] = values[run_id]
+        return search.sort_key(entity, head)
+
+    ordered = sorted(((head_key(run_id), (experiment_id, run_id)) for experiment_id, run_id in runs), key=lambda pair: pair[0])
+    if query.position is not None:
+        after = search.position_key(query.position[:1], head)
+        ordered = [pair for pair in ordered if not pair[0] < after]  # the token's own group is read again
+    limit = query.max_results
+    selected: list[dict[str, Any]] = []
+    chunk: list[tuple[str, str]] = []
+    for index, (sort_key, run) in enumerate(ordered):
+        chunk.append(run)
+        group_ends = index + 1 == len(ordered) or ordered[index + 1][0] != sort_key
+        wanted = _WALK_MIN if limit is None else limit + 1 - len(selected)
+        if group_ends and (index + 1 == len(ordered) or len(chunk) >= min(max(wanted, _WALK_MIN), _WALK_MAX)):
+            # Whole groups only: every run after this chunk sorts after every run in it.
+            selected.extend(e for e in _verified(query, chunk, stages, known) if query.is_after_token(e))
+            chunk = []
+            if limit is not None and len(selected) > limit:
+                break
+    selected.sort(key=query.sort_key)
+    page, token = search.page(selected, query.order_by, limit, None)
+    search_rows.attach_views(page)
+    return page, token
+
+
+def _order_values(runs: list[tuple[str, str]], wanted: tuple[str, str], known: Known) -> dict[str, Any]:
+    """Each run's value of one key (absent: the run lacks it): from ``known``, else its source item."""
+    have = known.values.get(wanted, {})
+    keys = [rank_filters.source_key(experiment_id, run_id, *wanted) for experiment_id, run_id in runs if run_id not in have]
+    values = {run_id: value for run_id, value in have.items()}
+    chunks = [keys[i : i + _BATCH_GET_CHUNK] for i in range(0, len(keys), _BATCH_GET_CHUNK)]
+    for items in search_rows.parallel_map(table.batch_get, chunks):
+        for item in items:
+            kind = rank_filters.source_kind(item)
+            if kind is not None:
+                values[rank_filters.run_id_of(item)] = ranks.metric_value(item["value"]) if kind == "metric" else item["value"]
+    return values
 
 
 # --- the ordered-range plan ----------------------------------------------------------------------------
@@ -87,7 +152,7 @@ def _ordered_range(
     selected: list[dict[str, Any]] = []
     groups = ranks.iter_metric_groups(experiment_ids, term.key, ascending, start, None if limit is None else limit + 2)
     for chunk, values in _chunks(groups, term, ascending, lambda: _WALK_MIN if limit is None else limit + 1 - len(selected)):
-        found = [e for e in _verified(query, chunk, stages, Known("metric", term.key, values)) if query.is_after_token(e)]
+        found = [e for e in _verified(query, chunk, stages, Known({("metric", term.key): values})) if query.is_after_token(e)]
         found.sort(key=query.sort_key)
         selected.extend(found)
         if limit is not None and len(selected) > limit:
@@ -138,11 +203,13 @@ def _needed_keys(query: search.SearchQuery) -> tuple[set[tuple[str, str]], bool]
 
 @dataclass(frozen=True)
 class Known:
-    """Current values of one key for some runs (from RANK items of sources already indexed): not re-read."""
+    """Current values of some keys for some runs, not re-read: (key type, key) -> run id -> value (from RANK
+    items of sources already indexed, or source items read once)."""
 
-    key_type: str
-    key: str
-    values: dict[str, Any]
+    values: dict[tuple[str, str], dict[str, Any]]
+
+    def with_values(self, key: tuple[str, str], values: dict[str, Any]) -> Known:
+        return Known({**self.values, key: values})
 
 
 _FIELDS = {"metric": "metrics", "parameter": "params", "tag": "tags"}
@@ -156,7 +223,7 @@ def _verified(query: search.SearchQuery, runs: list[tuple[str, str]], stages: se
     for experiment_id, run_id in runs:
         keys.append(run.key(experiment_id=experiment_id, run_id=run_id))
         for key_type, key in sorted(needed):
-            if (key_type, key) != (known.key_type, known.key) or run_id not in known.values:
+            if run_id not in known.values.get((key_type, key), {}):
                 keys.append(rank_filters.source_key(experiment_id, run_id, key_type, key))
     chunks = [keys[i : i + _BATCH_GET_CHUNK] for i in range(0, len(keys), _BATCH_GET_CHUNK)]
     entities: dict[str, dict[str, Any]] = {}
@@ -166,8 +233,9 @@ def _verified(query: search.SearchQuery, runs: list[tuple[str, str]], stages: se
             if item.get("entity_type") == "run":
                 if item.get("lifecycle_stage") in stages:
                     entity = entities[item["run_id"]] = _entity(item)
-                    if item["run_id"] in known.values:
-                        entity[_FIELDS[known.key_type]][known.key] = known.values[item["run_id"]]
+                    for (key_type, key), values in known.values.items():
+                        if item["run_id"] in values:
+                            entity[_FIELDS[key_type]][key] = values[item["run_id"]]
             else:
                 sources.append(item)
     for item in sources:
