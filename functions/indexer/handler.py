@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+
+from serverless_mlflow import clock
 
 from .logic import Outcome, prefetch, process_record, record_watermark
 
@@ -44,7 +45,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     metrics.add_metric(name="RecordFailures", unit=MetricUnit.Count, value=failures)
     created = [o.created_ms for o in outcomes if o.created_ms is not None]
     if created:
-        metrics.add_metric(name="IteratorAgeMs", unit=MetricUnit.Milliseconds, value=max(0, int(time.time() * 1000) - min(created)))
+        metrics.add_metric(name="IteratorAgeMs", unit=MetricUnit.Milliseconds, value=max(0, clock.now_millis() - min(created)))
     indexed_times = [o.created_ms for o in indexed if o.created_ms is not None]
     # Only after real indexing work: the watermark item's own stream record must not write it again.
     if indexed_times:

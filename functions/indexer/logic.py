@@ -8,12 +8,11 @@ stream converges to the same state; an out-of-date record can never resurrect an
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import fts, table
+from serverless_mlflow import clock, fts, table
 from serverless_mlflow.derived import FLAG_ATTRIBUTE, FLAGGED_TYPES, NameSource, derive, is_source, name_source, only_flag_removed
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
 
@@ -165,7 +164,7 @@ def clear_flag(current: Item | None) -> bool:
 
 def record_watermark(created_ms: int) -> None:
     """CONFIG CFG#indexer_watermark: the latest source change time indexed (monotonic; lag reporting)."""
-    now = int(time.time() * 1000)
+    now = clock.now_millis()
     try:
         table.update(
             WATERMARK,

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from serverless_mlflow import fts, keys, ranks, search, table, validation
+from serverless_mlflow.pages import page_response
 from serverless_mlflow.request import view_type
+from serverless_mlflow.schema import KeyQuery
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import ACTIVE, DELETED
 
@@ -62,12 +64,7 @@ def search_runs(msg: dict[str, Any]) -> dict[str, Any]:
         runs, token = _search_full(query, experiment_ids, stages)
     # Runs with large params/tags: a page over Lambda's 6 MB response ends early and continues by token.
     rows, token = search.fit_payload([store.run_json(entity["_view"]) for entity in runs], runs, query.order_by, token)
-    out: dict[str, Any] = {}
-    if rows:
-        out["runs"] = rows
-    if token:
-        out["next_page_token"] = token
-    return out
+    return page_response("runs", rows, token)
 
 
 def _search_full(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
@@ -150,8 +147,8 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
                 values.update((ranked.run_id, ranked.value) for ranked in group)
         ascending = query.order_by[1].ascending
         lacking_position = query.position[1:] if past_values and query.position else None
-        index, sk_attr, low, high = _lsi_range(stages, ascending, lacking_position, _status_filter(query))
-        streams = [_ordered_runs(experiment_id, index, sk_attr, low, high, ascending, _LSI_PAGE_MAX) for experiment_id in experiment_ids]
+        runs_of = _lsi_query(stages, ascending, lacking_position, _status_filter(query))
+        streams = [_ordered_runs(runs_of(experiment_id), ascending, _LSI_PAGE_MAX) for experiment_id in experiment_ids]
         direction = 1 if ascending else -1
         merged = (
             heapq.merge(*streams, key=lambda run: (direction * (run.get("start_time") or 0), run["run_id"])) if len(streams) > 1 else streams[0]
@@ -184,34 +181,29 @@ def _status_filter(query: search.SearchQuery) -> str | None:
     return next((value for kind, key, comparator, value in query.filter.normalized if (kind, key, comparator) == ("attribute", "status", "=")), None)
 
 
-def _lsi_range(
+def _lsi_query(
     stages: set[str], ascending: bool, position: list[list[Any]] | None, status: str | None = None
-) -> tuple[str, str, str, str]:
-    """(index, sk attribute, low, high) of the runs to read, starting at the token's start time.
+) -> Callable[[str], KeyQuery]:
+    """The run range to read in one experiment, starting at the token's start time.
 
     LSI3 (status, start time) when the filter names one status, LSI1 (lifecycle, start time) for one
     lifecycle stage, LSI2 (start time) else; the lifecycle and the filter are checked on each run."""
     if status is not None:
-        index, prefix = "lsi3", f"R#{status}#"
+        pattern, fixed = "by_status", {"status": status}
     elif stages == {ACTIVE} or stages == {DELETED}:
-        index, prefix = "lsi1", f"R#{next(iter(stages))}#"
+        pattern, fixed = "by_lifecycle", {"lifecycle_stage": next(iter(stages))}
     else:
-        index, prefix = "lsi2", "R#"
-    low, high = prefix, prefix + "~"  # "~" sorts after the hex of every key below the prefix
+        pattern, fixed = "by_start_time", {}
+    low: dict[str, Any] = {}
+    high: dict[str, Any] = {}
     if position is not None:
         start_time = position[0][1]
         if isinstance(start_time, int) and keys.INT64_MIN <= start_time <= keys.INT64_MAX:
-            boundary = prefix + keys.int64(start_time) + "#"
-            if ascending:
-                low = boundary
-            else:
-                high = boundary + "~"
-    return index, f"{index}sk", low, high
+            (low if ascending else high)["start_time"] = start_time
+    return lambda experiment_id: store.RUN.query(pattern, experiment_id=experiment_id, **fixed).range(low, high)
 
 
-def _ordered_runs(
-    experiment_id: str, index: str, sk_attr: str, low: str, high: str, ascending: bool, first_page: int
-) -> Iterator[dict[str, Any]]:
+def _ordered_runs(runs: KeyQuery, ascending: bool, first_page: int) -> Iterator[dict[str, Any]]:
     """Run items of one experiment in (start_time, run_id ASC) order for the requested direction.
 
     The LSI orders equal start times by run id in the scan direction; a descending scan therefore
@@ -224,9 +216,7 @@ def _ordered_runs(
     group: list[dict[str, Any]] = []
     while True:
         last_key = None
-        for items, page_last_key in table.query_pages(
-            f"EXP#{experiment_id}", index=index, sk_attr=sk_attr, sk_between=(low, high), forward=ascending, limit=page_size, start_key=start_key,
-        ):
+        for items, page_last_key in table.query_pages(**runs, forward=ascending, limit=page_size, start_key=start_key):
             last_key = page_last_key
             for item in items:
                 if group and group[0]["start_time"] != item["start_time"]:
@@ -244,14 +234,14 @@ def _ordered_runs(
 
 def _search_by_start_time(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
     ascending = query.order_by[0].ascending
-    index, sk_attr, low, high = _lsi_range(stages, ascending, query.position, _status_filter(query))
+    runs_of = _lsi_query(stages, ascending, query.position, _status_filter(query))
     limit = query.max_results
     # One more than the page (to know whether a next page exists) and one for a tie at the edge.
     # After a token the range starts at the token's own start time, whose run is read again.
     extra = 2 if query.position is None else 3
     first_page = max(_LSI_PAGE_MIN, min(limit + extra, _LSI_PAGE_MAX)) if limit is not None else _LSI_PAGE_MAX
     streams = [
-        ({"info": search_rows.info(item), "_item": item} for item in _ordered_runs(experiment_id, index, sk_attr, low, high, ascending, first_page))
+        ({"info": search_rows.info(item), "_item": item} for item in _ordered_runs(runs_of(experiment_id), ascending, first_page))
         for experiment_id in experiment_ids
     ]
     merged = heapq.merge(*streams, key=query.sort_key) if len(streams) > 1 else streams[0]

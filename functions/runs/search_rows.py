@@ -63,7 +63,7 @@ def read_data(run_items: list[dict[str, Any]]) -> list[RunView]:
     """Each run's data (``R#<run>#`` only: the run item is already in hand), queried in parallel."""
 
     def read(run_item: dict[str, Any]) -> RunView:
-        items = table.query(f"EXP#{run_item['experiment_id']}", f"R#{run_item['run_id']}#")
+        items = table.query(**store.RUN.query("data", experiment_id=run_item["experiment_id"], run_id=run_item["run_id"]))
         return store.assemble_runs([run_item, *items])[0]
 
     return parallel_map(read, run_items)

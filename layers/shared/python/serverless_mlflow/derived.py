@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serverless_mlflow import fts, ranks
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
 
 Item = dict[str, Any]
 Key = tuple[str, str]
@@ -21,7 +21,7 @@ SOURCE_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experimen
 DERIVED_TYPES = frozenset(entity.name for entity in ENTITY.values() if entity.derived)
 # Sources that carry the "not yet indexed" LSI5 flag (lsi5sk), removed by the indexer.
 FLAGGED_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"})
-FLAG_ATTRIBUTE = "lsi5sk"
+FLAG_ATTRIBUTE = COLLECTIONS["unindexed"].sk_attr
 
 
 @dataclass(frozen=True)

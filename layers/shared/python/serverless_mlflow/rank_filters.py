@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serverless_mlflow import keys, ranks, table
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
+from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, SK
 from serverless_mlflow.search.filters import compare
 from serverless_mlflow.search.like import like_prefix
 
@@ -121,7 +121,7 @@ class Flagged:
     def items(self, experiment_id: str) -> list[dict[str, Any]]:
         if experiment_id not in self._items:
             pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
-            self._items[experiment_id] = list(table.iter_query(pk, "U#", index="lsi5", sk_attr="lsi5sk"))
+            self._items[experiment_id] = list(table.iter_query(**COLLECTIONS["unindexed"].query(scope=pk)))
         return self._items[experiment_id]
 
     def run_ids(self, term: RankTerm) -> set[tuple[str, str]]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serverless_mlflow import keys, table
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
 
 METRIC_RANK = ENTITY["metric_rank"]
 PARAM_RANK = ENTITY["param_rank"]
@@ -117,7 +117,7 @@ def flagged_sources(experiment_id: str, entity_type: str, key: str) -> dict[str,
     pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
     return {
         run_id_of(item): item
-        for item in table.iter_query(pk, "U#", index="lsi5", sk_attr="lsi5sk")
+        for item in table.iter_query(**COLLECTIONS["unindexed"].query(scope=pk))
         if item.get(ENTITY_TYPE) == entity_type and item.get("key") == key
     }
 
