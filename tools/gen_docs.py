@@ -67,7 +67,10 @@ def render_access_patterns() -> str:
     lines.append(
         "Every request path is one of these operations; none is a Scan. `seed` names the pattern on the seeds' "
         "access-pattern page that the entry serves. `schema pattern` names the access patterns declared in "
-        "`schema.py` (`entity.pattern`, or a collection) that build the key condition in code.\n"
+        "`schema.py` (`entity.pattern`, or a collection) that build the key condition in code. A "
+        "`begins_with(sk, p)` condition is sent as the equivalent range `sk BETWEEN p AND successor(p)` "
+        "(`table.prefix_successor`): DynamoDB reads the same items either way, and DynamoDB Local walks the whole "
+        "partition for `begins_with` but uses its index for a range.\n"
     )
     area = None
     for pattern in catalog.PATTERNS:
