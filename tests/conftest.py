@@ -12,8 +12,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tools.server_process import stop_process, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,30 +76,6 @@ def unique(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"local runtime exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError("local runtime did not become healthy")
-
-
-def stop_process(process: subprocess.Popen[Any]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        # A loaded machine can keep a server's shutdown slow: do not fail a test on it.
-        process.kill()
-        process.wait(timeout=10)
-
-
 @contextmanager
 def runtime_process(env: dict[str, str], drop: tuple[str, ...] = (), avoid_ports: frozenset[int] = frozenset()) -> Iterator[str]:
     """``python -m local`` in its own process (on the session's DynamoDB Local and S3) with ``env`` on top of
@@ -114,7 +90,7 @@ def runtime_process(env: dict[str, str], drop: tuple[str, ...] = (), avoid_ports
     process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=full, stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, process)
+        wait_healthy(url, process, timeout=60)
         yield url
     finally:
         stop_process(process)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_SECONDS = 120
@@ -56,27 +57,30 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], path: str) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = START_TIMEOUT_SECONDS, log: Path | None = None) -> None:
+    """Until ``url``/health answers 200; fails at once if the process exits (with the tail of its ``log``)."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{url}: server exited with {process.returncode}")
+            tail = log.read_text(errors="replace")[-2000:] if log is not None else ""
+            raise RuntimeError(f"{url}: server exited with {process.returncode} {tail}".rstrip())
         try:
-            with urllib.request.urlopen(url + path, timeout=2) as response:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
                 if response.status == 200:
                     return
         except OSError:
             time.sleep(0.3)
-    raise TimeoutError(f"{url} did not become healthy within {START_TIMEOUT_SECONDS} s")
+    raise TimeoutError(f"{url} did not become healthy within {timeout} s")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop_process(process: subprocess.Popen[Any]) -> None:
     if process.poll() is not None:
         return
     process.terminate()
     try:
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:
+        # A loaded machine can keep a server's shutdown slow: do not fail on it.
         process.kill()
         process.wait(timeout=10)
 
@@ -97,10 +101,10 @@ def local_runtime_process(**env_overrides: str) -> Iterator[ServerProcess]:
         process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
         try:
             url = f"http://127.0.0.1:{port}"
-            _wait_healthy(url, process, "/health")
+            wait_healthy(url, process)
             yield ServerProcess(url, process)
         finally:
-            _stop(process)
+            stop_process(process)
 
 
 @contextmanager
@@ -125,7 +129,7 @@ def mlflow_server_process() -> Iterator[ServerProcess]:
         process = subprocess.Popen(command, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             url = f"http://127.0.0.1:{port}"
-            _wait_healthy(url, process, "/health")
+            wait_healthy(url, process)
             yield ServerProcess(url, process)
         finally:
-            _stop(process)
+            stop_process(process)

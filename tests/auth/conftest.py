@@ -7,15 +7,14 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import runtime_process, stop_process, unique
+from tests.conftest import runtime_process, unique
+from tools.server_process import stop_process, wait_healthy
 
 ADMIN = "admin"
 ADMIN_PASSWORD = "admin-password-" + os.urandom(6).hex()
@@ -68,18 +67,7 @@ def mlflow_server() -> Iterator[str]:
     process = subprocess.Popen(command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 240  # migrations on a loaded machine take a minute
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"mlflow server exited: {(workdir / 'server.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError("mlflow server did not start") from None
-                time.sleep(1)
+        wait_healthy(url, process, timeout=240, log=workdir / "server.log")  # migrations on a loaded machine take a minute
         yield url
     finally:
         stop_process(process)

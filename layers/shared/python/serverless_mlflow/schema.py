@@ -210,7 +210,9 @@ class KeyQuery(Mapping[str, Any]):
         """Every key of the partition sorting after ``sort_key``."""
         return replace(self, sk_prefix=None, sk_after=sort_key)
 
+    @functools.cached_property
     def _arguments(self) -> dict[str, Any]:
+        # Built once: ``table.query(**q)`` asks for the keys, then for every value.
         pk_attr, sk_attr = attributes_of(self.index)
         out: dict[str, Any] = {"pk_value": self.pk_value, "pk_attr": pk_attr, "sk_attr": sk_attr}
         optional = {
@@ -225,13 +227,13 @@ class KeyQuery(Mapping[str, Any]):
         return out
 
     def __getitem__(self, name: str) -> Any:
-        return self._arguments()[name]
+        return self._arguments[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._arguments())
+        return iter(self._arguments)
 
     def __len__(self) -> int:
-        return len(self._arguments())
+        return len(self._arguments)
 
 
 @dataclass(frozen=True)
