@@ -111,7 +111,8 @@ ACCESS: dict[str, Access] = {
         prefixes=(TRACE_SPANS,),
     ),
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
-    "indexer": Access(table=("BatchGetItem", "Query", "UpdateItem", "BatchWriteItem"), stream=True),
+    # GetItem/PutItem/DeleteItem: run summaries are rebuilt with a condition on their revision.
+    "indexer": Access(table=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"), stream=True),
     # Basic auth's users and grants (functions/auth): user items, the user-id counter, grants, their gsi4 listing.
     "auth": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
     # The API Gateway Lambda authorizer (basic auth): reads one user item per uncached Authorization header.

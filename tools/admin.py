@@ -1,4 +1,4 @@
-"""Admin: verify or rebuild the derived items (RANK, FTS) from the source items.
+"""Admin: verify or rebuild the derived items (RANK, FTS, run summaries) from the source items.
 
     python -m tools.admin verify  [--workspace default ...] [--json]
     python -m tools.admin reindex [--workspace default ...]
@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
-from serverless_mlflow import fts, table
+from serverless_mlflow import fts, run_summaries, table
 from serverless_mlflow.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_source
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
 
@@ -118,6 +118,8 @@ def check_partitions(pks: list[str]) -> list[PartitionReport]:
     actual: dict[str, dict[Key, Item]] = {pk: {} for pk in pks}
     reports = {pk: PartitionReport(pk) for pk in pks}
     for pk in pks:
+        # Each run's range, in key order as the indexer reads it: its summary is compared below.
+        ranges: dict[tuple[str, str], list[Item]] = {}
         for item in table.iter_query(pk):
             if item.get(ENTITY_TYPE) in DERIVED_TYPES:
                 actual[pk][(item[PK], item[SK])] = item
@@ -126,12 +128,30 @@ def check_partitions(pks: list[str]) -> list[PartitionReport]:
                     expected.setdefault(key[0], {})[key] = derived
                 if item[ENTITY_TYPE] in FLAGGED_TYPES and FLAG_ATTRIBUTE in item:
                     reports[pk].pending.append(item)
+                run = run_summaries.run_of(item)
+                if run is not None:
+                    ranges.setdefault(run, []).append(item)
+        for (experiment_id, run_id), items in ranges.items():
+            if any(item[ENTITY_TYPE] == "run" for item in items):
+                summary = _expected_summary(experiment_id, run_id, items, actual[pk])
+                expected.setdefault(pk, {})[(summary[PK], summary[SK])] = summary
     for pk, report in reports.items():
         want, have = expected.get(pk, {}), actual[pk]
         report.missing = [want[k] for k in want.keys() - have.keys()]
         report.unexpected = [have[k] for k in have.keys() - want.keys()]
         report.changed = [want[k] for k in want.keys() & have.keys() if want[k] != have[k]]
     return list(reports.values())
+
+
+def _expected_summary(experiment_id: str, run_id: str, items: list[Item], actual: dict[Key, Item]) -> Item:
+    """The summary the indexer would write; its revision is the stored one when the content agrees."""
+    key = run_summaries.key(experiment_id, run_id)
+    stored = actual.get((key[PK], key[SK]))
+    rev = int(stored["rev"]) if stored else 0
+    summary = run_summaries.summary_item(experiment_id, run_id, items, rev)
+    if not run_summaries.same_content(stored, summary):
+        summary["rev"] = rev + 1
+    return summary
 
 
 def verify(workspaces: Iterable[str] = DEFAULT_WORKSPACES) -> Report:

@@ -31,7 +31,7 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions", ROOT):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from serverless_mlflow import derived, table  # noqa: E402
+from serverless_mlflow import derived, run_summaries, table  # noqa: E402
 from serverless_mlflow.store import runs as store  # noqa: E402
 from serverless_mlflow.table import STATS  # noqa: E402
 
@@ -76,11 +76,18 @@ PLANS = [
         "... ORDER BY a metric, param or tag (another key)",
         "ordered candidates: only the order key is read for every candidate (the driving key's RANK value, else one "
         "BatchGetItem of its source items); candidates before the token's value are dropped unread, the rest verified "
-        "(run item, other keys) a few whole groups of equal value at a time until the page is full",
+        "on their run summaries a few whole groups of equal value at a time until the page is full",
     ),
     (
         "... ORDER BY the metric a range term bounds",
-        "ordered range: that metric's RANK items walked in order from the range start or the token; pages seek",
+        "ordered range: that metric's RANK items walked in order from the range start or the token, each run verified "
+        "on its summary, reads sized by the share of walked runs that matched; pages seek. Other terms are raced only "
+        "when fewer than a quarter of a page's worth of walked runs match (one of them may name fewer runs than a page)",
+    ),
+    (
+        "every plan but the full one: the returned runs",
+        "one run summary per run (one item: the run and all its data), a BatchGetItem per page; a run with an item "
+        "not indexed yet is read from its range",
     ),
     ("`attributes.run_name` =, LIKE, ILIKE", "FTS candidates (trigram postings), then the exact filter"),
     (
@@ -158,6 +165,7 @@ def run_items(experiment_id: str, index: int, rng: random.Random, p0_values: int
     run = store.run_item(info)
     run.pop(derived.FLAG_ATTRIBUTE, None)  # its name is indexed (it has none): the indexer cleared the flag
     items = [run, *sources]
+    items.append(run_summaries.summary_item(experiment_id, run_id, sorted(items, key=lambda item: item["sk"]), rev=1))
     for source in sources:
         if source["key"] in RANKED_KEYS:
             items.extend(derived.derive(source).values())
@@ -237,11 +245,11 @@ def scenario_search_filters(bench: Any, _: int) -> None:
         label = f"`{filter_string or '(no filter)'}` ORDER BY {', '.join(order_by)}"
         matching = f"{len(seen):,} runs in {len(pages)} pages" + (" (first 10 pages walked)" if max_pages else "")
         rows.append((f"{label}: runs returned", matching))
-        data = first["returned"] * 13  # each returned run's R#<run># items (5 metrics, 5 params, 3 tags): every plan reads them
+        data = first["returned"]  # each returned run's summary (its run item, 5 metrics, 5 params, 3 tags in one item)
         rows.append(
             (
                 "  page 1",
-                f"{_figures(first)} (about {data:,} items are the returned runs' data; "
+                f"{_figures(first)} ({data:,} items are the returned runs' summaries; "
                 f"{(first['items_read'] - data) / max(1, first['returned']):.1f} other items per run returned)",
             )
         )

@@ -32,9 +32,10 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         logger.exception("prefetch failed")
         currents = None
     outcomes: list[Outcome] = []
+    summarised: set[tuple[str, str]] = set()
 
     def handle(record: DynamoDBRecord) -> None:
-        outcome = process_record(record.raw_event, currents)
+        outcome = process_record(record.raw_event, currents, summarised)
         outcomes.append(outcome)
 
     response = process_partial_response(event=event, record_handler=handle, processor=processor, context=context)

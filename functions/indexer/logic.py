@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import clock, fts, table
+from serverless_mlflow import clock, fts, run_summaries, table
 from serverless_mlflow.derived import FLAG_ATTRIBUTE, FLAGGED_TYPES, NameSource, derive, is_source, name_source, only_flag_removed
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
 
@@ -31,6 +31,11 @@ _INDEXED_ATTRIBUTE = {
     "experiment_entry": "name",
     "registered_model_entry": "name",
     "trace": "trace_name",
+}
+# What a run summary copies beyond the indexed value: a flag stays while any of it changed meanwhile.
+_SUMMARISED_ATTRIBUTES = {
+    "latest_metric": ("rank",),
+    "run": ("status", "end_time", "lifecycle_stage"),
 }
 
 
@@ -75,7 +80,11 @@ def prefetch(records: Iterable[dict[str, Any]]) -> dict[Key, Item | None]:
     return current
 
 
-def process_record(record: dict[str, Any], currents: dict[Key, Item | None] | None = None) -> Outcome:
+def process_record(
+    record: dict[str, Any], currents: dict[Key, Item | None] | None = None, summarised: set[tuple[str, str]] | None = None
+) -> Outcome:
+    """Index one record. ``summarised``: runs whose summary this batch already rebuilt (each read of a run's
+    range in a batch follows every write the batch holds, so one rebuild per run and batch is enough)."""
     img = images(record)
     outcome = Outcome(created_ms=img.created_ms)
     if not img.relevant:
@@ -88,7 +97,8 @@ def process_record(record: dict[str, Any], currents: dict[Key, Item | None] | No
 
     old_derived, new_derived, target = derive(img.old), derive(img.new), derive(current)
     if img.old is not None and old_derived == new_derived == target:
-        # Nothing this change implies differs (e.g. a run status update): only the flag may go.
+        # Nothing this change implies differs (e.g. a run status update): the summary and the flag only.
+        refresh_summary(img, summarised)
         outcome.flag_cleared = clear_flag(current)
         return outcome
 
@@ -107,8 +117,19 @@ def process_record(record: dict[str, Any], currents: dict[Key, Item | None] | No
     deletes = [item for key, item in stale.items() if key not in target]
     outcome.puts, outcome.deletes = len(puts), len(deletes)
     apply(puts, deletes)
+    refresh_summary(img, summarised)
     outcome.flag_cleared = clear_flag(current)
     return outcome
+
+
+def refresh_summary(img: Images, summarised: set[tuple[str, str]] | None) -> None:
+    """Rebuild the summary of the run the record's item belongs to (before its flag may be cleared)."""
+    run = run_summaries.run_of(img.new or img.old or {})
+    if run is None or (summarised is not None and run in summarised):
+        return
+    run_summaries.rebuild(*run)
+    if summarised is not None:
+        summarised.add(run)
 
 
 def _name_sources(*items: Item | None) -> list[NameSource]:
@@ -147,14 +168,15 @@ def clear_flag(current: Item | None) -> bool:
     names = {"#f": FLAG_ATTRIBUTE}
     values: dict[str, Any] = {":f": current[FLAG_ATTRIBUTE]}
     condition = "#f = :f"
-    attribute = _INDEXED_ATTRIBUTE[current[ENTITY_TYPE]]
-    names["#a"] = attribute
-    value = current.get(attribute)
-    if value is None:
-        condition += " AND attribute_not_exists(#a)"
-    elif isinstance(value, (str, int)):
-        condition += " AND #a = :a"
-        values[":a"] = value
+    attributes = (_INDEXED_ATTRIBUTE[current[ENTITY_TYPE]], *_SUMMARISED_ATTRIBUTES.get(current[ENTITY_TYPE], ()))
+    for i, attribute in enumerate(attributes):
+        names[f"#a{i}"] = attribute
+        value = current.get(attribute)
+        if value is None:
+            condition += f" AND attribute_not_exists(#a{i})"
+        elif isinstance(value, (str, int)):
+            condition += f" AND #a{i} = :a{i}"
+            values[f":a{i}"] = value
     try:
         table.update({PK: current[PK], SK: current[SK]}, "REMOVE #f", names=names, values=values, condition=condition)
     except table.ConditionFailed:

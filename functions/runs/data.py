@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from serverless_mlflow import clock, keys, table, validation
+from serverless_mlflow import clock, keys, run_summaries, table, validation
 from serverless_mlflow.errors import invalid, not_found
 from serverless_mlflow.request import key_values_of, metrics_of
 from serverless_mlflow.schema import ENTITY
@@ -245,8 +245,10 @@ def set_tag(msg: dict[str, Any]) -> dict[str, Any]:
 def delete_tag(msg: dict[str, Any]) -> dict[str, Any]:
     run_id, key = msg.get("run_id", ""), msg.get("key", "")
     run = store.get_active_run_item(run_id)
+    # A deleted tag leaves no item to flag: the run item is flagged with it (its summary is stale until indexed).
+    delete = table.delete_op(RUN_TAG.key(experiment_id=run["experiment_id"], run_id=run_id, key=key), "attribute_exists(pk)")
     try:
-        table.delete(RUN_TAG.key(experiment_id=run["experiment_id"], run_id=run_id, key=key), "attribute_exists(pk)")
+        table.transact([delete, run_summaries.flag_run_op(run)])
     except table.ConditionFailed:
         raise not_found(f"No tag with name: {key} in run with id {run_id}") from None
     return {}

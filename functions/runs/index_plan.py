@@ -6,37 +6,37 @@
   start (or the page token's value, if later) and the walk stops where the range ends or the page is
   full. Page N costs what page 1 costs.
 * **candidates**: any other order, or several servable keys. The most selective key is found by reading
-  the keys' ranges side by side (``rank_filters.race``); its runs are the candidates. Only the items the
-  filter and the order need are read for them (run item + one source item per key, batched), MLflow's
-  exact filter and order run in memory, and the token's keyset position picks the page. Every page
+  the keys' ranges side by side (``rank_filters.race``); its runs are the candidates. MLflow's exact
+  filter and order run in memory on them, and the token's keyset position picks the page. Every page
   reads the candidates once: page N costs what page 1 costs.
 * **ordered candidates**: the same candidates when the order's first term is a metric, param or tag
-  (``params.lr = '0.01'`` ORDER BY ``metrics.loss``): only that key is read for all of them, the ones
-  before the token's value are dropped, and the run items and other keys are read for about one page
-  (whole groups of equal value) at a time, in order, until the page is full.
+  (``params.lr = '0.01'`` ORDER BY ``metrics.loss``): only that key is read for all of them (the driving
+  key's RANK value, else its source item), the ones before the token's value are dropped, and the rest
+  are verified about one page (whole groups of equal value) at a time, in order, until the page is full.
 
-Both add the runs whose source is not indexed yet (LSI5 flag) and read those sources rather than their
-possibly stale RANK items: exact while the indexer lags. The driving key's value comes from its RANK
-items otherwise (metrics and params: a tag's RANK item outlives a deleted tag until the indexer runs);
-every other key the filter or the order reads comes from its source item. Only the
-returned page's runs have their full data read.
+A candidate is verified on its run summary (``run_summaries``: the run and all its data in one item, a
+BatchGetItem per 100 candidates), which is also what the page returns. A run with an item the indexer
+has not processed yet (LSI5 flag) is read from its range instead, and flagged sources are candidates
+whatever their RANK item says: exact while the indexer lags.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from serverless_mlflow import rank_filters, ranks, search, table
 from serverless_mlflow.rank_filters import Flagged, RankTerm
-from serverless_mlflow.schema import ENTITY
-from serverless_mlflow.search.filters import MLFLOW_RUN_NAME
 
 from . import search_rows
 
 _BATCH_GET_CHUNK = 100
 _WALK_MIN, _WALK_MAX = 16, 500
+# An ordered walk matching fewer than this share of its runs races the filter's other terms.
+_RACE_BELOW_SHARE = 0.25
+_RACE_SAMPLE = 32  # runs walked before the share is trusted
 
 
 def index_terms(query: search.SearchQuery) -> list[RankTerm]:
@@ -51,13 +51,23 @@ def search_indexed(
     first = query.order_by[0]
     ordering = next((t for t in terms if first.type == "metric" and (t.key_type, t.key) == ("metric", first.key)), None)
     if ordering is not None:
-        # Walk the order key's range unless another term names fewer runs than a page needs.
+        # Walk the order key's range. When the first page's worth of it matches poorly, another term may
+        # name fewer runs than a page needs: race them, and let the smallest drive if it does.
         others = [term for term in terms if term is not ordering]
         cap = None if query.max_results is None else query.max_results + 1
-        smallest = rank_filters.race(others, experiment_ids, flagged, cap) if others and cap is not None else None
-        if smallest is None:
-            return _ordered_range(query, ordering, experiment_ids, stages)
-        driver = smallest
+        if not others or cap is None:
+            return _ordered_range(query, ordering, experiment_ids, stages, flagged)
+        raced: list[tuple[RankTerm, rank_filters.Found] | None] = []
+
+        def smaller_term() -> bool:
+            raced.append(rank_filters.race(others, experiment_ids, flagged, cap))
+            return raced[0] is not None
+
+        walked = _walk_range(query, ordering, experiment_ids, stages, flagged, smaller_term)
+        if walked is not None:
+            return walked
+        driver = raced[0]
+        assert driver is not None
     else:
         driver = rank_filters.race(terms, experiment_ids, flagged)
         assert driver is not None  # without a cap the smallest term always wins
@@ -69,16 +79,14 @@ def search_indexed(
         {(term.key_type, term.key): {run_id: value for (_, run_id), value in candidates.items() if value is not None and trusted}}
     )
     if first.type in _FIELDS:
-        return _ordered_candidates(query, sorted(candidates), stages, known)
-    entities = [e for e in _verified(query, sorted(candidates), stages, known) if query.is_after_token(e)]
+        return _ordered_candidates(query, sorted(candidates), stages, known, flagged)
+    entities = [e for e in _verified(query, sorted(candidates), stages, flagged) if query.is_after_token(e)]
     entities.sort(key=query.sort_key)
-    page, token = search.page(entities, query.order_by, query.max_results, None)
-    search_rows.attach_views(page)
-    return page, token
+    return search.page(entities, query.order_by, query.max_results, None)
 
 
 def _ordered_candidates(
-    query: search.SearchQuery, runs: list[tuple[str, str]], stages: set[str], known: Known
+    query: search.SearchQuery, runs: list[tuple[str, str]], stages: set[str], known: Known, flagged: Flagged
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Candidates ordered by a metric, param or tag: only the order key is read for all of them.
 
@@ -110,14 +118,12 @@ def _ordered_candidates(
         wanted = _WALK_MIN if limit is None else limit + 1 - len(selected)
         if group_ends and (index + 1 == len(ordered) or len(chunk) >= min(max(wanted, _WALK_MIN), _WALK_MAX)):
             # Whole groups only: every run after this chunk sorts after every run in it.
-            selected.extend(e for e in _verified(query, chunk, stages, known) if query.is_after_token(e))
+            selected.extend(e for e in _verified(query, chunk, stages, flagged) if query.is_after_token(e))
             chunk = []
             if limit is not None and len(selected) > limit:
                 break
     selected.sort(key=query.sort_key)
-    page, token = search.page(selected, query.order_by, limit, None)
-    search_rows.attach_views(page)
-    return page, token
+    return search.page(selected, query.order_by, limit, None)
 
 
 def _order_values(runs: list[tuple[str, str]], wanted: tuple[str, str], known: Known) -> dict[str, Any]:
@@ -138,8 +144,24 @@ def _order_values(runs: list[tuple[str, str]], wanted: tuple[str, str], known: K
 
 
 def _ordered_range(
-    query: search.SearchQuery, term: RankTerm, experiment_ids: list[str], stages: set[str]
+    query: search.SearchQuery, term: RankTerm, experiment_ids: list[str], stages: set[str], flagged: Flagged
 ) -> tuple[list[dict[str, Any]], str | None]:
+    answer = _walk_range(query, term, experiment_ids, stages, flagged)
+    assert answer is not None  # a walk that may not give up always answers
+    return answer
+
+
+def _walk_range(
+    query: search.SearchQuery,
+    term: RankTerm,
+    experiment_ids: list[str],
+    stages: set[str],
+    flagged: Flagged,
+    smaller_term: Callable[[], bool] | None = None,
+) -> tuple[list[dict[str, Any]], str | None] | None:
+    """The ordered walk. Once a page's worth of runs was walked and fewer than ``_RACE_BELOW_SHARE`` of them
+    matched (the walk would read about 2 x page / share items), ``smaller_term`` is asked (once) whether
+    another term names fewer runs than a page needs: if so the walk stops and answers None."""
     ascending = query.order_by[0].ascending
     low, high = term.metric_bounds()
     start = low if ascending else high
@@ -150,55 +172,63 @@ def _ordered_range(
         start = float(value) if start is None else (max(start, float(value)) if ascending else min(start, float(value)))
     limit = query.max_results
     selected: list[dict[str, Any]] = []
-    groups = ranks.iter_metric_groups(experiment_ids, term.key, ascending, start, None if limit is None else limit + 2)
-    for chunk, values in _chunks(groups, term, ascending, lambda: _WALK_MIN if limit is None else limit + 1 - len(selected)):
-        found = [e for e in _verified(query, chunk, stages, Known({("metric", term.key): values})) if query.is_after_token(e)]
+    walk = _Walk(limit)
+    stop = high if ascending else low
+    first_page = None if limit is None else limit + 2
+    groups = ranks.iter_metric_groups(experiment_ids, term.key, ascending, start, first_page, walk.runs_to_read, stop)
+    for chunk in _chunks(groups, term, ascending, walk.runs_to_read):
+        found = [e for e in _verified(query, chunk, stages, flagged) if query.is_after_token(e)]
         found.sort(key=query.sort_key)
         selected.extend(found)
+        walk.passed(len(chunk), len(found))
         if limit is not None and len(selected) > limit:
             break
-    page, token = search.page(selected, query.order_by, limit, None)
-    search_rows.attach_views(page)
-    return page, token
+        if smaller_term is not None and limit is not None and walk.walked > max(limit, _RACE_SAMPLE):
+            if walk.matched < _RACE_BELOW_SHARE * walk.walked and smaller_term():
+                return None
+            smaller_term = None
+    return search.page(selected, query.order_by, limit, None)
+
+
+@dataclass
+class _Walk:
+    """How many more runs of the ordered walk to read (RANK items, then summaries), from the page's runs
+    still wanted and the share of walked runs that matched so far: reading ahead costs items."""
+
+    limit: int | None
+    walked: int = 0
+    matched: int = 0
+
+    def passed(self, walked: int, matched: int) -> None:
+        self.walked += walked
+        self.matched += matched
+
+    def runs_to_read(self) -> int:
+        if self.limit is None:
+            return _WALK_MAX
+        wanted = max(1, self.limit + 1 - self.matched)
+        share = self.matched / self.walked if self.walked else 1.0
+        # No floor beyond a couple of runs: a page's last few matches are found in small reads, not a read-ahead.
+        return min(_WALK_MAX, max(2, math.ceil(wanted / max(share, 0.01))))
 
 
 def _chunks(
-    groups: Iterable[list[ranks.Ranked]], term: RankTerm, ascending: bool, wanted: Any
-) -> Iterator[tuple[list[tuple[str, str]], dict[str, Any]]]:
-    """Whole groups of equal value, batched to about the runs still wanted, until the range ends, with
-    each run's value (current: ``ranks`` reads a flagged source instead of its RANK item)."""
+    groups: Iterable[list[ranks.Ranked]], term: RankTerm, ascending: bool, wanted: Callable[[], int]
+) -> Iterator[list[tuple[str, str]]]:
+    """Whole groups of equal value, batched to about the runs still wanted, until the range ends."""
     chunk: list[tuple[str, str]] = []
-    values: dict[str, Any] = {}
     for group in groups:
         if term.past(ranks.rank_value(group[0].value), ascending):
             break
         chunk.extend((ranked.experiment_id, ranked.run_id) for ranked in group)
-        values.update((ranked.run_id, ranked.value) for ranked in group)
-        if len(chunk) >= min(max(wanted(), _WALK_MIN), _WALK_MAX):
-            yield chunk, values
-            chunk, values = [], {}
+        if len(chunk) >= wanted():
+            yield chunk
+            chunk = []
     if chunk:
-        yield chunk, values
+        yield chunk
 
 
 # --- candidates --------------------------------------------------------------------------------------
-
-
-def _needed_keys(query: search.SearchQuery) -> tuple[set[tuple[str, str]], bool]:
-    """The (key type, key) source items the filter and the order read, and whether datasets are needed."""
-    needed: set[tuple[str, str]] = set()
-    datasets = False
-    for key_type, key, _, _ in query.filter.normalized:
-        if key_type in ("metric", "parameter", "tag"):
-            needed.add((key_type, key))
-        elif key_type == "attribute" and key == "run_name":
-            needed.add(("tag", MLFLOW_RUN_NAME))  # run_name filters read the tag, as MLflow does
-        elif key_type == "dataset":
-            datasets = True
-    for term in query.order_by:
-        if term.type in ("metric", "parameter", "tag"):
-            needed.add((term.type, term.key))
-    return needed, datasets
 
 
 @dataclass(frozen=True)
@@ -215,41 +245,9 @@ class Known:
 _FIELDS = {"metric": "metrics", "parameter": "params", "tag": "tags"}
 
 
-def _verified(query: search.SearchQuery, runs: list[tuple[str, str]], stages: set[str], known: Known) -> list[dict[str, Any]]:
-    """The candidates that match the filter, as search entities carrying their run item."""
-    needed, datasets = _needed_keys(query)
-    run = ENTITY["run"]
-    keys: list[dict[str, str]] = []
-    for experiment_id, run_id in runs:
-        keys.append(run.key(experiment_id=experiment_id, run_id=run_id))
-        for key_type, key in sorted(needed):
-            if run_id not in known.values.get((key_type, key), {}):
-                keys.append(rank_filters.source_key(experiment_id, run_id, key_type, key))
-    chunks = [keys[i : i + _BATCH_GET_CHUNK] for i in range(0, len(keys), _BATCH_GET_CHUNK)]
-    entities: dict[str, dict[str, Any]] = {}
-    sources: list[dict[str, Any]] = []
-    for items in search_rows.parallel_map(table.batch_get, chunks):
-        for item in items:
-            if item.get("entity_type") == "run":
-                if item.get("lifecycle_stage") in stages:
-                    entity = entities[item["run_id"]] = _entity(item)
-                    for (key_type, key), values in known.values.items():
-                        if item["run_id"] in values:
-                            entity[_FIELDS[key_type]][key] = values[item["run_id"]]
-            else:
-                sources.append(item)
-    for item in sources:
-        entity = entities.get(rank_filters.run_id_of(item))
-        kind = rank_filters.source_kind(item)
-        if entity is None or kind is None:
-            continue
-        entity[_FIELDS[kind]][item["key"]] = ranks.metric_value(item["value"]) if kind == "metric" else item["value"]
-    if datasets:
-        # Dataset filters need each candidate's inputs: its whole data (rare; still only candidates).
-        views = search_rows.read_data([e["_item"] for e in entities.values()])
-        entities = {view.info["run_id"]: {**search_rows.search_entity(view), "_item": view.info} for view in views}
-    return [e for e in entities.values() if query.matches(e)]
-
-
-def _entity(item: dict[str, Any]) -> dict[str, Any]:
-    return {"info": search_rows.info(item), "metrics": {}, "params": {}, "tags": {}, "datasets": [], "_item": item}
+def _verified(query: search.SearchQuery, runs: list[tuple[str, str]], stages: set[str], flagged: Flagged) -> list[dict[str, Any]]:
+    """The candidates that match the filter, as search entities with their data: one run summary each
+    (one BatchGetItem per 100), or the run's range while it is flagged."""
+    views = search_rows.read_views(runs, flagged)
+    entities = (search_rows.search_entity(views[run_id]) for _, run_id in runs if run_id in views)
+    return [e for e in entities if e["info"]["lifecycle_stage"] in stages and query.matches(e)]

@@ -12,7 +12,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from serverless_mlflow import clock, table, validation
+from serverless_mlflow import clock, run_summaries, table, validation
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import NestedParseError, key_values_of, nested_error, to_int64, to_string
 from serverless_mlflow.schema import ENTITY
@@ -159,6 +159,9 @@ def log_inputs(msg: dict[str, Any]) -> dict[str, Any]:
         table.batch_write(
             RUN_MODEL_INPUT.item({"model_id": model_id}, experiment_id=experiment_id, run_id=run_id, model_id=model_id) for model_id in model_ids
         )
+    if unique or model_ids:
+        # Inputs carry no flag of their own: the run's (after they are written) keeps searches off its stale summary.
+        run_summaries.flag_run(run)
     return {}
 
 
@@ -193,6 +196,7 @@ def log_outputs(msg: dict[str, Any]) -> dict[str, Any]:
         table.batch_write(
             RUN_OUTPUT.item(model, experiment_id=run["experiment_id"], run_id=run_id, model_id=model["model_id"]) for model in models
         )
+        run_summaries.flag_run(run)
     return {}
 
 

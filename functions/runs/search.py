@@ -21,6 +21,9 @@ Several plans, all strongly consistent (a search right after a write sees it):
   candidates (plus names not yet indexed), then applies the exact filter: never a miss, never a
   false hit.
 
+A returned run's data is its run summary (``run_summaries``: one item, a BatchGetItem per page), or its
+range while one of its items waits for the indexer.
+
 Page tokens are the search package's keyset positions, so runs added between pages are neither
 repeated nor skipped.
 """
@@ -34,6 +37,7 @@ from typing import Any
 
 from serverless_mlflow import fts, keys, ranks, search, table, validation
 from serverless_mlflow.pages import page_response
+from serverless_mlflow.rank_filters import Flagged
 from serverless_mlflow.request import view_type
 from serverless_mlflow.schema import KeyQuery
 from serverless_mlflow.store import runs as store
@@ -63,7 +67,7 @@ def search_runs(msg: dict[str, Any]) -> dict[str, Any]:
     else:
         runs, token = _search_full(query, experiment_ids, stages)
     # Runs with large params/tags: a page over Lambda's 6 MB response ends early and continues by token.
-    rows, token = search.fit_payload([store.run_json(entity["_view"]) for entity in runs], runs, query.order_by, token)
+    rows, token = search.fit_payload([store.run_json(entity["_view"], model_inputs=False) for entity in runs], runs, query.order_by, token)
     return page_response("runs", rows, token)
 
 
@@ -162,7 +166,7 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
                 if limit is not None and len(selected) > limit:
                     break
     page, token = search.page(selected, query.order_by, limit, None)
-    search_rows.attach_views(page)
+    search_rows.attach_views(page, Flagged(experiment_ids))
     return page, token
 
 
@@ -253,5 +257,5 @@ def _search_by_start_time(query: search.SearchQuery, experiment_ids: list[str], 
         if limit is not None and len(selected) > limit:
             break
     page, token = search.page(selected, query.order_by, limit, None)
-    search_rows.attach_views(page)
+    search_rows.attach_views(page, Flagged(experiment_ids))
     return page, token

@@ -6,8 +6,9 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from serverless_mlflow import parallel, table
+from serverless_mlflow import parallel, run_summaries
 from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.rank_filters import Flagged
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import RunView
 
@@ -59,17 +60,18 @@ def read_runs(run_ids: list[str]) -> list[RunView]:
     return [view for view in parallel_map(read, run_ids) if view is not None]
 
 
-def read_data(run_items: list[dict[str, Any]]) -> list[RunView]:
-    """Each run's data (``R#<run>#`` only: the run item is already in hand), queried in parallel."""
+def attach_views(page: list[dict[str, Any]], flagged: Flagged) -> None:
+    """Give each entity of a page (carrying its run item as ``_item``) its run's data as ``_view``: the run
+    summaries of unflagged runs in one BatchGetItem, the others' ranges (``run_summaries.read``)."""
+    wanted = [(e["_item"]["experiment_id"], e["_item"]["run_id"]) for e in page if "_view" not in e]
+    if not wanted:
+        return
+    views = read_views(wanted, flagged)
+    for entity in page:
+        if "_view" not in entity:
+            entity["_view"] = views[entity["_item"]["run_id"]]
 
-    def read(run_item: dict[str, Any]) -> RunView:
-        items = table.query(**store.RUN.query("data", experiment_id=run_item["experiment_id"], run_id=run_item["run_id"]))
-        return store.assemble_runs([run_item, *items])[0]
 
-    return parallel_map(read, run_items)
-
-
-def attach_views(page: list[dict[str, Any]]) -> None:
-    """Read the data of a page's runs (entities carrying their run item as ``_item``) into ``_view``."""
-    for entity, view in zip(page, read_data([entity["_item"] for entity in page]), strict=True):
-        entity["_view"] = view
+def read_views(runs: list[tuple[str, str]], flagged: Flagged) -> dict[str, RunView]:
+    """(experiment id, run id) -> the run with its data, by run id (runs that no longer exist are left out)."""
+    return run_summaries.read(runs, run_summaries.flagged_runs(flagged.all_items()))

@@ -17,7 +17,11 @@ Key = tuple[str, str]
 
 # Source entity types the indexer reacts to; everything else (derived items, config, locators...)
 # is ignored so the indexer's own writes never cause more indexing work.
-SOURCE_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"})
+# A run's inputs and outputs derive no RANK or FTS item, only the run's summary (``run_summaries``).
+SOURCE_TYPES = frozenset(
+    {"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"}
+    | {"run_input", "run_input_part", "run_model_input", "run_output"}
+)
 DERIVED_TYPES = frozenset(entity.name for entity in ENTITY.values() if entity.derived)
 # Sources that carry the "not yet indexed" LSI5 flag (lsi5sk), removed by the indexer.
 FLAGGED_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"})

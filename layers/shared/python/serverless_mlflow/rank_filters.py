@@ -124,6 +124,9 @@ class Flagged:
             self._items[experiment_id] = list(table.iter_query(**COLLECTIONS["unindexed"].query(scope=pk)))
         return self._items[experiment_id]
 
+    def all_items(self) -> list[dict[str, Any]]:
+        return [item for experiment_id in self.experiment_ids for item in self.items(experiment_id)]
+
     def run_ids(self, term: RankTerm) -> set[tuple[str, str]]:
         """(experiment id, run id) of the flagged sources of the term's key: candidates whatever their value."""
         out: set[tuple[str, str]] = set()

@@ -89,12 +89,14 @@ class Ranked:
     value: Any  # float for metrics (NaN kept), str for params
 
 
-def _pages(pk: str, first_page: int | None = None, **kwargs: Any) -> Iterator[dict[str, Any]]:
+def _pages(pk: str, first_page: int | None = None, next_page: Callable[[], int] | None = None, **kwargs: Any) -> Iterator[dict[str, Any]]:
     """Items of one key range, in growing pages: a top-10 reads a few dozen items, a full walk stays cheap.
 
-    ``first_page`` sizes the first read for the page the caller wants (e.g. max_results + 2)."""
+    ``first_page`` sizes the first read for the page the caller wants (e.g. max_results + 2); ``next_page``,
+    if given, sizes each later read (the caller knows how many more items it is likely to use)."""
     start: dict[str, Any] | None = None
-    for size in _iter_sizes(first_page):
+    sizes = _iter_sizes(first_page) if next_page is None else _caller_sizes(first_page, next_page)
+    for size in sizes:
         last: dict[str, Any] | None = None
         for items, page_last in table.query_pages(pk, limit=size, start_key=start, **kwargs):
             last = page_last
@@ -102,6 +104,13 @@ def _pages(pk: str, first_page: int | None = None, **kwargs: Any) -> Iterator[di
         if not last:
             return
         start = last
+
+
+def _caller_sizes(first_page: int | None, next_page: Callable[[], int]) -> Iterator[int]:
+    if first_page is not None:
+        yield max(1, min(first_page, _PAGE_SIZES[-1]))
+    while True:
+        yield max(1, min(next_page(), _PAGE_SIZES[-1]))
 
 
 def _iter_sizes(first_page: int | None = None) -> Iterator[int]:
@@ -130,7 +139,13 @@ def _metric_sort_key(value: float, ascending: bool) -> tuple[int, float]:
 
 
 def _metric_stream(
-    experiment_id: str, key: str, ascending: bool, start_value: float | None = None, first_page: int | None = None
+    experiment_id: str,
+    key: str,
+    ascending: bool,
+    start_value: float | None = None,
+    first_page: int | None = None,
+    next_page: Callable[[], int] | None = None,
+    stop_value: float | None = None,
 ) -> Iterator[tuple[tuple[int, float], Ranked]]:
     start = None if start_value is None else _metric_sort_key(start_value, ascending)
     flagged = flagged_sources(experiment_id, "latest_metric", key)
@@ -148,12 +163,18 @@ def _metric_stream(
         at = prefix + keys.float64(rank_value(start_value))  # type: ignore[arg-type]
         numbers = (at, prefix + _NAN_KEY) if ascending else (prefix, at + "#~")
     ranges: list[dict[str, Any]] = [{"sk_prefix": prefix + _NAN_KEY}]
-    if start is None or start[0] == 0:
+    if stop_value is not None:
+        # The caller stops at this value (a filter's range ends there): no read past it, no NaN group.
+        stop = prefix + keys.float64(stop_value)
+        numbers = (numbers[0], min(numbers[1], stop + "#~")) if ascending else (max(numbers[0], stop), numbers[1])
+        overrides = [pair for pair in overrides if pair[0] <= _metric_sort_key(stop_value, ascending)]
+        ranges = []
+    if (start is None or start[0] == 0) and numbers[0] <= numbers[1]:
         ranges.insert(0, {"sk_between": numbers, "forward": ascending})
 
     def indexed() -> Iterator[tuple[tuple[int, float], Ranked]]:
         for query in ranges:
-            for item in _pages(pk, first_page, **query):
+            for item in _pages(pk, first_page, next_page, **query):
                 if item["run_id"] in flagged:
                     continue
                 value = metric_value(item["value"])
@@ -176,14 +197,24 @@ def _group(stream: Iterable[tuple[Any, Ranked]]) -> Iterator[list[Ranked]]:
 
 
 def iter_metric_groups(
-    experiment_ids: Iterable[str], key: str, ascending: bool, start_value: float | None = None, first_page: int | None = None
+    experiment_ids: Iterable[str],
+    key: str,
+    ascending: bool,
+    start_value: float | None = None,
+    first_page: int | None = None,
+    next_page: Callable[[], int] | None = None,
+    stop_value: float | None = None,
 ) -> Iterator[list[Ranked]]:
     """Runs having metric ``key``, in groups of equal latest value, in MLflow's order.
 
     ``start_value`` resumes a later page: groups before it are not read; its own group is yielded
     whole (the caller skips what its page token already covered, e.g. ``query.is_after_token``).
+    ``first_page`` / ``next_page`` size the reads (see ``_pages``); ``stop_value`` (a number) ends the walk
+    after that value's group.
     """
-    streams = [_metric_stream(experiment_id, key, ascending, start_value, first_page) for experiment_id in experiment_ids]
+    streams = [
+        _metric_stream(experiment_id, key, ascending, start_value, first_page, next_page, stop_value) for experiment_id in experiment_ids
+    ]
     return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
 
 

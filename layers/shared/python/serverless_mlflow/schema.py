@@ -618,6 +618,13 @@ ENTITIES: tuple[Entity, ...] = (
         patterns={"by_value": (None, "Runs by their value of one tag (value_key prefix: exact or LIKE 'v%')")},
     ),
     _e(
+        # A copy of the run item and its R#<run># data items in one item, rebuilt by the indexer after every
+        # change of the run (readers trust it only while none of the run's items carries an LSI5 flag): a
+        # search page reads one item per returned or verified run instead of its whole range.
+        "run_summary", EXP, "RS#{run_id}", "A run with its latest metrics, params, tags, inputs and outputs, in one item",
+        attributes=("run_id", "items", "rev", "oversize"), derived=True,
+    ),
+    _e(
         "fts_forward", "{scope}", "FTS#{level}#{token:str}{entity_kind}#{entity_id:str}",
         "Token -> entity posting (scope: EXP#<id> for runs/traces, EXPLIST#<ws> for experiments, RMFTS#<ws> for models)",
         indexes={"gsi2": ("FTS#{token:str}", "{level}#{entity_kind}#{scope}#{entity_id:str}")},

@@ -226,7 +226,8 @@ def dataset_json(dataset: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_json(view: RunView, inputs: bool = True, outputs: bool = True) -> dict[str, Any]:
+def run_json(view: RunView, inputs: bool = True, outputs: bool = True, model_inputs: bool = True) -> dict[str, Any]:
+    """``model_inputs=False``: as search_runs answers (MLflow's store fills only dataset inputs there)."""
     data: dict[str, Any] = {}
     if view.metrics:
         data["metrics"] = [metric_json(m) for m in view.metrics.values()]
@@ -242,7 +243,7 @@ def run_json(view: RunView, inputs: bool = True, outputs: bool = True) -> dict[s
                 {**({"tags": entry["tags"]} if entry["tags"] else {}), "dataset": dataset_json(entry["dataset"])}
                 for entry in view.dataset_inputs
             ]
-        if view.model_inputs:
+        if view.model_inputs and model_inputs:
             run_inputs["model_inputs"] = [{"model_id": model_id} for model_id in view.model_inputs]
         out["inputs"] = run_inputs
     if outputs:

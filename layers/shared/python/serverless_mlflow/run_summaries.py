@@ -1,0 +1,152 @@
+"""Run summaries: a run's item and every item of its ``R#<run>#`` range, copied into one derived item.
+
+A search page needs each returned run whole (and a filter needs every candidate's values). Read from
+the run's range that is one Query of about 14 items per run (5 metrics, 5 params, 3 tags, the run);
+read from the summary it is one item, and a page's summaries come in one BatchGetItem.
+
+The stream indexer rebuilds a run's summary from the run's range whenever it is told about a change of
+one of the run's items. A reader trusts a summary only while none of the run's items carries the LSI5
+"not indexed yet" flag: every write to a run's range flags the item it writes (run, latest metric,
+param, tag) or flags the run item in the same request (``flag_run``: a deleted tag, inputs, outputs),
+and the indexer clears a flag only after rebuilding the summary from a read that saw the flagged
+version. Flagged runs, runs without a summary (written before summaries existed) and runs too large
+for one item are read from their range: always exact, a little dearer.
+
+Rebuilds are optimistic: a summary carries ``rev`` and is written as rev + 1 only if ``rev`` is still
+what the rebuild read before it read the range, so a slow rebuild that read an older range can never
+overwrite a newer summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from serverless_mlflow import clock, parallel, table
+from serverless_mlflow.item_size import MAX_ITEM_BYTES, item_bytes
+from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, SK
+from serverless_mlflow.store import runs as store
+from serverless_mlflow.store.runs import RunView
+
+RUN_SUMMARY = ENTITY["run_summary"]
+FLAG_ATTRIBUTE = COLLECTIONS["unindexed"].sk_attr
+# Room below DynamoDB's 400 KB for the summary's own keys and attributes.
+MAX_SUMMARY_BYTES = MAX_ITEM_BYTES - 4 * 1024
+# Every item of a run's range the summary copies: the run item and its data items.
+SUMMARISED_TYPES = frozenset({"run", "latest_metric", "param", "run_tag", "run_input", "run_input_part", "run_model_input", "run_output"})
+_REBUILD_ATTEMPTS = 8
+_READ_WORKERS = 16
+
+Runs = Iterable[tuple[str, str]]  # (experiment id, run id)
+
+
+def key(experiment_id: str, run_id: str) -> dict[str, str]:
+    return RUN_SUMMARY.key(experiment_id=experiment_id, run_id=run_id)
+
+
+def run_of(item: dict[str, Any]) -> tuple[str, str] | None:
+    """(experiment id, run id) whose summary an item of a run's range feeds (None for any other item)."""
+    if item.get(ENTITY_TYPE) not in SUMMARISED_TYPES:
+        return None
+    return store.RUN.parse_pk(item["pk"])["experiment_id"], store.run_id_of_sk(item[SK])
+
+
+# --- building (the indexer) ------------------------------------------------------------------------------
+
+
+def content(range_items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a summary holds: the range's items without their flags (a summary is read only when none is set)."""
+    return [{name: value for name, value in item.items() if name != FLAG_ATTRIBUTE} for item in range_items]
+
+
+def summary_item(experiment_id: str, run_id: str, range_items: list[dict[str, Any]], rev: int) -> dict[str, Any]:
+    """The summary of a run from its range (``oversize``, holding nothing, when the copy would not fit one item)."""
+    item = RUN_SUMMARY.item({"run_id": run_id, "items": content(range_items), "rev": rev}, experiment_id=experiment_id, run_id=run_id)
+    if item_bytes(table.to_item(item)) > MAX_SUMMARY_BYTES:
+        item = RUN_SUMMARY.item({"run_id": run_id, "oversize": True, "rev": rev}, experiment_id=experiment_id, run_id=run_id)
+    return item
+
+
+def same_content(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+    if old is None:
+        return False
+    return old.get("items") == new.get("items") and bool(old.get("oversize")) == bool(new.get("oversize"))
+
+
+def rebuild(experiment_id: str, run_id: str) -> bool:
+    """Bring a run's summary up to date with its range (removed with the run); True if it was written.
+
+    Raises after repeated conflicting rebuilds: the stream record is then retried (nothing is cleared)."""
+    summary_key = key(experiment_id, run_id)
+    for _ in range(_REBUILD_ATTEMPTS):
+        old = table.get(summary_key)
+        range_items = table.query(**store.RUN.query("with_data", experiment_id=experiment_id, run_id=run_id))
+        rev = int(old["rev"]) if old else 0
+        condition, names, values = (
+            ("attribute_not_exists(pk)", None, None) if old is None else ("#rev = :rev", {"#rev": "rev"}, {":rev": rev})
+        )
+        try:
+            if not any(item.get(ENTITY_TYPE) == "run" for item in range_items):
+                if old is None:
+                    return False
+                table.delete(summary_key, condition, names, values)
+                return True
+            new = summary_item(experiment_id, run_id, range_items, rev + 1)
+            if same_content(old, new):
+                return False
+            table.put(new, condition, names, values)
+            return True
+        except table.ConditionFailed:
+            continue  # another rebuild wrote first: read both again
+    raise RuntimeError(f"run summary {experiment_id}/{run_id} kept changing while it was rebuilt")
+
+
+# --- writers -------------------------------------------------------------------------------------------
+
+
+def _flag_update(run: dict[str, Any]) -> tuple[dict[str, str], str, dict[str, str], dict[str, Any]]:
+    expression, names, values = store.run_update(run, {"last_update_time": clock.now_millis()})
+    return store.RUN.key(experiment_id=run["experiment_id"], run_id=run["run_id"]), expression, names, values
+
+
+def flag_run_op(run: dict[str, Any]) -> dict[str, Any]:
+    """The run item's LSI5 flag, as a transaction operation: the run's summary is stale until indexed.
+
+    For writes that leave no flagged item of their own (a deleted tag, inputs, outputs)."""
+    return table.update_op(*_flag_update(run), condition="attribute_exists(pk)")
+
+
+def flag_run(run: dict[str, Any]) -> None:
+    """``flag_run_op`` on its own, after writes that cannot share a transaction with it (batches)."""
+    table.update(*_flag_update(run), condition="attribute_exists(pk)")
+
+
+# --- reading -------------------------------------------------------------------------------------------
+
+
+def flagged_runs(unindexed: Iterable[dict[str, Any]]) -> set[str]:
+    """Run ids whose summary may miss a change: those with a flagged item (``unindexed``: LSI5 items)."""
+    return {store.run_id_of_sk(item[SK]) for item in unindexed if item.get(ENTITY_TYPE) in SUMMARISED_TYPES}
+
+
+def read(runs: Runs, flagged: set[str]) -> dict[str, RunView]:
+    """Runs with their data, by run id: from the summary of each unflagged run, else from the run's range.
+
+    Runs that no longer exist are left out."""
+    wanted = list(dict.fromkeys(runs))
+    trusted = [(e, r) for e, r in wanted if r not in flagged]
+    views: dict[str, RunView] = {}
+    for summary in table.batch_get([key(e, r) for e, r in trusted]) if trusted else []:
+        if not summary.get("oversize") and summary.get("items"):
+            for view in store.assemble_runs(summary["items"]):
+                views[view.run_id] = view
+    rest = [(e, r) for e, r in wanted if r not in views]
+    for view in parallel.parallel_map(lambda run: _read_range(*run), rest, workers=_READ_WORKERS):
+        if view is not None:
+            views[view.run_id] = view
+    return views
+
+
+def _read_range(experiment_id: str, run_id: str) -> RunView | None:
+    runs = store.assemble_runs(table.query(**store.RUN.query("with_data", experiment_id=experiment_id, run_id=run_id)))
+    return runs[0] if runs else None
