@@ -79,6 +79,13 @@ def write_amplification(bench: Any) -> list[tuple[str, str]]:
     rows.append(("log_param: indexer work", _fmt(_drain(runtime))))
     bench.call("POST", f"{API}/runs/update", {"run_id": run_id, "run_name": "resnet50-tuned"})
     rows.append(("rename run (resnet50-baseline -> resnet50-tuned): indexer work", _fmt(_drain(runtime))))
+    bench.call("POST", f"{API}/runs/set-tag", {"run_id": run_id, "key": "stage", "value": "dev"})
+    rows.append(("set_tag: indexer work", _fmt(_drain(runtime))))
+    bench.call("POST", f"{API}/runs/delete-tag", {"run_id": run_id, "key": "stage"})
+    rows.append(("delete_tag (flags the run item): indexer work", _fmt(_drain(runtime))))
+    dataset = {"name": "train", "digest": "d1", "source_type": "local", "source": "file:///train"}
+    bench.call("POST", f"{API}/runs/log-inputs", {"run_id": run_id, "datasets": [{"dataset": dataset, "tags": []}]})
+    rows.append(("log_inputs, one dataset (flags the run item): indexer work", _fmt(_drain(runtime))))
     bench.call("POST", f"{API}/runs/update", {"run_id": run_id, "status": "FINISHED", "end_time": 5})
     rows.append(("update run status (name unchanged): indexer work", _fmt(_drain(runtime))))
     model = f"bench model {uuid.uuid4().hex[:6]}"
@@ -90,7 +97,7 @@ def write_amplification(bench: Any) -> list[tuple[str, str]]:
     started = time.monotonic()
     _drain(runtime)
     elapsed = time.monotonic() - started
-    rows.append(("indexer lag, local runtime: 100 pending metric writes drained", f"{elapsed:.2f} s ({elapsed * 10:.0f} ms per write, moto; + 0.2 s poll in async mode)"))
+    rows.append(("indexer lag, local runtime: 100 pending metric writes drained", f"{elapsed:.2f} s ({elapsed * 10:.0f} ms per write, DynamoDB Local; + 0.2 s poll in async mode)"))
     return rows
 
 
