@@ -138,6 +138,9 @@ class LocalRuntime:
                 self._invoke_indexer,
                 checkpoints if keep else None,
                 keep=needs_indexing,
+                # DynamoDB Local answers a GetRecords with every record there is up to its Limit (checked by
+                # tests/local/test_stream_follower.py): a short page means caught up, no empty page is asked.
+                complete_pages=True,
             )
         engine.ensure_bucket(boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"]), self.bucket_name)
         self._ensure_secrets_key()

@@ -20,7 +20,9 @@ A sync drain runs before every write is answered, so it is kept cheap (see docs/
 
 * a shard is read to its current end (an empty page) before the records read are delivered, so the stream
   records of the indexer's own writes are left for the next drain (which skips them with the next write's
-  records) instead of costing another GetRecords now;
+  records) instead of costing another GetRecords now. With ``complete_pages`` (the local runtime's engine,
+  DynamoDB Local, answers GetRecords with every record there is up to ``Limit``, whatever their size), a
+  page shorter than the limit is that end too: one GetRecords per shard and drain;
 * iterators are kept between drains (``NextShardIterator``); a new one is only taken after an expiry, a
   failed drain, or a restart (``AFTER_SEQUENCE_NUMBER`` the last record read or delivered);
 * ``DescribeStream`` is asked again only when the shard list can have changed: a shard was read to its end
@@ -78,12 +80,21 @@ class ShardState:
 
 class StreamFollower:
     def __init__(
-        self, streams_client: Any, stream_arn: str, deliver: Deliver, checkpoint_dir: Path | None = None, keep: Keep | None = None
+        self,
+        streams_client: Any,
+        stream_arn: str,
+        deliver: Deliver,
+        checkpoint_dir: Path | None = None,
+        keep: Keep | None = None,
+        complete_pages: bool = False,
     ) -> None:
         self.client = streams_client
         self.stream_arn = stream_arn
         self.deliver = deliver
         self.keep = keep
+        # False: only an empty page says a shard is caught up (DynamoDB Streams may answer a short page with
+        # more to come, e.g. at its 1 MB page limit). True: so does any page shorter than PAGE_LIMIT.
+        self.complete_pages = complete_pages
         # Deployed, the DLQ holds the failed batches' coordinates for 14 days; locally the latest ones are kept.
         self.dead_letters: deque[dict[str, Any]] = deque(maxlen=DEAD_LETTERS_KEPT)
         self.dead_lettered = 0
@@ -257,7 +268,8 @@ class StreamFollower:
                 if records:
                     read_through = records[-1]["dynamodb"]["SequenceNumber"]
                 state.iterator = page.get("NextShardIterator")
-                at_end = state.iterator is None or not records  # closed, or caught up on an open shard
+                # Closed, or caught up on an open shard (as of this GetRecords: later records are later writes').
+                at_end = state.iterator is None or not records or (self.complete_pages and len(records) < PAGE_LIMIT)
                 while len(pending) >= BATCH_SIZE or (pending and at_end):
                     batch, pending = pending[:BATCH_SIZE], pending[BATCH_SIZE:]
                     self._deliver(batch)

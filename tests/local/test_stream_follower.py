@@ -103,6 +103,39 @@ def test_expiry_before_any_record_was_read_starts_at_the_oldest(stream: s.Stream
     assert recorder.sequences == _all_sequences(stream)
 
 
+class CountingReads:
+    """The real streams client, counting GetRecords calls."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self.get_records_calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def get_records(self, **kwargs: Any) -> Any:
+        self.get_records_calls += 1
+        return self._real.get_records(**kwargs)
+
+
+def test_dynamodb_local_pages_are_complete_so_a_sync_drain_reads_once(stream: s.Stream) -> None:
+    """The runtime's ``complete_pages``: DynamoDB Local answers GetRecords with every record there is up to the
+    Limit, whatever their size (here over 4 MB, where DynamoDB Streams stops a page at 1 MB). If an engine version
+    stopped doing so, this fails, and a short page could no longer be taken for the end of a shard."""
+    ddb = boto3.client("dynamodb", endpoint_url=os.environ["DYNAMODB_ENDPOINT_URL"])
+    client = CountingReads(_streams_client())
+    recorder = Recorder()
+    follower = StreamFollower(client, stream.arn, recorder, complete_pages=True)
+    s.put_experiment("1", "first", 1)
+    assert follower.drain() == 2 and client.get_records_calls == 1
+    for i in range(4):
+        ddb.put_item(TableName=os.environ["TABLE_NAME"], Item={"pk": {"S": "BIG"}, "sk": {"S": str(i)}, "blob": {"S": "x" * 350_000}})
+        ddb.put_item(TableName=os.environ["TABLE_NAME"], Item={"pk": {"S": "BIG"}, "sk": {"S": str(i)}, "blob": {"S": "y" * 350_000}})
+    assert follower.drain() == 8 and client.get_records_calls == 2
+    assert recorder.sequences == _all_sequences(stream)
+    assert follower.drain() == 0 and client.get_records_calls == 3
+
+
 def test_restart_resumes_from_the_saved_checkpoint(stream: s.Stream, tmp_path: Path) -> None:
     first = Recorder()
     s.put_experiment("1", "one", 1)
