@@ -68,6 +68,7 @@ MAX_EXPIRED_IN_A_ROW = 3
 DESCRIBE_MAX_AGE_SECONDS = 60.0
 
 Deliver = Callable[[list[dict[str, Any]]], dict[str, Any] | None]
+# Given a record as GetRecords returns it (eventName, dynamodb.NewImage/OldImage: the keys of Lambda's event).
 Keep = Callable[[dict[str, Any]], bool]
 
 
@@ -263,8 +264,9 @@ class StreamFollower:
                     continue
                 expired_in_a_row = 0
                 records = page.get("Records", [])
-                events = [lambda_stream_record(r, self.stream_arn) for r in records]
-                pending.extend(e for e in events if self.keep is None or self.keep(e))
+                # ``keep`` judges the record as GetRecords returns it (the keys Lambda's event has); only the
+                # records kept are converted (most records are the indexer's own writes, dropped).
+                pending.extend(lambda_stream_record(r, self.stream_arn) for r in records if self.keep is None or self.keep(r))
                 if records:
                     read_through = records[-1]["dynamodb"]["SequenceNumber"]
                 state.iterator = page.get("NextShardIterator")
