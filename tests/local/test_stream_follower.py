@@ -585,6 +585,31 @@ def test_only_the_indexer_s_source_records_reach_it_and_the_checkpoint_passes_th
     assert follower.drain() == 0
 
 
+def test_the_runtime_does_not_deliver_the_indexer_s_own_flag_clearing(stream: s.Stream) -> None:
+    """``needs_indexing``: the deployed filter's records, less the MODIFY that only removes the "not indexed yet"
+    flag (the indexer's own compare-before-clear, which it skips as irrelevant); a MODIFY that also changes the
+    value, and a REMOVE, are delivered."""
+    from local.streams import needs_indexing
+    from serverless_mlflow import table
+    from serverless_mlflow.schema import ENTITY
+
+    key = {"experiment_id": "1", "run_id": "b" * 32, "key": "team"}
+    tag = ENTITY["run_tag"].item({"key": "team", "value": "red"}, **key)
+    table.put({**tag, derived.FLAG_ATTRIBUTE: "U#1#T"})  # INSERT: delivered
+    table.update(ENTITY["run_tag"].key(**key), "REMOVE #f", names={"#f": derived.FLAG_ATTRIBUTE})  # flag only: not
+    table.put({**tag, "value": "blue", derived.FLAG_ATTRIBUTE: "U#2#T"})  # MODIFY of the value: delivered
+    table.update(
+        ENTITY["run_tag"].key(**key), "SET #v = :v REMOVE #f", names={"#v": "value", "#f": derived.FLAG_ATTRIBUTE}, values={":v": "x"}
+    )
+    table.delete(ENTITY["run_tag"].key(**key))  # REMOVE: delivered
+    recorder = Recorder()
+    follower = StreamFollower(_streams_client(), stream.arn, recorder, keep=needs_indexing)
+    assert follower.drain() == 4
+    everything = s.Stream(*_endpoint_and_table(stream)).read_new()
+    assert [r["eventName"] for r in everything] == ["INSERT", "MODIFY", "MODIFY", "MODIFY", "REMOVE"]
+    assert recorder.sequences == [r["dynamodb"]["SequenceNumber"] for i, r in enumerate(everything) if i != 1]
+
+
 def test_indexing_failures_never_fail_the_client_request(local_runtime: Any) -> None:
     import mlflow
 
