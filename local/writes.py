@@ -2,7 +2,7 @@
 
 In ``sync`` mode the runtime drains the table's stream before it answers a write, so that a read after the
 write sees the derived items. Many requests write nothing (searches and get-by-name are POSTs) or only items
-the indexer is never given (metric history, artifacts' records): draining after them only costs time. The
+the indexer is never given (metric history points, for one): draining after them only costs time. The
 runtime opens an ``Invocation`` around each function call; a botocore hook on every DynamoDB call made
 meanwhile (worker threads included: ``local/iam.py`` carries the context into them) marks it when the call
 may leave a stream record the indexer is given.
