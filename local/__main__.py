@@ -7,11 +7,14 @@ import os
 import signal
 import threading
 
+from local.engine import SERVER_JAVA_OPTS
 from local.runtime import LocalRuntime
 
 
 def main() -> None:
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "WARNING"))
+    # A server runs long enough for the JIT's warm-up to pay (see local/engine.py).
+    os.environ.setdefault("DYNAMODB_LOCAL_JAVA_OPTS", SERVER_JAVA_OPTS)
     runtime = LocalRuntime().start()
     print(f"mlflow-serverless listening on {runtime.url} (indexer: {runtime.indexer_mode}); web UI: {runtime.url}/", flush=True)
     print(

@@ -26,12 +26,12 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions"):
         sys.path.insert(0, str(extra))
 
 from infra import gateway_catalog  # noqa: E402
-from local import engine, iam  # noqa: E402
+from local import engine, iam, writes  # noqa: E402
 from local.authorizer import UNAUTHORIZED, Authorizer  # noqa: E402
 from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
 from local.events import REGION, LambdaContext, api_gateway_event, invoke_api_function  # noqa: E402
 from local.http_server import serve  # noqa: E402
-from local.streams import StreamFollower, is_indexer_source  # noqa: E402
+from local.streams import StreamFollower, needs_indexing  # noqa: E402
 from serverless_mlflow import bootstrap, routes, schema, static_files  # noqa: E402
 
 log = logging.getLogger("serverless_mlflow.local")
@@ -118,6 +118,7 @@ class LocalRuntime:
         from serverless_mlflow import s3, table
 
         iam.install()
+        writes.install()
         table.reset_client()
         s3.reset_clients()
 
@@ -136,7 +137,10 @@ class LocalRuntime:
                 stream_arn,
                 self._invoke_indexer,
                 checkpoints if keep else None,
-                keep=is_indexer_source,
+                keep=needs_indexing,
+                # DynamoDB Local answers a GetRecords with every record there is up to its Limit (checked by
+                # tests/local/test_stream_follower.py): a short page means caught up, no empty page is asked.
+                complete_pages=True,
             )
         engine.ensure_bucket(boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"]), self.bucket_name)
         self._ensure_secrets_key()
@@ -188,10 +192,10 @@ class LocalRuntime:
             if context is None:
                 return UNAUTHORIZED
             event["requestContext"]["authorizer"] = {"lambda": context}
-        with iam.acting_as(feature):
+        with iam.acting_as(feature), writes.recording() as invocation:
             response = invoke_api_function(self.handler_for(feature), feature, event)
-        if method not in ("GET", "HEAD") and self.indexer_mode == "sync":
-            self._drain_quietly()
+        if invocation.reaches_indexer and self.indexer_mode == "sync":
+            self._catch_up_quietly()
         return response
 
     # --- stream -> indexer ----------------------------------------------------------------------
@@ -205,6 +209,16 @@ class LocalRuntime:
         # Deployed, indexing is asynchronous and never fails the client's request: same here.
         try:
             self.drain_stream()
+        except Exception:
+            log.exception("stream drain failed; it is retried on the next write or poll")
+
+    def _catch_up_quietly(self) -> None:
+        """A sync write's wait: until every record written before it is delivered (a drain that another
+        writer started after this write finished counts), never failing the request."""
+        if self.indexer_mode == "paused" or self.follower is None:
+            return
+        try:
+            self.follower.catch_up()
         except Exception:
             log.exception("stream drain failed; it is retried on the next write or poll")
 

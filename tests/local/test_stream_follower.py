@@ -10,7 +10,9 @@ follower talks to a stand-in for the AWS client that raises the real botocore er
 from __future__ import annotations
 
 import os
+import threading
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +101,39 @@ def test_expiry_before_any_record_was_read_starts_at_the_oldest(stream: s.Stream
     client.expire_next = 1
     assert follower.drain() == 2
     assert recorder.sequences == _all_sequences(stream)
+
+
+class CountingReads:
+    """The real streams client, counting GetRecords calls."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self.get_records_calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def get_records(self, **kwargs: Any) -> Any:
+        self.get_records_calls += 1
+        return self._real.get_records(**kwargs)
+
+
+def test_dynamodb_local_pages_are_complete_so_a_sync_drain_reads_once(stream: s.Stream) -> None:
+    """The runtime's ``complete_pages``: DynamoDB Local answers GetRecords with every record there is up to the
+    Limit, whatever their size (here over 4 MB, where DynamoDB Streams stops a page at 1 MB). If an engine version
+    stopped doing so, this fails, and a short page could no longer be taken for the end of a shard."""
+    ddb = boto3.client("dynamodb", endpoint_url=os.environ["DYNAMODB_ENDPOINT_URL"])
+    client = CountingReads(_streams_client())
+    recorder = Recorder()
+    follower = StreamFollower(client, stream.arn, recorder, complete_pages=True)
+    s.put_experiment("1", "first", 1)
+    assert follower.drain() == 2 and client.get_records_calls == 1
+    for i in range(4):
+        ddb.put_item(TableName=os.environ["TABLE_NAME"], Item={"pk": {"S": "BIG"}, "sk": {"S": str(i)}, "blob": {"S": "x" * 350_000}})
+        ddb.put_item(TableName=os.environ["TABLE_NAME"], Item={"pk": {"S": "BIG"}, "sk": {"S": str(i)}, "blob": {"S": "y" * 350_000}})
+    assert follower.drain() == 8 and client.get_records_calls == 2
+    assert recorder.sequences == _all_sequences(stream)
+    assert follower.drain() == 0 and client.get_records_calls == 3
 
 
 def test_restart_resumes_from_the_saved_checkpoint(stream: s.Stream, tmp_path: Path) -> None:
@@ -235,8 +270,7 @@ def test_a_closed_parent_is_read_to_its_end_before_its_child(describe_child_firs
     stream.done()
 
     # Later: the child's iterator has expired (the real botocore error); it is re-acquired after 301, and the
-    # finished parent is not read again.
-    stream.describe([parent, child])
+    # finished parent is not read again. The shard list is still current (the child is open): no DescribeStream.
     stream.expired("it-c2")
     stream.iterator(CHILD, "it-c3", after=q(301))
     stream.records("it-c3", [q(302)], "it-c4")
@@ -258,11 +292,12 @@ def test_a_new_shard_is_discovered_and_read_after_its_parent_closes(tmp_path: Pa
     assert follower.drain() == 1
     stream.done()
 
-    # The stream rolled over: the parent closed after 101, a child opened. DescribeStream (two shards per
-    # page here) shows the child; the child waits until the parent is read to its end.
+    # The stream rolled over: the parent closed after 101, a child opened. The parent is read to its end with
+    # the iterator kept from the last drain; the shard list known then has no child of it, so DescribeStream
+    # (two shards per page here) is asked in the same drain and the child is read from its start.
     closed, child = _shard(PARENT, q(100), q(101)), _shard(CHILD, q(200), parent=PARENT)
-    stream.describe([child, closed], page_size=2)
     stream.records("it-p2", [q(101)], None)
+    stream.describe([child, closed], page_size=2)
     stream.iterator(CHILD, "it-c0")
     stream.records("it-c0", [q(200)], "it-c1")
     stream.records("it-c1", [], "it-c2")
@@ -350,6 +385,139 @@ def test_iterators_that_keep_expiring_fail_the_drain_instead_of_spinning(tmp_pat
     stream.done()
 
 
+def test_records_read_but_not_delivered_when_a_drain_fails_are_read_again(tmp_path: Path) -> None:
+    """Records are delivered once the shard is read to its end; if GetRecords fails before that, the records
+    already read are not lost: the next drain takes a new iterator after the checkpoint and reads them again."""
+    stream = RecordedStream()
+    stream.describe([_shard(PARENT, q(100))])
+    stream.iterator(PARENT, "it-0")
+    stream.records("it-0", [q(100)], "it-1")
+    stream.records("it-1", [], "it-2")
+    recorder = Recorder()
+    follower = StreamFollower(stream.client, ARN, recorder, tmp_path)
+    assert follower.drain() == 1
+    stream.done()
+
+    stream.records("it-2", [q(101), q(102)], "it-3")
+    stream.stubber.add_client_error("get_records", service_error_code="InternalServerError", http_status_code=500)
+    with pytest.raises(ClientError):
+        follower.drain()
+    assert recorder.sequences == [q(100)] and follower.shards[PARENT].last_sequence == q(100)
+    stream.done()
+
+    stream.describe([_shard(PARENT, q(100))])  # a failed drain forgets the shard list too
+    stream.iterator(PARENT, "it-9", after=q(100))
+    stream.records("it-9", [q(101), q(102)], "it-10")
+    stream.records("it-10", [], "it-11")
+    assert follower.drain() == 2
+    assert recorder.sequences == [q(100), q(101), q(102)]
+    stream.done()
+
+
+def test_an_iterator_expiring_between_pages_resumes_after_the_last_record_read(tmp_path: Path) -> None:
+    stream = RecordedStream()
+    stream.describe([_shard(PARENT, q(100))])
+    stream.iterator(PARENT, "it-0")
+    stream.records("it-0", [q(100), q(101)], "it-1")
+    stream.expired("it-1")
+    stream.iterator(PARENT, "it-5", after=q(101))  # not after the checkpoint: 100 and 101 are not read twice
+    stream.records("it-5", [q(102)], "it-6")
+    stream.records("it-6", [], "it-7")
+    recorder = Recorder()
+    follower = StreamFollower(stream.client, ARN, recorder, tmp_path)
+    assert follower.drain() == 3
+    assert recorder.sequences == [q(100), q(101), q(102)]
+    stream.done()
+
+
+def test_a_sync_drain_costs_two_reads_and_writes_the_checkpoint_only_when_it_moved(tmp_path: Path) -> None:
+    """Per drain after the first: no DescribeStream, no new iterator, one page of records and the empty page
+    that says the shard is caught up; the checkpoint file is left alone when nothing moved."""
+    stream = RecordedStream()
+    stream.describe([_shard(PARENT, q(100))])
+    stream.iterator(PARENT, "it-0")
+    stream.records("it-0", [q(100)], "it-1")
+    stream.records("it-1", [], "it-2")
+    follower = StreamFollower(stream.client, ARN, Recorder(), tmp_path)
+    assert follower.drain() == 1
+    (checkpoint,) = tmp_path.iterdir()
+    written = checkpoint.stat().st_mtime_ns
+    stream.done()
+
+    stream.records("it-2", [], "it-3")
+    assert follower.drain() == 0
+    assert checkpoint.stat().st_mtime_ns == written
+    stream.records("it-3", [q(101), q(102)], "it-4")
+    stream.records("it-4", [], "it-5")
+    assert follower.drain() == 2
+    assert checkpoint.stat().st_mtime_ns != written and q(102) in checkpoint.read_text()
+    stream.done()
+
+
+class SignallingLock:
+    """The follower's lock, signalling when a caller reaches it (after ``catch_up`` noted the drains so far)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.waiting = threading.Event()
+
+    def __enter__(self) -> None:
+        self.waiting.set()
+        self.real.acquire()
+
+    def __exit__(self, *_: Any) -> None:
+        self.real.release()
+
+
+def test_catch_up_shares_a_drain_that_started_after_the_call_only(tmp_path: Path) -> None:
+    """Concurrent sync writes: a write waits for a drain that began after its own writes were made (it read the
+    stream after them); a drain already under way when the write finished does not count."""
+    stream = RecordedStream()
+    stream.describe([_shard(PARENT, q(100))])
+    stream.iterator(PARENT, "it-0")
+    stream.records("it-0", [q(100)], "it-1")
+    stream.records("it-1", [], "it-2")
+    recorder = Recorder()
+    follower = StreamFollower(stream.client, ARN, recorder, tmp_path)
+    assert follower.catch_up() == 1
+    stream.done()
+    lock = SignallingLock(follower._lock)
+    follower._lock = lock  # type: ignore[assignment]
+
+    # Another writer's drain starts after this call (which is waiting for the lock) and delivers 101.
+    stream.records("it-2", [q(101)], "it-3")
+    stream.records("it-3", [], "it-4")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        lock.real.acquire()
+        waiting = pool.submit(follower.catch_up)
+        assert lock.waiting.wait(30)
+        assert follower._drain_locked() == 1
+        lock.real.release()
+        assert waiting.result() == 0, "shared the drain that started after it"
+    stream.done()
+
+    # A call made while a drain is under way (here: while it delivers 102) drains again after it.
+    lock.waiting.clear()
+    stream.records("it-4", [q(102)], "it-5")
+    stream.records("it-5", [], "it-6")
+    stream.records("it-6", [], "it-7")
+    calls: list[Any] = []
+    under_way: list[int] = []
+
+    def deliver_and_call(records: list[dict[str, Any]]) -> dict[str, Any]:
+        under_way.append(follower.drains)
+        calls.append(pool.submit(follower.catch_up))
+        assert lock.waiting.wait(30)
+        return recorder(records)
+
+    follower.deliver = deliver_and_call
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        assert follower.drain() == 1
+        assert calls[0].result() == 0 and follower.drains == under_way[0] + 1, "drained after the drain under way"
+    assert recorder.sequences == [q(100), q(101), q(102)]
+    stream.done()
+
+
 # --- delivery: the deployed mapping's retries, dead letters and filter -----------------------------------
 
 
@@ -417,6 +585,31 @@ def test_only_the_indexer_s_source_records_reach_it_and_the_checkpoint_passes_th
     assert follower.drain() == 0
 
 
+def test_the_runtime_does_not_deliver_the_indexer_s_own_flag_clearing(stream: s.Stream) -> None:
+    """``needs_indexing``: the deployed filter's records, less the MODIFY that only removes the "not indexed yet"
+    flag (the indexer's own compare-before-clear, which it skips as irrelevant); a MODIFY that also changes the
+    value, and a REMOVE, are delivered."""
+    from local.streams import needs_indexing
+    from serverless_mlflow import table
+    from serverless_mlflow.schema import ENTITY
+
+    key = {"experiment_id": "1", "run_id": "b" * 32, "key": "team"}
+    tag = ENTITY["run_tag"].item({"key": "team", "value": "red"}, **key)
+    table.put({**tag, derived.FLAG_ATTRIBUTE: "U#1#T"})  # INSERT: delivered
+    table.update(ENTITY["run_tag"].key(**key), "REMOVE #f", names={"#f": derived.FLAG_ATTRIBUTE})  # flag only: not
+    table.put({**tag, "value": "blue", derived.FLAG_ATTRIBUTE: "U#2#T"})  # MODIFY of the value: delivered
+    table.update(
+        ENTITY["run_tag"].key(**key), "SET #v = :v REMOVE #f", names={"#v": "value", "#f": derived.FLAG_ATTRIBUTE}, values={":v": "x"}
+    )
+    table.delete(ENTITY["run_tag"].key(**key))  # REMOVE: delivered
+    recorder = Recorder()
+    follower = StreamFollower(_streams_client(), stream.arn, recorder, keep=needs_indexing)
+    assert follower.drain() == 4
+    everything = s.Stream(*_endpoint_and_table(stream)).read_new()
+    assert [r["eventName"] for r in everything] == ["INSERT", "MODIFY", "MODIFY", "MODIFY", "REMOVE"]
+    assert recorder.sequences == [r["dynamodb"]["SequenceNumber"] for i, r in enumerate(everything) if i != 1]
+
+
 def test_indexing_failures_never_fail_the_client_request(local_runtime: Any) -> None:
     import mlflow
 
@@ -426,8 +619,17 @@ def test_indexing_failures_never_fail_the_client_request(local_runtime: Any) -> 
     class Unavailable:
         exceptions = real.exceptions
 
+        def _down(self, operation: str) -> ClientError:
+            return ClientError({"Error": {"Code": "InternalServerError", "Message": "streams are down"}}, operation)
+
         def describe_stream(self, **_: Any) -> Any:
-            raise ClientError({"Error": {"Code": "InternalServerError", "Message": "streams are down"}}, "DescribeStream")
+            raise self._down("DescribeStream")
+
+        def get_shard_iterator(self, **_: Any) -> Any:
+            raise self._down("GetShardIterator")
+
+        def get_records(self, **_: Any) -> Any:
+            raise self._down("GetRecords")
 
     runtime.follower.client = Unavailable()
     try:

@@ -1,0 +1,88 @@
+"""Which invocations wrote something the indexer will be given: only those wait for the stream (sync mode).
+
+In ``sync`` mode the runtime drains the table's stream before it answers a write, so that a read after the
+write sees the derived items. Many requests write nothing (searches and get-by-name are POSTs) or only items
+the indexer is never given (metric history points, for one): draining after them only costs time. The
+runtime opens an ``Invocation`` around each function call; a botocore hook on every DynamoDB call made
+meanwhile (worker threads included: ``local/iam.py`` carries the context into them) marks it when the call
+may leave a stream record the indexer is given.
+
+Erring on the side of draining: any operation not known to be a read counts, and so does any update or
+delete (only their key is sent, not what they change); a put counts unless its item names an entity type
+that is not a source of the indexer (``derived.SOURCE_TYPES``, the deployed stream filter's list).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from serverless_mlflow import derived, schema
+
+_READS = frozenset({"GetItem", "BatchGetItem", "TransactGetItems", "Query", "Scan"})
+_current: contextvars.ContextVar[Invocation | None] = contextvars.ContextVar("local_invocation_writes", default=None)
+_installed = False
+
+
+@dataclass
+class Invocation:
+    # Set (never reset) by any of the invocation's threads; a bool store is atomic.
+    reaches_indexer: bool = False
+
+
+@contextmanager
+def recording() -> Iterator[Invocation]:
+    """Record the DynamoDB writes of the enclosed function call."""
+    invocation = Invocation()
+    token = _current.set(invocation)
+    try:
+        yield invocation
+    finally:
+        _current.reset(token)
+
+
+def install() -> None:
+    """Hook every boto3 client created from now on (the layer's cached clients must be reset after this)."""
+    global _installed
+    if _installed:
+        return
+    import boto3
+
+    boto3._get_default_session().events.register("before-parameter-build.dynamodb", _note)
+    _installed = True
+
+
+def _note(params: dict[str, Any], model: Any, **_: Any) -> None:
+    invocation = _current.get()
+    if invocation is not None and not invocation.reaches_indexer and reaches_indexer(model.name, params):
+        invocation.reaches_indexer = True
+
+
+def reaches_indexer(operation: str, params: dict[str, Any]) -> bool:
+    """Whether this DynamoDB call may leave a stream record the indexer is given."""
+    if operation in _READS or operation.startswith(("Describe", "List")):
+        return False
+    if operation == "PutItem":
+        return _is_source(params.get("Item"))
+    if operation == "BatchWriteItem":
+        requests = [request for batch in params.get("RequestItems", {}).values() for request in batch]
+        return any("PutRequest" not in r or _is_source(r["PutRequest"].get("Item")) for r in requests)
+    if operation == "TransactWriteItems":
+        return any(_transact_item_reaches_indexer(item) for item in params.get("TransactItems", []))
+    return True  # UpdateItem, DeleteItem, PartiQL, anything else
+
+
+def _transact_item_reaches_indexer(item: dict[str, Any]) -> bool:
+    if "ConditionCheck" in item:
+        return False  # writes nothing
+    if "Put" in item:
+        return _is_source(item["Put"].get("Item"))
+    return True
+
+
+def _is_source(item: dict[str, Any] | None) -> bool:
+    entity_type = (item or {}).get(schema.ENTITY_TYPE, {}).get("S")
+    return entity_type is None or entity_type in derived.SOURCE_TYPES  # an item without its type: assume it may
