@@ -105,7 +105,7 @@ RANKED_KEYS = frozenset({"m0", "m1", "m2", "p0", "t0"})
 # DynamoDB Local is the bottleneck of the load (its JVM takes one core; this process about 15%): more
 # writers than cores keep its request queue full while each thread waits on HTTP.
 _LOAD_WORKERS = int(os.environ.get("BENCH_LOAD_WORKERS", "8"))
-# The runtime's default JVM flags favour start-up (C1 only, 512 MB heap); a 2.7-million-item load runs
+# The in-process runtime's default JVM flags (test sessions) favour start-up (C1 only, 512 MB heap); a 2.7-million-item load runs
 # about a third faster with the C2 compiler (measured: 2,000 runs in 35 s instead of 54 s).
 LOAD_JAVA_OPTS = "-Xms256m -Xmx1g -XX:+UseParallelGC"
 _LOAD_CHUNK = 500
