@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serverless_mlflow import fts, ranks
+from serverless_mlflow.run_summaries import SUMMARISED_TYPES
 from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
 
 Item = dict[str, Any]
@@ -17,11 +18,8 @@ Key = tuple[str, str]
 
 # Source entity types the indexer reacts to; everything else (derived items, config, locators...)
 # is ignored so the indexer's own writes never cause more indexing work.
-# A run's inputs and outputs derive no RANK or FTS item, only the run's summary (``run_summaries``).
-SOURCE_TYPES = frozenset(
-    {"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"}
-    | {"run_input", "run_input_part", "run_model_input", "run_output"}
-)
+# Every item of a run's range feeds the run's summary (inputs and outputs derive nothing else).
+SOURCE_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"}) | SUMMARISED_TYPES
 DERIVED_TYPES = frozenset(entity.name for entity in ENTITY.values() if entity.derived)
 # Sources that carry the "not yet indexed" LSI5 flag (lsi5sk), removed by the indexer.
 FLAGGED_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"})
