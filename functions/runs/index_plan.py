@@ -1,10 +1,11 @@
 """search_runs plans for metric, param and tag filters answered from the RANK items (``rank_filters``).
 
 * **ordered range**: the order's first term is a metric the filter bounds (``metrics.loss < 0.3`` ORDER
-  BY ``metrics.loss``), and no other servable term names at most a page of runs (checked by reading at
-  most max_results + 1 RANK items of each): the metric's RANK items are walked in order from the range's
-  start (or the page token's value, if later) and the walk stops where the range ends or the page is
-  full. Page N costs what page 1 costs.
+  BY ``metrics.loss``): the metric's RANK items are walked in order from the range's start (or the page
+  token's value, if later) and the walk stops where the range ends or the page is full; each read is
+  sized by the share of walked runs that matched so far. Page N costs what page 1 costs. If under a
+  quarter of the first page's worth of walked runs match, the filter's other servable terms are raced
+  (reading at most max_results + 1 RANK items of each): one naming fewer runs than a page drives instead.
 * **candidates**: any other order, or several servable keys. The most selective key is found by reading
   the keys' ranges side by side (``rank_filters.race``); its runs are the candidates. MLflow's exact
   filter and order run in memory on them, and the token's keyset position picks the page. Every page
@@ -172,7 +173,7 @@ def _walk_range(
         start = float(value) if start is None else (max(start, float(value)) if ascending else min(start, float(value)))
     limit = query.max_results
     selected: list[dict[str, Any]] = []
-    walk = _Walk(limit)
+    walk = _Walk(limit, None if smaller_term is None or limit is None else max(limit + 1, _RACE_SAMPLE))
     stop = high if ascending else low
     first_page = None if limit is None else limit + 2
     groups = ranks.iter_metric_groups(experiment_ids, term.key, ascending, start, first_page, walk.runs_to_read, stop)
@@ -183,10 +184,10 @@ def _walk_range(
         walk.passed(len(chunk), len(found))
         if limit is not None and len(selected) > limit:
             break
-        if smaller_term is not None and limit is not None and walk.walked > max(limit, _RACE_SAMPLE):
+        if smaller_term is not None and walk.sampled():
             if walk.matched < _RACE_BELOW_SHARE * walk.walked and smaller_term():
                 return None
-            smaller_term = None
+            smaller_term, walk.sample = None, None
     return search.page(selected, query.order_by, limit, None)
 
 
@@ -196,6 +197,8 @@ class _Walk:
     still wanted and the share of walked runs that matched so far: reading ahead costs items."""
 
     limit: int | None
+    # Runs to walk before deciding whether to race the other terms (None: decided, or no race to run).
+    sample: int | None = None
     walked: int = 0
     matched: int = 0
 
@@ -207,10 +210,19 @@ class _Walk:
         if self.limit is None:
             return _WALK_MAX
         wanted = max(1, self.limit + 1 - self.matched)
-        share = self.matched / self.walked if self.walked else 1.0
-        # No floor beyond a couple of runs: a page's last few matches are found in small reads, not a read-ahead.
-        return min(_WALK_MAX, max(2, math.ceil(wanted / max(share, 0.01))))
+        if not self.walked:
+            size = wanted
+        else:
+            # Smoothed (a few runs walked say little), and at most double what was walked so far: a sparse
+            # start must not turn into one read of the whole range.
+            share = (self.matched + 1) / (self.walked + 2)
+            size = min(2 * self.walked, math.ceil(wanted / share))
+        if self.sample is not None and self.walked < self.sample:
+            size = min(size, self.sample - self.walked)  # stop at the sample: the race may make the rest moot
+        return max(2, min(_WALK_MAX, size))
 
+    def sampled(self) -> bool:
+        return self.sample is not None and self.walked >= self.sample
 
 def _chunks(
     groups: Iterable[list[ranks.Ranked]], term: RankTerm, ascending: bool, wanted: Callable[[], int]
