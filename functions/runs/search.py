@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from serverless_mlflow import fts, keys, ranks, search, table, validation
@@ -41,7 +41,7 @@ from serverless_mlflow.rank_filters import Flagged
 from serverless_mlflow.request import view_type
 from serverless_mlflow.schema import KeyQuery
 from serverless_mlflow.store import runs as store
-from serverless_mlflow.store.runs import ACTIVE, DELETED
+from serverless_mlflow.store.runs import ACTIVE, DELETED, RunView
 
 from . import index_plan, search_rows
 
@@ -116,26 +116,41 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
     iter_groups = ranks.iter_metric_groups if term.type == "metric" else ranks.iter_param_groups
     limit = query.max_results
     values: dict[str, Any] = {}
+    flagged = Flagged(experiment_ids)
+    views: dict[str, RunView] = {}
+    selected: list[dict[str, Any]] = []
+
+    def load_ahead(groups: list[list[ranks.Ranked]]) -> None:
+        # The next groups' runs whole, in one read: summaries (one BatchGetItem per 100), not a read per group.
+        runs = [(r.experiment_id, r.run_id) for group in groups for r in group if r.run_id not in views]
+        views.update(search_rows.read_views(runs, flagged))
 
     def load(group: list[ranks.Ranked]) -> dict[str, dict[str, Any]]:
         for ranked in group:
             values[ranked.run_id] = ranked.value
-        return ranks.load_runs_consistent(group)
+        return {r.run_id: views[r.run_id].info for r in group if r.run_id in views}
 
     def entity(item: dict[str, Any], with_value: bool) -> dict[str, Any]:
         data = {term.key: values[item["run_id"]]} if with_value else {}
-        return {"info": search_rows.info(item), "metrics": {}, "params": {}, "tags": {}, "datasets": [], field: data, "_item": item}
+        row = {"info": search_rows.info(item), "metrics": {}, "params": {}, "tags": {}, "datasets": [], field: data, "_item": item}
+        if item["run_id"] in views:
+            row["_view"] = views[item["run_id"]]
+        return row
+
+    def still_wanted() -> int:
+        # One more than the page still needs (to know a next page exists); a top-up after the token's
+        # own group was skipped is a handful of runs, not another page.
+        return _LSI_PAGE_MAX if limit is None else max(1, limit + 2 - len(selected))
 
     def wanted(candidate: dict[str, Any]) -> bool:
         return candidate["info"]["lifecycle_stage"] in stages and query.matches(candidate) and query.is_after_token(candidate)
 
     # Pages seek: the walk resumes at the token's value, so page N reads about what page 1 reads.
     start_value, past_values = _rank_start(query)
-    selected: list[dict[str, Any]] = []
     full = False
     if not past_values:
         groups = iter_groups(experiment_ids, term.key, term.ascending, start_value, None if limit is None else limit + 2)
-        for item in ranks.order_runs(groups, load, query.order_by[1].ascending):
+        for item in ranks.order_runs(_loaded_ahead(groups, load_ahead, still_wanted), load, query.order_by[1].ascending):
             candidate = entity(item, with_value=True)
             if wanted(candidate):
                 selected.append(candidate)
@@ -166,8 +181,26 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
                 if limit is not None and len(selected) > limit:
                     break
     page, token = search.page(selected, query.order_by, limit, None)
-    search_rows.attach_views(page, Flagged(experiment_ids))
+    search_rows.attach_views(page, flagged)
     return page, token
+
+
+def _loaded_ahead(
+    groups: Iterable[list[ranks.Ranked]], load: Callable[[list[list[ranks.Ranked]]], None], wanted: Callable[[], int]
+) -> Iterator[list[ranks.Ranked]]:
+    """The groups as they come, the runs of about ``wanted()`` runs' worth of them loaded before the first is passed on."""
+    batch: list[list[ranks.Ranked]] = []
+    size = 0
+    for group in groups:
+        batch.append(group)
+        size += len(group)
+        if size >= wanted():
+            load(batch)
+            yield from batch
+            batch, size = [], 0
+    if batch:
+        load(batch)
+        yield from batch
 
 
 # --- the start-time plan ----------------------------------------------------------------------------------
