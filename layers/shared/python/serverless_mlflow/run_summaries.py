@@ -80,7 +80,7 @@ def rebuild(experiment_id: str, run_id: str) -> bool:
     summary_key = key(experiment_id, run_id)
     for _ in range(_REBUILD_ATTEMPTS):
         old = table.get(summary_key)
-        range_items = table.query(**store.RUN.query("with_data", experiment_id=experiment_id, run_id=run_id))
+        range_items = store.run_range(experiment_id, run_id)
         rev = int(old["rev"]) if old else 0
         condition, names, values = (
             ("attribute_not_exists(pk)", None, None) if old is None else ("#rev = :rev", {"#rev": "rev"}, {":rev": rev})
@@ -141,12 +141,7 @@ def read(runs: Runs, flagged: set[str]) -> dict[str, RunView]:
             for view in store.assemble_runs(summary["items"]):
                 views[view.run_id] = view
     rest = [(e, r) for e, r in wanted if r not in views]
-    for view in parallel.parallel_map(lambda run: _read_range(*run), rest, workers=_READ_WORKERS):
+    for view in parallel.parallel_map(lambda run: store.read_run_in(*run), rest, workers=_READ_WORKERS):
         if view is not None:
             views[view.run_id] = view
     return views
-
-
-def _read_range(experiment_id: str, run_id: str) -> RunView | None:
-    runs = store.assemble_runs(table.query(**store.RUN.query("with_data", experiment_id=experiment_id, run_id=run_id)))
-    return runs[0] if runs else None

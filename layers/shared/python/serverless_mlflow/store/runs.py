@@ -168,14 +168,23 @@ def assemble_runs(items: Iterable[dict[str, Any]]) -> list[RunView]:
     return list(runs.values())
 
 
+def run_range(experiment_id: str, run_id: str) -> list[dict[str, Any]]:
+    """The run item and its data items (``R#<run_id>`` and ``R#<run_id>#...``): ONE consistent Query."""
+    return table.query(**RUN.query("with_data", experiment_id=experiment_id, run_id=run_id))
+
+
+def read_run_in(experiment_id: str, run_id: str) -> RunView | None:
+    """A run of a known experiment with its data (None if it does not exist)."""
+    runs = assemble_runs(run_range(experiment_id, run_id))
+    return runs[0] if runs else None
+
+
 def read_run(run_id: str) -> RunView:
     """A run with its data: locator (cached) + ONE consistent Query over ``R#<run_id>``."""
-    experiment_id = locate_run(run_id)
-    items = table.query(**RUN.query("with_data", experiment_id=experiment_id, run_id=run_id))
-    runs = assemble_runs(items)
-    if not runs:
+    view = read_run_in(locate_run(run_id), run_id)
+    if view is None:
         raise run_not_found(run_id)
-    return runs[0]
+    return view
 
 
 def get_run(run_id: str) -> dict[str, Any]:
