@@ -1,4 +1,4 @@
-"""Admin: verify or rebuild the derived items (RANK, FTS, run summaries) from the source items.
+"""Admin: verify or rebuild the derived items (RANK, FTS, run summaries, pair indexes) from the source items.
 
     python -m tools.admin verify  [--workspace default ...] [--json]
     python -m tools.admin reindex [--workspace default ...]
@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
-from serverless_mlflow import fts, run_summaries, table
+from serverless_mlflow import fts, pair_ranks, run_summaries, table
 from serverless_mlflow.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_source
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
 
@@ -120,7 +120,10 @@ def check_partitions(pks: list[str]) -> list[PartitionReport]:
     for pk in pks:
         # Each run's range, in key order as the indexer reads it: its summary is compared below.
         ranges: dict[tuple[str, str], list[Item]] = {}
+        pairs: list[pair_ranks.Pair] = []
         for item in table.iter_query(pk):
+            if item.get(ENTITY_TYPE) == "pair_index":
+                pairs = pair_ranks.pairs_of(item)
             if item.get(ENTITY_TYPE) in DERIVED_TYPES:
                 actual[pk][(item[PK], item[SK])] = item
             elif is_source(item):
@@ -133,8 +136,10 @@ def check_partitions(pks: list[str]) -> list[PartitionReport]:
                     ranges.setdefault(run, []).append(item)
         for (experiment_id, run_id), items in ranges.items():
             if any(item[ENTITY_TYPE] == "run" for item in items):
-                summary = _expected_summary(experiment_id, run_id, items, actual[pk])
-                expected.setdefault(pk, {})[(summary[PK], summary[SK])] = summary
+                pair_items = pair_ranks.entries(experiment_id, run_id, items, pairs)
+                summary = _expected_summary(experiment_id, run_id, items, pair_items, actual[pk])
+                for derived in (summary, *pair_items):
+                    expected.setdefault(pk, {})[(derived[PK], derived[SK])] = derived
     for pk, report in reports.items():
         want, have = expected.get(pk, {}), actual[pk]
         report.missing = [want[k] for k in want.keys() - have.keys()]
@@ -143,12 +148,12 @@ def check_partitions(pks: list[str]) -> list[PartitionReport]:
     return list(reports.values())
 
 
-def _expected_summary(experiment_id: str, run_id: str, items: list[Item], actual: dict[Key, Item]) -> Item:
+def _expected_summary(experiment_id: str, run_id: str, items: list[Item], pair_items: list[Item], actual: dict[Key, Item]) -> Item:
     """The summary the indexer would write; its revision is the stored one when the content agrees."""
     key = run_summaries.key(experiment_id, run_id)
     stored = actual.get((key[PK], key[SK]))
     rev = int(stored["rev"]) if stored else 0
-    summary = run_summaries.summary_item(experiment_id, run_id, items, rev)
+    summary = run_summaries.summary_item(experiment_id, run_id, items, rev, pair_items)
     if not run_summaries.same_content(stored, summary):
         summary["rev"] = rev + 1
     return summary

@@ -23,13 +23,15 @@ whatever their RANK item says: exact while the indexer lags.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import rank_filters, ranks, search, table
+from serverless_mlflow import pair_ranks, rank_filters, ranks, run_summaries, search, table
 from serverless_mlflow.rank_filters import Flagged, RankTerm
+from serverless_mlflow.schema import ENTITY_TYPE
 
 from . import search_rows
 
@@ -50,21 +52,24 @@ def search_indexed(
 ) -> tuple[list[dict[str, Any]], str | None]:
     flagged = Flagged(experiment_ids)
     first = query.order_by[0]
-    ordering = next((t for t in terms if first.type == "metric" and (t.key_type, t.key) == ("metric", first.key)), None)
-    if ordering is not None:
+    walker = _pair_walker(query, terms, experiment_ids, stages, flagged) or _range_walker(query, terms, experiment_ids, stages, flagged)
+    if walker is not None:
         # Walk the order key's range. When the first page's worth of it matches poorly, another term may
         # name fewer runs than a page needs: race them, and let the smallest drive if it does.
-        others = [term for term in terms if term is not ordering]
+        served, walk = walker
+        others = [term for term in terms if term not in served]
         cap = None if query.max_results is None else query.max_results + 1
         if not others or cap is None:
-            return _ordered_range(query, ordering, experiment_ids, stages, flagged)
+            answer = walk(None)
+            assert answer is not None  # a walk that may not give up always answers
+            return answer
         raced: list[tuple[RankTerm, rank_filters.Found] | None] = []
 
         def smaller_term() -> bool:
             raced.append(rank_filters.race(others, experiment_ids, flagged, cap))
             return raced[0] is not None
 
-        walked = _walk_range(query, ordering, experiment_ids, stages, flagged, smaller_term)
+        walked = walk(smaller_term)
         if walked is not None:
             return walked
         driver = raced[0]
@@ -84,6 +89,99 @@ def search_indexed(
     entities = [e for e in _verified(query, sorted(candidates), stages, flagged) if query.is_after_token(e)]
     entities.sort(key=query.sort_key)
     return search.page(entities, query.order_by, query.max_results, None)
+
+
+Answer = tuple[list[dict[str, Any]], str | None]
+# The terms a walk serves, and the walk (given the race to run once the walk matches poorly; None: never).
+Walker = tuple[list[RankTerm], Callable[[Callable[[], bool] | None], Answer | None]]
+
+
+def _range_walker(query: search.SearchQuery, terms: list[RankTerm], experiment_ids: list[str], stages: set[str], flagged: Flagged) -> Walker | None:
+    """The ordered range: the order's first term is a metric the filter bounds."""
+    first = query.order_by[0]
+    ordering = next((t for t in terms if first.type == "metric" and (t.key_type, t.key) == ("metric", first.key)), None)
+    if ordering is None:
+        return None
+    return [ordering], functools.partial(_walk_range, query, ordering, experiment_ids, stages, flagged)
+
+
+def _pair_walker(query: search.SearchQuery, terms: list[RankTerm], experiment_ids: list[str], stages: set[str], flagged: Flagged) -> Walker | None:
+    """The pair walk: ``params.p = 'v'`` ORDER BY ``metrics.m`` where every experiment has the (p, m) pair index ready."""
+    first = query.order_by[0]
+    if first.type != "metric":
+        return None
+    bounds = next((t for t in terms if (t.key_type, t.key) == ("metric", first.key)), None)
+    for term in terms:
+        values = rank_filters.exact_values(term) if term.key_type == "parameter" else None
+        if values is None or len(values) != 1:
+            continue
+        pair = pair_ranks.ready_pair(experiment_ids, term.key, first.key)
+        if pair is not None:
+            (value,) = values
+            served = [term] if bounds is None else [term, bounds]
+            return served, functools.partial(_walk_pair, query, pair, value, bounds, experiment_ids, stages, flagged)
+    return None
+
+
+def _walk_pair(
+    query: search.SearchQuery,
+    pair: pair_ranks.Pair,
+    param_value: str,
+    bounds: RankTerm | None,
+    experiment_ids: list[str],
+    stages: set[str],
+    flagged: Flagged,
+    smaller_term: Callable[[], bool] | None,
+) -> Answer | None:
+    """The runs having ``param_value`` walked in the order's metric order from the pair's key range (from the
+    filter's bound on that metric, or the page token's group, whichever is later). Runs with a flagged item
+    are left out of the range and merged in from their current values."""
+    ascending = query.order_by[0].ascending
+    low, high = bounds.metric_bounds() if bounds is not None else (None, None)
+    bound = low if ascending else high
+    start: tuple[int, float | None] | None = None if bound is None else (0, bound)
+    if query.position is not None:
+        rank, value = query.position[0]
+        if rank != 0 or not isinstance(value, (int, float)):
+            if bounds is not None:
+                return [], None  # the token is past every number: NaN and missing never satisfy a range
+            start = (rank, None)
+        elif bound is None:
+            start = (0, float(value))
+        else:
+            start = (0, max(bound, float(value)) if ascending else min(bound, float(value)))
+    stop = None if bounds is None else (high if ascending else low)
+    stale = _stale_runs(pair, param_value, experiment_ids, flagged)
+
+    def groups(first_page: int | None, next_page: Callable[[], int]) -> Iterator[list[ranks.Ranked]]:
+        ranges = [pair_ranks.value_range(e, pair, param_value, *stale[e]) for e in experiment_ids]
+        return ranks.group_streams([ranks.value_stream(r, ascending, start, first_page, next_page, stop) for r in ranges])
+
+    past = None if bounds is None else (lambda value: value is None or bounds.past(ranks.rank_value(value), ascending))
+    return _walk(query, groups, past, stages, flagged, smaller_term)
+
+
+def _stale_runs(
+    pair: pair_ranks.Pair, param_value: str, experiment_ids: list[str], flagged: Flagged
+) -> dict[str, tuple[frozenset[str], tuple[tuple[str, float | None], ...]]]:
+    """experiment id -> (runs with a flagged item: their pair items may be stale, and those of them having
+    ``param_value`` with their current value of the pair's metric, None when lacking it), read from their ranges."""
+    flagged_runs = sorted(
+        {
+            (experiment_id, ranks.run_id_of(item))
+            for experiment_id in experiment_ids
+            for item in flagged.items(experiment_id)
+            if item.get(ENTITY_TYPE) in run_summaries.SUMMARISED_TYPES
+        }
+    )
+    views = search_rows.read_views(flagged_runs, flagged) if flagged_runs else {}
+    out = {}
+    for experiment_id in experiment_ids:
+        runs = [run_id for e, run_id in flagged_runs if e == experiment_id]
+        matching = [views[run_id] for run_id in runs if run_id in views and views[run_id].params.get(pair.param) == param_value]
+        current = tuple((view.run_id, search_rows.search_entity(view)["metrics"].get(pair.metric)) for view in matching)
+        out[experiment_id] = (frozenset(runs), current)
+    return out
 
 
 def _ordered_candidates(
@@ -144,14 +242,6 @@ def _order_values(runs: list[tuple[str, str]], wanted: tuple[str, str], known: K
 # --- the ordered-range plan ----------------------------------------------------------------------------
 
 
-def _ordered_range(
-    query: search.SearchQuery, term: RankTerm, experiment_ids: list[str], stages: set[str], flagged: Flagged
-) -> tuple[list[dict[str, Any]], str | None]:
-    answer = _walk_range(query, term, experiment_ids, stages, flagged)
-    assert answer is not None  # a walk that may not give up always answers
-    return answer
-
-
 def _walk_range(
     query: search.SearchQuery,
     term: RankTerm,
@@ -159,10 +249,8 @@ def _walk_range(
     stages: set[str],
     flagged: Flagged,
     smaller_term: Callable[[], bool] | None = None,
-) -> tuple[list[dict[str, Any]], str | None] | None:
-    """The ordered walk. Once a page's worth of runs was walked and fewer than ``_RACE_BELOW_SHARE`` of them
-    matched (the walk would read about 2 x page / share items), ``smaller_term`` is asked (once) whether
-    another term names fewer runs than a page needs: if so the walk stops and answers None."""
+) -> Answer | None:
+    """The ordered range: the metric's RANK items from the range's start (or the token's value, if later)."""
     ascending = query.order_by[0].ascending
     low, high = term.metric_bounds()
     start = low if ascending else high
@@ -171,13 +259,36 @@ def _walk_range(
         if rank != 0 or not isinstance(value, (int, float)):
             return [], None  # the token is past every number: NaN and missing never satisfy a range
         start = float(value) if start is None else (max(start, float(value)) if ascending else min(start, float(value)))
+    stop = high if ascending else low
+
+    def groups(first_page: int | None, next_page: Callable[[], int]) -> Iterator[list[ranks.Ranked]]:
+        return ranks.iter_metric_groups(experiment_ids, term.key, ascending, start, first_page, next_page, stop)
+
+    return _walk(query, groups, lambda value: term.past(ranks.rank_value(value), ascending), stages, flagged, smaller_term)
+
+
+Groups = Callable[[int | None, Callable[[], int]], Iterator[list[ranks.Ranked]]]
+
+
+def _walk(
+    query: search.SearchQuery,
+    groups: Groups,
+    past: Callable[[Any], bool] | None,
+    stages: set[str],
+    flagged: Flagged,
+    smaller_term: Callable[[], bool] | None = None,
+) -> Answer | None:
+    """An ordered walk: ``groups(first read size, next read size)`` of equal order value, verified a chunk at a
+    time on the runs' summaries until the page is full or ``past(value)`` says no later value can match.
+
+    Once a page's worth of runs was walked and fewer than ``_RACE_BELOW_SHARE`` of them matched (the walk
+    would read about 2 x page / share items), ``smaller_term`` is asked (once) whether another term names
+    fewer runs than a page needs: if so the walk stops and answers None."""
     limit = query.max_results
     selected: list[dict[str, Any]] = []
     walk = _Walk(limit, None if smaller_term is None or limit is None else max(limit + 1, _RACE_SAMPLE))
-    stop = high if ascending else low
     first_page = None if limit is None else limit + 2
-    groups = ranks.iter_metric_groups(experiment_ids, term.key, ascending, start, first_page, walk.runs_to_read, stop)
-    for chunk in _chunks(groups, term, ascending, walk.runs_to_read):
+    for chunk in _chunks(groups(first_page, walk.runs_to_read), past, walk.runs_to_read):
         found = [e for e in _verified(query, chunk, stages, flagged) if query.is_after_token(e)]
         found.sort(key=query.sort_key)
         selected.extend(found)
@@ -225,12 +336,12 @@ class _Walk:
         return self.sample is not None and self.walked >= self.sample
 
 def _chunks(
-    groups: Iterable[list[ranks.Ranked]], term: RankTerm, ascending: bool, wanted: Callable[[], int]
+    groups: Iterable[list[ranks.Ranked]], past: Callable[[Any], bool] | None, wanted: Callable[[], int]
 ) -> Iterator[list[tuple[str, str]]]:
-    """Whole groups of equal value, batched to about the runs still wanted, until the range ends."""
+    """Whole groups of equal value, batched to about the runs still wanted, until ``past`` a group's value."""
     chunk: list[tuple[str, str]] = []
     for group in groups:
-        if term.past(ranks.rank_value(group[0].value), ascending):
+        if past is not None and past(group[0].value):
             break
         chunk.extend((ranked.experiment_id, ranked.run_id) for ranked in group)
         if len(chunk) >= wanted():

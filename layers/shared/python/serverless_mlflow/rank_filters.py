@@ -83,6 +83,11 @@ def _exact_values(comparisons: Iterable[tuple[str, Any]]) -> set[str] | None:
     return allowed
 
 
+def exact_values(term: RankTerm) -> set[str] | None:
+    """The values a term's `=` comparisons allow (None: the term has no `=`)."""
+    return _exact_values(term.comparisons)
+
+
 def _servable(key_type: str, comparator: str, value: Any) -> bool:
     if key_type == "metric":
         return comparator in ("<", "<=", ">", ">=", "=") and not math.isnan(value)

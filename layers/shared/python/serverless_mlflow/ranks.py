@@ -131,11 +131,84 @@ def flagged_sources(experiment_id: str, entity_type: str, key: str) -> dict[str,
     }
 
 
-def _metric_sort_key(value: float, ascending: bool) -> tuple[int, float]:
+def metric_sort_key(value: float | None, ascending: bool) -> tuple[int, float]:
+    """Where a run with this latest value (None: lacking the metric) sorts in MLflow's order of the metric."""
+    if value is None:
+        return (2, 0.0)
     if math.isnan(value):
         return (1, 0.0)
     ranked = rank_value(value)
     return (0, ranked if ascending else -ranked)
+
+
+# A value-ordered range's key for runs lacking the metric (pair_rank): after every f64 key and NaN.
+MISSING_KEY = "~"
+
+Stream = Iterator[tuple[tuple[int, float], Ranked]]
+
+
+@dataclass(frozen=True)
+class ValueRange:
+    """One experiment's items ordered by a metric value under ``prefix`` (RANK#m#<key>, or a pair's
+    RANK#pm#<pair><param value>), with the sources not indexed yet: their items are skipped (``skip``) and
+    their current values merged in (``overrides``: run id -> value, None for a run lacking the metric)."""
+
+    experiment_id: str
+    prefix: str
+    skip: frozenset[str] = frozenset()
+    overrides: tuple[tuple[str, float | None], ...] = ()
+    with_missing: bool = False  # the range holds runs lacking the metric (MISSING_KEY), yielded last
+
+
+def value_stream(
+    source: ValueRange,
+    ascending: bool,
+    start: tuple[int, float | None] | None = None,
+    first_page: int | None = None,
+    next_page: Callable[[], int] | None = None,
+    stop_value: float | None = None,
+) -> Stream:
+    """(sort key, run) in MLflow's order: numbers, NaN, then (``with_missing``) runs lacking the metric.
+
+    ``start`` (rank, value) resumes at a group (0: a number, 1: NaN, 2: missing), which is yielded whole;
+    ``stop_value`` ends the walk after that number's group (a filter's range ends there)."""
+    start_key = None if start is None else (metric_sort_key(start[1], ascending) if start[0] == 0 else (start[0], 0.0))
+    overrides = sorted(
+        ((metric_sort_key(value, ascending), Ranked(run_id, source.experiment_id, value)) for run_id, value in source.overrides),
+        key=lambda pair: (pair[0], pair[1].run_id),
+    )
+    overrides = [pair for pair in overrides if start_key is None or pair[0] >= start_key]
+    prefix = source.prefix
+    pk = ENTITY["run"].pk.render({"experiment_id": source.experiment_id})
+    numbers = (prefix, prefix + _NAN_KEY)
+    if start_key is not None and start_key[0] == 0:
+        # Resume at the start value (inclusive: its whole tie group is read again).
+        at = prefix + keys.float64(rank_value(start[1]))  # type: ignore[index, arg-type]
+        numbers = (at, prefix + _NAN_KEY) if ascending else (prefix, at + "#~")
+    ranges: list[dict[str, Any]] = []
+    if stop_value is not None:
+        # No read past the stop value, no NaN or missing group: a range comparison never holds for them.
+        stop = prefix + keys.float64(stop_value)
+        numbers = (numbers[0], min(numbers[1], stop + "#~")) if ascending else (max(numbers[0], stop), numbers[1])
+        overrides = [pair for pair in overrides if pair[0] <= metric_sort_key(stop_value, ascending)]
+    else:
+        if start_key is None or start_key[0] <= 1:
+            ranges.append({"sk_prefix": prefix + _NAN_KEY})
+        if source.with_missing:
+            ranges.append({"sk_prefix": prefix + MISSING_KEY})
+    if (start_key is None or start_key[0] == 0) and numbers[0] <= numbers[1]:
+        ranges.insert(0, {"sk_between": numbers, "forward": ascending})
+
+    def indexed() -> Stream:
+        for query in ranges:
+            missing = query.get("sk_prefix") == prefix + MISSING_KEY
+            for item in _pages(pk, first_page, next_page, **query):
+                if item["run_id"] in source.skip:
+                    continue
+                value = None if missing else metric_value(item["value"])
+                yield metric_sort_key(value, ascending), Ranked(item["run_id"], source.experiment_id, value)
+
+    return heapq.merge(indexed(), iter(overrides), key=lambda pair: pair[0])
 
 
 def _metric_stream(
@@ -146,41 +219,16 @@ def _metric_stream(
     first_page: int | None = None,
     next_page: Callable[[], int] | None = None,
     stop_value: float | None = None,
-) -> Iterator[tuple[tuple[int, float], Ranked]]:
-    start = None if start_value is None else _metric_sort_key(start_value, ascending)
+) -> Stream:
     flagged = flagged_sources(experiment_id, "latest_metric", key)
-    overrides = sorted(
-        ((_metric_sort_key(metric_value(item["value"]), ascending), Ranked(run_id, experiment_id, metric_value(item["value"])))
-         for run_id, item in flagged.items()),
-        key=lambda pair: (pair[0], pair[1].run_id),
+    source = ValueRange(
+        experiment_id,
+        METRIC_RANK.sk_prefix(experiment_id=experiment_id, key=key),
+        frozenset(flagged),
+        tuple((run_id, metric_value(item["value"])) for run_id, item in flagged.items()),
     )
-    overrides = [pair for pair in overrides if start is None or pair[0] >= start]
-    prefix = METRIC_RANK.sk_prefix(experiment_id=experiment_id, key=key)
-    pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
-    numbers = (prefix, prefix + _NAN_KEY)
-    if start is not None and start[0] == 0:
-        # Resume at start_value (inclusive: its whole tie group is read again).
-        at = prefix + keys.float64(rank_value(start_value))  # type: ignore[arg-type]
-        numbers = (at, prefix + _NAN_KEY) if ascending else (prefix, at + "#~")
-    ranges: list[dict[str, Any]] = [{"sk_prefix": prefix + _NAN_KEY}]
-    if stop_value is not None:
-        # The caller stops at this value (a filter's range ends there): no read past it, no NaN group.
-        stop = prefix + keys.float64(stop_value)
-        numbers = (numbers[0], min(numbers[1], stop + "#~")) if ascending else (max(numbers[0], stop), numbers[1])
-        overrides = [pair for pair in overrides if pair[0] <= _metric_sort_key(stop_value, ascending)]
-        ranges = []
-    if (start is None or start[0] == 0) and numbers[0] <= numbers[1]:
-        ranges.insert(0, {"sk_between": numbers, "forward": ascending})
-
-    def indexed() -> Iterator[tuple[tuple[int, float], Ranked]]:
-        for query in ranges:
-            for item in _pages(pk, first_page, next_page, **query):
-                if item["run_id"] in flagged:
-                    continue
-                value = metric_value(item["value"])
-                yield _metric_sort_key(value, ascending), Ranked(item["run_id"], experiment_id, value)
-
-    return heapq.merge(indexed(), iter(overrides), key=lambda pair: pair[0])
+    start = None if start_value is None else ((1, None) if math.isnan(start_value) else (0, start_value))
+    return value_stream(source, ascending, start, first_page, next_page, stop_value)
 
 
 def _group(stream: Iterable[tuple[Any, Ranked]]) -> Iterator[list[Ranked]]:
@@ -194,6 +242,11 @@ def _group(stream: Iterable[tuple[Any, Ranked]]) -> Iterator[list[Ranked]]:
         current.append(ranked)
     if current:
         yield current
+
+
+def group_streams(streams: list[Stream]) -> Iterator[list[Ranked]]:
+    """Several experiments' streams merged, in groups of equal sort key."""
+    return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
 
 
 def iter_metric_groups(
@@ -212,10 +265,9 @@ def iter_metric_groups(
     ``first_page`` / ``next_page`` size the reads (see ``_pages``); ``stop_value`` (a number) ends the walk
     after that value's group.
     """
-    streams = [
-        _metric_stream(experiment_id, key, ascending, start_value, first_page, next_page, stop_value) for experiment_id in experiment_ids
-    ]
-    return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
+    return group_streams(
+        [_metric_stream(experiment_id, key, ascending, start_value, first_page, next_page, stop_value) for experiment_id in experiment_ids]
+    )
 
 
 class _Reversed:

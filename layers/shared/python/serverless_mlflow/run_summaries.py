@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from serverless_mlflow import clock, parallel, table
+from serverless_mlflow import clock, pair_ranks, parallel, table
 from serverless_mlflow.item_size import MAX_ITEM_BYTES, item_bytes
-from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, SK
+from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import RunView
 
@@ -59,42 +59,68 @@ def content(range_items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{name: value for name, value in item.items() if name != FLAG_ATTRIBUTE} for item in range_items]
 
 
-def summary_item(experiment_id: str, run_id: str, range_items: list[dict[str, Any]], rev: int) -> dict[str, Any]:
-    """The summary of a run from its range (``oversize``, holding nothing, when the copy would not fit one item)."""
-    item = RUN_SUMMARY.item({"run_id": run_id, "items": content(range_items), "rev": rev}, experiment_id=experiment_id, run_id=run_id)
+def summary_item(
+    experiment_id: str, run_id: str, range_items: list[dict[str, Any]], rev: int, pair_items: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The summary of a run from its range (``oversize``, holding nothing, when the copy would not fit one item).
+
+    ``pair_items``: the run's pair index items (``pair_ranks``), which the summary lists."""
+    attributes: dict[str, Any] = {"run_id": run_id, "rev": rev}
+    if pair_items:
+        attributes["pair_entries"] = pair_ranks.listing(pair_items)
+    item = RUN_SUMMARY.item({**attributes, "items": content(range_items)}, experiment_id=experiment_id, run_id=run_id)
     if item_bytes(table.to_item(item)) > MAX_SUMMARY_BYTES:
-        item = RUN_SUMMARY.item({"run_id": run_id, "oversize": True, "rev": rev}, experiment_id=experiment_id, run_id=run_id)
+        item = RUN_SUMMARY.item({**attributes, "oversize": True}, experiment_id=experiment_id, run_id=run_id)
     return item
 
 
 def same_content(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
     if old is None:
         return False
-    return old.get("items") == new.get("items") and bool(old.get("oversize")) == bool(new.get("oversize"))
+    return (
+        old.get("items") == new.get("items")
+        and bool(old.get("oversize")) == bool(new.get("oversize"))
+        and (old.get("pair_entries") or []) == (new.get("pair_entries") or [])
+    )
 
 
 def rebuild(experiment_id: str, run_id: str) -> bool:
-    """Bring a run's summary up to date with its range (removed with the run); True if it was written.
+    """Bring a run's summary (and its pair index items) up to date with its range (removed with the run);
+    True if it was written.
 
     Raises after repeated conflicting rebuilds: the stream record is then retried (nothing is cleared)."""
     summary_key = key(experiment_id, run_id)
+    declaration_key = pair_ranks.declaration_key(experiment_id)
     for _ in range(_REBUILD_ATTEMPTS):
-        old = table.get(summary_key)
+        # The declared pairs with the summary, in one strongly consistent read: a rebuild that read an older
+        # declaration writes on condition of the rev it read, which a backfill's own rebuild has moved on.
+        found = {(item[PK], item[SK]): item for item in table.batch_get([summary_key, declaration_key])}
+        old = found.get((summary_key[PK], summary_key[SK]))
+        pairs = pair_ranks.pairs_of(found.get((declaration_key[PK], declaration_key[SK])))
         range_items = store.run_range(experiment_id, run_id)
         rev = int(old["rev"]) if old else 0
         condition, names, values = (
             ("attribute_not_exists(pk)", None, None) if old is None else ("#rev = :rev", {"#rev": "rev"}, {":rev": rev})
         )
+        old_pairs = (old or {}).get("pair_entries") or []
         try:
             if not any(item.get(ENTITY_TYPE) == "run" for item in range_items):
                 if old is None:
                     return False
-                table.delete(summary_key, condition, names, values)
+                _, deletes = pair_ranks.changes(experiment_id, old_pairs, [])
+                table.transact([table.delete_op(summary_key, condition, names, values), *map(table.delete_op, deletes)])
                 return True
-            new = summary_item(experiment_id, run_id, range_items, rev + 1)
+            pair_items = pair_ranks.entries(experiment_id, run_id, range_items, pairs)
+            new = summary_item(experiment_id, run_id, range_items, rev + 1, pair_items)
             if same_content(old, new):
                 return False
-            table.put(new, condition, names, values)
+            puts, deletes = pair_ranks.changes(experiment_id, old_pairs, pair_items)
+            if not puts and not deletes:
+                table.put(new, condition, names, values)
+            else:
+                # The pair items change with the summary that lists them, or not at all.
+                ops = [table.put_op(new, condition, names, values), *map(table.put_op, puts), *map(table.delete_op, deletes)]
+                table.transact(ops)
             return True
         except table.ConditionFailed:
             continue  # another rebuild wrote first: read both again

@@ -390,6 +390,11 @@ ENTITIES: tuple[Entity, ...] = (
     ),
     _e("experiment_tag", EXP, "E#TAG#{key:str}", "Experiment tag", attributes=("key", "value")),
     _e(
+        "pair_index", EXP, "PX#META",
+        "The experiment's declared (param, metric) pair indexes and whether each is backfilled (ready for searches)",
+        attributes=("pairs", "rev"),
+    ),
+    _e(
         "experiment_entry", "EXPLIST#{workspace}", "E#{experiment_num:i64}#META",
         "Copy of E#META in the workspace's consistent experiment collection, written in the same transaction: "
         "search_experiments reads it strongly consistent (the gsi2 collection may lag a create)",
@@ -623,6 +628,16 @@ ENTITIES: tuple[Entity, ...] = (
         # search page reads one item per returned or verified run instead of its whole range.
         "run_summary", EXP, "RS#{run_id}", "A run with its latest metrics, params, tags, inputs and outputs, in one item",
         attributes=("run_id", "items", "rev", "oversize"), derived=True,
+    ),
+    _e(
+        # Opt-in (tools/pair_index.py): a param value and a metric's latest value in one key, so
+        # `params.p = 'v'` ORDER BY metrics.m reads the page's runs in order instead of every run having p = 'v'.
+        # Written by the run summary rebuild in the same transaction as the summary (which lists them);
+        # position is the metric's f64 key, or "~" (after every value) for a run lacking the metric.
+        "pair_rank", EXP, "RANK#pm#{pair_id}#{value_key}{position}#{run_id}",
+        "A run's param value and latest metric value, for one declared (param, metric) pair, in value order",
+        attributes=("run_id", "param", "metric", "value"), derived=True,
+        patterns={"by_value": (None, "Runs with one value of the pair's param, by the pair's metric (prefix, or a value range)")},
     ),
     _e(
         "fts_forward", "{scope}", "FTS#{level}#{token:str}{entity_kind}#{entity_id:str}",
