@@ -88,6 +88,12 @@ def write_amplification(bench: Any) -> list[tuple[str, str]]:
     rows.append(("log_inputs, one dataset (flags the run item): indexer work", _fmt(_drain(runtime))))
     bench.call("POST", f"{API}/runs/update", {"run_id": run_id, "status": "FINISHED", "end_time": 5})
     rows.append(("update run status (name unchanged): indexer work", _fmt(_drain(runtime))))
+    # With a pair index declared (tools.pair_index), the run's pair item moves with the summary, in one transaction.
+    from tools import pair_index
+
+    pair_index.add(exp_id, "lr", "loss")
+    bench.call("POST", f"{API}/runs/log-metric", {"run_id": run_id, "key": "loss", "value": 0.25, "timestamp": 4, "step": 2})
+    rows.append(("log_metric, new latest value, one pair index (lr x loss) declared: indexer work", _fmt(_drain(runtime))))
     model = f"bench model {uuid.uuid4().hex[:6]}"
     bench.call("POST", f"{API}/registered-models/create", {"name": model})
     rows.append((f"create registered model ({len(model)}-char name): indexer work", _fmt(_drain(runtime))))

@@ -31,7 +31,7 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions", ROOT):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from serverless_mlflow import derived, run_summaries, table  # noqa: E402
+from serverless_mlflow import derived, pair_ranks, run_summaries, table  # noqa: E402
 from serverless_mlflow.store import runs as store  # noqa: E402
 from serverless_mlflow.table import STATS  # noqa: E402
 
@@ -43,9 +43,14 @@ def searches(n_runs: int) -> list[tuple[str, list[str]]]:
     share = MATCHING / n_runs
     return [
         (f"metrics.m0 > {1 - share:.6f}", ["metrics.m0 DESC"]),
-        ("params.p0 = 'v0'", ["metrics.m1 DESC"]),
+        ("params.p0 = 'v0'", ["metrics.m1 DESC"]),  # the declared pair index (PAIR)
         (f"tags.t0 = 'a' AND metrics.m1 < {2 * share:.6f}", ["metrics.m1 ASC"]),
+        ("params.p0 = 'v0'", ["metrics.m2 DESC"]),  # no pair index for (p0, m2): ordered candidates
     ]
+
+
+# The experiment declares one pair index, as `python -m tools.pair_index add` leaves it (backfilled).
+PAIR = pair_ranks.Pair("p0", "m1", pair_ranks.READY)
 
 
 def param_values(n_runs: int) -> int:
@@ -83,6 +88,11 @@ PLANS = [
         "ordered range: that metric's RANK items walked in order from the range start or the token, each run verified "
         "on its summary, reads sized by the share of walked runs that matched; pages seek. Other terms are raced only "
         "when fewer than a quarter of a page's worth of walked runs match (one of them may name fewer runs than a page)",
+    ),
+    (
+        "`params.k = 'v'` ORDER BY metrics.m, where (k, m) is a declared pair index (`python -m tools.pair_index add`)",
+        "pair walk: the pair's items for value v, in m's order (NaN, then runs lacking m, last), each run verified on "
+        "its summary; pages seek. Without the pair index: ordered candidates (every run having v, then a page)",
     ),
     (
         "every plan but the full one: the returned runs",
@@ -165,7 +175,9 @@ def run_items(experiment_id: str, index: int, rng: random.Random, p0_values: int
     run = store.run_item(info)
     run.pop(derived.FLAG_ATTRIBUTE, None)  # its name is indexed (it has none): the indexer cleared the flag
     items = [run, *sources]
-    items.append(run_summaries.summary_item(experiment_id, run_id, sorted(items, key=lambda item: item["sk"]), rev=1))
+    pair_items = pair_ranks.entries(experiment_id, run_id, items, [PAIR])
+    items.append(run_summaries.summary_item(experiment_id, run_id, sorted(items, key=lambda item: item["sk"]), 1, pair_items))
+    items.extend(pair_items)
     for source in sources:
         if source["key"] in RANKED_KEYS:
             items.extend(derived.derive(source).values())
@@ -227,6 +239,7 @@ def scenario_search_filters(bench: Any, _: int) -> None:
     bench.extra.setdefault(PLANS_TITLE, list(PLANS))
     experiment_id = bench.call("POST", f"{API}/experiments/create", {"name": f"filters-{uuid.uuid4().hex[:8]}"})["experiment_id"]
     started = time.monotonic()
+    table.put(pair_ranks.PAIR_INDEX.item({"pairs": [PAIR.as_attribute()], "rev": 1}, experiment_id=experiment_id))
     written = bulk_load(experiment_id, n_runs)
     seconds = time.monotonic() - started
     print(f"loaded {written:,} items in {seconds:,.0f} s", file=sys.stderr, flush=True)

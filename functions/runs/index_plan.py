@@ -10,6 +10,10 @@
   the keys' ranges side by side (``rank_filters.race``); its runs are the candidates. MLflow's exact
   filter and order run in memory on them, and the token's keyset position picks the page. Every page
   reads the candidates once: page N costs what page 1 costs.
+* **pair walk**: ``params.p = 'v'`` ORDER BY ``metrics.m`` where every experiment declares the (p, m) pair
+  index (``pair_ranks``, ``tools/pair_index.py``): the pair's items for v are walked in m's order like the
+  ordered range (NaN, then the runs lacking m, last), from m's bound if the filter has one. Without the pair
+  index this search takes the ordered-candidates plan, which reads every run having v.
 * **ordered candidates**: the same candidates when the order's first term is a metric, param or tag
   (``params.lr = '0.01'`` ORDER BY ``metrics.loss``): only that key is read for all of them (the driving
   key's RANK value, else its source item), the ones before the token's value are dropped, and the rest

@@ -186,3 +186,38 @@ def test_a_declared_pair_is_used_only_once_ready(paused_runtime: Any, tmp_path: 
     table.batch_write(puts=before[:5])
     pair_index.add(experiments[0], "p", "m")
     _compare(client, store, experiments)
+
+
+def test_pair_keys_hold_any_param_value(paused_runtime: Any, tmp_path: Path) -> None:
+    """Keys with unicode, values with '#', unicode and longer than the key's 300-character budget (two values sharing
+    that head): each value's runs, and only those, in metric order."""
+    import mlflow
+    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    client = mlflow.MlflowClient(paused_runtime.url)
+    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    experiments = (client.create_experiment("odd keys"), store.create_experiment("odd keys"))
+    paused_runtime.indexer_mode = "sync"
+    param, metric = "lr/x:ü", "val loss/é"
+    assert pair_index.add(experiments[0], param, metric) == 0
+    head = "é#" * 200
+    values = [head + "a", head + "b", "0.01#€", "0.01"]
+    for i in range(24):
+        tags = [RunTag("ref", str(i))]
+        ours = client.create_run(experiments[0], start_time=1000 + i).info.run_id
+        theirs = store.create_run(experiments[1], "u", 1000 + i, [], None).info.run_id
+        metrics = [Metric(metric, float((i * 7) % 5), 1, 0)]
+        params = [Param(param, values[i % 4])]
+        client.log_batch(ours, metrics=metrics, params=params, tags=tags)
+        store.log_batch(theirs, metrics=metrics, params=params, tags=tags)
+    from mlflow.entities import ViewType
+
+    for value in values:
+        escaped = value.replace("'", "\\'")
+        for order in (f"metrics.`{metric}` DESC", f"metrics.`{metric}` ASC"):
+            args = (f"params.`{param}` = '{escaped}'", (order,), 2, ViewType.ALL)
+            ours_pages = _pages(client, experiments[0], *args)
+            assert ours_pages == _pages(store, experiments[1], *args), (value, order)
+            assert sum(map(len, ours_pages)) == 6
+    assert admin.verify().differences == 0

@@ -211,24 +211,15 @@ def value_stream(
     return heapq.merge(indexed(), iter(overrides), key=lambda pair: pair[0])
 
 
-def _metric_stream(
-    experiment_id: str,
-    key: str,
-    ascending: bool,
-    start_value: float | None = None,
-    first_page: int | None = None,
-    next_page: Callable[[], int] | None = None,
-    stop_value: float | None = None,
-) -> Stream:
+def metric_range(experiment_id: str, key: str) -> ValueRange:
+    """One experiment's runs by their latest value of metric ``key`` (sources not indexed yet merged in)."""
     flagged = flagged_sources(experiment_id, "latest_metric", key)
-    source = ValueRange(
+    return ValueRange(
         experiment_id,
         METRIC_RANK.sk_prefix(experiment_id=experiment_id, key=key),
         frozenset(flagged),
         tuple((run_id, metric_value(item["value"])) for run_id, item in flagged.items()),
     )
-    start = None if start_value is None else ((1, None) if math.isnan(start_value) else (0, start_value))
-    return value_stream(source, ascending, start, first_page, next_page, stop_value)
 
 
 def _group(stream: Iterable[tuple[Any, Ranked]]) -> Iterator[list[Ranked]]:
@@ -265,8 +256,9 @@ def iter_metric_groups(
     ``first_page`` / ``next_page`` size the reads (see ``_pages``); ``stop_value`` (a number) ends the walk
     after that value's group.
     """
+    start = None if start_value is None else ((1, None) if math.isnan(start_value) else (0, start_value))
     return group_streams(
-        [_metric_stream(experiment_id, key, ascending, start_value, first_page, next_page, stop_value) for experiment_id in experiment_ids]
+        [value_stream(metric_range(experiment_id, key), ascending, start, first_page, next_page, stop_value) for experiment_id in experiment_ids]
     )
 
 
