@@ -266,7 +266,7 @@ def _walk_range(
     stop = high if ascending else low
 
     def groups(first_page: int | None, next_page: Callable[[], int]) -> Iterator[list[ranks.Ranked]]:
-        return ranks.iter_metric_groups(experiment_ids, term.key, ascending, start, first_page, next_page, stop)
+        return ranks.iter_metric_groups(experiment_ids, term.key, ascending, start, first_page, next_page, stop, flagged.items)
 
     return _walk(query, groups, lambda value: term.past(ranks.rank_value(value), ascending), stages, flagged, smaller_term)
 

@@ -149,7 +149,8 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
     start_value, past_values = _rank_start(query)
     full = False
     if not past_values:
-        groups = iter_groups(experiment_ids, term.key, term.ascending, start_value, None if limit is None else limit + 2)
+        first_page = None if limit is None else limit + 2
+        groups = iter_groups(experiment_ids, term.key, term.ascending, start_value, first_page, unindexed=flagged.items)
         for item in ranks.order_runs(_loaded_ahead(groups, load_ahead, still_wanted), load, query.order_by[1].ascending):
             candidate = entity(item, with_value=True)
             if wanted(candidate):
@@ -162,7 +163,7 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
         # query's own direction, then run_id ASC. They are told apart by the ids of the runs having
         # the key (RANK items only, no run item read), which a seek did not walk.
         if past_values or start_value is not None:
-            for group in iter_groups(experiment_ids, term.key, term.ascending):
+            for group in iter_groups(experiment_ids, term.key, term.ascending, unindexed=flagged.items):
                 values.update((ranked.run_id, ranked.value) for ranked in group)
         ascending = query.order_by[1].ascending
         lacking_position = query.position[1:] if past_values and query.position else None

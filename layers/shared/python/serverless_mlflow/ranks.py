@@ -121,12 +121,20 @@ def _iter_sizes(first_page: int | None = None) -> Iterator[int]:
         yield _PAGE_SIZES[-1]
 
 
-def flagged_sources(experiment_id: str, entity_type: str, key: str) -> dict[str, dict[str, Any]]:
-    """Sources of this key not indexed yet (LSI5 flag set), by run id: their RANK item may be stale."""
+# The experiment's LSI5 items (a caller that read them already shares them: one Query per request).
+Unindexed = Callable[[str], list[dict[str, Any]]]
+
+
+def _read_unindexed(experiment_id: str) -> list[dict[str, Any]]:
     pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
+    return list(table.iter_query(**COLLECTIONS["unindexed"].query(scope=pk)))
+
+
+def flagged_sources(experiment_id: str, entity_type: str, key: str, unindexed: Unindexed | None = None) -> dict[str, dict[str, Any]]:
+    """Sources of this key not indexed yet (LSI5 flag set), by run id: their RANK item may be stale."""
     return {
         run_id_of(item): item
-        for item in table.iter_query(**COLLECTIONS["unindexed"].query(scope=pk))
+        for item in (unindexed or _read_unindexed)(experiment_id)
         if item.get(ENTITY_TYPE) == entity_type and item.get("key") == key
     }
 
@@ -211,9 +219,9 @@ def value_stream(
     return heapq.merge(indexed(), iter(overrides), key=lambda pair: pair[0])
 
 
-def metric_range(experiment_id: str, key: str) -> ValueRange:
+def metric_range(experiment_id: str, key: str, unindexed: Unindexed | None = None) -> ValueRange:
     """One experiment's runs by their latest value of metric ``key`` (sources not indexed yet merged in)."""
-    flagged = flagged_sources(experiment_id, "latest_metric", key)
+    flagged = flagged_sources(experiment_id, "latest_metric", key, unindexed)
     return ValueRange(
         experiment_id,
         METRIC_RANK.sk_prefix(experiment_id=experiment_id, key=key),
@@ -248,6 +256,7 @@ def iter_metric_groups(
     first_page: int | None = None,
     next_page: Callable[[], int] | None = None,
     stop_value: float | None = None,
+    unindexed: Unindexed | None = None,
 ) -> Iterator[list[Ranked]]:
     """Runs having metric ``key``, in groups of equal latest value, in MLflow's order.
 
@@ -258,7 +267,10 @@ def iter_metric_groups(
     """
     start = None if start_value is None else ((1, None) if math.isnan(start_value) else (0, start_value))
     return group_streams(
-        [value_stream(metric_range(experiment_id, key), ascending, start, first_page, next_page, stop_value) for experiment_id in experiment_ids]
+        [
+            value_stream(metric_range(experiment_id, key, unindexed), ascending, start, first_page, next_page, stop_value)
+            for experiment_id in experiment_ids
+        ]
     )
 
 
@@ -278,10 +290,16 @@ class _Reversed:
 
 
 def _string_stream(
-    experiment_id: str, key: str, ascending: bool, start_value: str | None = None, key_type: str = "parameter", first_page: int | None = None
+    experiment_id: str,
+    key: str,
+    ascending: bool,
+    start_value: str | None = None,
+    key_type: str = "parameter",
+    first_page: int | None = None,
+    unindexed: Unindexed | None = None,
 ) -> Iterator[tuple[Any, Ranked]]:
     rank_entity, source_type = STRING_RANKS[key_type]
-    flagged = flagged_sources(experiment_id, source_type, key)
+    flagged = flagged_sources(experiment_id, source_type, key, unindexed)
     order = (lambda v: v) if ascending else _Reversed
     overrides = sorted(
         ((order(str(item["value"])), Ranked(run_id, experiment_id, str(item["value"]))) for run_id, item in flagged.items()),
@@ -331,14 +349,19 @@ def _long_head(value_key: str) -> str | None:
 
 
 def iter_param_groups(
-    experiment_ids: Iterable[str], key: str, ascending: bool, start_value: str | None = None, first_page: int | None = None
+    experiment_ids: Iterable[str],
+    key: str,
+    ascending: bool,
+    start_value: str | None = None,
+    first_page: int | None = None,
+    unindexed: Unindexed | None = None,
 ) -> Iterator[list[Ranked]]:
     """Runs having param ``key``, in groups of equal value, in MLflow's order (string order).
 
     ``start_value`` resumes a later page (see ``iter_metric_groups``); values before it that share
     its long-value key head may be yielded too: the caller's page-token check drops them.
     """
-    streams = [_string_stream(experiment_id, key, ascending, start_value, "parameter", first_page) for experiment_id in experiment_ids]
+    streams = [_string_stream(experiment_id, key, ascending, start_value, "parameter", first_page, unindexed) for experiment_id in experiment_ids]
     return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
 
 
