@@ -10,7 +10,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tools import admin
+from tools import admin, pair_index
 
 from . import support as s
 
@@ -30,6 +30,9 @@ OPERATION = st.one_of(
     st.tuples(st.just("delete_model"), st.sampled_from(["M1", "m_2", "#3"])),
     st.tuples(st.just("trace"), st.sampled_from(EXPERIMENTS), st.sampled_from(["t1", "t2"]), NAMES),
     st.tuples(st.just("deliver")),
+    # A pair index declared (backfilled at once) or dropped at any point: its items converge like the rest.
+    st.tuples(st.just("pair"), st.sampled_from(["add", "remove"]), st.just(("q", "m#2"))),
+    st.tuples(st.just("param"), st.just("1"), st.just(RUNS[0]), st.just("p"), NAMES),
 )
 
 
@@ -51,6 +54,8 @@ def apply(op: tuple, clock: s.Clock) -> None:
         s.delete_model(op[1])
     elif kind == "trace":
         s.set_trace_name(op[1], op[2], op[3])
+    elif kind == "pair":
+        (pair_index.add if op[1] == "add" else pair_index.remove)("1", *op[2])
 
 
 def deliver_randomly(stream: s.Stream, rng: random.Random, delivered: list[list[dict]]) -> None:
@@ -74,6 +79,8 @@ def test_random_operations_and_redeliveries_verify_clean(dynamodb_endpoint: str,
     with s.private_table(dynamodb_endpoint) as stream:
         for experiment_id in EXPERIMENTS:  # the partitions exist (as create_experiment makes them)
             s.put_experiment(experiment_id, f"exp{experiment_id}", clock.tick())
+        for experiment_id in EXPERIMENTS:  # declared before any run: every run's items come from the indexer
+            pair_index.add(experiment_id, "p", "m")
         delivered: list[list[dict]] = []
         for op in operations:
             if op[0] == "deliver":
