@@ -86,7 +86,7 @@ def tag_rank_item(source: dict[str, Any]) -> dict[str, Any]:
 class Ranked:
     run_id: str
     experiment_id: str
-    value: Any  # float for metrics (NaN kept), str for params
+    value: Any  # float for metrics (NaN kept; None in a pair range for a run lacking the metric), str for params
 
 
 def _pages(pk: str, first_page: int | None = None, next_page: Callable[[], int] | None = None, **kwargs: Any) -> Iterator[dict[str, Any]]:

@@ -14,7 +14,8 @@ for one item are read from their range: always exact, a little dearer.
 
 Rebuilds are optimistic: a summary carries ``rev`` and is written as rev + 1 only if ``rev`` is still
 what the rebuild read before it read the range, so a slow rebuild that read an older range can never
-overwrite a newer summary.
+overwrite a newer summary. The run's pair index items (``pair_ranks``, when its experiment declares pairs)
+are written in the same transaction as the summary, which lists them: they change together or not at all.
 """
 
 from __future__ import annotations
