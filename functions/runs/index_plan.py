@@ -35,7 +35,6 @@ from typing import Any
 
 from serverless_mlflow import pair_ranks, rank_filters, ranks, run_summaries, search, table
 from serverless_mlflow.rank_filters import Flagged, RankTerm
-from serverless_mlflow.schema import ENTITY_TYPE
 
 from . import search_rows
 
@@ -141,20 +140,10 @@ def _walk_pair(
     filter's bound on that metric, or the page token's group, whichever is later). Runs with a flagged item
     are left out of the range and merged in from their current values."""
     ascending = query.order_by[0].ascending
-    low, high = bounds.metric_bounds() if bounds is not None else (None, None)
-    bound = low if ascending else high
-    start: tuple[int, float | None] | None = None if bound is None else (0, bound)
-    if query.position is not None:
-        rank, value = query.position[0]
-        if rank != 0 or not isinstance(value, (int, float)):
-            if bounds is not None:
-                return [], None  # the token is past every number: NaN and missing never satisfy a range
-            start = (rank, None)
-        elif bound is None:
-            start = (0, float(value))
-        else:
-            start = (0, max(bound, float(value)) if ascending else min(bound, float(value)))
-    stop = None if bounds is None else (high if ascending else low)
+    span = _span(query, bounds)
+    if span is None:
+        return [], None
+    start, stop = span
     stale = _stale_runs(pair, param_value, experiment_ids, flagged)
 
     def groups(first_page: int | None, next_page: Callable[[], int]) -> Iterator[list[ranks.Ranked]]:
@@ -170,19 +159,12 @@ def _stale_runs(
 ) -> dict[str, tuple[frozenset[str], tuple[tuple[str, float | None], ...]]]:
     """experiment id -> (runs with a flagged item: their pair items may be stale, and those of them having
     ``param_value`` with their current value of the pair's metric, None when lacking it), read from their ranges."""
-    flagged_runs = sorted(
-        {
-            (experiment_id, ranks.run_id_of(item))
-            for experiment_id in experiment_ids
-            for item in flagged.items(experiment_id)
-            if item.get(ENTITY_TYPE) in run_summaries.SUMMARISED_TYPES
-        }
-    )
+    runs_of = {experiment_id: run_summaries.flagged_runs(flagged.items(experiment_id)) for experiment_id in experiment_ids}
+    flagged_runs = sorted((experiment_id, run_id) for experiment_id, runs in runs_of.items() for run_id in runs)
     views = search_rows.read_views(flagged_runs, flagged) if flagged_runs else {}
     out = {}
-    for experiment_id in experiment_ids:
-        runs = [run_id for e, run_id in flagged_runs if e == experiment_id]
-        matching = [views[run_id] for run_id in runs if run_id in views and views[run_id].params.get(pair.param) == param_value]
+    for experiment_id, runs in runs_of.items():
+        matching = [views[run_id] for run_id in sorted(runs) if run_id in views and views[run_id].params.get(pair.param) == param_value]
         current = tuple((view.run_id, search_rows.search_entity(view)["metrics"].get(pair.metric)) for view in matching)
         out[experiment_id] = (frozenset(runs), current)
     return out
@@ -256,19 +238,35 @@ def _walk_range(
 ) -> Answer | None:
     """The ordered range: the metric's RANK items from the range's start (or the token's value, if later)."""
     ascending = query.order_by[0].ascending
-    low, high = term.metric_bounds()
-    start = low if ascending else high
+    span = _span(query, term)
+    if span is None:
+        return [], None
+    start, stop = span
+    start_value = None if start is None else start[1]  # a bounded walk starts at a number
+
+    def groups(first_page: int | None, next_page: Callable[[], int]) -> Iterator[list[ranks.Ranked]]:
+        return ranks.iter_metric_groups(experiment_ids, term.key, ascending, start_value, first_page, next_page, stop, flagged.items)
+
+    return _walk(query, groups, lambda value: term.past(ranks.rank_value(value), ascending), stages, flagged, smaller_term)
+
+
+def _span(query: search.SearchQuery, bounds: RankTerm | None) -> tuple[tuple[int, float | None] | None, float | None] | None:
+    """Where an ordered walk of the order's metric starts and stops: (start group as (rank, value), as
+    ``ranks.value_stream`` takes it; stop value), from the filter's bounds on that metric (if any) and the
+    page token, whichever is later. None: the token is past every value the bounds allow."""
+    ascending = query.order_by[0].ascending
+    low, high = bounds.metric_bounds() if bounds is not None else (None, None)
+    bound = low if ascending else high
+    start: tuple[int, float | None] | None = None if bound is None else (0, bound)
     if query.position is not None:
         rank, value = query.position[0]
         if rank != 0 or not isinstance(value, (int, float)):
-            return [], None  # the token is past every number: NaN and missing never satisfy a range
-        start = float(value) if start is None else (max(start, float(value)) if ascending else min(start, float(value)))
-    stop = high if ascending else low
-
-    def groups(first_page: int | None, next_page: Callable[[], int]) -> Iterator[list[ranks.Ranked]]:
-        return ranks.iter_metric_groups(experiment_ids, term.key, ascending, start, first_page, next_page, stop, flagged.items)
-
-    return _walk(query, groups, lambda value: term.past(ranks.rank_value(value), ascending), stages, flagged, smaller_term)
+            if bounds is not None:
+                return None  # NaN and missing never satisfy a range
+            start = (rank, None)
+        else:
+            start = (0, float(value) if bound is None else (max(bound, float(value)) if ascending else min(bound, float(value))))
+    return start, high if ascending else low
 
 
 Groups = Callable[[int | None, Callable[[], int]], Iterator[list[ranks.Ranked]]]
