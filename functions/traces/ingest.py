@@ -21,7 +21,7 @@ from google.protobuf.json_format import ParseDict
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from serverless_mlflow import clock, s3, table
+from serverless_mlflow import assessments, clock, s3, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.schema import TTL_ATTRIBUTE
 from serverless_mlflow.store import experiments as experiment_store
@@ -244,6 +244,8 @@ def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
         "tags": tags,
     }
     attributes[TTL_ATTRIBUTE] = retention.expires_at(experiment_id, attributes["request_time"])
+    if carried := _carried_assessments(trace_id, trace_info.get("assessments")):
+        attributes["assessments"] = assessments.stored(carried)
     expected_spans = _expected_spans(metadata)
     expression, values = "SET experiment_id = :e, entity_type = :t", {":e": experiment_id, ":t": store.LOCATOR.name}
     if attributes[TTL_ATTRIBUTE] is not None:
@@ -276,6 +278,26 @@ def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
     return store.info_json(item)
 
 
+def _carried_assessments(trace_id: str, raw: Any) -> dict[str, dict[str, Any]]:
+    """Assessments logged while the trace was active (``log_feedback`` inside a traced call), by id.
+
+    A client that sends no id gets one derived from the assessment itself, so a retried ``StartTraceV3``
+    overwrites instead of adding a copy; ids a client assigns (3.18) are kept and upserted the same way.
+    """
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise invalid(f"Invalid value {raw!r} for parameter 'trace.trace_info.assessments' supplied.")
+    now = clock.now_millis()
+    out: dict[str, dict[str, Any]] = {}
+    for index, entry in enumerate(raw):
+        stable_id = assessments.content_id(trace_id, entry) if isinstance(entry, dict) else None
+        field = f"trace.trace_info.assessments[{index}]"
+        assessment = assessments.canonical(entry, trace_id, now, stable_id, field=field)
+        out[assessment["assessment_id"]] = assessment
+    return out
+
+
 def _all_spans_stored(trace_id: str, locator: dict[str, Any]) -> bool:
     """Whether the locator counts every span; waits briefly for spans still in flight.
 
@@ -304,8 +326,9 @@ def _merge_existing(item: dict[str, Any]) -> dict[str, Any]:
     existing_tags = {k: v for k, v in (existing.get("tags") or {}).items() if k != store.SPANS_LOCATION_TAG}
     merged["tags"] = {**existing_tags, **item["tags"]}
     merged["trace_metadata"] = {**(existing.get("trace_metadata") or {}), **item["trace_metadata"]}
-    if existing.get("assessments"):
-        merged["assessments"] = existing["assessments"]
+    # Assessments upsert by id: a retried start keeps those added since and rewrites its own.
+    if existing.get("assessments") or item.get("assessments"):
+        merged["assessments"] = {**(existing.get("assessments") or {}), **(item.get("assessments") or {})}
     if existing.get("linked_runs"):
         merged["linked_runs"] = existing["linked_runs"]
     return merged
