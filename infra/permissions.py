@@ -110,6 +110,9 @@ ACCESS: dict[str, Access] = {
         objects=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
         prefixes=(TRACE_SPANS,),
     ),
+    # Label schemas, review queues (items in their own partitions) and issues: transactions of puts/deletes with
+    # their name claims and locators; trace infos read to check the traces a queue is given.
+    "review": Access(table=(*TABLE_READ, *TABLE_WRITE)),
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
     # GetItem/PutItem/DeleteItem: run summaries are rebuilt with a condition on their revision.
     "indexer": Access(table=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"), stream=True),

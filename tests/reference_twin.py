@@ -25,6 +25,8 @@ class HttpTwin(Twin):
     headers: dict[str, str] = field(default_factory=dict)
     # Applied to every answer before comparing (e.g. JSON text whose key order protobuf leaves unspecified).
     rewrite: Callable[[Any], Any] | None = None
+    # Lists under these keys are compared as sets: ordered by server-made ids, which differ per side.
+    unordered: frozenset[str] = frozenset({"schema_ids"})
 
     @classmethod
     def start(cls, ours_url: str, api: str = API3, volatile: frozenset[str] = frozenset()) -> HttpTwin:
@@ -68,7 +70,16 @@ class HttpTwin(Twin):
 
     def normalize(self, body: Any, side: str, ordered: bool = False) -> Any:
         body = self.rewrite(body) if self.rewrite else body
-        return super().normalize(self._blank(body), side, ordered)
+        return self._sorted_sets(super().normalize(self._blank(body), side, ordered))
+
+    def _sorted_sets(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: (sorted(v, key=str) if k in self.unordered and isinstance(v, list) else self._sorted_sets(v)) for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [self._sorted_sets(v) for v in value]
+        return value
 
     def _blank(self, value: Any) -> Any:
         if isinstance(value, dict):

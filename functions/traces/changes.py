@@ -13,6 +13,7 @@ from serverless_mlflow import assessments, clock, s3, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.schema import COLLECTIONS
 from serverless_mlflow.store import experiments as experiment_store
+from serverless_mlflow.store import review_queues
 from serverless_mlflow.store import runs as run_store
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.validation import validate_trace_tag
@@ -135,7 +136,9 @@ def oldest_traces(experiment_id: str, max_timestamp_millis: int | None, limit: i
 
 
 def delete_trace_items(experiment_id: str, trace_id: str) -> None:
-    """Spans (and their spilled S3 objects) first, then the info, then the locator: a retry finishes the job."""
+    """Review queue items, spans (and their spilled S3 objects), then the info, then the locator: a retry
+    finishes the job."""
+    review_queues.forget_items([trace_id])
     spans = store.span_items(experiment_id, trace_id)
     spilled = [span["spill_key"] for span in spans if span.get("spill_key")]
     if spilled:

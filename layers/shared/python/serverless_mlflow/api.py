@@ -27,7 +27,7 @@ from serverless_mlflow import auth
 from serverless_mlflow import request as request_parsing
 from serverless_mlflow.auth import enforce
 from serverless_mlflow.errors import MlflowError, Unavailable, endpoint_not_found, invalid
-from serverless_mlflow.routes import AJAX_PREFIX, match, operation_path, routes_for
+from serverless_mlflow.routes import AJAX_PREFIX, family_of, match, operation_path, routes_for
 
 logger = Logger(service="mlflow-serverless")
 tracer = Tracer(service="mlflow-serverless")
@@ -210,20 +210,24 @@ def lambda_entry(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any],
     @tracer.capture_lambda_handler(capture_response=False)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return app.resolve(ajax_to_api(event), context)
+        return app.resolve(table_route_event(event), context)
 
     return handler
 
 
-def ajax_to_api(event: dict[str, Any]) -> dict[str, Any]:
-    """The event of an ``/ajax-api/...`` request (the UI's paths, reaching the function through a greedy
-    group route) as if it had come in on the ``/api/...`` route: path mapped, path parameters of that route."""
+def table_route_event(event: dict[str, Any]) -> dict[str, Any]:
+    """The event of a request that reached the function through a greedy route (an ``/ajax-api/...`` group,
+    or a greedy family such as ``/api/3.0/mlflow/issues/{proxy+}``) as if it had come in on the table's own
+    ``/api/...`` route: path mapped, path parameters of that route."""
     raw_path = event.get("rawPath") or ""
     stage = (event.get("requestContext") or {}).get("stage", "$default")
     stage_prefix = f"/{stage}" if stage != "$default" and raw_path.startswith(f"/{stage}/") else ""
     path = raw_path[len(stage_prefix) :]
     if not path.startswith(AJAX_PREFIX):
-        return event
+        if family_of(path) is None:
+            return event
+        found = match(str((event.get("requestContext") or {}).get("http", {}).get("method", "GET")).upper(), path)
+        return {**event, "pathParameters": found[1] if found else {}}
     method = str((event.get("requestContext") or {}).get("http", {}).get("method", "GET")).upper()
     mapped = operation_path(method, path)
     found = match(method, path)

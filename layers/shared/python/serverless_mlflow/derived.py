@@ -1,6 +1,6 @@
 """Source item -> the derived items it implies. Pure: used by the stream indexer and by ``admin verify``.
 
-Derived items (RANK and FTS) are a function of one source item each, so the indexer can rebuild
+Derived items (RANK, FTS postings, a trace's issue links) are a function of one source item each, so the indexer can rebuild
 them from any image of that item and verify can recompute all of them from the source items.
 """
 
@@ -12,6 +12,7 @@ from typing import Any
 from serverless_mlflow import fts, ranks
 from serverless_mlflow.run_summaries import SUMMARISED_TYPES
 from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow.store import issues
 
 Item = dict[str, Any]
 Key = tuple[str, str]
@@ -68,6 +69,8 @@ def derive(item: Item | None) -> dict[Key, Item]:
         out.append(ranks.param_rank_item(item))
     elif entity_type == "run_tag":
         out.append(ranks.tag_rank_item(item))
+    if entity_type == "trace":
+        out.extend(issues.trace_links(item))
     source = name_source(item)
     if source is not None:
         for level, token in sorted(fts.name_tokens(source.name)):

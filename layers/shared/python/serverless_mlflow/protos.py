@@ -125,7 +125,10 @@ MESSAGES: dict[str, dict[str, tuple[int, str]]] = {
 }
 
 # Oneofs: a message's fields that exclude each other (protobuf refuses JSON setting two of them).
-ONEOFS: dict[str, dict[str, tuple[str, ...]]] = {"Assessment": {"value": ("feedback", "expectation", "issue")}}
+ONEOFS: dict[str, dict[str, tuple[str, ...]]] = {
+    "Assessment": {"value": ("feedback", "expectation", "issue")},
+    "LabelSchemaInput": {"input": ("pass_fail", "categorical", "numeric", "text")},
+}
 
 _SCALARS = {
     "string": FieldDescriptor.TYPE_STRING,

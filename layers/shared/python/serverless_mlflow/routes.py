@@ -154,6 +154,28 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("DELETE", f"{M3}/scorers/delete", "evaluation", "delete_scorer"),
     ("GET", f"{M3}/scorers/online-configs", "evaluation", "get_online_scoring_configs"),
     ("PUT", f"{M3}/scorers/online-config", "evaluation", "upsert_online_scoring_config"),
+    # --- GenAI review: label schemas, review queues, issues (greedy families, see GREEDY_FAMILIES) ---
+    ("POST", f"{M3}/label-schemas/create", "review", "create_label_schema"),
+    ("GET", f"{M3}/label-schemas/get", "review", "get_label_schema"),
+    ("GET", f"{M3}/label-schemas/get-by-name", "review", "get_label_schema_by_name"),
+    ("GET", f"{M3}/label-schemas/list", "review", "list_label_schemas"),
+    ("PATCH", f"{M3}/label-schemas/update", "review", "update_label_schema"),
+    ("DELETE", f"{M3}/label-schemas/delete", "review", "delete_label_schema"),
+    ("POST", f"{M3}/review-queues/create", "review", "create_review_queue"),
+    ("POST", f"{M3}/review-queues/get-or-create-user", "review", "get_or_create_user_queue"),
+    ("GET", f"{M3}/review-queues/get", "review", "get_review_queue"),
+    ("GET", f"{M3}/review-queues/get-by-name", "review", "get_review_queue_by_name"),
+    ("GET", f"{M3}/review-queues/list", "review", "list_review_queues"),
+    ("POST", f"{M3}/review-queues/update", "review", "update_review_queue"),
+    ("POST", f"{M3}/review-queues/delete", "review", "delete_review_queue"),
+    ("POST", f"{M3}/review-queues/items/add", "review", "add_items_to_review_queue"),
+    ("POST", f"{M3}/review-queues/items/remove", "review", "remove_items_from_review_queue"),
+    ("GET", f"{M3}/review-queues/items/list", "review", "list_review_queue_items"),
+    ("POST", f"{M3}/review-queues/items/set-status", "review", "set_review_queue_item_status"),
+    ("POST", f"{M3}/issues", "review", "create_issue"),
+    ("POST", f"{M3}/issues/search", "review", "search_issues"),
+    ("GET", f"{M3}/issues/{{issue_id}}", "review", "get_issue"),
+    ("PATCH", f"{M3}/issues/{{issue_id}}", "review", "update_issue"),
     # --- AI gateway configuration (secrets stored KMS-encrypted) -------------------------------
     ("POST", f"{M3}/gateway/secrets/create", "gateway", "create_gateway_secret"),
     ("GET", f"{M3}/gateway/secrets/get", "gateway", "get_gateway_secret"),
@@ -239,6 +261,12 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
 
 ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in _TABLE)
 
+# Route families that reach API Gateway as one greedy route each (``ANY <prefix>`` and ``ANY <prefix>/{proxy+}``)
+# instead of one route per operation: the HTTP API allows 300 routes, so a new family costs at most two. The
+# feature's handler matches the exact operation from the table (``table_route_event``); a family member of
+# another feature keeps its own exact route, which API Gateway prefers.
+GREEDY_FAMILIES: tuple[str, ...] = (f"{M3}/label-schemas", f"{M3}/review-queues", f"{M3}/issues")
+
 # Anything the table does not name is answered by the meta feature with ENDPOINT_NOT_FOUND
 # (API Gateway's own 404 body would break the client's fallbacks).
 DEFAULT_FEATURE = "meta"
@@ -320,12 +348,30 @@ def _ajax_groups() -> dict[str, list[tuple[Route, str]]]:
     return groups
 
 
+def family_of(path: str) -> str | None:
+    """The greedy family a table path belongs to, if any."""
+    return next((prefix for prefix in GREEDY_FAMILIES if path == prefix or path.startswith(prefix + "/")), None)
+
+
+def _family_groups() -> dict[str, list[tuple[Route, str]]]:
+    groups: dict[str, list[tuple[Route, str]]] = {}
+    for route in ROUTES:
+        if (prefix := family_of(route.path)) is not None:
+            groups.setdefault(prefix, []).append((route, route.path))
+    return groups
+
+
 @cache
 def gateway_routes() -> tuple[GatewayRoute, ...]:
-    """The HTTP API's routes: the table's own paths, plus the ajax groups (greedy, to the group's main
-    feature; a route of another feature in a group keeps an exact route, which API Gateway prefers)."""
-    out = [GatewayRoute(r.method, r.path, r.feature, r.public) for r in ROUTES if not r.path.startswith(AJAX_PREFIX)]
-    for prefix, members in sorted(_ajax_groups().items()):
+    """The HTTP API's routes: the table's own paths, plus the ajax groups and greedy families (one greedy route
+    to the group's main feature; a route of another feature in a group keeps an exact route, which API Gateway
+    prefers)."""
+    out = [
+        GatewayRoute(r.method, r.path, r.feature, r.public)
+        for r in ROUTES
+        if not r.path.startswith(AJAX_PREFIX) and family_of(r.path) is None
+    ]
+    for prefix, members in sorted({**_ajax_groups(), **_family_groups()}.items()):
         counts: dict[str, int] = {}
         for route, _ in members:
             counts[route.feature] = counts.get(route.feature, 0) + 1
