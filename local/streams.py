@@ -336,7 +336,7 @@ def is_indexer_source(record: dict[str, Any]) -> bool:
     """The deployed mapping's filter criteria (``stream_filters`` in infra/constructs/indexer.py): only records
     of the source entities reach the indexer; INSERT/MODIFY are judged by their new image, REMOVE by the old."""
     image = record["dynamodb"].get("OldImage" if record.get("eventName") == "REMOVE" else "NewImage") or {}
-    return image.get(schema.ENTITY_TYPE, {}).get("S") in derived.SOURCE_TYPES
+    return image.get(schema.ENTITY_TYPE, {}).get("S") in derived.STREAM_TYPES
 
 
 def needs_indexing(record: dict[str, Any]) -> bool:

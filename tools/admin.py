@@ -10,7 +10,8 @@ Runs against ``TABLE_NAME`` at ``DYNAMODB_ENDPOINT_URL`` (unset = AWS). Every de
 the partition of the source item it comes from (model-name postings: ``RMFTS#<ws>``), so every
 partition is read with Queries only (no Scan): the workspace collections (``EXPLIST#<ws>``:
 experiment names; ``RMLIST#<ws>``: registered model names; ``RMFTS#<ws>``) and every experiment
-partition, enumerated from the consistent ``EXPLIST#<ws>`` collection plus the ``gsi2`` listing.
+partition, enumerated from the consistent ``EXPLIST#<ws>`` collection plus the ``gsi2`` listing, with the
+trace partitions each experiment's directory lists.
 
 ``verify`` exits 1 when a derived item is missing, unexpected or different. Source items still
 flagged "not yet indexed" are reported as ``pending`` (normal while the indexer catches up).
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shar
 from serverless_mlflow import fts, pair_ranks, run_summaries, table
 from serverless_mlflow.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_source
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow.store import trace_partitions
 
 Item = dict[str, Any]
 Key = tuple[str, str]
@@ -100,7 +102,10 @@ def partitions(workspaces: Iterable[str] = DEFAULT_WORKSPACES) -> list[str]:
             for item in table.iter_query(**ENTITY["experiment"].query("in_workspace", workspace=workspace))
             if "experiment_id" in item
         }
-        out += [ENTITY["experiment"].pk.render({"experiment_id": e}) for e in sorted(experiment_ids, key=_numeric)]
+        for experiment_id in sorted(experiment_ids, key=_numeric):
+            out.append(ENTITY["experiment"].pk.render({"experiment_id": experiment_id}))
+            # Trace infos (and their name postings) live in the experiment's trace partitions (its directory).
+            out += [partition.pk for partition in trace_partitions.partitions(experiment_id, descending=False)]
     return list(dict.fromkeys(out))
 
 

@@ -9,7 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
-from serverless_mlflow import clock
+from serverless_mlflow import clock, table, trace_aggregates
 
 from .logic import Outcome, prefetch, process_record, record_watermark
 
@@ -19,6 +19,11 @@ tracer = Tracer(service="indexer")
 # A batch where every record fails is reported like any partial failure (Lambda retries, then the
 # on-failure destination takes the poison record); raising would retry the whole batch blindly.
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
+
+
+def _images(record: dict[str, Any]) -> list[dict[str, Any] | None]:
+    ddb = record.get("dynamodb") or {}
+    return [table.from_item(ddb[name]) if ddb.get(name) else None for name in ("OldImage", "NewImage")]
 
 
 @logger.inject_lambda_context
@@ -39,6 +44,11 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         outcomes.append(outcome)
 
     response = process_partial_response(event=event, record_handler=handle, processor=processor, context=context)
+    # Per-trace aggregates (metric rollups, content signatures) are rebuilt once per trace of the batch. Every
+    # step is replay-safe: on a failure the batch is retried whole.
+    touched = trace_aggregates.traces_of(image for record in records for image in _images(record))
+    if touched:
+        metrics.add_metric(name="TracesAggregated", unit=MetricUnit.Count, value=trace_aggregates.refresh(touched))
     failures = len(response.get("batchItemFailures", []))
     indexed = [o for o in outcomes if o.indexed]
     metrics.add_metric(name="RecordsProcessed", unit=MetricUnit.Count, value=len(records) - failures)

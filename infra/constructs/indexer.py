@@ -1,7 +1,7 @@
 """The stream indexer: table stream -> ``functions/indexer`` -> derived items (RANK, FTS).
 
 Lambda event filtering passes only records of the source entities the indexer derives from
-(``derived.SOURCE_TYPES``): the indexer's own writes never re-trigger indexing, and the bulk of the
+(``derived.STREAM_TYPES``): the indexer's own writes never re-trigger indexing, and the bulk of the
 table's writes (metric history, tags, ...) cost no invocations. Failed records are
 bisected and retried a bounded number of times, then their stream coordinates go to an SQS queue.
 """
@@ -27,7 +27,7 @@ INDEXER_TIMEOUT = Duration.seconds(120)
 
 
 def source_entity_types() -> list[str]:
-    return sorted(derived.SOURCE_TYPES)
+    return sorted(derived.STREAM_TYPES)
 
 
 def stream_filters() -> list[dict[str, Any]]:

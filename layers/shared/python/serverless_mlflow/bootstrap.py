@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import layout, table
 from serverless_mlflow.store.experiments import default_experiment_items
 
 
@@ -14,12 +14,18 @@ def bootstrap_items() -> list[dict[str, Any]]:
 
 
 def ensure_bootstrap_items() -> None:
-    """Write each bootstrap item unless it exists (safe to run on every start and every deploy)."""
-    for item in bootstrap_items():
+    """Write each bootstrap item unless it exists (safe to run on every start and every deploy).
+
+    A table without the Default experiment is new: it is written in the current layout from the start, so every
+    migration step is recorded done (an older table records them as ``migrate`` completes them).
+    """
+    for position, item in enumerate(bootstrap_items()):
         try:
             table.put(item, condition="attribute_not_exists(pk)")
         except table.ConditionFailed:
-            pass
+            continue
+        if position == 0:  # the Default experiment's own item
+            layout.record_steps(layout.STEPS)
 
 
 def ensure_admin(username: str, password: str) -> bool:

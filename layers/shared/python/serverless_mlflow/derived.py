@@ -21,6 +21,9 @@ Key = tuple[str, str]
 # is ignored so the indexer's own writes never cause more indexing work.
 # Every item of a run's range feeds the run's summary (inputs and outputs derive nothing else).
 SOURCE_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"}) | SUMMARISED_TYPES
+# What the stream delivers to the indexer: the sources, and the span items a trace's aggregates (rollups, content
+# signature: serverless_mlflow.trace_aggregates) are rebuilt from.
+STREAM_TYPES = SOURCE_TYPES | frozenset({"trace_spans"})
 DERIVED_TYPES = frozenset(entity.name for entity in ENTITY.values() if entity.derived)
 # Sources that carry the "not yet indexed" LSI5 flag (lsi5sk), removed by the indexer.
 FLAGGED_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"})

@@ -226,6 +226,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M3}/traces/batchGet", "traces", "batch_get_traces"),
     ("POST", f"{M3}/traces/batchGetInfos", "traces", "batch_get_trace_infos"),
     ("POST", f"{M3}/traces/search", "traces", "search_traces"),
+    ("POST", f"{M3}/traces/metrics", "traces", "query_trace_metrics"),
+    ("POST", f"{M3}/traces/calculate-filter-correlation", "traces", "calculate_trace_filter_correlation"),
     ("PATCH", f"{M3}/traces/{{trace_id}}/tags", "traces", "set_trace_tag"),
     ("DELETE", f"{M3}/traces/{{trace_id}}/tags", "traces", "delete_trace_tag"),
     ("POST", f"{M3}/traces/delete-traces", "traces", "delete_traces"),

@@ -176,6 +176,8 @@ RULES: dict[str, Rule] = {
     "batch_get_trace_infos": Rule(need(resources.traces_param("trace_ids"), READ_ACTION)),
     "search_traces": Rule(need(resources.trace_search_experiments, READ_ACTION)),
     "search_traces_v2": Rule(need(resources.trace_search_experiments, READ_ACTION)),
+    "query_trace_metrics": Rule(need(resources.experiment_ids_param, READ_ACTION)),
+    "calculate_trace_filter_correlation": Rule(need(resources.experiment_ids_param, READ_ACTION)),
     "set_trace_tag": Rule(_UPDATE_TRACE),
     "delete_trace_tag": Rule(_UPDATE_TRACE),
     "delete_traces": Rule(need(resources.experiment, DELETE)),
