@@ -12,43 +12,19 @@ collide. Then the web UI's index page is served and the UI's own search finds th
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
-from local.engine import free_port
+from tools.fresh_clone import clone_checkout, free_port, newcomer_environment, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 README_PORT = "5000"
-SERVE_TIMEOUT_SECONDS = 1200  # the set-up on a loaded 2-core machine (about a minute when it is quiet)
-# What this test session sets for itself; a newcomer's shell has none of it.
-SESSION_VARIABLES = (
-    "MLFLOW_",
-    "DYNAMODB_",
-    "S3_ENDPOINT_URL",
-    "KMS_",
-    "TABLE_NAME",
-    "BUCKET_NAME",
-    "STREAM_CHECKPOINT_DIR",
-    "POWERTOOLS_",
-    "AWS_",
-    "UI_STATIC_DIR",
-    "GATEWAY_",
-    "AUTHORIZATION",
-    "PYTEST",
-    "PYTHONPATH",
-    "VIRTUAL_ENV",
-    "PORT",
-    "INDEXER_MODE",
-)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -61,45 +37,19 @@ def readme_block(marker: str) -> str:
     return found.group(1).strip()
 
 
-def newcomer_environment(port: int) -> dict[str, str]:
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if "/.venv/" not in p and not p.endswith("/.venv/bin"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(SESSION_VARIABLES)}
-    env.update(PATH=path, PORT=str(port))
-    return env
-
-
 @pytest.fixture
 def fresh_clone() -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="newcomer-") as tmp:
-        clone = Path(tmp) / "mlflow-serverless"
-        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
-        changes = subprocess.run(["git", "-C", str(ROOT), "diff", "HEAD", "--binary"], check=True, capture_output=True).stdout
-        if changes:
-            subprocess.run(["git", "-C", str(clone), "apply", "--whitespace=nowarn"], input=changes, check=True)
-        yield clone
+        yield clone_checkout(Path(tmp) / "mlflow-serverless")
 
 
 def test_the_readme_commands_work_as_written_on_a_fresh_clone(fresh_clone: Path) -> None:
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = newcomer_environment(port)
-    server_command = readme_block("server").replace(f"127.0.0.1:{README_PORT}", f"127.0.0.1:{port}")
+    env = newcomer_environment()
+    server_command = readme_block("server")
     client_command = readme_block("client").replace(f"127.0.0.1:{README_PORT}", f"127.0.0.1:{port}")
-    assert server_command == "make serve"
     log = fresh_clone / "serve.log"
-    with log.open("wb") as sink:
-        server = subprocess.Popen(
-            ["bash", "-c", server_command], cwd=fresh_clone, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        started = time.monotonic()
-        while f"listening on {url}" not in log.read_text(errors="replace"):
-            assert server.poll() is None, f"make serve exited with {server.returncode}:\n{log.read_text(errors='replace')[-3000:]}"
-            assert time.monotonic() - started < SERVE_TIMEOUT_SECONDS, (
-                f"not serving after {SERVE_TIMEOUT_SECONDS} s:\n{log.read_text()[-3000:]}"
-            )
-            time.sleep(1)
-
+    with serving(fresh_clone, env, log, command=server_command, port=port) as url:
         client = subprocess.run(
             ["bash", "-c", client_command], cwd=fresh_clone, env=env, capture_output=True, text=True, timeout=600, check=False
         )
@@ -111,13 +61,6 @@ def test_the_readme_commands_work_as_written_on_a_fresh_clone(fresh_clone: Path)
         found = requests.post(f"{url}/ajax-api/2.0/mlflow/runs/search", json={"experiment_ids": ["0"]}, timeout=60).json()
         runs = [r for r in found.get("runs", []) if r["info"].get("run_name") == "hello"]
         assert len(runs) == 1 and runs[0]["data"]["metrics"][0]["key"] == "loss" and runs[0]["data"]["metrics"][0]["value"] == 0.5
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=30)
     output = log.read_text(errors="replace")
     # What the terminal showed: the prerequisites up front, each set-up step with its usual duration, then one
     # access line per request.
