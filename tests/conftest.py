@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tools.server_process import stop_process, wait_healthy
+from tools.server_process import START_TIMEOUT_SECONDS, stop_process, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,7 +96,7 @@ def runtime_process(
         )
         url = f"http://127.0.0.1:{port}"
         try:
-            wait_healthy(url, process, timeout=60)
+            wait_healthy(url, process, timeout=START_TIMEOUT_SECONDS)
             yield url
         finally:
             stop_process(process)
