@@ -67,7 +67,7 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = ST
             tail = log.read_text(errors="replace")[-2000:] if log is not None else ""
             raise RuntimeError(f"{url}: server exited with {process.returncode} {tail}".rstrip())
         try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+            with urllib.request.urlopen(f"{url}/health", timeout=15) as response:
                 if response.status == 200:
                     return
         except OSError:
