@@ -21,7 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 # A bound for a server that neither answers nor exits (an exit is noticed at once), not an expectation: a
 # loaded 2-core machine takes minutes to start one.
-START_TIMEOUT_SECONDS = 300
+START_TIMEOUT_SECONDS = 600
 
 
 @dataclass
