@@ -121,7 +121,8 @@ def section(context: Any) -> str:
     rows.append(("load average (1 / 5 / 15 min) after", load))
     return (
         f"## {TITLE}\n\n{table(rows, ('function', f'import (median of {RUNS})'))}\n\n"
-        "How: `tools/bench_sections/imports.py` (its docstring). What keeps it down: the X-Ray SDK is imported only when "
+        "A loaded machine inflates every figure alike (the baseline is about 160 ms CPU on a quiet one): read the ratio to the "
+        "baseline when the load is high. How: `tools/bench_sections/imports.py` (its docstring). What keeps it down: the X-Ray SDK is imported only when "
         "tracing is on (`serverless_mlflow.observability`; Powertools' `Tracer()` imports it even when disabled, and its "
         "recorder builds a botocore session), and modules only some routes need are imported by those routes "
         "(`serverless_mlflow.deferred`): protobuf (OTLP, span data, trace timestamps), the search grammar with sqlparse, "
