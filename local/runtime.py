@@ -56,6 +56,8 @@ class LocalRuntime:
         self._poller: threading.Thread | None = None
         self._stopping = threading.Event()
         self._handlers: dict[str, Any] = {}
+        # Invocations whose stream records may not be delivered yet (their writes date those records).
+        self._pending_writes = writes.Pending()
         # AUTHORIZATION=basic: API Gateway's Lambda authorizer in front of every non-public route.
         self.authorization = os.environ.get("AUTHORIZATION", "none").lower()
         self.authorizer: Authorizer | None = None
@@ -141,6 +143,8 @@ class LocalRuntime:
                 # DynamoDB Local answers a GetRecords with every record there is up to its Limit (checked by
                 # tests/local/test_stream_follower.py): a short page means caught up, no empty page is asked.
                 complete_pages=True,
+                # Sync: every write waits for its records, so the open invocations date what is unread.
+                written_since=self._pending_writes.earliest_write if self.indexer_mode == "sync" else None,
             )
         engine.ensure_bucket(boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"]), self.bucket_name)
         self._ensure_secrets_key()
@@ -193,9 +197,18 @@ class LocalRuntime:
                 return UNAUTHORIZED
             event["requestContext"]["authorizer"] = {"lambda": context}
         with iam.acting_as(feature), writes.recording() as invocation:
-            response = invoke_api_function(self.handler_for(feature), feature, event)
+            self._pending_writes.open(invocation)
+            try:
+                response = invoke_api_function(self.handler_for(feature), feature, event)
+            finally:
+                if not (invocation.reaches_indexer and self.indexer_mode == "sync"):
+                    # Its records (if any) are read by a later drain or poll: dated by the last caught-up read.
+                    self._pending_writes.close(invocation)
         if invocation.reaches_indexer and self.indexer_mode == "sync":
-            self._catch_up_quietly()
+            try:
+                self._catch_up_quietly()
+            finally:
+                self._pending_writes.close(invocation)
         return response
 
     # --- stream -> indexer ----------------------------------------------------------------------

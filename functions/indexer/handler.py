@@ -4,26 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
 from serverless_mlflow import clock
+from serverless_mlflow.observability import Observed
 
 from .logic import Outcome, prefetch, process_record, record_watermark
 
-logger = Logger(service="indexer")
-metrics = Metrics(namespace="MlflowServerless", service="indexer")
-tracer = Tracer(service="indexer")
+observed = Observed("indexer")
+logger, metrics = observed.logger, observed.metrics
 # A batch where every record fails is reported like any partial failure (Lambda retries, then the
 # on-failure destination takes the poison record); raising would retry the whole batch blindly.
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
 
 
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed.handler()
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     records: list[dict[str, Any]] = event.get("Records") or []
     try:

@@ -11,12 +11,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, keys, search, table
+from serverless_mlflow import clock, keys, table
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid
 from serverless_mlflow.names import random_name
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import logged_models as store
 from serverless_mlflow.validation import parse_experiment_ids, validate_logged_model_name
+
+# The search grammar (sqlparse) is imported by the searches that parse a filter, not at cold start.
+search = deferred("serverless_mlflow.search")
 
 MODELS_FOLDER_NAME = "models"
 ARTIFACTS_FOLDER_NAME = "artifacts"
@@ -84,11 +88,13 @@ def create_logged_model(
     room = table.TRANSACTION_LIMIT - 2
     if len(children) > room:
         table.batch_write(puts=children[room:])
-    table.transact([
-        table.put_op(model_item, condition="attribute_not_exists(pk)"),
-        table.put_op(locator, condition="attribute_not_exists(pk)"),
-        *[table.put_op(item) for item in children[:room]],
-    ])
+    table.transact(
+        [
+            table.put_op(model_item, condition="attribute_not_exists(pk)"),
+            table.put_op(locator, condition="attribute_not_exists(pk)"),
+            *[table.put_op(item) for item in children[:room]],
+        ]
+    )
     return store.to_api(store.assemble([model_item, *children]) or {})
 
 
@@ -128,7 +134,9 @@ def delete_logged_model(model_id: str) -> None:
 def set_logged_model_tags(model_id: str, tags: list[dict[str, Any]]) -> None:
     model = store.get_logged_model_record(model_id)
     deduped = dict(_pairs(tags))  # a repeated key keeps its last value, as MLflow's upsert does
-    items = [store.TAG.item({"key": k, "value": v}, experiment_id=model["experiment_id"], model_id=model_id, key=k) for k, v in deduped.items()]
+    items = [
+        store.TAG.item({"key": k, "value": v}, experiment_id=model["experiment_id"], model_id=model_id, key=k) for k, v in deduped.items()
+    ]
     table.batch_write(puts=items)
 
 

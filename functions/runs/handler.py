@@ -8,10 +8,15 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow.api import Request, build_app, json_response, lambda_entry
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
 
-from . import data, datasets, graphql_api, history, inputs, lifecycle, search
+from . import data, datasets, history, inputs, lifecycle
 from .messages import MESSAGES
+
+# Searches and the UI's GraphQL need the search grammar (sqlparse): imported by those routes, not at cold start.
+search = deferred("runs.search")
+graphql_api = deferred("runs.graphql_api")
 
 
 def create_run(req: Request) -> dict[str, Any]:

@@ -7,11 +7,18 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow.api import Request, build_app, dumps, lambda_entry
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response
 
-from . import changes, ingest, read, trace_data, v2
+from . import changes, v2
 from .messages import MESSAGES
+
+# Imported by the routes that use them: protobuf (OTLP, span data) and the search grammar stay out of a
+# cold start that serves tags or assessments.
+ingest = deferred("traces.ingest")
+read = deferred("traces.read")
+trace_data = deferred("traces.trace_data")
 
 
 def otlp_traces(req: Request) -> Response:

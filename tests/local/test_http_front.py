@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import uuid
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -60,3 +62,27 @@ def test_a_response_over_6_mb_is_refused_like_lambda_does(server: str) -> None:
 def test_a_request_over_6_mb_never_reaches_the_function(server: str) -> None:
     response = requests.post(f"{server}/api/2.0/mlflow/experiments/create", json={"name": "x" * (6 * 1024 * 1024)}, timeout=30)
     assert (response.status_code, response.json()) == (413, {"message": "Request Entity Too Large"})
+
+
+def test_the_terminal_shows_one_access_line_per_request_and_no_metric_blobs(server: str, tmp_path: Path) -> None:
+    """``make serve``'s output: one line per request as ``mlflow server`` prints it (client, request line,
+    status) plus the time taken, and none of the indexer's CloudWatch EMF lines (its metrics are off locally;
+    Powertools used to print them anyway once 100 values had piled up)."""
+    import mlflow
+
+    from tests.conftest import runtime_process, unique
+
+    output = tmp_path / "serve.log"
+    with runtime_process({"TABLE_NAME": unique("log"), "BUCKET_NAME": unique("log")}, output=output) as url:
+        client = mlflow.MlflowClient(url)
+        run_id = client.create_run(client.create_experiment(unique("log"))).info.run_id
+        for i in range(105):  # more than 100 indexer invocations, each with its metrics
+            client.set_tag(run_id, "k", str(i))
+        assert requests.get(f"{url}/api/2.0/mlflow/experiments/get?experiment_id=nope", timeout=10).status_code in (400, 404)
+    lines = output.read_text().splitlines()
+    access = [line for line in lines if re.search(r' - "(GET|POST) /\S* HTTP/1.1" \d{3} \d+ ms$', line)]
+    tags = [line for line in access if '"POST /api/2.0/mlflow/runs/set-tag HTTP/1.1" 200 ' in line]
+    assert len(tags) == 105
+    assert re.match(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d INFO: +127\.0\.0\.1:\d+ - ", tags[0])
+    assert any('"GET /api/2.0/mlflow/experiments/get?experiment_id=nope HTTP/1.1" 40' in line for line in access)
+    assert not [line for line in lines if '"_aws"' in line or "CloudWatchMetrics" in line]

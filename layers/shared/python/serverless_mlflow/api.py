@@ -18,20 +18,21 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 
 from serverless_mlflow import auth
 from serverless_mlflow import request as request_parsing
-from serverless_mlflow.auth import enforce
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, Unavailable, endpoint_not_found, invalid
+from serverless_mlflow.observability import Observed
 from serverless_mlflow.routes import AJAX_PREFIX, match, operation_path, routes_for
 
-logger = Logger(service="mlflow-serverless")
-tracer = Tracer(service="mlflow-serverless")
-metrics = Metrics(namespace="MlflowServerless", service="mlflow-serverless")
+observed = Observed("mlflow-serverless")
+# MLflow's permission rules run only in basic-auth mode: a function of an IAM-authorized stack never imports them.
+enforce = deferred("serverless_mlflow.auth.enforce")
+logger = observed.logger
 
 JSON_CONTENT_TYPE = "application/json"
 
@@ -206,9 +207,7 @@ def _adapt(app: APIGatewayHttpResolver, name: str, operation: Operation) -> Call
 def lambda_entry(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda handler for a feature: structured logs with correlation id, traces, metrics."""
 
-    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
-    @tracer.capture_lambda_handler(capture_response=False)
-    @metrics.log_metrics
+    @observed.handler(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, capture_response=False)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return app.resolve(ajax_to_api(event), context)
 

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf.duration_pb2 import Duration
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from serverless_mlflow import clock, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.schema import TTL_ATTRIBUTE, entity
@@ -40,12 +37,16 @@ def trace_not_found(trace_id: str) -> MlflowError:
 
 
 def timestamp_json(millis: int) -> str:
+    from google.protobuf.timestamp_pb2 import Timestamp  # protobuf: only for routes that write or read trace infos
+
     stamp = Timestamp()
     stamp.FromMilliseconds(int(millis))
     return stamp.ToJsonString()
 
 
 def duration_json(millis: int) -> str:
+    from google.protobuf.duration_pb2 import Duration
+
     span = Duration()
     span.FromMilliseconds(int(millis))
     return span.ToJsonString()
@@ -56,6 +57,8 @@ def parse_timestamp_ms(value: Any, field: str) -> int:
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
         return value
+    from google.protobuf.timestamp_pb2 import Timestamp
+
     stamp = Timestamp()
     try:
         stamp.FromJsonString(str(value))
@@ -69,6 +72,8 @@ def parse_duration_ms(value: Any, field: str) -> int:
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
         return value
+    from google.protobuf.duration_pb2 import Duration
+
     span = Duration()
     try:
         span.FromJsonString(str(value))
