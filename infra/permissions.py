@@ -40,6 +40,12 @@ class Access:
     stream: bool = False
     # Which of the stack's buckets ``objects``/``prefixes`` apply to: "artifacts" or "web_ui" (static files).
     bucket_name: str = "artifacts"
+    # SQS actions on the webhook delivery queue, and on its dead-letter queue (receiving and deleting are the
+    # SQS event source mapping's, granted with it).
+    webhook_queue: tuple[str, ...] = ()
+    webhook_dead_letters: tuple[str, ...] = ()
+    # events:PutEvents on the stack's registry event bus.
+    put_events: bool = False
 
     @property
     def table_actions(self) -> tuple[str, ...]:
@@ -117,6 +123,20 @@ ACCESS: dict[str, Access] = {
     "auth": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
     # The API Gateway Lambda authorizer (basic auth): reads one user item per uncached Authorization header.
     "authorizer": Access(table=("GetItem",)),
+    # Registry webhooks (admin-only API): their partition; secrets KMS-encrypted on write, decrypted for ``test``.
+    "webhooks": Access(
+        table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem"), kms=("kms:Encrypt", "kms:Decrypt")
+    ),
+    # Outbox items from the stream -> EventBridge and one SQS message per subscribed webhook; reads the webhooks
+    # and a model's prompt tag.
+    "webhook_events": Access(table=("GetItem", "Query"), stream=True, webhook_queue=("sqs:SendMessage",), put_events=True),
+    # SQS -> receivers: reads the webhook (secret decrypted) and the event; backs off and dead-letters itself.
+    "webhook_delivery": Access(
+        table=("GetItem", "Query"),
+        kms=("kms:Decrypt",),
+        webhook_queue=("sqs:ChangeMessageVisibility",),
+        webhook_dead_letters=("sqs:SendMessage",),
+    ),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk) and, with
     # basic auth, the first admin (user item + user-id counter), whose password it reads from its secret.
     "bootstrap": Access(table=("GetItem", "PutItem", "UpdateItem")),

@@ -32,6 +32,7 @@ from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
 from local.events import REGION, LambdaContext, api_gateway_event, invoke_api_function  # noqa: E402
 from local.http_server import serve  # noqa: E402
 from local.streams import StreamFollower, needs_indexing  # noqa: E402
+from local.webhooks import LocalWebhooks  # noqa: E402
 from serverless_mlflow import bootstrap, routes, schema, static_files  # noqa: E402
 
 log = logging.getLogger("serverless_mlflow.local")
@@ -52,6 +53,7 @@ class LocalRuntime:
         self.dynamodb: DynamoDBLocal | None = None
         self.s3: MotoS3 | None = None
         self.follower: StreamFollower | None = None
+        self.webhooks: LocalWebhooks | None = None
         self._http: Any = None
         self._poller: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -76,10 +78,14 @@ class LocalRuntime:
         if self.indexer_mode == "async":
             self._poller = threading.Thread(target=self._poll_forever, daemon=True, name="stream-poller")
             self._poller.start()
+        if self.webhooks is not None:
+            self.webhooks.start()
         return self
 
     def stop(self) -> None:
         self._stopping.set()
+        if self.webhooks is not None:
+            self.webhooks.stop()
         if self._http:
             self._http.shutdown()
             self._http.server_close()
@@ -146,6 +152,13 @@ class LocalRuntime:
                 # Sync: every write waits for its records, so the open invocations date what is unread.
                 written_since=self._pending_writes.earliest_write if self.indexer_mode == "sync" else None,
             )
+            # SQS and EventBridge: the embedded moto server, or the one SQS_ENDPOINT_URL names (a runtime on
+            # another runtime's engines); without either, registry events are not delivered locally.
+            sqs_endpoint = self.s3.endpoint if self.s3 else os.environ.get("SQS_ENDPOINT_URL")
+            if sqs_endpoint:
+                # Registry events to webhooks and EventBridge: a second reader of the stream, as deployed.
+                self.webhooks = LocalWebhooks(self.handler_for, sqs_endpoint, self.table_name)
+                self.webhooks.setup(boto3.client("dynamodbstreams", endpoint_url=endpoint), stream_arn, checkpoints if keep else None)
         engine.ensure_bucket(boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"]), self.bucket_name)
         self._ensure_secrets_key()
         bootstrap.ensure_bootstrap_items()

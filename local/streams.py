@@ -99,6 +99,7 @@ class StreamFollower:
         keep: Keep | None = None,
         complete_pages: bool = False,
         written_since: WrittenSince | None = None,
+        consumer: str = "",
     ) -> None:
         self.client = streams_client
         self.written_since = written_since
@@ -119,7 +120,10 @@ class StreamFollower:
         self._listing: list[dict[str, Any]] | None = None  # DescribeStream's shards, while still current
         self._listed_at = 0.0
         self._saved: str | None = None  # the checkpoint file's content as last written or read
-        self._checkpoint_file = checkpoint_dir / f"{hashlib.sha256(stream_arn.encode()).hexdigest()[:24]}.json" if checkpoint_dir else None
+        # One checkpoint file per stream and consumer (the indexer is the unnamed one; the table's stream has
+        # a second reader, the webhook events function, as deployed).
+        stem = hashlib.sha256(stream_arn.encode()).hexdigest()[:24] + (f"-{consumer}" if consumer else "")
+        self._checkpoint_file = checkpoint_dir / f"{stem}.json" if checkpoint_dir else None
         self.shards: dict[str, ShardState] = self._load()
 
     # --- checkpoints ------------------------------------------------------------------------

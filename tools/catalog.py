@@ -58,6 +58,9 @@ SCHEMA_PATTERNS: dict[str, tuple[str, ...]] = {
     "Filter runs by status": ("run.by_status",),
     "Sort runs by name": ("run.by_name",),
     "Sources not yet indexed": ("unindexed",),
+    "Webhooks subscribed to an event": ("webhook.in_workspace",),
+    "List webhooks (newest first)": ("webhook.by_creation",),
+    "Tags of a registered model (oversized event payload)": ("registered_model_tag.of_model",),
     "Get metric history": ("metric_history.of_metric",),
     "Full-text search (forward)": ("fts_forward.postings", "model_postings"),
     "Search experiments by name substring (FTS)": ("fts_forward.postings",),
@@ -340,6 +343,23 @@ PATTERNS: tuple[AccessPattern, ...] = (
     _p("Model registry", "Get model by alias", "model_alias", GET, "table", "pk = RM#<name> AND sk = M#ALIAS#<alias>", seed="Get model by alias"),
     _p("Model registry", "Rename / delete registered model", "registered_model model_version model_version_tag registered_model_tag model_alias", BATCH_WRITE, "table",
        "copy/delete every item of pk = RM#<name>, resumable through markers on M#META"),
+    _p("Model registry", "Registry change with its event", "registered_model model_version model_version_tag registered_model_tag model_alias registry_event",
+       TRANSACT, "table", "the change's own operations + Put EVENT#<event_id> (outbox, TTL)",
+       note="every change MLflow sends a webhook event for writes its event in the same transaction"),
+    _p("Model registry", "Tags of a registered model (oversized event payload)", "registered_model_tag", QUERY, "table",
+       "pk = RM#<name> AND begins_with(sk, 'M#TAG#')", note="only for an event whose tags did not fit its outbox item"),
+    # --- webhooks and registry events -------------------------------------------------------------
+    _p("Webhooks", "Create webhook", "webhook", PUT, "table", "pk = WEBHOOKS#<ws> AND sk = W#<webhook_id> IF attribute_not_exists(pk)",
+       note="the secret KMS-encrypted first (encryption context: the webhook id)"),
+    _p("Webhooks", "Get webhook", "webhook", GET, "table", "pk = WEBHOOKS#<ws> AND sk = W#<webhook_id>", note="also the delivery worker's read"),
+    _p("Webhooks", "Update webhook", "webhook", UPDATE, "table", "pk = WEBHOOKS#<ws> AND sk = W#<webhook_id> IF attribute_exists(pk)"),
+    _p("Webhooks", "Delete webhook", "webhook", DELETE, "table", "pk = WEBHOOKS#<ws> AND sk = W#<webhook_id> IF attribute_exists(pk)"),
+    _p("Webhooks", "List webhooks (newest first)", "webhook", QUERY, "lsi2", "pk = WEBHOOKS#<ws> (lsi2sk descending; page: lsi2sk < token)"),
+    _p("Webhooks", "Webhooks subscribed to an event", "webhook", QUERY, "table", "pk = WEBHOOKS#<ws>",
+       note="the dispatcher (stream), per event: a workspace holds few webhooks; events and status filtered after"),
+    _p("Webhooks", "Event payload for a delivery", "registry_event", GET, "table", "pk = EVENT#<event_id> AND sk = EVENT"),
+    _p("Webhooks", "Is the model a prompt", "registered_model_tag", GET, "table", "pk = RM#<name> AND sk = M#TAG#mlflow.prompt.is_prompt",
+       note="the dispatcher, once per model and stream batch, for events MLflow sends in a prompt or a model flavour"),
     # --- AI gateway configuration --------------------------------------------------------------
     _p("AI gateway", "Create gateway secret", "gateway_secret gateway_secret_name", TRANSACT, "table",
        "Put GW#<ws>/SN#<name> claim IF attribute_not_exists(pk) + Put GW#<ws>/S#<secret_id>",
@@ -414,6 +434,8 @@ PATTERNS: tuple[AccessPattern, ...] = (
     _p("Configuration", "Get config value", "config", GET, "table", "pk = CONFIG AND sk = CFG#<key>", seed="Get config value"),
     _p("Configuration", "Set config value", "config", PUT, "table", "pk = CONFIG AND sk = CFG#<key>", seed="Set config value"),
     _p("Configuration", "List all config", "config", QUERY, "table", "pk = CONFIG AND begins_with(sk, 'CFG#')", seed="List all config"),
+    _p("Configuration", "Server settings", "config", GET, "table", "pk = CONFIG AND sk = CFG#settings",
+       note="once per function container and 5 minutes (serverless_mlflow.settings); `python -m tools.admin settings` writes it"),
 )
 
 # The pattern names on the seeds' access-pattern page; each must be served by a catalog entry.

@@ -92,7 +92,7 @@ def search_registered_models(
         head = heads.get(entity["name"]) or reads.read_head(entity["name"])
         if head is None:
             return None  # deleted between the list and now
-        return model_json(head.meta, head.tags, head.aliases, reads.latest_versions(entity["name"]))
+        return model_json(head.meta, head.tags, head.aliases, reads.latest_versions(entity["name"]), head.splits)
 
     models = [m for m in parallel.parallel_map(expand, page) if m is not None]
     return page_response("registered_models", models, token)

@@ -198,6 +198,8 @@ def _feature_environment(feature: str, config: StackConfig) -> dict[str, str]:
     """Settings only one feature reads."""
     if feature == gateway_catalog.GATEWAY_PACKAGE and config.gateway_allowed_providers:
         return {"MLFLOW_GATEWAY_ALLOWED_PROVIDERS": config.gateway_allowed_providers}
+    if feature == "webhooks":
+        return config.webhook_settings  # create/update check targets; `test` sends to them
     return {}
 
 

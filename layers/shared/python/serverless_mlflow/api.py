@@ -27,7 +27,7 @@ from serverless_mlflow import request as request_parsing
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, Unavailable, endpoint_not_found, invalid
 from serverless_mlflow.observability import Observed
-from serverless_mlflow.routes import AJAX_PREFIX, match, operation_path, routes_for
+from serverless_mlflow.routes import AJAX_PREFIX, family_of, match, operation_path, routes_for
 
 observed = Observed("mlflow-serverless")
 # MLflow's permission rules run only in basic-auth mode: a function of an IAM-authorized stack never imports them.
@@ -215,13 +215,14 @@ def lambda_entry(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any],
 
 
 def ajax_to_api(event: dict[str, Any]) -> dict[str, Any]:
-    """The event of an ``/ajax-api/...`` request (the UI's paths, reaching the function through a greedy
-    group route) as if it had come in on the ``/api/...`` route: path mapped, path parameters of that route."""
+    """The event of a request that reached the function through a greedy route (an ``/ajax-api/...`` group,
+    the UI's paths, or a ``GREEDY_FAMILIES`` prefix) as if it had come in on the table's own route: an ajax
+    path mapped to ``/api/...``, and the path parameters of the table route (not API Gateway's ``proxy``)."""
     raw_path = event.get("rawPath") or ""
     stage = (event.get("requestContext") or {}).get("stage", "$default")
     stage_prefix = f"/{stage}" if stage != "$default" and raw_path.startswith(f"/{stage}/") else ""
     path = raw_path[len(stage_prefix) :]
-    if not path.startswith(AJAX_PREFIX):
+    if not path.startswith(AJAX_PREFIX) and family_of(path) is None:
         return event
     method = str((event.get("requestContext") or {}).get("http", {}).get("method", "GET")).upper()
     mapped = operation_path(method, path)

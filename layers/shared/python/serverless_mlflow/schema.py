@@ -695,7 +695,10 @@ ENTITIES: tuple[Entity, ...] = (
         "model_version_tag", RM, "M#V#{version:ver}#T#{key:str}", "Model version tag", attributes=("key", "value"),
         patterns={"of_version": (None, "Tags of one model version")},
     ),
-    _e("registered_model_tag", RM, "M#TAG#{key:str}", "Registered model tag", attributes=("key", "value")),
+    _e(
+        "registered_model_tag", RM, "M#TAG#{key:str}", "Registered model tag", attributes=("key", "value"),
+        patterns={"of_model": (None, "Tags of one registered model")},
+    ),
     _e(
         "model_alias", RM, "M#ALIAS#{alias:str}", "Alias -> version", attributes=("alias", "version"),
         patterns={"of_model": (None, "Aliases of one registered model (they sort first: ALIAS < META < TAG < V)")},
@@ -738,6 +741,29 @@ ENTITIES: tuple[Entity, ...] = (
         "gateway_endpoint_binding", GW, "E#{endpoint_id}#B#{resource_type:str}#{resource_id:str}",
         "An MLflow resource (e.g. a scorer) bound to an endpoint",
         attributes=("endpoint_id", "resource_type", "resource_id", "created_at", "last_updated_at", "created_by", "last_updated_by"),
+    ),
+    # --- webhooks and registry events ----------------------------------------------------------
+    _e(
+        # One small partition per workspace (webhooks are created by admins); the list is newest first.
+        "webhook", "WEBHOOKS#{workspace}", "W#{webhook_id}",
+        "Registry webhook: URL, subscribed events and status; the HMAC secret KMS-encrypted (never answered)",
+        indexes={"lsi2": (None, "W#{creation_timestamp:i64}#{webhook_id}")},
+        attributes=(
+            "webhook_id", "name", "description", "url", "events", "status", "secret_ciphertext",
+            "creation_timestamp", "last_updated_timestamp", "workspace",
+        ),
+        patterns={
+            "in_workspace": (None, "Every webhook of a workspace (the dispatcher matches events against them)"),
+            "by_creation": ("lsi2", "Webhooks of a workspace in creation order (listed newest first)"),
+        },
+    ),
+    _e(
+        # Transactional outbox: written in the same transaction as the registry change it describes, so an
+        # event exists exactly when the change committed; the stream hands it to the webhook dispatcher.
+        "registry_event", "EVENT#{event_id}", "EVENT",
+        "A registry change as a webhook event (entity, action, MLflow's payload), dispatched from the stream; expires",
+        attributes=("event_id", "workspace", "entity", "action", "payload", "model_name", "created_at", "split"),
+        expires=True,
     ),
     # --- workspaces, auth, config -----------------------------------------------------------
     _e("workspace", "WORKSPACE#{workspace}", "WS#META", "Workspace", attributes=("name", "description", "default_artifact_root")),

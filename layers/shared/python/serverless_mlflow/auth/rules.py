@@ -242,6 +242,8 @@ RULES: dict[str, Rule] = {
             "delete_gateway_endpoint_tag",
         )
     },
+    # --- webhooks: MLflow's WEBHOOK_BEFORE_REQUEST_HANDLERS (sender_is_admin) ---------------------------
+    **{op: Rule(admin) for op in ("create_webhook", "list_webhooks", "get_webhook", "update_webhook", "delete_webhook", "test_webhook")},
     # --- users and permissions (mlflow/server/auth routes) ---------------------------------------------
     "create_user": Rule(admin),
     "get_user": Rule(self_or_admin()),
