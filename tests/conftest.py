@@ -90,7 +90,8 @@ def runtime_process(env: dict[str, str], drop: tuple[str, ...] = (), avoid_ports
     process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=full, stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(url, process, timeout=60)
+        # Generous: a loaded 2-core machine takes well over a minute to start a runtime next to other tests.
+        wait_healthy(url, process, timeout=180)
         yield url
     finally:
         stop_process(process)

@@ -8,6 +8,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow.api import Request, build_app, json_response, lambda_entry
+from serverless_mlflow.auth import graphql_guard
 from serverless_mlflow.errors import invalid
 
 from . import data, datasets, graphql_api, history, inputs, lifecycle, search
@@ -101,7 +102,7 @@ def graphql(req: Request) -> Response:
             body["variables"] = None
     else:
         body = req.json
-    return json_response(graphql_api.execute(body))
+    return json_response(graphql_api.execute(body, graphql_guard.for_identity(req.identity)))
 
 
 app = build_app(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.auth.conftest import basic_runtime
+from tests.auth.conftest import WITH_MLFLOW, basic_runtime
 from tests.auth.scenario import STEPS, Answer, play
+
+pytestmark = WITH_MLFLOW
 
 
 @pytest.fixture(scope="module")
