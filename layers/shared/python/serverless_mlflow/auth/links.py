@@ -55,9 +55,10 @@ def _entries(value: Any) -> list[dict[str, Any]]:
     return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
 
 
-def _ids_in(entries: list[dict[str, Any]], field: str) -> list[Any]:
-    """Values of ``field`` the feature would act on: set and not empty (proto3 reads "" as unset)."""
-    return [entry[field] for entry in entries if entry.get(field) not in (None, "")]
+def _ids_in(entries: list[dict[str, Any]], field: str) -> list[str]:
+    """Values of ``field`` the feature would act on: strings, not empty (proto3 reads "" as unset). Any other
+    type names nothing here: the feature's parser refuses it with MLflow's 400."""
+    return [entry[field] for entry in entries if isinstance(entry.get(field), str) and entry[field]]
 
 
 # --- runs: metrics, inputs and outputs onto logged models ---------------------------------------------
@@ -83,8 +84,7 @@ def linked_models(req: Request) -> list[Resource] | None:
 
 def source_run(req: Request) -> list[Resource] | None:
     """CreateLoggedModel's ``source_run_id`` (READ: the model records, and its page shows, that run)."""
-    run_id = req.json.get("source_run_id")
-    return runs_of([run_id]) if run_id not in (None, "") else []
+    return runs_of(_ids_in([req.json], "source_run_id"))
 
 
 # --- model versions -------------------------------------------------------------------------------------
@@ -115,9 +115,9 @@ def version_sources(req: Request) -> list[Resource] | None:
             out += found
     for field, locate in (("run_id", runs_of), ("model_id", logged_models_of)):
         value = body.get(field)
-        if value is None:
-            continue
-        named = locate([value]) if value != "" else None
+        if not isinstance(value, str):
+            continue  # absent, or a type the registry's parser refuses
+        named = locate([value]) if value else None
         if named is None:
             return None
         out += named

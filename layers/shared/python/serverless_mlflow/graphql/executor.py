@@ -53,18 +53,21 @@ def _substitute(value: Any, variables: dict[str, Any]) -> Any:
     return value
 
 
-def _fields(selections: list[Any], typename: str, ctx: _Context) -> list[Field]:
+def _fields(selections: list[Any], typename: str, ctx: _Context, spreading: frozenset[str] = frozenset()) -> list[Field]:
     """The selection flattened (fragments whose type condition fits ``typename`` merged in)."""
     out: list[Field] = []
     for selection in selections:
         if isinstance(selection, Field):
             out.append(selection)
             continue
-        fragment = selection if isinstance(selection, InlineFragment) else ctx.fragments.get(selection.name)
+        inline = isinstance(selection, InlineFragment)
+        fragment = selection if inline else ctx.fragments.get(selection.name)
         if fragment is None:
             raise GraphQLError(f"Unknown fragment '{selection.name}'.")
+        if not inline and selection.name in spreading:
+            raise GraphQLError(f"Cannot spread fragment '{selection.name}' within itself.")
         if fragment.type_condition in (None, typename):
-            out.extend(_fields(fragment.selections, typename, ctx))
+            out.extend(_fields(fragment.selections, typename, ctx, spreading if inline else spreading | {selection.name}))
     return out
 
 
