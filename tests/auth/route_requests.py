@@ -63,6 +63,8 @@ class Shape:
     graphql_fields: dict[str, str] = field(default_factory=dict)
     # MLflow's answer is no reference (why); ours must then refuse or null every field naming galice's.
     mlflow_broken: str | None = None
+    # A hole MLflow leaves open that this project closes (what MLflow does): ours must refuse every variant.
+    closes: str | None = None
 
 
 def _q(**params: Any) -> Callable[[V], Call]:
@@ -262,7 +264,9 @@ SHAPES: dict[str, Shape] = {
         {"name": MODEL, "from": MODEL}, lambda v: Call(params={"name": v["name"], "source": f"models:/{v['from']}/1"})
     ),
     "POST /api/2.0/mlflow/model-versions/create#s3": Shape(
-        {"name": MODEL, "s3": S3_SOURCE}, lambda v: Call(params={"name": v["name"], "source": v["s3"]})
+        {"name": MODEL, "s3": S3_SOURCE},
+        lambda v: Call(params={"name": v["name"], "source": v["s3"]}),
+        closes="MLflow accepts any s3:// source unchecked: gbob's version would point its readers at galice's files",
     ),
     "PATCH /api/2.0/mlflow/model-versions/update": Shape({"name": MODEL}, lambda v: Call(params=_version(v, description="by bob"))),
     "POST /api/2.0/mlflow/model-versions/transition-stage": Shape(
@@ -365,8 +369,12 @@ SHAPES: dict[str, Shape] = {
     ),
     "GET /api/3.0/mlflow/users/permissions/list": Shape({"username": USER}, _q(username="$username")),
     # --- traces ---------------------------------------------------------------------------------------
-    "POST /v1/traces": Shape({"experiment": EXPERIMENT, "trace": TRACE_HEX}, _otlp),
-    "POST /api/3.0/mlflow/traces": Shape({"experiment": EXPERIMENT, "trace": TRACE}, _start_trace),
+    "POST /v1/traces": Shape(
+        {"experiment": EXPERIMENT, "trace": TRACE_HEX}, _otlp, closes="MLflow appends spans to galice's trace from gbob's experiment"
+    ),
+    "POST /api/3.0/mlflow/traces": Shape(
+        {"experiment": EXPERIMENT, "trace": TRACE}, _start_trace, closes="MLflow moves galice's trace into gbob's experiment"
+    ),
     "GET /api/3.0/mlflow/traces/{trace_id}": Shape({"trace_id": TRACE}, lambda v: Call(path={"trace_id": v["trace_id"]})),
     "GET /api/3.0/mlflow/traces/get": Shape({"trace_id": TRACE}, _q(trace_id="$trace_id")),
     "GET /api/3.0/mlflow/traces/batchGet": Shape({"trace_id": TRACE}, lambda v: Call(params={"trace_ids": [v["trace_id"]]})),
