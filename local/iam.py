@@ -100,9 +100,22 @@ def _check_dynamodb(params: dict[str, Any], model: Any, **_: Any) -> None:
         actions = {"GetItem"}
     else:
         actions = {model.name}
-    declared = set(access_for(function).table_actions)
+    access = access_for(function)
+    declared = set(access.table_actions)
+    keys_allowed = all(access.allows_item(pk) for pk in _partition_keys(model.name, params))
     for action in sorted(actions):
-        _decide(function, f"dynamodb:{action}", f"dynamodb:{action}" in declared)
+        _decide(function, f"dynamodb:{action}", f"dynamodb:{action}" in declared and keys_allowed)
+
+
+def _partition_keys(operation: str, params: dict[str, Any]) -> list[str]:
+    """The partition keys a GetItem or BatchGetItem names (what ``dynamodb:LeadingKeys`` conditions judge)."""
+    if operation == "GetItem":
+        keys = [params.get("Key", {})]
+    elif operation == "BatchGetItem":
+        keys = [key for request in params.get("RequestItems", {}).values() for key in request.get("Keys", [])]
+    else:
+        return []
+    return [str(next(iter(key["pk"].values()))) for key in keys if "pk" in key]
 
 
 def _check_s3(params: dict[str, Any], model: Any, **_: Any) -> None:

@@ -17,6 +17,7 @@ from .messages import MESSAGES
 # Searches and the UI's GraphQL need the search grammar (sqlparse): imported by those routes, not at cold start.
 search = deferred("runs.search")
 graphql_api = deferred("runs.graphql_api")
+graphql_guard = deferred("serverless_mlflow.auth.graphql_guard")
 
 
 def create_run(req: Request) -> dict[str, Any]:
@@ -106,7 +107,7 @@ def graphql(req: Request) -> Response:
             body["variables"] = None
     else:
         body = req.json
-    return json_response(graphql_api.execute(body))
+    return json_response(graphql_api.execute(body, graphql_guard.for_identity(req.identity)))
 
 
 app = build_app(

@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
+from serverless_mlflow import otlp
 from serverless_mlflow.api import Request, build_app, dumps, lambda_entry
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
@@ -26,10 +27,10 @@ def otlp_traces(req: Request) -> Response:
     try:
         if not experiment_id:
             # FastAPI's answer to a missing required header.
-            raise ingest.OtlpError(422, "Missing required header: x-mlflow-experiment-id")
-        parsed = ingest.parse_otlp(req.raw_body, req.headers.get("content-type"), req.headers.get("content-encoding"))
+            raise otlp.OtlpError(422, "Missing required header: x-mlflow-experiment-id")
+        parsed = otlp.request_of(req)
         ingest.log_spans(experiment_id, parsed)
-    except ingest.OtlpError as error:
+    except otlp.OtlpError as error:
         status, body = ingest.otlp_error_body(error)
         return Response(status_code=status, content_type="application/json", body=dumps(body))
     # An empty ExportTraceServiceResponse, in the encoding the exporter sent.

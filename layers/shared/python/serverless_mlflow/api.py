@@ -51,6 +51,8 @@ class Request:
     # Basic auth: who is calling (serverless_mlflow.auth.checks.Identity), from the authorizer's context.
     identity: Any = None
     _json: Any = field(default=None, init=False)
+    # What parsers keep of this request so it is parsed once (the OTLP export read by auth and the feature).
+    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def json(self) -> dict[str, Any]:
