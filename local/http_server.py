@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import base64
-import json
 import logging
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from local.events import mlflow_error
+
 log = logging.getLogger("serverless_mlflow.local")
 
 # Invoke = (method, raw path, query, headers, body) -> the function's (API Gateway v2) response.
 Invoke = Callable[[str, str, str, dict[str, str], bytes], dict[str, Any]]
-LOCAL_FAILURE = {
-    "statusCode": 500,
-    "headers": {"content-type": "application/json"},
-    "body": json.dumps({"error_code": "INTERNAL_ERROR", "message": "local runtime failure"}),
-}
+LOCAL_FAILURE = mlflow_error(500, "local runtime failure")
 
 
 def serve(host: str, port: int, invoke: Invoke) -> ThreadingHTTPServer:
@@ -38,7 +35,7 @@ def _request_handler(invoke: Invoke) -> type[BaseHTTPRequestHandler]:
             split = urlsplit(self.path)
             length = self._content_length()
             if length is None:
-                self._respond({"statusCode": 400, "headers": {"content-type": "application/json"}, "body": '{"message":"Bad Request"}'})
+                self._respond(mlflow_error(400, "Bad Request: the Content-Length header is not a length."))
                 self.close_connection = True
                 return
             body = self.rfile.read(length) if length else b""
@@ -76,7 +73,19 @@ def _request_handler(invoke: Invoke) -> type[BaseHTTPRequestHandler]:
             if self.command != "HEAD":
                 self.wfile.write(payload)
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
+        def __getattr__(self, name: str) -> Any:
+            # Every method reaches the route table (an unknown one on a known path is a 405 there), not
+            # http.server's 501 page.
+            if name.startswith("do_"):
+                return self._handle
+            raise AttributeError(name)
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """http.server's own refusals (a request line over 64 KB: 414, too many headers: 431, a malformed
+            request: 400) in MLflow's JSON error shape instead of its HTML page."""
+            text = " ".join(part for part in (message or self.responses.get(code, ("Error",))[0], explain) if part)
+            self.close_connection = True
+            self._respond(mlflow_error(code, text))
 
         def log_message(self, format: str, *args: Any) -> None:
             log.info("%s %s", self.address_string(), format % args)

@@ -224,8 +224,8 @@ def test_run_order_by_defaults_and_duplicates() -> None:
     assert [(t.key, t.ascending) for t in order] == [("start_time", True), ("run_id", True)]
     with pytest.raises(MlflowError) as exc:
         search.parse_run_order_by(["start_time", "created DESC"])
-    # MLflow raises this one without an error code: INTERNAL_ERROR (500). We keep it identical.
-    assert exc.value.error_code == "INTERNAL_ERROR"
+    # MLflow raises this one without an error code: a 500 INTERNAL_ERROR. Bad input is a 400 here (issue 22).
+    assert exc.value.error_code == "INVALID_PARAMETER_VALUE"
     assert exc.value.message == "`order_by` contains duplicate fields: ['start_time', 'created DESC']"
 
 

@@ -286,6 +286,13 @@ def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
     return _match_operation(method, operation_path(method, path))
 
 
+def allowed_methods(path: str) -> list[str]:
+    """The methods the table routes for ``path`` (with OPTIONS, which MLflow's server answers for any of
+    them); empty for a path the table does not know."""
+    found = sorted({route.method for route in ROUTES if match(route.method, path) is not None})
+    return [*found, "OPTIONS"] if found else []
+
+
 # --- what API Gateway holds ---------------------------------------------------------------------
 
 

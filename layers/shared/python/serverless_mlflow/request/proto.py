@@ -21,10 +21,26 @@ INT32_MAX = 2**31 - 1
 INT_RANGES = {"int64": (INT64_MIN, INT64_MAX), "int32": (INT32_MIN, INT32_MAX)}
 
 
+def unpaired_surrogate(value: str) -> bool:
+    """Whether a string holds a lone UTF-16 surrogate (JSON text may write one, e.g. ``"\\ud800"``): not
+    Unicode text, so protobuf refuses it and DynamoDB cannot store it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+class Unpaired(ValueError):
+    """protobuf's "Unpaired surrogate": the field is left unset (its proto default)."""
+
+
 def _parse_scalar(kind: str, value: Any) -> Any:
     if kind == "string":
         if not isinstance(value, str):
             raise ValueError
+        if unpaired_surrogate(value):
+            raise Unpaired
         return value
     if kind in ("int64", "int32"):
         if isinstance(value, bool):
@@ -78,12 +94,22 @@ def parse(raw: Mapping[str, Any], fields: Mapping[str, str]) -> tuple[dict[str, 
         value = raw[name]
         try:
             if kind.startswith("["):
-                inner = kind[1:-1]
                 if not isinstance(value, list):
                     raise ValueError
-                message[name] = [_parse_scalar(inner, v) for v in value]
+                items: list[Any] = []
+                for v in value:
+                    try:
+                        items.append(_parse_scalar(kind[1:-1], v))
+                    except Unpaired:
+                        message[name] = items  # protobuf keeps the entries it read before the one it failed on
+                        raise
+                message[name] = items
             else:
                 message[name] = _parse_scalar(kind, value)
+        except Unpaired:
+            # A string field left unset: MLflow's handler reads its default, "".
+            message.setdefault(name, "")
+            ok = False
         except (ValueError, TypeError):
             ok = False
     return message, ok
@@ -154,4 +180,5 @@ def to_int64(value: Any) -> int:
 def to_string(value: Any) -> str:
     if not isinstance(value, str):
         raise NestedParseError
-    return value
+    # protobuf refuses a lone surrogate and leaves the field unset: MLflow then reads "".
+    return "" if unpaired_surrogate(value) else value

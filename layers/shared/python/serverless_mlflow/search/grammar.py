@@ -7,7 +7,7 @@ messages verbatim. Lambda code may not import mlflow, hence the port. Parsed com
 `{"type", "key", "comparator", "value"}`, equal to what MLflow's parsers return.
 
 Error codes: MLflow raises some of these with no error code (`MlflowException(msg)`), which answers
-INTERNAL_ERROR/500; we keep that on purpose (`_internal`).
+INTERNAL_ERROR/500; we keep that on purpose (`_unanswered_by_mlflow`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ _RUN_INFO_SEARCHABLE = ["artifact_uri", "end_time", "run_id", "run_name", "start
 _RUN_INFO_ORDERABLE = list(_RUN_INFO_SEARCHABLE)
 
 
-def _internal(message: str) -> MlflowError:
-    """MLflow's `MlflowException(message)` without an error code: INTERNAL_ERROR (HTTP 500)."""
-    return MlflowError(message, "INTERNAL_ERROR")
+def _unanswered_by_mlflow(message: str) -> MlflowError:
+    """MLflow raises these as ``MlflowException(message)`` without an error code, which its server answers as
+    a 500 INTERNAL_ERROR; they are bad input, answered INVALID_PARAMETER_VALUE (400) with MLflow's text."""
+    return invalid(message)
 
 
 def join_in_comparison_tokens(tokens: list[Any]) -> list[Any]:
@@ -239,7 +240,7 @@ class RunGrammar:
                     )
                 return cls._parse_list_from_sql_token(token)
             raise invalid(f"Expected a quoted string value for dataset attributes. Got value {token.value}")
-        raise _internal(f"Invalid identifier type. Expected one of {[cls._METRIC_IDENTIFIER, cls._PARAM_IDENTIFIER]}.")
+        raise _unanswered_by_mlflow(f"Invalid identifier type. Expected one of {[cls._METRIC_IDENTIFIER, cls._PARAM_IDENTIFIER]}.")
 
     @classmethod
     def _validate_comparison(cls, tokens: list[Any]) -> None:
