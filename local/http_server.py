@@ -85,6 +85,8 @@ def _request_handler(invoke: Invoke) -> type[BaseHTTPRequestHandler]:
             request: 400) in MLflow's JSON error shape instead of its HTML page."""
             text = " ".join(part for part in (message or self.responses.get(code, ("Error",))[0], explain) if part)
             self.close_connection = True
+            if not str(getattr(self, "request_version", "")).startswith("HTTP/1."):
+                self.request_version = "HTTP/1.1"  # an unreadable request line: still answer with a status line
             self._respond(mlflow_error(code, text))
 
         def log_message(self, format: str, *args: Any) -> None:

@@ -177,6 +177,46 @@ def to_int64(value: Any) -> int:
     return value
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def read_float(value: Any, float32: bool = False) -> float | None:
+    """A float or double field inside a message as protobuf's JSON parser reads it; None when it refuses the
+    value and leaves the field unset (MLflow then sees its default). A JSON number that is not finite (a bare
+    ``NaN``, ``Infinity`` or ``1e309``) or past a float's range is refused; the strings "NaN", "Infinity" and
+    "-Infinity" are read; true/false read as 1.0/0.0."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        try:
+            number = float(value)
+        except OverflowError:
+            return None
+        if not math.isfinite(number) or (float32 and abs(number) > FLOAT32_MAX):
+            return None
+        return number
+    if isinstance(value, str) and value != "nan":
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        # A string past a float's range is stored as an infinity.
+        return math.copysign(math.inf, number) if float32 and abs(number) > FLOAT32_MAX else number
+    return None
+
+
+def read_int32(value: Any) -> int | None:
+    """An int32 field inside a message as protobuf's JSON parser reads it (an integer, an integral float, a
+    numeric string); None when it refuses the value and leaves the field unset."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = to_int64(value)
+    except NestedParseError:
+        return None
+    return number if INT32_MIN <= number <= INT32_MAX else None
+
+
 def to_string(value: Any) -> str:
     if not isinstance(value, str):
         raise NestedParseError
