@@ -144,7 +144,10 @@ def _model_config(raw: Any, location: str) -> dict[str, Any]:
     if linkage is None:
         raise invalid(f"Invalid or missing value for required parameter 'linkage_type' in {location}. Must be one of: PRIMARY, FALLBACK.")
     definition_id = raw.get("model_definition_id")
-    config: dict[str, Any] = {"model_definition_id": to_string(definition_id) if isinstance(definition_id, str) else "", "linkage_type": linkage}
+    config: dict[str, Any] = {
+        "model_definition_id": to_string(definition_id) if isinstance(definition_id, str) else "",
+        "linkage_type": linkage,
+    }
     weight = read_float(raw.get("weight"), float32=True)
     if weight is not None and math.isnan(weight):
         # The string "NaN" reaches MLflow's store, which then refuses the insert (a 400); no route can use it.

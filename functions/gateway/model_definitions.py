@@ -123,6 +123,4 @@ def delete_model_definition(model_definition_id: str) -> None:
         if table.get(records.model_definition_key(model_definition_id)) is None:
             raise records.missing("GatewayModelDefinition", "model_definition_id", model_definition_id) from None
         # MLflow answers INVALID_STATE, a 500; a request that cannot succeed yet is a 400 here.
-        raise invalid(
-            "Cannot delete model definition that is currently in use by endpoints. Detach it from all endpoints first."
-        ) from None
+        raise invalid("Cannot delete model definition that is currently in use by endpoints. Detach it from all endpoints first.") from None

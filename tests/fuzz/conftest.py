@@ -19,7 +19,7 @@ import requests
 
 from tests.conftest import runtime_process, unique
 
-from .state import Snapshot, State
+from .state import Snapshot
 
 ADMIN_PASSWORD = "fuzz-admin-" + os.urandom(6).hex()
 M2, M3 = "/api/2.0/mlflow", "/api/3.0/mlflow"
@@ -34,17 +34,15 @@ class Target:
     snapshot: Snapshot
     headers: dict[str, str] = field(default_factory=dict)
     seeds: dict[str, Any] = field(default_factory=dict)
-    known: State | None = None  # the state before the next request, when nothing changed since it was taken
 
     def call(self, method: str, path: str, body: Any = None, params: Any = None) -> Any:
         response = requests.request(method, self.url + path, json=body, params=params, headers=self.headers, timeout=60)
         assert response.status_code < 300, f"seeding {method} {path}: {response.status_code} {response.text[:500]}"
         return response.json() if response.content else {}
 
-    def state(self) -> State:
-        if self.known is None:
-            self.known = self.snapshot.take()
-        return self.known
+    def settle(self) -> None:
+        """Read the table's stream to its end: what a request changes is what comes after."""
+        self.snapshot.changes()
 
 
 def seed(target: Target) -> None:
@@ -57,10 +55,14 @@ def seed(target: Target) -> None:
     call("POST", f"{M2}/runs/log-batch", {"run_id": run["run_id"], "metrics": [{"key": "m", "value": 1.0, "timestamp": 1, "step": 0}], "params": [{"key": "p", "value": "v"}], "tags": [{"key": "k", "value": "v"}]})  # fmt: skip
     root = run["artifact_uri"].removeprefix("mlflow-artifacts:/")
     seeds["artifact_path"] = f"{root}/model/MLmodel"
-    upload = requests.put(f"{target.url}{M2}-artifacts/artifacts/{seeds['artifact_path']}", data=b"flavors: {}\n", headers=target.headers, timeout=60)
+    upload = requests.put(
+        f"{target.url}{M2}-artifacts/artifacts/{seeds['artifact_path']}", data=b"flavors: {}\n", headers=target.headers, timeout=60
+    )
     assert upload.status_code == 200, upload.text
     seeds["static_path"] = "favicon.ico"
-    seeds["model_id"] = call("POST", f"{M2}/logged-models", {"experiment_id": exp, "source_run_id": run["run_id"]})["model"]["info"]["model_id"]
+    seeds["model_id"] = call("POST", f"{M2}/logged-models", {"experiment_id": exp, "source_run_id": run["run_id"]})["model"]["info"][
+        "model_id"
+    ]
     seeds["model_name"] = unique("fz-model")
     call("POST", f"{M2}/registered-models/create", {"name": seeds["model_name"]})
     version = call("POST", f"{M2}/model-versions/create", {"name": seeds["model_name"], "source": f"runs:/{run['run_id']}/model", "run_id": run["run_id"]})  # fmt: skip
@@ -72,7 +74,9 @@ def seed(target: Target) -> None:
     seeds["trace_id"] = trace_id
     assessment = {"assessment_name": "quality", "trace_id": trace_id, "source": {"source_type": "HUMAN", "source_id": "fuzz"}, "feedback": {"value": True}}  # fmt: skip
     seeds["assessment_id"] = call("POST", f"{M3}/traces/{trace_id}/assessments", {"assessment": assessment})["assessment"]["assessment_id"]
-    seeds["dataset_id"] = dataset = call("POST", f"{M3}/datasets/create", {"name": unique("fz-ds"), "experiment_ids": [exp]})["dataset"]["dataset_id"]
+    seeds["dataset_id"] = dataset = call("POST", f"{M3}/datasets/create", {"name": unique("fz-ds"), "experiment_ids": [exp]})["dataset"][
+        "dataset_id"
+    ]
     call("POST", f"{M3}/datasets/{dataset}/records", {"records": json.dumps([{"inputs": {"q": "a"}, "expectations": {"e": "b"}}])})
     seeds["record_id"] = json.loads(call("GET", f"{M3}/datasets/{dataset}/records")["records"])[0]["dataset_record_id"]
     seeds["scorer_name"] = "fz-scorer"
@@ -85,7 +89,6 @@ def seed(target: Target) -> None:
     if target.mode == "basic":
         seeds["username"] = unique("fz-user")
         call("POST", f"{M2}/users/create", {"username": seeds["username"], "password": "fuzz-password-0"})
-    target.known = None
 
 
 # Reads that fail once a seeded object was deleted (or renamed) by a fuzzed request that succeeded.
@@ -120,13 +123,19 @@ def ensure_seeds(target: Target) -> None:
         response = requests.get(target.url + path, params=params, headers=target.headers, timeout=60)
         if response.status_code != 200 or (alive is not None and not alive(response.json())):
             seed(target)
-            return
+            break
+    target.settle()
 
 
-def examples(config: pytest.Config) -> int:
-    if config.getoption("--long", default=False) or os.environ.get("FUZZ_LONG") == "1":
-        return int(os.environ.get("FUZZ_LONG_EXAMPLES", "400"))
-    return int(os.environ.get("FUZZ_EXAMPLES", "12"))
+def long_mode(config: pytest.Config) -> bool:
+    return bool(config.getoption("--long", default=False)) or os.environ.get("FUZZ_LONG") == "1"
+
+
+def examples(config: pytest.Config, mode: str) -> int:
+    """Examples per route: bounded in ``make test`` (plain 10, basic-auth 3), many more with ``--long``."""
+    if long_mode(config):
+        return int(os.environ.get("FUZZ_LONG_EXAMPLES", "300" if mode == "plain" else "60"))
+    return int(os.environ.get("FUZZ_EXAMPLES" if mode == "plain" else "FUZZ_BASIC_EXAMPLES", "10" if mode == "plain" else "3"))
 
 
 def _runtime(mode: str) -> Iterator[Target]:

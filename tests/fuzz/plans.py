@@ -66,8 +66,15 @@ def plan_for(route: routes.Route) -> RoutePlan:
     return RoutePlan(route, fields, tuple(re.findall(r"\{(\w+)\+?\}", route.path)))
 
 
-def all_plans() -> list[RoutePlan]:
-    return [plan_for(route) for route in routes.ROUTES]
+def all_plans() -> tuple[list[RoutePlan], list[str]]:
+    """(the plans of every route that has one, why each other route has none)."""
+    plans, missing = [], []
+    for route in routes.ROUTES:
+        try:
+            plans.append(plan_for(route))
+        except Unplannable as why:
+            missing.append(str(why))
+    return plans, missing
 
 
 # --- good values -------------------------------------------------------------------------------------------

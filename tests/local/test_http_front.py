@@ -103,7 +103,9 @@ def test_a_known_path_with_another_method_is_405_as_in_mlflow(server: str, metho
     ours = requests.request(method, server + path, timeout=30)
     assert ours.status_code == theirs.status_code == 405
     assert ours.headers["allow"] == allowed
-    assert _mlflow_error(ours.content) == "ENDPOINT_NOT_FOUND" and ours.json()["message"].startswith(f"The method is not allowed for the requested URL: {method} ")
+    assert _mlflow_error(ours.content) == "ENDPOINT_NOT_FOUND" and ours.json()["message"].startswith(
+        f"The method is not allowed for the requested URL: {method} "
+    )
 
 
 def test_head_of_a_get_route_is_405_where_no_route_takes_it(server: str) -> None:

@@ -254,7 +254,12 @@ def within_response_limit(response: dict[str, Any]) -> dict[str, Any]:
         return response
     logger.error("the response exceeds Lambda's 6 MB payload limit")
     error = MlflowError(RESPONSE_TOO_LARGE, "INTERNAL_ERROR")
-    return {"statusCode": error.http_status, "headers": {"Content-Type": JSON_CONTENT_TYPE}, "body": dumps(error.to_json()), "isBase64Encoded": False}
+    return {
+        "statusCode": error.http_status,
+        "headers": {"Content-Type": JSON_CONTENT_TYPE},
+        "body": dumps(error.to_json()),
+        "isBase64Encoded": False,
+    }
 
 
 def ajax_to_api(event: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,8 @@ BATCH_WRITE_LIMIT = 25
 BATCH_GET_LIMIT = 100
 TRANSACTION_LIMIT = 100
 MAX_UNPROCESSED_RETRIES = 12
+# A Query's Limit is a 32-bit integer; a page is at most 1 MB anyway, so a larger limit reads page by page.
+MAX_QUERY_LIMIT = 2**31 - 1
 
 
 STATS = Stats()
@@ -416,10 +418,10 @@ def query_pages(
     exclusive_start = start_key
     while True:
         if remaining is not None:
-            kwargs["Limit"] = remaining
+            kwargs["Limit"] = min(remaining, MAX_QUERY_LIMIT)
         elif page_size is not None:
             # Items per request for a lazy reader that usually stops early (a search page).
-            kwargs["Limit"] = page_size
+            kwargs["Limit"] = min(page_size, MAX_QUERY_LIMIT)
         if exclusive_start:
             kwargs["ExclusiveStartKey"] = exclusive_start
         response = client().query(**kwargs)

@@ -27,6 +27,31 @@ _RUN_INFO_SEARCHABLE = ["artifact_uri", "end_time", "run_id", "run_name", "start
 _RUN_INFO_ORDERABLE = list(_RUN_INFO_SEARCHABLE)
 
 
+# sqlparse groups nested brackets in time that grows with the cube of the depth (500 levels: seconds; 1,000:
+# fifteen seconds, then its recursion limit): a filter nested deeper than this is refused before it is parsed.
+MAX_SQL_NESTING = 100
+_OPENING, _CLOSING, _QUOTES = "([{", ")]}", "'\"`"
+
+
+def parse_sql(text: str) -> Any:
+    """``sqlparse.parse``, refusing (ValueError, as sqlparse refuses what it cannot parse) text whose brackets
+    outside quotes nest deeper than ``MAX_SQL_NESTING``."""
+    depth, deepest, quote = 0, 0, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in _QUOTES:
+            quote = ch
+        elif ch in _OPENING:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in _CLOSING:
+            depth -= 1
+    if deepest > MAX_SQL_NESTING:
+        raise ValueError(f"brackets nested more than {MAX_SQL_NESTING} levels deep")
+    return sqlparse.parse(text)
+
+
 def _unanswered_by_mlflow(message: str) -> MlflowError:
     """MLflow raises these as ``MlflowException(message)`` without an error code, which its server answers as
     a 500 INTERNAL_ERROR; they are bad input, answered INVALID_PARAMETER_VALUE (400) with MLflow's text."""
@@ -293,7 +318,7 @@ class RunGrammar:
         if not filter_string:
             return []
         try:
-            parsed = sqlparse.parse(filter_string)
+            parsed = parse_sql(filter_string)
         except Exception:
             raise invalid(f"Error on parsing filter '{filter_string}'") from None
         if len(parsed) == 0 or not isinstance(parsed[0], Statement):
@@ -358,7 +383,7 @@ class RunGrammar:
     @classmethod
     def _validate_order_by_and_generate_token(cls, order_by: str) -> str:
         try:
-            parsed = sqlparse.parse(order_by)
+            parsed = parse_sql(order_by)
         except Exception:
             raise invalid(f"Error on parsing order_by clause '{order_by}'") from None
         if len(parsed) != 1 or not isinstance(parsed[0], Statement):
