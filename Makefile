@@ -7,13 +7,14 @@ CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: help venv shell serve test test-ui lint format synth deploy destroy bench docs verify reindex clean
+.PHONY: help venv shell serve test test-ui fuzz-long lint format synth deploy destroy bench docs verify reindex clean
 
 help:
 	@echo "make serve   - serve the MLflow API and web UI locally on http://127.0.0.1:$(PORT)"
 	@echo "make test    - ruff + the whole test suite"
 	@echo "make shell   - a shell with .venv's python and the mlflow client, MLFLOW_TRACKING_URI set"
 	@echo "make test-ui - the web UI in headless Chromium (screenshots in build/ui-screenshots)"
+	@echo "make fuzz-long - the request fuzz suite with many examples per route (make test runs it bounded)"
 	@echo "make synth   - synthesize the AWS stack (offline, no Docker)"
 	@echo "make deploy  - cdk deploy with the pinned CDK CLI"
 	@echo "make bench   - DynamoDB requests/items per operation -> docs/performance.md"
@@ -47,6 +48,11 @@ test:
 test-ui:
 	@$(SETUP_DEV)
 	$(PY) -m pytest tests/browser -p no:xdist $(PYTEST_ARGS)
+
+# The request fuzz suite (tests/fuzz) runs bounded in `make test`; this runs it with many more examples per route.
+fuzz-long:
+	@$(SETUP_DEV)
+	$(PY) -m pytest -n 2 --dist loadgroup tests/fuzz --long $(PYTEST_ARGS)
 
 lint:
 	@$(SETUP_DEV)

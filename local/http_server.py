@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from local.events import mlflow_error
 
 log = logging.getLogger("serverless_mlflow.local")
 # One line per request, as ``mlflow server`` prints them (client, request line, status) plus the time taken;
@@ -18,11 +19,7 @@ access_log = logging.getLogger("serverless_mlflow.local.access")
 
 # Invoke = (method, raw path, query, headers, body) -> the function's (API Gateway v2) response.
 Invoke = Callable[[str, str, str, dict[str, str], bytes], dict[str, Any]]
-LOCAL_FAILURE = {
-    "statusCode": 500,
-    "headers": {"content-type": "application/json"},
-    "body": json.dumps({"error_code": "INTERNAL_ERROR", "message": "local runtime failure"}),
-}
+LOCAL_FAILURE = mlflow_error(500, "local runtime failure")
 
 
 def serve(host: str, port: int, invoke: Invoke) -> ThreadingHTTPServer:
@@ -52,9 +49,7 @@ def _request_handler(invoke: Invoke) -> type[BaseHTTPRequestHandler]:
             length = self._content_length()
             if length is None:
                 self.close_connection = True
-                return self._respond(
-                    {"statusCode": 400, "headers": {"content-type": "application/json"}, "body": '{"message":"Bad Request"}'}
-                )
+                return self._respond(mlflow_error(400, "Bad Request: the Content-Length header is not a length."))
             body = self.rfile.read(length) if length else b""
             headers: dict[str, str] = {}
             for key, value in self.headers.items():
@@ -92,7 +87,21 @@ def _request_handler(invoke: Invoke) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(payload)
             return status
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
+        def __getattr__(self, name: str) -> Any:
+            # Every method reaches the route table (an unknown one on a known path is a 405 there), not
+            # http.server's 501 page.
+            if name.startswith("do_"):
+                return self._handle
+            raise AttributeError(name)
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """http.server's own refusals (a request line over 64 KB: 414, too many headers: 431, a malformed
+            request: 400) in MLflow's JSON error shape instead of its HTML page."""
+            text = " ".join(part for part in (message or self.responses.get(code, ("Error",))[0], explain) if part)
+            self.close_connection = True
+            if not str(getattr(self, "request_version", "")).startswith("HTTP/1."):
+                self.request_version = "HTTP/1.1"  # an unreadable request line: still answer with a status line
+            self._respond(mlflow_error(code, text))
 
         def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
             pass  # the access line is written once the response is sent, with its time (``_handle``)

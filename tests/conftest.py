@@ -41,6 +41,10 @@ os.environ.setdefault("MLFLOW_MODEL_CATALOG_URI", "")
 os.environ.setdefault("STREAM_CHECKPOINT_DIR", tempfile.mkdtemp(prefix="stream-checkpoints-"))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--long", action="store_true", default=False, help="the request fuzz suite with many more examples per route")
+
+
 @pytest.fixture(scope="session")
 def local_runtime() -> Iterator[Any]:
     from local.runtime import LocalRuntime

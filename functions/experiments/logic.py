@@ -19,6 +19,7 @@ from typing import Any
 from serverless_mlflow import clock, fts, table
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.request import key_values_of
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments as store
 from serverless_mlflow.store import runs as runs_store
@@ -81,7 +82,7 @@ def create_experiment(
     name: str, artifact_location: str | None, tags: list[dict[str, Any]], workspace: str = store.DEFAULT_WORKSPACE
 ) -> str:
     """Validate everything, allocate an id from the CONFIG counter, write all items in one transaction."""
-    tag_pairs = [(tag.get("key", ""), tag.get("value", "")) for tag in tags]
+    tag_pairs = [(tag["key"], tag["value"]) for tag in key_values_of(tags, "tags")]
     if sum(_is_custom_view_tag(key) for key, _ in tag_pairs) > MAX_CUSTOM_VIEWS_PER_EXPERIMENT:
         raise _custom_view_limit()
     if artifact_location:
@@ -128,7 +129,7 @@ def rename_experiment(experiment_id: str, new_name: str) -> None:
     normalized = store.normalize_experiment_id(experiment_id)
     meta = store.get_experiment_meta(normalized)
     if meta["lifecycle_stage"] != store.ACTIVE:
-        raise MlflowError("Cannot rename a non-active experiment.", "INVALID_STATE")
+        raise invalid("Cannot rename a non-active experiment.")
     workspace = meta.get("workspace") or store.DEFAULT_WORKSPACE
     new_meta, new_entry = _meta_put(meta, name=new_name, last_update_time=clock.now_millis())
     condition = "#n = :old AND lifecycle_stage = :active"
@@ -152,7 +153,7 @@ def rename_experiment(experiment_id: str, new_name: str) -> None:
         # The experiment changed under us (renamed or deleted concurrently): answer from its new state.
         current = store.get_experiment_meta(normalized)
         if current["lifecycle_stage"] != store.ACTIVE:
-            raise MlflowError("Cannot rename a non-active experiment.", "INVALID_STATE") from None
+            raise invalid("Cannot rename a non-active experiment.") from None
         raise MlflowError("The experiment was modified concurrently; retry the rename.", "ABORTED") from None
 
 

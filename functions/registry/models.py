@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow import clock, registry_events, table
-from serverless_mlflow.errors import MlflowError, already_exists, invalid
+from serverless_mlflow.errors import MlflowError, already_exists, invalid, retry_later
 from serverless_mlflow.validation import (
     validate_model_alias_name,
     validate_model_alias_name_reserved,
@@ -137,7 +137,7 @@ def rename_registered_model(name: str, new_name: str, stop_after: int | None = N
         meta = table.get(meta_key(name)) or {}
         lifecycle.finish(meta, stop_after)
         return get_registered_model(new_name)
-    raise MlflowError(f"Registered Model (name={name}) is busy; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    raise retry_later(f"Registered Model (name={name}) is busy; retry the request.")
 
 
 def update_touch(name: str) -> dict[str, Any]:
@@ -164,7 +164,7 @@ def delete_registered_model(name: str, stop_after: int | None = None) -> None:
             continue
         lifecycle.finish_delete(name, stop_after)
         return
-    raise MlflowError(f"Registered Model (name={name}) is busy; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    raise retry_later(f"Registered Model (name={name}) is busy; retry the request.")
 
 
 # --- tags and aliases ---------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def _guarded_model_write(name: str, operations: list[dict[str, Any]], guard: dic
             return
         except table.ConditionFailed:
             reads.require_meta(name)  # 404 for a missing model; finishes a job in progress
-    raise MlflowError(f"Registered Model (name={name}) is busy; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    raise retry_later(f"Registered Model (name={name}) is busy; retry the request.")
 
 
 def _prompt_flag_ops(name: str, is_prompt: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serverless_mlflow import parallel, table
-from serverless_mlflow.errors import MlflowError, not_found
+from serverless_mlflow.errors import not_found, retry_later
 from serverless_mlflow.keys import VERSION_WIDTH
 from serverless_mlflow.schema import ENTITY_TYPE
 from serverless_mlflow.validation import validate_model_version
@@ -63,7 +63,7 @@ def read_head(name: str, with_tags: bool = True) -> Head | None:
             aliases={item["alias"]: item["version"] for item in items if item.get("entity_type") == "model_alias"},
             splits={item["alias"]: split for item in items if (split := split_of(item)) is not None},
         )
-    raise MlflowError(f"Registered Model (name={name}) is busy; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    raise retry_later(f"Registered Model (name={name}) is busy; retry the request.")
 
 
 def require_head(name: str, with_tags: bool = True) -> Head:

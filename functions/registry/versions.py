@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from serverless_mlflow import clock, registry_events, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
 from serverless_mlflow.request import key_values_of
 from serverless_mlflow.store import logged_models
 from serverless_mlflow.validation import (
@@ -164,7 +164,7 @@ def allocate_and_put(
         for key, value in tag_items[in_transaction:]:
             _guarded_version_write(name, number, [table.put_op(version_tag_item(name, number, key, value))])
         return item
-    raise MlflowError(f"Model Version creation error (name={name}). Giving up after {MAX_ALLOCATION_ATTEMPTS} attempts.")
+    raise retry_later(f"Model Version creation error (name={name}). Giving up after {MAX_ALLOCATION_ATTEMPTS} attempts.")
 
 
 def resolve_lineage(
@@ -219,7 +219,7 @@ def model_name_and_version(uri: sources.ParsedModelUri) -> tuple[str, str]:
     latest = reads.latest_versions(name, stages)
     if not latest:
         stage_str = "" if uri.stage is None else f" and stage '{uri.stage}'"
-        raise MlflowError(f"No versions of model with name '{name}'{stage_str} found")
+        raise invalid(f"No versions of model with name '{name}'{stage_str} found")  # MLflow: a 500
     return name, str(max(int(v["version"]) for v in latest))
 
 
@@ -234,7 +234,7 @@ def storage_location_for(source: str, run_id: str | None) -> tuple[str, str | No
                 return sources.logged_model_location(model), run_id or model.get("source_run_id")
             return get_model_version_download_uri(uri.name or "", uri.version)["artifact_uri"], run_id
         except MlflowError as error:
-            raise MlflowError(
+            raise invalid(  # MLflow raises it without an error code (a 500 from its server)
                 f"Unable to fetch model from model URI source artifact location '{source}'.Error: {error.message}"
             ) from error
     if scheme == "runs":
@@ -384,7 +384,7 @@ def _guarded_update(name: str, number: int, updates: list[dict[str, Any]], touch
 def transition_model_version_stage(name: str, version: Any, stage: str, archive_existing_versions: bool) -> dict[str, Any]:
     target = canonical_stage(stage)
     if archive_existing_versions and target not in ACTIVE_STAGES:
-        raise MlflowError(
+        raise invalid(  # MLflow raises it without an error code (a 500 from its server)
             "Model version transition cannot archive existing model versions "
             f"because '{stage}' is not an Active stage. Valid stages are {list(ACTIVE_STAGES)}"
         )

@@ -19,6 +19,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from serverless_mlflow import fts, s3, table
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.request import INT64_MAX, INT64_MIN
 from serverless_mlflow.search import traces as grammar
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import traces as store
@@ -92,9 +93,19 @@ def _decode(page_token: str | None) -> dict[str, Any] | None:
         token = json.loads(base64.b64decode(page_token, validate=True))
     except (ValueError, TypeError):
         raise invalid(f"Invalid page token, could not base64-decode: {page_token}") from None
-    if not isinstance(token, dict):
+    if not isinstance(token, dict) or not all(_token_field_ok(name, token[name]) for name in ("ts", "id", "offset") if name in token):
         raise invalid(f"Invalid page token: {page_token}")
     return token
+
+
+def _token_field_ok(name: str, value: Any) -> bool:
+    """A token this server wrote: an int64 request time, a trace id, a non-negative offset (anything else is a
+    forged token, answered as MLflow answers a token it cannot read)."""
+    if name == "id":
+        return isinstance(value, str)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return INT64_MIN <= value <= INT64_MAX and (name != "offset" or value >= 0)
 
 
 def search_traces(

@@ -290,15 +290,28 @@ def _match_operation(method: str, path: str) -> tuple[Route, dict[str, str]] | N
 
 
 def operation_path(method: str, path: str) -> str:
-    """The path a feature matches: ``/ajax-api/...`` is ``/api/...`` unless the table names the ajax path."""
-    if path.startswith(AJAX_PREFIX) and _match_operation(method, path) is None:
+    """The path a feature matches: ``/ajax-api/...`` is ``/api/...`` unless the table names the ajax path (for
+    any method: an ajax-only route asked with another method keeps its path, and its 405)."""
+    if path.startswith(AJAX_PREFIX) and not any(_match_operation(m, path) for m in _table_methods()):
         return API_PREFIX + path[len(AJAX_PREFIX) :]
     return path
+
+
+@cache
+def _table_methods() -> tuple[str, ...]:
+    return tuple(sorted({route.method for route in ROUTES}))
 
 
 def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
     """The operation a request is for: exact method, most literal characters wins; ajax paths mapped."""
     return _match_operation(method, operation_path(method, path))
+
+
+def allowed_methods(path: str) -> list[str]:
+    """The methods the table routes for ``path`` (with OPTIONS, which MLflow's server answers for any of
+    them); empty for a path the table does not know."""
+    found = sorted({route.method for route in ROUTES if match(route.method, path) is not None})
+    return [*found, "OPTIONS"] if found else []
 
 
 # --- what API Gateway holds ---------------------------------------------------------------------

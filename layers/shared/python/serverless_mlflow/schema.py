@@ -91,7 +91,7 @@ class KeyTemplate:
             if name not in values or values[name] is None:
                 raise KeyError(f"{self.template}: missing value for {name}")
             value = values[name]
-            return ENCODERS[codec](value) if codec else str(value)
+            return ENCODERS[codec](value) if codec else keys.raw_id(str(value))
 
         return _PLACEHOLDER.sub(substitute, self.template)
 
@@ -104,7 +104,7 @@ class KeyTemplate:
             if values.get(name) is None:
                 return "".join(out)
             value = values[name]
-            out.append(ENCODERS[codec](value) if codec else str(value))
+            out.append(ENCODERS[codec](value) if codec else keys.raw_id(str(value)))
             pos = match.end()
         out.append(self.template[pos:])
         return "".join(out)
