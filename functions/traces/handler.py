@@ -6,7 +6,6 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow import otlp
 from serverless_mlflow.api import Request, build_app, dumps, lambda_entry
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
@@ -17,6 +16,7 @@ from .messages import MESSAGES
 
 # Imported by the routes that use them: protobuf (OTLP, span data) and the search grammar stay out of a
 # cold start that serves tags or assessments.
+otlp = deferred("serverless_mlflow.otlp")
 ingest = deferred("traces.ingest")
 read = deferred("traces.read")
 trace_data = deferred("traces.trace_data")
