@@ -51,6 +51,8 @@ class Bench:
         self.session = requests.Session()
         self.results: list[Measurement] = []
         self.extra: dict[str, list[tuple[str, str]]] = {}
+        # Whole markdown sections (``## ...``) of scenarios that render their own tables, appended in order.
+        self.sections: list[str] = []
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None, params: dict[str, Any] | None = None) -> dict[str, Any]:
         response = self.session.request(method, self.url + path, json=body, params=params, timeout=600)
@@ -259,8 +261,19 @@ def scenario_workload(bench: Bench, n_runs: int) -> None:
     run(bench, n_runs)
 
 
-# Measured from outside on server processes they start themselves (memory, wall time against mlflow server).
-PROCESS_SCENARIOS: list[tuple[str, Callable[..., None]]] = [("soak", scenario_soak), ("workload", scenario_workload)]
+def scenario_partition_heat(bench: Bench, n_runs: int) -> None:
+    from tools.partition_heat import scenario_partition_heat as run
+
+    run(bench, n_runs)
+
+
+# Measured from outside on server processes they start themselves (memory, wall time against mlflow server), or
+# on runtimes of their own (partition heat: a metered runtime per workload).
+PROCESS_SCENARIOS: list[tuple[str, Callable[..., None]]] = [
+    ("soak", scenario_soak),
+    ("workload", scenario_workload),
+    ("partition_heat", scenario_partition_heat),
+]
 
 
 def render(bench: Bench, imports: list[tuple[str, float]], n_runs: int) -> str:
@@ -283,6 +296,7 @@ def render(bench: Bench, imports: list[tuple[str, float]], n_runs: int) -> str:
     for title, rows in bench.extra.items():
         lines += [f"\n## {title}\n", "| measure | value |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in rows]
+    lines += ["\n" + section.rstrip("\n") for section in bench.sections]
     return "\n".join(lines) + "\n"
 
 
