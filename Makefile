@@ -10,7 +10,7 @@ CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: help venv serve test test-ui lint format synth deploy destroy bench docs verify reindex clean
+.PHONY: help venv serve test test-ui lint format synth deploy destroy bench docs verify reindex migrate clean
 
 help:
 	@echo "make serve   - serve the MLflow API and web UI locally on http://127.0.0.1:$(PORT)"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench   - DynamoDB requests/items per operation -> docs/performance.md"
 	@echo "make docs    - regenerate docs/schema.md and docs/access-patterns.md"
 	@echo "make verify  - check every FTS/RANK item against the source items (make reindex repairs)"
+	@echo "make migrate - move a live table to the current layout (online, resumable; deploy the code first)"
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -76,6 +77,11 @@ bench: $(STAMP) $(NODE_TOOLS)
 # Deployed: AWS credentials + TABLE_NAME=<TableName output> make verify
 verify reindex: $(STAMP)
 	$(PY) -m tools.admin $@
+
+# Move a table written by an older release to this layout while clients keep logging (docs/migration.md).
+# Same environment as verify; MIGRATE_ARGS="--max-items 100000" runs it in slices (run again to continue).
+migrate: $(STAMP)
+	$(PY) -m tools.migrate $(MIGRATE_ARGS)
 
 docs: $(STAMP)
 	$(PY) -m tools.gen_docs

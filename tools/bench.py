@@ -135,13 +135,14 @@ def scenario_tracking(bench: Bench, n_runs: int) -> None:
 
 
 def bulk_load_runs(experiment_id: str, n_runs: int) -> None:
-    """Write ``n_runs`` runs in their indexed state (run item, locator, run-name tag, one param, one metric, the run summary).
+    """Write ``n_runs`` runs in their indexed state (run item, locator, run-name tag, one param, one metric, its digest, the run
+    summary).
 
     The items come from the same schema builders the API uses; the API's create_run is a transaction,
     and moto copies the whole table for every transaction, which would take hours at this size.
     """
-    from serverless_mlflow import run_summaries, table
-    from serverless_mlflow.store import runs as store
+    from serverless_mlflow import table
+    from tools.indexed_state import run_items
 
     items: list[dict[str, Any]] = []
     for i in range(n_runs):
@@ -151,19 +152,7 @@ def bulk_load_runs(experiment_id: str, n_runs: int) -> None:
             "start_time": 10_000 + i, "end_time": 20_000 + i, "artifact_uri": f"mlflow-artifacts:/{experiment_id}/{run_id}/artifacts",
             "lifecycle_stage": "active", "last_update_time": 1,
         }
-        run = store.run_item(info)
-        run.pop(run_summaries.FLAG_ATTRIBUTE, None)  # indexed, as the indexer leaves it
-        run_range = [
-            run,
-            store.LATEST_METRIC.item(
-                {"key": "acc", "value": str(i / n_runs), "timestamp": 1, "step": 0, "is_nan": False},
-                experiment_id=experiment_id, run_id=run_id, key="acc", changed_at=None,
-            ),
-            store.PARAM.item({"key": "lr", "value": str(i % 7)}, experiment_id=experiment_id, run_id=run_id, key="lr", changed_at=None),
-            store.RUN_TAG.item({"key": "mlflow.runName", "value": f"r{i}"}, experiment_id=experiment_id, run_id=run_id, key="mlflow.runName"),
-        ]
-        items += [*run_range, store.RUN_LOCATOR.item({"experiment_id": experiment_id}, run_id=run_id)]
-        items.append(run_summaries.summary_item(experiment_id, run_id, run_range, rev=1))
+        items += run_items(info, {"acc": i / n_runs}, {"lr": str(i % 7)}, {"mlflow.runName": f"r{i}"}, ranked=())
     table.batch_write(items)
 
 

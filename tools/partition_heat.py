@@ -436,6 +436,7 @@ def scenario_a(metered: Metered, sizes: Sizes) -> Figures:
         result["experiment_pk"],
     )
     figures.extra = [
+        _per_run(usage, result),
         (
             "while logging: experiment partition write units per log_batch call",
             f"{experiment.units / (result['points'] / BATCH_POINTS):.2f}",
@@ -444,6 +445,15 @@ def scenario_a(metered: Metered, sizes: Sizes) -> Figures:
         ("logging wall time (local)", f"{result['seconds']:.0f} s"),
     ]
     return figures
+
+
+def _per_run(usage: dict[str, Usage], result: dict[str, Any]) -> tuple[str, str]:
+    """What one run of the sweep (created, 3 params, its metrics, terminated) leaves in the experiment partition."""
+    per_run = usage.get(result["experiment_pk"], Usage()).bytes / result["runs"]
+    return (
+        "experiment partition: bytes per run (created, 3 params, its metrics, terminated)",
+        f"{per_run:,.0f} ({COLLECTION_CAP_BYTES / per_run:,.0f} such runs fill 10 GB)" if per_run > 0 else "0",
+    )
 
 
 def scenario_b(metered: Metered, sizes: Sizes) -> Figures:
@@ -460,6 +470,7 @@ def scenario_b(metered: Metered, sizes: Sizes) -> Figures:
         result["experiment_pk"],
     )
     figures.extra = [
+        _per_run(usage, result),
         (
             "indexer batches while logging",
             f"{result['batches']:,}, holding {result['key_groups']:,} (run, key) groups of latest-metric records",

@@ -17,9 +17,9 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from serverless_mlflow.errors import Unavailable
+from serverless_mlflow.errors import CollectionFull, Unavailable
 from serverless_mlflow.item_size import require_storable
-from serverless_mlflow.schema import PK, SK
+from serverless_mlflow.schema import PK, SK, describe_partition
 from serverless_mlflow.stats import Stats
 
 Item = dict[str, Any]
@@ -34,6 +34,7 @@ STATS = Stats()
 
 
 # --- codec ---------------------------------------------------------------------------------
+
 
 def to_attr(value: Any) -> dict[str, Any]:
     if isinstance(value, bool):
@@ -59,7 +60,7 @@ def from_attr(attr: dict[str, Any]) -> Any:
     if not attr:
         # DynamoDB Local's stream images render an empty map as {} instead of {"M": {}}.
         return {}
-    (kind, value), = attr.items()
+    ((kind, value),) = attr.items()
     if kind == "S":
         return value
     if kind == "N":
@@ -156,6 +157,20 @@ def _is_condition_failure(error: Exception) -> bool:
     return _error_code(error) == "ConditionalCheckFailedException"
 
 
+_COLLECTION_FULL = "ItemCollectionSizeLimitExceededException"
+
+
+def _collection_full(error: Exception, keys: Iterable[dict[str, Any]]) -> CollectionFull | None:
+    """The MLflow error for DynamoDB's 10 GB item-collection limit (``keys``: the wire keys the write named)."""
+    if _error_code(error) != _COLLECTION_FULL:
+        return None
+    return CollectionFull(_described(keys))
+
+
+def _described(keys: Iterable[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(describe_partition(key[PK]["S"]) for key in keys if PK in key))
+
+
 # Cancellation reasons that say "try again": the transaction lost a race with another one, or was throttled.
 _TRANSIENT_REASONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
 _TOKEN_NAMESPACE = uuid.UUID("5d3a6a0e-3f7c-4b8e-9a41-7c2b1f0e9d11")
@@ -171,6 +186,7 @@ def request_token(token: str) -> str:
 
 
 # --- single-item operations -------------------------------------------------------------
+
 
 def get(key: dict[str, str], consistent: bool = True, projection: str | None = None, names: dict[str, str] | None = None) -> Item | None:
     kwargs: dict[str, Any] = {"TableName": table_name(), "Key": to_item(key), "ConsistentRead": consistent}
@@ -193,6 +209,9 @@ def put(item: Item, condition: str | None = None, names: dict[str, str] | None =
         STATS.record("PutItem")
         if _is_condition_failure(error):
             raise ConditionFailed() from error
+        full = _collection_full(error, [kwargs["Item"]])
+        if full is not None:
+            raise full from error
         raise
     STATS.record("PutItem", written=1)
 
@@ -219,13 +238,18 @@ def update(
         STATS.record("UpdateItem")
         if _is_condition_failure(error):
             raise ConditionFailed() from error
+        full = _collection_full(error, [kwargs["Key"]])
+        if full is not None:
+            raise full from error
         raise
     STATS.record("UpdateItem", written=1)
     attributes = response.get("Attributes")
     return from_item(attributes) if attributes else None
 
 
-def delete(key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> None:
+def delete(
+    key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> None:
     kwargs: dict[str, Any] = {"TableName": table_name(), "Key": to_item(key)}
     _add_expression_args(kwargs, condition, names, values)
     try:
@@ -238,7 +262,9 @@ def delete(key: dict[str, str], condition: str | None = None, names: dict[str, s
     STATS.record("DeleteItem", written=1)
 
 
-def _add_expression_args(kwargs: dict[str, Any], condition: str | None, names: dict[str, str] | None, values: dict[str, Any] | None) -> None:
+def _add_expression_args(
+    kwargs: dict[str, Any], condition: str | None, names: dict[str, str] | None, values: dict[str, Any] | None
+) -> None:
     if condition:
         kwargs["ConditionExpression"] = condition
     if names:
@@ -377,6 +403,7 @@ def iter_query(pk_value: str, sk_prefix: str | None = None, **kwargs: Any) -> It
 
 # --- batches and transactions -----------------------------------------------------------------
 
+
 def batch_get(keys: Iterable[dict[str, str]], consistent: bool = True) -> list[Item]:
     """Every existing item of ``keys`` (order not kept), retrying UnprocessedKeys."""
     unique = list({(k[PK], k[SK]): k for k in keys}.values())
@@ -410,7 +437,15 @@ def batch_write(puts: Iterable[Item] = (), deletes: Iterable[dict[str, str]] = (
         pending: list[dict[str, Any]] = requests[start : start + BATCH_WRITE_LIMIT]
         attempt = 0
         while pending:
-            response = client().batch_write_item(RequestItems={table_name(): pending})
+            try:
+                response = client().batch_write_item(RequestItems={table_name(): pending})
+            except Exception as error:
+                full = _collection_full(
+                    error, [r["PutRequest"]["Item"] if "PutRequest" in r else r["DeleteRequest"]["Key"] for r in pending]
+                )
+                if full is not None:
+                    raise full from error
+                raise
             unprocessed = (response.get("UnprocessedItems") or {}).get(table_name(), [])
             STATS.record("BatchWriteItem", written=len(pending) - len(unprocessed))
             pending = unprocessed
@@ -426,14 +461,22 @@ def _dedupe(items: Iterable[Item]) -> list[Item]:
     return list({(item[PK], item[SK]): item for item in items}.values())
 
 
-def put_op(item: Item, condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
+def put_op(
+    item: Item, condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
     op: dict[str, Any] = {"Put": {"TableName": table_name(), "Item": to_item(item)}}
     require_storable(op["Put"]["Item"])
     _add_expression_args(op["Put"], condition, names, values)
     return op
 
 
-def update_op(key: dict[str, str], expression: str, names: dict[str, str] | None = None, values: dict[str, Any] | None = None, condition: str | None = None) -> dict[str, Any]:
+def update_op(
+    key: dict[str, str],
+    expression: str,
+    names: dict[str, str] | None = None,
+    values: dict[str, Any] | None = None,
+    condition: str | None = None,
+) -> dict[str, Any]:
     op: dict[str, Any] = {"Update": {"TableName": table_name(), "Key": to_item(key), "UpdateExpression": expression}}
     _add_expression_args(op["Update"], condition, names, values)
     _require_storable_update(op["Update"])
@@ -446,16 +489,25 @@ def _require_storable_update(update: dict[str, Any]) -> None:
     require_storable({**update["Key"], **{f"v{i}": value for i, value in enumerate(values.values())}})
 
 
-def delete_op(key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
+def delete_op(
+    key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
     op: dict[str, Any] = {"Delete": {"TableName": table_name(), "Key": to_item(key)}}
     _add_expression_args(op["Delete"], condition, names, values)
     return op
 
 
-def check_op(key: dict[str, str], condition: str, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
+def check_op(
+    key: dict[str, str], condition: str, names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
     op: dict[str, Any] = {"ConditionCheck": {"TableName": table_name(), "Key": to_item(key)}}
     _add_expression_args(op["ConditionCheck"], condition, names, values)
     return op
+
+
+def _op_key(op: dict[str, Any]) -> dict[str, Any]:
+    ((_, body),) = op.items()
+    return body.get("Item") or body["Key"]
 
 
 def transact(operations: list[dict[str, Any]], token: str | None = None) -> None:
@@ -483,6 +535,9 @@ def transact(operations: list[dict[str, Any]], token: str | None = None) -> None
             # Only a failed condition is a conflict the caller reports (e.g. RESOURCE_ALREADY_EXISTS).
             if "ConditionalCheckFailed" in reasons:
                 raise ConditionFailed(reasons) from error
+            full = [op for op, reason in zip(operations, reasons, strict=False) if reason == "ItemCollectionSizeLimitExceeded"]
+            if full:
+                raise CollectionFull(_described(_op_key(op) for op in full)) from error
             if set(reasons) - {"None"} <= _TRANSIENT_REASONS:
                 attempt += 1
                 if attempt <= MAX_UNPROCESSED_RETRIES:
