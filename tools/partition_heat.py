@@ -527,4 +527,7 @@ def scenario_partition_heat(bench: Any, _: int) -> None:
 
 if __name__ == "__main__":
     wanted = [arg for arg in sys.argv[1:] if arg in SCENARIOS] or None
-    print(partition_heat_section(wanted))
+    section = partition_heat_section(wanted)
+    if os.environ.get("HEAT_OUT"):  # the clients and the indexer print to stdout too
+        Path(os.environ["HEAT_OUT"]).write_text(section)
+    print(section)

@@ -161,7 +161,7 @@ def test_online_migration_of_a_previous_release_table(server: str, v1_tree: Path
 
     from serverless_mlflow import layout
     from tools import admin, migrate
-    from tools.migrate.steps import metrics_outside_experiment as step
+    from tools.migrate.steps import metrics_outside_experiment as metrics_step
 
     name, bucket = unique("migrate"), unique("migrate")
     logged = Logged()
@@ -197,7 +197,7 @@ def test_online_migration_of_a_previous_release_table(server: str, v1_tree: Path
         )
     with table_selected(name):
         assert layout.version() == layout.UNRECORDED
-        assert step.has_layout_1_items(stable_experiment) and step.has_layout_1_items(active_experiment)
+        assert metrics_step.has_layout_1_items(stable_experiment) and metrics_step.has_layout_1_items(active_experiment)
 
     # --- this release serves the table; the migration runs while clients log and read -------------------
     with serving(ROOT, name, bucket, INDEXER_MODE="async") as v2:
@@ -274,7 +274,7 @@ def test_online_migration_of_a_previous_release_table(server: str, v1_tree: Path
         with table_selected(name):
             assert layout.version() == layout.CURRENT
             for experiment_id in (stable_experiment, active_experiment):
-                assert not step.has_layout_1_items(experiment_id)
+                assert not metrics_step.has_layout_1_items(experiment_id)
             deadline = time.monotonic() + 180
             while True:
                 report = admin.verify()

@@ -89,7 +89,7 @@ class Step:
     def run(self, context: Context) -> None: ...
 
 
-def steps() -> list[Any]:
+def all_steps() -> list[Any]:
     from tools.migrate.steps import STEPS
 
     return list(STEPS)
@@ -97,7 +97,7 @@ def steps() -> list[Any]:
 
 def plan(version: int, target: int = layout.CURRENT, available: Iterable[Any] | None = None) -> list[Any]:
     """The steps from ``version`` to ``target``, in order."""
-    by_from = {step.FROM: step for step in (available if available is not None else steps())}
+    by_from = {step.FROM: step for step in (available if available is not None else all_steps())}
     out = []
     while version < target:
         step = by_from.get(version)
