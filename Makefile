@@ -7,7 +7,7 @@ CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: help venv shell serve test test-ui fuzz-long lint format synth deploy destroy bench docs verify reindex clean
+.PHONY: help venv shell serve test test-ui fuzz-long lint format synth deploy destroy bench docs verify reindex migrate clean
 
 help:
 	@echo "make serve   - serve the MLflow API and web UI locally on http://127.0.0.1:$(PORT)"
@@ -20,6 +20,7 @@ help:
 	@echo "make bench   - DynamoDB requests/items per operation -> docs/performance.md"
 	@echo "make docs    - regenerate docs/schema.md and docs/access-patterns.md"
 	@echo "make verify  - check every FTS/RANK item against the source items (make reindex repairs)"
+	@echo "make migrate - move a live table to the current layout (online, resumable; deploy the code first)"
 
 # Set-up (tools/setup_env.py): says what each target needs (Python 3.11+, Node/npm, Java; Chromium for tests),
 # installs or explains what is missing, and shows each step with its usual duration. Steps already done are skipped.
@@ -85,6 +86,12 @@ bench:
 verify reindex:
 	@$(SETUP_SERVE)
 	$(PY) -m tools.admin $@
+
+# Move a table written by an older release to this layout while clients keep logging (docs/migration.md).
+# Same environment as verify; MIGRATE_ARGS="--max-items 100000" runs it in slices (run again to continue).
+migrate:
+	@$(SETUP_SERVE)
+	$(PY) -m tools.migrate $(MIGRATE_ARGS)
 
 docs:
 	@$(SETUP_DEV)

@@ -31,7 +31,7 @@ from local.authorizer import UNAUTHORIZED, Authorizer  # noqa: E402
 from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
 from local.events import REGION, LambdaContext, api_gateway_event, invoke_api_function  # noqa: E402
 from local.http_server import serve  # noqa: E402
-from local.streams import StreamFollower, needs_indexing  # noqa: E402
+from local.streams import BATCHING_WINDOW_SECONDS, StreamFollower, needs_indexing  # noqa: E402
 from local.webhooks import LocalWebhooks  # noqa: E402
 from serverless_mlflow import bootstrap, routes, schema, static_files  # noqa: E402
 
@@ -40,7 +40,8 @@ log = logging.getLogger("serverless_mlflow.local")
 DEFAULT_TABLE = "mlflow-serverless"
 DEFAULT_BUCKET = "mlflow-serverless-artifacts"
 DEFAULT_CHECKPOINT_DIR = ROOT / ".local" / "stream-checkpoints"
-POLL_SECONDS = 0.2
+# INDEXER_MODE=async polls the stream like the deployed mapping's batching window.
+POLL_SECONDS = BATCHING_WINDOW_SECONDS
 
 
 class LocalRuntime:

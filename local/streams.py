@@ -66,6 +66,9 @@ MAX_ATTEMPTS = 6
 RETRY_BACKOFF_SECONDS = 0.05  # doubled per retry: 1.55 s in all before a record is dead-lettered
 PAGE_LIMIT = 1000
 BATCH_SIZE = 100  # records per indexer invocation, as deployed (BATCH_SIZE in infra/constructs/indexer.py)
+# How long records gather before an invocation, as deployed (BATCHING_WINDOW_SECONDS in infra/constructs/indexer.py):
+# the runtime's asynchronous mode polls the stream at this interval (sync mode drains before each write's answer).
+BATCHING_WINDOW_SECONDS = 1.0
 REGION = "us-east-1"
 DEAD_LETTERS_KEPT = 1000
 MAX_EXPIRED_IN_A_ROW = 3
@@ -362,8 +365,9 @@ class StreamFollower:
 def is_indexer_source(record: dict[str, Any]) -> bool:
     """The deployed mapping's filter criteria (``stream_filters`` in infra/constructs/indexer.py): only records
     of the source entities reach the indexer; INSERT/MODIFY are judged by their new image, REMOVE by the old."""
-    image = record["dynamodb"].get("OldImage" if record.get("eventName") == "REMOVE" else "NewImage") or {}
-    return image.get(schema.ENTITY_TYPE, {}).get("S") in derived.SOURCE_TYPES
+    removal = record.get("eventName") == "REMOVE"
+    image = record["dynamodb"].get("OldImage" if removal else "NewImage") or {}
+    return image.get(schema.ENTITY_TYPE, {}).get("S") in (derived.REMOVAL_SOURCE_TYPES if removal else derived.SOURCE_TYPES)
 
 
 def needs_indexing(record: dict[str, Any]) -> bool:

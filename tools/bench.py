@@ -50,6 +50,8 @@ class Bench:
         self.session = requests.Session()
         self.results: list[Measurement] = []
         self.extra: dict[str, list[tuple[str, str]]] = {}
+        # Whole markdown sections (``## ...``) of scenarios that render their own tables, appended in order.
+        self.sections: list[str] = []
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None, params: dict[str, Any] | None = None) -> dict[str, Any]:
         response = self.session.request(method, self.url + path, json=body, params=params, timeout=600)
@@ -122,13 +124,14 @@ def scenario_tracking(bench: Bench, n_runs: int) -> None:
 
 
 def bulk_load_runs(experiment_id: str, n_runs: int) -> None:
-    """Write ``n_runs`` runs in their indexed state (run item, locator, run-name tag, one param, one metric, the run summary).
+    """Write ``n_runs`` runs in their indexed state (run item, locator, run-name tag, one param, one metric, its digest, the run
+    summary).
 
     The items come from the same schema builders the API uses; the API's create_run is a transaction,
     and moto copies the whole table for every transaction, which would take hours at this size.
     """
-    from serverless_mlflow import run_summaries, table
-    from serverless_mlflow.store import runs as store
+    from serverless_mlflow import table
+    from tools.indexed_state import run_items
 
     items: list[dict[str, Any]] = []
     for i in range(n_runs):
@@ -145,24 +148,7 @@ def bulk_load_runs(experiment_id: str, n_runs: int) -> None:
             "lifecycle_stage": "active",
             "last_update_time": 1,
         }
-        run = store.run_item(info)
-        run.pop(run_summaries.FLAG_ATTRIBUTE, None)  # indexed, as the indexer leaves it
-        run_range = [
-            run,
-            store.LATEST_METRIC.item(
-                {"key": "acc", "value": str(i / n_runs), "timestamp": 1, "step": 0, "is_nan": False},
-                experiment_id=experiment_id,
-                run_id=run_id,
-                key="acc",
-                changed_at=None,
-            ),
-            store.PARAM.item({"key": "lr", "value": str(i % 7)}, experiment_id=experiment_id, run_id=run_id, key="lr", changed_at=None),
-            store.RUN_TAG.item(
-                {"key": "mlflow.runName", "value": f"r{i}"}, experiment_id=experiment_id, run_id=run_id, key="mlflow.runName"
-            ),
-        ]
-        items += [*run_range, store.RUN_LOCATOR.item({"experiment_id": experiment_id}, run_id=run_id)]
-        items.append(run_summaries.summary_item(experiment_id, run_id, run_range, rev=1))
+        items += run_items(info, {"acc": i / n_runs}, {"lr": str(i % 7)}, {"mlflow.runName": f"r{i}"}, ranked=())
     table.batch_write(items)
 
 
@@ -240,7 +226,7 @@ SCENARIOS: list[tuple[str, Callable[..., None]]] = [
 ]
 
 # The page, in order: module names under tools.bench_sections (see tools/bench_sections/__init__.py).
-SECTIONS: list[str] = ["startup", "workload", "imports", "operations", "indexer", "search_filters", "soak", "notes"]
+SECTIONS: list[str] = ["startup", "workload", "imports", "operations", "indexer", "search_filters", "partition_heat", "soak", "notes"]
 
 
 @dataclass

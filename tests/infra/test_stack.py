@@ -19,7 +19,7 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 import infra
 from infra.config import StackConfig
-from infra.constructs.indexer import RETRY_ATTEMPTS, source_entity_types
+from infra.constructs.indexer import BATCHING_WINDOW_SECONDS, RETRY_ATTEMPTS, removal_source_entity_types, source_entity_types
 from infra.constructs.layer import RUNTIME_PROVIDED, vendored_distributions
 from infra.permissions import ACCESS, TABLE_WRITE, access_for
 from infra.stack import MlflowServerlessStack
@@ -350,6 +350,8 @@ def test_indexer_event_source_mapping(synth: Synth) -> None:
     assert props["MaximumRetryAttempts"] == RETRY_ATTEMPTS
     assert 0 < props["MaximumRecordAgeInSeconds"] <= 86400
     assert props["StartingPosition"] == "TRIM_HORIZON"
+    # A training loop's records gather into one batch (coalesced per item and run by the indexer).
+    assert props["MaximumBatchingWindowInSeconds"] == BATCHING_WINDOW_SECONDS > 0
     queue_id = synth.logical_id(synth.stack.indexer.dead_letter_queue)
     assert props["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [queue_id, "Arn"]}
 
@@ -358,11 +360,14 @@ def test_indexer_event_source_mapping(synth: Synth) -> None:
     def passes(record: dict[str, Any]) -> bool:
         return any(_matches(pattern, record) for pattern in patterns)
 
-    sources = source_entity_types()
+    sources, removals = source_entity_types(), removal_source_entity_types()
     assert sources and not {e.name for e in schema.ENTITIES if e.derived} & set(sources)
+    # A metrics marker starts the indexer's pass; its removal is the indexer's own doing.
+    assert "run_metrics_marker" in sources and "run_metrics_marker" not in removals
     for event_name in ("INSERT", "MODIFY", "REMOVE"):
         for entity in schema.ENTITIES:
-            assert passes(_record(event_name, entity.name)) is (entity.name in sources), (event_name, entity.name)
+            wanted = entity.name in (removals if event_name == "REMOVE" else sources)
+            assert passes(_record(event_name, entity.name)) is wanted, (event_name, entity.name)
     assert not passes(_record("INSERT", "metric_history"))
 
 

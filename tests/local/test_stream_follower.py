@@ -559,6 +559,7 @@ def test_local_retries_and_batches_match_the_deployed_mapping() -> None:
 
     assert streams.MAX_ATTEMPTS == 1 + indexer.RETRY_ATTEMPTS
     assert streams.BATCH_SIZE == indexer.BATCH_SIZE
+    assert streams.BATCHING_WINDOW_SECONDS == indexer.BATCHING_WINDOW_SECONDS
 
 
 def test_only_the_indexer_s_source_records_reach_it_and_the_checkpoint_passes_the_others(stream: s.Stream) -> None:

@@ -46,6 +46,24 @@ class MlflowError(Exception):
         return {"error_code": self.error_code, "message": self.message}
 
 
+class CollectionFull(MlflowError):
+    """A write would grow an item collection (a partition key of a table with LSIs) past DynamoDB's 10 GB: refused,
+    nothing of that write stored.
+
+    RESOURCE_CONFLICT (HTTP 409, "conflicts with the current state of the resource"): the request is valid, the
+    state it targets cannot take more data, and retrying will not help until data is deleted. MLflow's client
+    retries 429 and 5xx for minutes (RESOURCE_EXHAUSTED / INVALID_STATE would make it hang), never 409."""
+
+    def __init__(self, partitions: list[str]) -> None:
+        where = "; ".join(partitions) or "one partition of the table"
+        super().__init__(
+            f"Storage limit reached: {where} holds DynamoDB's maximum of 10 GB for one item collection, so this "
+            "request was refused and nothing was written. Delete runs, traces or metric history there, or log to a "
+            "new experiment or run.",
+            "RESOURCE_CONFLICT",
+        )
+
+
 class Unavailable(Exception):
     """DynamoDB kept refusing a request for capacity or contention, past every retry: nothing was written."""
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from serverless_mlflow import dynamo_limits
 from serverless_mlflow.dynamo_limits import key_can_exist, require_storable_key, require_storable_value
-from serverless_mlflow.errors import Unavailable, invalid
+from serverless_mlflow.errors import CollectionFull, Unavailable, invalid
 from serverless_mlflow.item_size import require_storable as require_item_size
-from serverless_mlflow.schema import PK, SK
+from serverless_mlflow.schema import PK, SK, describe_partition
 from serverless_mlflow.stats import Stats
 
 Item = dict[str, Any]
@@ -38,6 +38,7 @@ STATS = Stats()
 
 
 # --- codec ---------------------------------------------------------------------------------
+
 
 def to_attr(value: Any) -> dict[str, Any]:
     if isinstance(value, bool):
@@ -63,7 +64,7 @@ def from_attr(attr: dict[str, Any]) -> Any:
     if not attr:
         # DynamoDB Local's stream images render an empty map as {} instead of {"M": {}}.
         return {}
-    (kind, value), = attr.items()
+    ((kind, value),) = attr.items()
     if kind == "S":
         return value
     if kind == "N":
@@ -160,6 +161,20 @@ def _is_condition_failure(error: Exception) -> bool:
     return _error_code(error) == "ConditionalCheckFailedException"
 
 
+_COLLECTION_FULL = "ItemCollectionSizeLimitExceededException"
+
+
+def _collection_full(error: Exception, keys: Iterable[dict[str, Any]]) -> CollectionFull | None:
+    """The MLflow error for DynamoDB's 10 GB item-collection limit (``keys``: the wire keys the write named)."""
+    if _error_code(error) != _COLLECTION_FULL:
+        return None
+    return CollectionFull(_described(keys))
+
+
+def _described(keys: Iterable[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(describe_partition(key[PK]["S"]) for key in keys if PK in key))
+
+
 # Cancellation reasons that say "try again": the transaction lost a race with another one, or was throttled.
 _TRANSIENT_REASONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
 _TOKEN_NAMESPACE = uuid.UUID("5d3a6a0e-3f7c-4b8e-9a41-7c2b1f0e9d11")
@@ -175,6 +190,7 @@ def request_token(token: str) -> str:
 
 
 # --- single-item operations -------------------------------------------------------------
+
 
 def get(key: dict[str, str], consistent: bool = True, projection: str | None = None, names: dict[str, str] | None = None) -> Item | None:
     if not key_can_exist(key):
@@ -199,6 +215,9 @@ def put(item: Item, condition: str | None = None, names: dict[str, str] | None =
         STATS.record("PutItem")
         if _is_condition_failure(error):
             raise ConditionFailed() from error
+        full = _collection_full(error, [kwargs["Item"]])
+        if full is not None:
+            raise full from error
         raise
     STATS.record("PutItem", written=1)
 
@@ -227,6 +246,9 @@ def update(
         STATS.record("UpdateItem")
         if _is_condition_failure(error):
             raise ConditionFailed() from error
+        full = _collection_full(error, [kwargs["Key"]])
+        if full is not None:
+            raise full from error
         raise
     STATS.record("UpdateItem", written=1)
     attributes = response.get("Attributes")
@@ -460,6 +482,7 @@ def iter_query(pk_value: str, sk_prefix: str | None = None, **kwargs: Any) -> It
 
 # --- batches and transactions -----------------------------------------------------------------
 
+
 def batch_get(keys: Iterable[dict[str, str]], consistent: bool = True) -> list[Item]:
     """Every existing item of ``keys`` (order not kept), retrying UnprocessedKeys."""
     unique = list({(k[PK], k[SK]): k for k in keys if key_can_exist(k)}.values())
@@ -494,7 +517,15 @@ def batch_write(puts: Iterable[Item] = (), deletes: Iterable[dict[str, str]] = (
         pending: list[dict[str, Any]] = requests[start : start + BATCH_WRITE_LIMIT]
         attempt = 0
         while pending:
-            response = client().batch_write_item(RequestItems={table_name(): pending})
+            try:
+                response = client().batch_write_item(RequestItems={table_name(): pending})
+            except Exception as error:
+                full = _collection_full(
+                    error, [r["PutRequest"]["Item"] if "PutRequest" in r else r["DeleteRequest"]["Key"] for r in pending]
+                )
+                if full is not None:
+                    raise full from error
+                raise
             unprocessed = (response.get("UnprocessedItems") or {}).get(table_name(), [])
             STATS.record("BatchWriteItem", written=len(pending) - len(unprocessed))
             pending = unprocessed
@@ -510,14 +541,22 @@ def _dedupe(items: Iterable[Item]) -> list[Item]:
     return list({(item[PK], item[SK]): item for item in items}.values())
 
 
-def put_op(item: Item, condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
+def put_op(
+    item: Item, condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
     op: dict[str, Any] = {"Put": {"TableName": table_name(), "Item": to_item(item)}}
     _add_expression_args(op["Put"], condition, names, values)
     require_storable(op["Put"]["Item"], op["Put"])
     return op
 
 
-def update_op(key: dict[str, str], expression: str, names: dict[str, str] | None = None, values: dict[str, Any] | None = None, condition: str | None = None) -> dict[str, Any]:
+def update_op(
+    key: dict[str, str],
+    expression: str,
+    names: dict[str, str] | None = None,
+    values: dict[str, Any] | None = None,
+    condition: str | None = None,
+) -> dict[str, Any]:
     op: dict[str, Any] = {"Update": {"TableName": table_name(), "Key": to_item(key), "UpdateExpression": expression}}
     _add_expression_args(op["Update"], condition, names, values)
     _require_storable_update(op["Update"])
@@ -541,11 +580,18 @@ def delete_op(key: dict[str, str], condition: str | None = None, names: dict[str
     return op
 
 
-def check_op(key: dict[str, str], condition: str, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
+def check_op(
+    key: dict[str, str], condition: str, names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
     op: dict[str, Any] = {"ConditionCheck": {"TableName": table_name(), "Key": to_item(key)}}
     _add_expression_args(op["ConditionCheck"], condition, names, values)
     _require_storable_key(op["ConditionCheck"]["Key"])
     return op
+
+
+def _op_key(op: dict[str, Any]) -> dict[str, Any]:
+    ((_, body),) = op.items()
+    return body.get("Item") or body["Key"]
 
 
 def transact(operations: list[dict[str, Any]], token: str | None = None) -> None:
@@ -573,6 +619,9 @@ def transact(operations: list[dict[str, Any]], token: str | None = None) -> None
             # Only a failed condition is a conflict the caller reports (e.g. RESOURCE_ALREADY_EXISTS).
             if "ConditionalCheckFailed" in reasons:
                 raise ConditionFailed(reasons) from error
+            full = [op for op, reason in zip(operations, reasons, strict=False) if reason == "ItemCollectionSizeLimitExceeded"]
+            if full:
+                raise CollectionFull(_described(_op_key(op) for op in full)) from error
             if set(reasons) - {"None"} <= _TRANSIENT_REASONS:
                 attempt += 1
                 if attempt <= MAX_UNPROCESSED_RETRIES:
