@@ -10,7 +10,8 @@ Runs against ``TABLE_NAME`` at ``DYNAMODB_ENDPOINT_URL`` (unset = AWS). Every de
 the partition of the source item it comes from (model-name postings: ``RMFTS#<ws>``), so every
 partition is read with Queries only (no Scan): the workspace collections (``EXPLIST#<ws>``:
 experiment names; ``RMLIST#<ws>``: registered model names; ``RMFTS#<ws>``) and every experiment
-partition, enumerated from the consistent ``EXPLIST#<ws>`` collection plus the ``gsi2`` listing.
+partition, enumerated from the consistent ``EXPLIST#<ws>`` collection plus the ``gsi2`` listing, with the
+trace partitions each experiment's directory lists.
 
 ``verify`` exits 1 when a derived item is missing, unexpected or different. Source items still
 flagged "not yet indexed" are reported as ``pending`` (normal while the indexer catches up).
@@ -35,6 +36,7 @@ from serverless_mlflow import fts, metric_marks, pair_ranks, parallel, ranks, ru
 from serverless_mlflow.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_source
 from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
 from serverless_mlflow.store import runs as store
+from serverless_mlflow.store import trace_partitions
 
 Item = dict[str, Any]
 Key = tuple[str, str]
@@ -113,7 +115,10 @@ def partitions(workspaces: Iterable[str] = DEFAULT_WORKSPACES) -> list[str]:
     out: list[str] = []
     for workspace in workspaces:
         out += [fts.experiments_scope(workspace), fts.registered_models_collection(workspace), fts.registered_models_scope(workspace)]
-    out += [ENTITY["experiment"].pk.render({"experiment_id": e}) for e in experiment_ids(workspaces)]
+    for experiment_id in experiment_ids(workspaces):
+        out.append(ENTITY["experiment"].pk.render({"experiment_id": experiment_id}))
+        # Trace infos (and their name postings) live in the experiment's trace partitions (its directory).
+        out += [partition.pk for partition in trace_partitions.partitions(experiment_id, descending=False)]
     return list(dict.fromkeys(out))
 
 

@@ -174,8 +174,10 @@ def delete_model(name: str) -> None:
 
 
 def set_trace_name(experiment_id: str, trace_id: str, name: str) -> None:
-    # Trace tags live in the trace item; its name is the trace_name attribute (FTS source, lsi5 flag).
-    attributes = {"trace_id": trace_id, "experiment_id": experiment_id, "request_time": 0, "trace_name": name}
-    table.put(
-        ENTITY["trace"].item(attributes, experiment_id=experiment_id, trace_id=trace_id, request_time=0, trace_name=name, changed_at=1)
-    )
+    # Trace tags live in the trace item; its name is the trace_name attribute (FTS source, lsi5 flag). The item is
+    # in its trace partition, which the experiment's directory lists (as start_trace writes them).
+    from serverless_mlflow.store import trace_partitions, trace_writes
+
+    attributes = {"trace_id": trace_id, "experiment_id": experiment_id, "request_time": 0, "trace_name": name, "state": "OK"}
+    trace_partitions.ensure_partition(experiment_id, 0, trace_id, None)
+    table.put(trace_writes.info_item(attributes, changed_at=1))

@@ -25,7 +25,7 @@ def ensure_bootstrap_items() -> None:
         try:
             table.put(item, condition="attribute_not_exists(pk)")
         except table.ConditionFailed:
-            pass
+            continue
 
 
 def ensure_admin(username: str, password: str) -> bool:

@@ -12,12 +12,18 @@ redeploy. Correctness never depends on that refresh, only the cost of the reads:
 the move is under way reads both shapes and finds the old ones gone.
 
 A new table is created at ``CURRENT`` (``record_new_table``, from the bootstrap items' writer).
+
+Traces moved by a named step instead (``traces_v2``, ``tools/trace_migration.py``): a table written before
+keeps its trace infos and spans in the experiment partition (``trace_v1`` / ``trace_spans_v1``) until that step
+is recorded in ``CONFIG / CFG#layout``; until then readers look in both places (layout 1 first, so an item moved
+meanwhile is seen once: see ``docs/schema.md``). A new table records every step at creation.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from serverless_mlflow import table
 from serverless_mlflow.schema import ENTITY
@@ -92,10 +98,11 @@ def _experiment_has(experiment_id: str, attribute: str, wanted: int) -> bool:
 
 
 def forget() -> None:
-    """Drop the cached versions (tests and tools that change them)."""
+    """Drop the cached versions and steps (tests and tools that change them)."""
     with _lock:
         _versions.clear()
         _experiments.clear()
+        _steps.clear()
 
 
 def record(new_version: int, expected: int | None) -> None:
@@ -120,3 +127,44 @@ def record_new_table() -> None:
         table.put(ENTITY["config"].item({"value": CURRENT}, key="layout_version"), condition="attribute_not_exists(pk)")
     except table.ConditionFailed:
         pass
+    record_steps(STEPS)
+
+
+# --- named steps (traces) ------------------------------------------------------------------------------------
+
+LAYOUT_KEY = ENTITY["config"].key(key="layout")
+TRACES_V2 = "traces_v2"
+# Every step this code knows, in order: what a new table is created with.
+STEPS: tuple[str, ...] = (TRACES_V2,)
+RECHECK_SECONDS = 30.0
+
+# table name -> (steps known done, when they were read); a completed step never goes back.
+_steps: dict[str, tuple[frozenset[str], float]] = {}
+
+
+def steps_done() -> frozenset[str]:
+    """The migration steps recorded as complete (read strongly consistent, cached as described above)."""
+    name, now = table.table_name(), time.monotonic()
+    with _lock:
+        cached = _steps.get(name)
+    if cached is not None and (cached[0].issuperset(STEPS) or now - cached[1] < RECHECK_SECONDS):
+        return cached[0]
+    item = table.get(LAYOUT_KEY) or {}
+    done = frozenset(item.get("steps") or ())
+    with _lock:
+        _steps[name] = (done, now)
+    return done
+
+
+def layout1_traces_possible() -> bool:
+    return TRACES_V2 not in steps_done()
+
+
+def record_steps(steps: list[str] | tuple[str, ...]) -> None:
+    """Add completed steps to the table's layout record (idempotent)."""
+    table.update(LAYOUT_KEY, "ADD steps :s SET entity_type = :t", values={":s": set(steps), ":t": "config"})
+    forget()
+
+
+def layout_item() -> dict[str, Any] | None:
+    return table.get(LAYOUT_KEY)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -43,15 +44,15 @@ class Index:
 
 
 INDEXES: tuple[Index, ...] = (
-    Index("gsi1", "GSI", "gsi1pk", "gsi1sk", "KEYS_ONLY", "Reverse lookup: which experiment holds a run, trace or logged model"),
+    Index("gsi1", "GSI", "gsi1pk", "gsi1sk", "KEYS_ONLY", "Reverse lookup: which experiment holds a run or logged model (and a layout 1 trace)"),
     Index("gsi2", "GSI", "gsi2pk", "gsi2sk", "ALL", "Collections: experiments of a workspace; global FTS postings"),
     Index("gsi3", "GSI", "gsi3pk", "gsi3sk", "ALL", "Cross-partition lookups: model versions by run id"),
     Index("gsi4", "GSI", "gsi4pk", "gsi4sk", "KEYS_ONLY", "Permissions by resource"),
     Index("gsi5", "GSI", "gsi5pk", "gsi5sk", "ALL", "Name-ordered listings: experiments and registered models"),
-    Index("lsi1", "LSI", PK, "lsi1sk", "ALL", "Runs by lifecycle stage, then start time"),
-    Index("lsi2", "LSI", PK, "lsi2sk", "ALL", "Runs and traces by start/request time"),
+    Index("lsi1", "LSI", PK, "lsi1sk", "ALL", "Runs by lifecycle stage, then start time; traces by execution time"),
+    Index("lsi2", "LSI", PK, "lsi2sk", "ALL", "Runs by start time (layout 1 traces by request time)"),
     Index("lsi3", "LSI", PK, "lsi3sk", "ALL", "Runs and traces by status, then start/request time; model versions by stage, then version"),
-    Index("lsi4", "LSI", PK, "lsi4sk", "ALL", "Runs and traces by name"),
+    Index("lsi4", "LSI", PK, "lsi4sk", "ALL", "Runs by name; traces by name, then request time"),
     Index("lsi5", "LSI", PK, "lsi5sk", "ALL", "Source items not yet indexed by the stream indexer (writers set lsi5sk, the indexer removes it)"),
 )
 INDEX_BY_NAME = {index.name: index for index in INDEXES}
@@ -378,6 +379,26 @@ LM = "LM#{model_id}"
 RM = "RM#{model_name:str}"
 EDS = "EDS#{dataset_id}"
 GW = "GW#{workspace}"
+TRACE_PARTITION = "TB#{experiment_id}#{bucket}#{shard}"
+
+# A trace info's partition: the hour of its request time and a hash shard of its trace id (see trace_partition).
+TRACE_BUCKET_MS = 3_600_000
+TRACE_SHARDS = 8
+
+
+def trace_bucket(request_time_ms: int) -> int:
+    """The hour bucket of a request time (epoch hours; floor, so times before 1970 work too)."""
+    return int(request_time_ms) // TRACE_BUCKET_MS
+
+
+def trace_shard(trace_id: str) -> int:
+    """The write shard of a trace: a stable hash of its id (crc32, the same in every process)."""
+    return zlib.crc32(trace_id.encode("utf-8")) % TRACE_SHARDS
+
+
+def trace_partition(experiment_id: str, request_time_ms: int, trace_id: str) -> dict[str, Any]:
+    """The key fields of a trace's partition: experiment_id, bucket and shard."""
+    return {"experiment_id": experiment_id, "bucket": trace_bucket(request_time_ms), "shard": trace_shard(trace_id)}
 
 ENTITIES: tuple[Entity, ...] = (
     # --- experiment partition -------------------------------------------------------------
@@ -554,45 +575,90 @@ ENTITIES: tuple[Entity, ...] = (
         "Metric logged against a logged model", attributes=("key", "value", "timestamp", "step", "run_id", "dataset_name", "dataset_digest"),
         patterns={"of_model": (None, "Every metric point of one logged model")},
     ),
+    # --- traces (layout 2): trace partitions per (experiment, hour bucket, write shard) ------------
+    # Nothing here grows with the number of traces an experiment ever logged: an info lives in the partition
+    # of its request hour and a hash shard of its id (TRACE_SHARDS spread one hour's writes), its spans in the
+    # trace's own partition. The experiment partition keeps one small directory item per non-empty partition.
+    _e(
+        "trace_bucket", EXP, "TB#{bucket:i64}#{shard}",
+        "Directory of the experiment's non-empty trace partitions (hour bucket, write shard): written before the "
+        "first info of that partition, expires with the last trace it can hold",
+        attributes=("bucket", "shard"),
+        expires=True,
+        patterns={"by_bucket": (None, "The experiment's trace partitions in hour order (a range of buckets)")},
+    ),
     _e(
         # The whole trace info in one item: tags, metadata and assessments are maps inside it, so get,
-        # batchGet and every search page read each trace once (lsi2/lsi4 project ALL). An assessment or
+        # batchGet and every search page read each trace once (the LSIs project ALL). An assessment or
         # tag that would push it past 400 KB is refused (UpdateItem is atomic: nothing half-written).
-        "trace", EXP, "T#{trace_id}", "Trace info (v3) with its tags, metadata and assessments",
+        # The sort key is the request time: the table itself walks a partition in MLflow's default order.
+        "trace", TRACE_PARTITION, "T#{request_time:i64}#{trace_id}",
+        "Trace info (v3) with its tags, metadata and assessments, in its (hour, shard) trace partition",
         indexes={
-            "gsi1": ("TRACE#{trace_id}", "EXP#{experiment_id}"),
-            "lsi2": (None, "T#{request_time:i64}#{trace_id}"),
-            # Status filters read one state's traces, newest first.
+            # Only traces with a known duration carry lsi1sk (MLflow sorts a NULL duration last).
+            "lsi1": (None, "T#{execution_duration:i64}#{request_time:i64}#{trace_id}"),
+            # Status filters and orders read one state's traces, newest first.
             "lsi3": (None, "T#{state}#{request_time:i64}#{trace_id}"),
-            # Only traces with a name (mlflow.traceName tag) carry lsi4sk: name filters read just them.
-            "lsi4": (None, "T#{trace_name:str}{trace_id}"),
+            # Only traces with a name (mlflow.traceName tag) carry lsi4sk: name filters read just them, by time.
+            "lsi4": (None, "T#{trace_name:str}{request_time:i64}#{trace_id}"),
             # "name not yet indexed" flag for trace-name FTS (the indexer removes it); writers pass changed_at.
             "lsi5": (None, "U#{changed_at:i64}#T#{trace_id}"),
         },
         patterns={
-            "by_request_time": ("lsi2", "Traces of an experiment by request time"),
-            "by_state": ("lsi3", "Traces of one state by request time"),
-            "by_name": ("lsi4", "Traces with one name (only named traces carry lsi4sk)"),
+            "by_request_time": (None, "A trace partition's infos by request time"),
+            "by_execution_time": ("lsi1", "A trace partition's infos by execution time, then request time"),
+            "by_state": ("lsi3", "A trace partition's infos of one state by request time"),
+            "by_name": ("lsi4", "A trace partition's named infos by name, then request time"),
         },
         attributes=(
             "trace_id", "experiment_id", "request_time", "execution_duration", "state", "request_preview",
             "response_preview", "client_request_id", "trace_name", "trace_metadata", "tags", "assessments",
-            "linked_runs",
+            "linked_runs", "rev",
         ),
         expires=True,
     ),
     _e(
         "trace_locator", "TRACE#{trace_id}", "TRACE",
-        "Trace id -> experiment id; span_ids (a string set, so re-sent spans count once) and expected_spans "
-        "(from the client's size stats) tell whether every span is stored",
-        attributes=("experiment_id", "span_ids", "expected_spans"),
+        "Trace id -> experiment id and where its info is (info_time: the request time its key was made with; none: "
+        "layout 1 or no info yet); span_count and expected_spans (from the client's size stats) tell whether every "
+        "span is stored",
+        attributes=("experiment_id", "info_time", "span_count", "expected_spans"),
+        expires=True,
+        patterns={"with_spans": (None, "The trace's locator and its spans, in one query", "")},
+    ),
+    _e(
+        "trace_spans", "TRACE#{trace_id}", "S#{span_id}",
+        "One span as its OTLP protobuf bytes (a span over the item limit is spilled to S3: spill_key), in the trace's partition",
+        attributes=("span", "spill_key", "start_time_unix_nano"),
+        patterns={"of_trace": (None, "Every span of one trace")},
+        expires=True,
+    ),
+    # --- traces, layout 1 (before `migrate` step traces_v2): read while a table still holds them ----------
+    # Items of these templates carry entity_type trace / trace_spans (what the earlier code wrote).
+    _e(
+        "trace_v1", EXP, "T#{trace_id}", "Layout 1 trace info (entity_type trace) in the experiment partition",
+        indexes={
+            "gsi1": ("TRACE#{trace_id}", "EXP#{experiment_id}"),
+            "lsi2": (None, "T#{request_time:i64}#{trace_id}"),
+            "lsi3": (None, "T#{state}#{request_time:i64}#{trace_id}"),
+            "lsi4": (None, "T#{trace_name:str}{trace_id}"),
+            "lsi5": (None, "U#{changed_at:i64}#T#{trace_id}"),
+        },
+        patterns={
+            "by_request_time": ("lsi2", "Layout 1 traces of an experiment by request time"),
+            "by_state": ("lsi3", "Layout 1 traces of one state by request time"),
+            "by_name": ("lsi4", "Layout 1 traces with one name"),
+        },
+        attributes=("trace_id", "experiment_id", "request_time", "state", "trace_name", "tags", "rev"),
         expires=True,
     ),
     _e(
-        "trace_spans", EXP, "T#{trace_id}#S#{span_id}",
-        "One span as its OTLP protobuf bytes (a span over the item limit is spilled to S3: spill_key)",
+        "trace_spans_v1", EXP, "T#{trace_id}#S#{span_id}", "Layout 1 span (entity_type trace_spans) in the experiment partition",
         attributes=("span", "spill_key", "start_time_unix_nano"),
-        patterns={"of_trace": (None, "Every span of one trace")},
+        patterns={
+            "of_trace": (None, "Layout 1 spans of one trace"),
+            "everything": (None, "Every layout 1 trace item of an experiment (infos and spans), in key order", "T#"),
+        },
         expires=True,
     ),
     # --- GenAI evaluation: datasets and scorers ---------------------------------------------
@@ -698,7 +764,7 @@ ENTITIES: tuple[Entity, ...] = (
     ),
     _e(
         "fts_forward", "{scope}", "FTS#{level}#{token:str}{entity_kind}#{entity_id:str}",
-        "Token -> entity posting (scope: EXP#<id> for runs/traces, EXPLIST#<ws> for experiments, RMFTS#<ws> for models)",
+        "Token -> entity posting (scope: EXP#<id> for runs, the trace partition for traces, EXPLIST#<ws> for experiments, RMFTS#<ws> for models)",
         indexes={"gsi2": ("FTS#{token:str}", "{level}#{entity_kind}#{scope}#{entity_id:str}")},
         attributes=("entity_kind", "entity_id", "token", "level"), derived=True,
         patterns={

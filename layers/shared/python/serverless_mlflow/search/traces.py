@@ -317,21 +317,37 @@ def name_pattern(clauses: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def sort_key(order: list[tuple[str, str, bool]]) -> Any:
-    """MLflow's order: the given terms (NULLs last), then timestamp desc and request id asc."""
+Term = tuple[str, str, bool]  # (kind, key, ascending)
+TIMESTAMP: Term = ("attribute", "timestamp_ms", False)
+REQUEST_ID: Term = ("attribute", "request_id", True)
+
+
+def full_order(order: list[Term]) -> list[Term]:
+    """MLflow's complete order: the given terms, then timestamp desc and request id asc unless given."""
     terms = list(order)
     keys = {(kind, key) for kind, key, _ in terms}
-    if ("attribute", "timestamp_ms") not in keys:
-        terms.append(("attribute", "timestamp_ms", False))
-    if ("attribute", "request_id") not in keys:
-        terms.append(("attribute", "request_id", True))
+    for default in (TIMESTAMP, REQUEST_ID):
+        if default[:2] not in keys:
+            terms.append(default)
+    return terms
+
+
+def term_values(item: dict[str, Any], terms: list[Term]) -> list[Any]:
+    """The item's value of each order term (a page token keeps them as its position)."""
+    return [value_of(item, kind, key) for kind, key, _ in terms]
+
+
+def position_key(values: list[Any], terms: list[Term]) -> tuple[Any, ...]:
+    """The sort key of a position (term values), comparable with ``sort_key``'s."""
+    return tuple(_Ordered(value, ascending) for value, (_, _, ascending) in zip(values, terms, strict=True))
+
+
+def sort_key(order: list[Term]) -> Any:
+    """MLflow's order: the given terms (NULLs last), then timestamp desc and request id asc."""
+    terms = full_order(order)
 
     def key(item: dict[str, Any]) -> tuple[Any, ...]:
-        parts: list[Any] = []
-        for kind, name, ascending in terms:
-            value = value_of(item, kind, name)
-            parts.append(_Ordered(value, ascending))
-        return tuple(parts)
+        return position_key(term_values(item, terms), terms)
 
     return key
 
