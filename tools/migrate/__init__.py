@@ -123,7 +123,20 @@ def run(workspaces: Iterable[str] = DEFAULT_WORKSPACES, max_items: int | None = 
         version = step.TO
         if budget is not None:
             budget = max(1, budget - context.moved)
+    run_named_steps(workspaces, log)
     return version
+
+
+def run_named_steps(workspaces: Iterable[str], log: Callable[[str], None] = print) -> None:
+    """The steps recorded by name (traces move per trace, not per version: ``tools/trace_migration.py``)."""
+    if layout.TRACES_V2 in layout.steps_done():
+        return
+    from tools import admin, trace_migration
+
+    started = time.monotonic()
+    log(f"{layout.TRACES_V2}: trace infos and spans out of the experiment partitions")
+    progress = trace_migration.run(admin.experiment_ids(tuple(workspaces)))
+    log(f"{layout.TRACES_V2}: done ({progress.infos_moved} infos and {progress.spans_moved} spans moved in {time.monotonic() - started:.0f} s)")
 
 
 def status() -> str:
@@ -134,6 +147,7 @@ def status() -> str:
     for step in pending:
         progress = Context(step.NAME).checkpoint()
         lines.append(f"  pending: {step.NAME} ({step.FROM} -> {step.TO}); progress: {progress or 'not started'}")
+    lines += [f"  pending: {name} (named step)" for name in layout.STEPS if name not in layout.steps_done()]
     return "\n".join(lines)
 
 
