@@ -107,8 +107,11 @@ def index_item(key: Key, records: list[Images], stale: dict[Key, Item], current:
     if current is not None and not is_source(current):
         current = None
     target = derive(current)
-    if all(img.old is not None for img in records) and stale == target:
-        return outcome  # nothing this item implies changed (e.g. a run status update): its summary and flag only
+    # Nothing this item implies changed since before the batch (e.g. a run status update): its summary and flag
+    # only. Compared with the first record's old image, what an earlier invocation indexed: ``stale`` also holds
+    # what the new images imply, which nothing wrote yet (a name added by a MODIFY).
+    if records and all(img.old is not None for img in records) and derive(records[0].old) == target:
+        return outcome
     stale = dict(stale)
     existing_fts: set[Key] = set()
     for source in _name_sources(*(img.old for img in records), *(img.new for img in records), current):

@@ -68,6 +68,19 @@ def test_rename_replaces_tokens_and_clears_flags(stream: s.Stream) -> None:
     assert admin.verify().differences == 0
 
 
+def test_a_name_added_by_a_later_write_is_posted(stream: s.Stream) -> None:
+    # Indexed first without a name (a trace whose name arrives with StartTrace after its spans), then named by a
+    # MODIFY: what the new image implies must be written, though the record's images imply it too.
+    s.put_experiment("1", "exp", 1)
+    s.put_run("1", "c" * 32, None, 2)
+    s.drain(stream)
+    assert fts.run_candidates(["1"], "%named%") == set()
+    s.put_run("1", "c" * 32, "named-later", 3)
+    s.drain(stream)
+    assert fts.run_candidates(["1"], "%named%") == {"c" * 32}
+    assert admin.verify().differences == 0
+
+
 def test_replay_duplicates_and_old_records_converge(stream: s.Stream) -> None:
     s.put_experiment("1", "e", 1)
     s.put_run("1", "c" * 32, "first name", 2)
