@@ -223,6 +223,8 @@ class LocalRuntime:
                 self._catch_up_quietly()
             finally:
                 self._pending_writes.close(invocation)
+        if invocation.registry_events and self.webhooks is not None:
+            self.webhooks.wake()
         return response
 
     # --- stream -> indexer ----------------------------------------------------------------------

@@ -32,6 +32,12 @@ MAX_RECEIVES = 6
 # Locally the retries come quicker (deployed: 10 s, then 30 s, 90 s, ...).
 LOCAL_BACKOFF_BASE_SECONDS = "1"
 POLL_SECONDS = 0.2
+# The stream reader sleeps until a request wrote a registry event (``wake``); this slow poll is only a backstop
+# for events written by another process on the same table. Polling constantly cost every local runtime (and
+# every test's) a stream read five times a second.
+IDLE_POLL_SECONDS = 10.0
+# After a wake, a few short retries in case the records are not readable at once.
+WAKE_RETRIES = 3
 
 
 def is_registry_event(record: dict[str, Any]) -> bool:
@@ -50,6 +56,7 @@ class LocalWebhooks:
         self.follower: StreamFollower | None = None
         self.queue_arn = ""
         self._stopping = threading.Event()
+        self._wake = threading.Event()
 
     def setup(self, streams_client: Any, stream_arn: str, checkpoints: Path | None) -> None:
         import boto3
@@ -80,6 +87,11 @@ class LocalWebhooks:
 
     def stop(self) -> None:
         self._stopping.set()
+        self._wake.set()
+
+    def wake(self) -> None:
+        """A request wrote a registry event: read the stream now."""
+        self._wake.set()
 
     def drain(self) -> int:
         return self.follower.drain() if self.follower else 0
@@ -93,11 +105,19 @@ class LocalWebhooks:
             self._follow_stream_counted_elsewhere()
 
     def _follow_stream_counted_elsewhere(self) -> None:
-        while not self._stopping.wait(POLL_SECONDS):
-            try:
-                self.drain()
-            except Exception:
-                log.exception("webhook events drain failed; retried on the next poll")
+        while not self._stopping.is_set():
+            woken = self._wake.wait(IDLE_POLL_SECONDS)
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            for _ in range(WAKE_RETRIES if woken else 1):
+                try:
+                    if self.drain():
+                        break
+                except Exception:
+                    log.exception("webhook events drain failed; retried on the next poll")
+                if self._stopping.wait(POLL_SECONDS):
+                    return
 
     def _poll_queue(self) -> None:
         with stats.uncounted():

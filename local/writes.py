@@ -35,6 +35,8 @@ class Invocation:
     reaches_indexer: bool = False
     # Epoch seconds of its first such write, taken before the call is sent: its stream records are later.
     first_write_at: float | None = None
+    # It wrote a registry event (the webhooks' outbox): the runtime wakes its webhook stream reader.
+    registry_events: bool = False
 
 
 class Pending:
@@ -84,9 +86,29 @@ def install() -> None:
 
 def _note(params: dict[str, Any], model: Any, **_: Any) -> None:
     invocation = _current.get()
-    if invocation is not None and not invocation.reaches_indexer and reaches_indexer(model.name, params):
+    if invocation is None:
+        return
+    if not invocation.reaches_indexer and reaches_indexer(model.name, params):
         invocation.first_write_at = time.time()
         invocation.reaches_indexer = True
+    if not invocation.registry_events and writes_registry_event(model.name, params):
+        invocation.registry_events = True
+
+
+def writes_registry_event(operation: str, params: dict[str, Any]) -> bool:
+    """Whether this call puts a registry event (outbox) item: registry writes put them in transactions."""
+    if operation == "PutItem":
+        items = [params.get("Item")]
+    elif operation == "TransactWriteItems":
+        items = [entry["Put"].get("Item") for entry in params.get("TransactItems", []) if "Put" in entry]
+    elif operation == "BatchWriteItem":
+        items = [r["PutRequest"].get("Item") for batch in params.get("RequestItems", {}).values() for r in batch if "PutRequest" in r]
+    else:
+        return False
+    return any((item or {}).get(schema.ENTITY_TYPE, {}).get("S") == REGISTRY_EVENT for item in items)
+
+
+REGISTRY_EVENT = "registry_event"
 
 
 def reaches_indexer(operation: str, params: dict[str, Any]) -> bool:

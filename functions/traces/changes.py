@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from serverless_mlflow import clock, s3, table
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.schema import COLLECTIONS, PK, SK
 from serverless_mlflow.store import experiments as experiment_store
@@ -20,7 +21,8 @@ from serverless_mlflow.store import trace_writes
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.validation import validate_trace_tag
 
-from . import search
+# The search grammar (sqlparse) is for deletes by age only: kept out of the cold start of tag and assessment routes.
+search = deferred("traces.search")
 
 MAX_TRACE_LINKS_PER_REQUEST = 100
 # The trace name keys the name index and sets the "not yet indexed" flag of trace-name FTS.
