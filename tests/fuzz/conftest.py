@@ -23,6 +23,7 @@ from .state import Snapshot
 
 ADMIN_PASSWORD = "fuzz-admin-" + os.urandom(6).hex()
 M2, M3 = "/api/2.0/mlflow", "/api/3.0/mlflow"
+WEBHOOK_URL = "https://127.0.0.1:9/fuzz-hook"
 
 
 @dataclass
@@ -86,6 +87,8 @@ def seed(target: Target) -> None:
     seeds["endpoint_name"] = unique("fz-endpoint")
     endpoint = call("POST", f"{M3}/gateway/endpoints/create", {"name": seeds["endpoint_name"], "model_configs": [{"model_definition_id": definition, "linkage_type": "PRIMARY", "weight": 1.0}], "usage_tracking": False})  # fmt: skip
     seeds["endpoint_id"] = endpoint["endpoint"]["endpoint_id"]
+    events = [{"entity": "MODEL_VERSION", "action": "CREATED"}]
+    seeds["webhook_id"] = call("POST", f"{M2}/webhooks", {"name": unique("fz-hook"), "url": WEBHOOK_URL, "events": events})["webhook"]["webhook_id"]  # fmt: skip
     if target.mode == "basic":
         seeds["username"] = unique("fz-user")
         call("POST", f"{M2}/users/create", {"username": seeds["username"], "password": "fuzz-password-0"})
@@ -118,6 +121,7 @@ def ensure_seeds(target: Target) -> None:
         "trace_id": {"trace_id": seeds["trace_id"]},
     }
     checks = [(f"{M2}/logged-models/{seeds['model_id']}", {}, None), (f"{M3}/datasets/{seeds['dataset_id']}", {}, None)]
+    checks.append((f"{M2}/webhooks/{seeds['webhook_id']}", {}, None))
     checks += [(path, queries[name], alive) for _, path, name, alive in _ALIVE]
     for path, params, alive in checks:
         response = requests.get(target.url + path, params=params, headers=target.headers, timeout=60)
@@ -140,7 +144,8 @@ def examples(config: pytest.Config, mode: str) -> int:
 
 def _runtime(mode: str) -> Iterator[Target]:
     table, bucket = unique("fuzz"), unique("fuzz")
-    env = {"TABLE_NAME": table, "BUCKET_NAME": bucket, "INDEXER_MODE": "sync"}
+    # Webhooks may name a loopback URL (port 9: refused at once), so the test route answers without the network.
+    env = {"TABLE_NAME": table, "BUCKET_NAME": bucket, "INDEXER_MODE": "sync", "MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS": "true"}
     headers = {}
     if mode == "basic":
         env.update(AUTHORIZATION="basic", MLFLOW_AUTH_ADMIN_PASSWORD=ADMIN_PASSWORD, AUTHORIZER_CACHE_SECONDS="60")
