@@ -82,6 +82,7 @@ class LocalWebhooks:
         )
 
     def start(self) -> None:
+        self._wake.set()  # catch up at once with what was written while no runtime read the stream
         threading.Thread(target=self._follow_stream, daemon=True, name="webhook-events").start()
         threading.Thread(target=self._poll_queue, daemon=True, name="webhook-delivery").start()
 
