@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from serverless_mlflow import assessments, clock, s3, table
+from serverless_mlflow import clock, s3, table
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.schema import COLLECTIONS, PK, SK
 from serverless_mlflow.store import experiments as experiment_store
@@ -19,7 +20,10 @@ from serverless_mlflow.store import runs as run_store
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.validation import validate_trace_tag
 
-from . import search
+# The search grammar (sqlparse) is for deletes by age only: kept out of the cold start of tag and assessment routes.
+search = deferred("traces.search")
+# Assessments are normalized through protobuf messages: imported by the assessment routes only.
+assessments = deferred("serverless_mlflow.assessments")
 
 MAX_TRACE_LINKS_PER_REQUEST = 100
 # The trace name keys the name index and sets the "not yet indexed" flag of trace-name FTS.

@@ -11,18 +11,15 @@ A late span that completes the count sets the tag then.
 
 from __future__ import annotations
 
-import gzip
 import json
 import time
-import zlib
 from typing import Any
 
-from google.protobuf.json_format import ParseDict
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from serverless_mlflow import assessments, clock, layout, s3, table
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.otlp import OtlpError, mlflow_trace_id
 from serverless_mlflow.schema import PK, SK, TTL_ATTRIBUTE
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import trace_partitions, trace_writes
@@ -35,58 +32,6 @@ SPILL_BYTES = 300 * 1024
 SPILL_PREFIX = "trace-spans/"
 SPAN_WAIT_SECONDS = 2.0
 SPAN_POLL_SECONDS = 0.1
-
-
-class OtlpError(Exception):
-    """Bad OTLP input: answered as MLflow's OTLP endpoint answers it (status, detail)."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.detail = status, detail
-
-
-def parse_otlp(body: bytes, content_type: str | None, content_encoding: str | None) -> ExportTraceServiceRequest:
-    media_type = content_type.split(";")[0].strip() if content_type else None
-    if media_type not in ("application/x-protobuf", "application/json"):
-        raise OtlpError(400, f"Invalid Content-Type: {content_type}. Expected: application/x-protobuf or application/json")
-    try:
-        if content_encoding:
-            body = _decompress(body, content_encoding.lower())
-        request = ExportTraceServiceRequest()
-        if media_type == "application/json":
-            ParseDict(_hex_ids_to_base64(json.loads(body)), request, ignore_unknown_fields=True)
-        else:
-            request.ParseFromString(body)
-    except (DecodeError, ValueError, TypeError, AttributeError, OSError, zlib.error, Exception):
-        raise OtlpError(400, "Invalid OpenTelemetry format") from None
-    if not request.resource_spans:
-        raise OtlpError(400, "Invalid OpenTelemetry format - no spans found")
-    return request
-
-
-def _decompress(body: bytes, encoding: str) -> bytes:
-    if encoding == "gzip":
-        return gzip.decompress(body)
-    if encoding == "deflate":
-        return zlib.decompress(body)
-    raise OtlpError(400, f"Unsupported Content-Encoding: {encoding}")
-
-
-def _hex_ids_to_base64(data: Any) -> Any:
-    import base64
-
-    for resource_span in data.get("resourceSpans", []):
-        for scope_span in resource_span.get("scopeSpans", []):
-            for span in scope_span.get("spans", []):
-                for field in ("traceId", "spanId", "parentSpanId"):
-                    if value := span.get(field):
-                        span[field] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
-    return data
-
-
-def mlflow_trace_id(otel_trace_id: bytes) -> str:
-    # MLflow: "tr-" + the 128-bit OTel trace id in hex (generate_mlflow_trace_id_from_otel_trace_id).
-    return "tr-" + otel_trace_id.hex()
 
 
 def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:

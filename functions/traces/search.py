@@ -33,12 +33,16 @@ from typing import Any
 
 from serverless_mlflow import fts, layout, table
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.request import INT64_MAX, INT64_MIN
 from serverless_mlflow.search import traces as grammar
 from serverless_mlflow.store import trace_partitions
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.store.trace_partitions import Partition
 
 from . import streams, text
+
+# Trace ids and names in a position are far shorter; a longer one was not written by this server.
+MAX_TOKEN_TEXT = 1024
 
 Item = dict[str, Any]
 DEFAULT_MAX_RESULTS = 100
@@ -153,17 +157,38 @@ def _decode(page_token: str | None, terms: list[grammar.Term]) -> tuple[list[Any
         token = json.loads(base64.b64decode(page_token, validate=True))
     except (ValueError, TypeError):
         raise invalid(f"Invalid page token, could not base64-decode: {page_token}") from None
-    if not isinstance(token, dict):
+    if not isinstance(token, dict) or not all(_token_field_ok(name, token[name]) for name in ("ts", "id", "offset") if name in token):
         raise invalid(f"Invalid page token: {page_token}")
     if "p" in token:
         if token.get("o") != [list(term) for term in terms] or not isinstance(token["p"], list) or len(token["p"]) != len(terms):
             raise invalid(f"Invalid page token: {page_token} (it belongs to a search with another order)")
+        if not all(_position_value_ok(value) for value in token["p"]):
+            raise invalid(f"Invalid page token: {page_token}")
         return token["p"], 0
     if "ts" in token and "id" in token and terms == grammar.full_order([]):
-        return [int(token["ts"]), str(token["id"])], 0
+        return [token["ts"], token["id"]], 0
     if isinstance(token.get("offset"), int) and token["offset"] >= 0:
         return None, token["offset"]
     raise invalid(f"Invalid page token: {page_token}")
+
+
+def _token_field_ok(name: str, value: Any) -> bool:
+    """A field of an earlier release's token: an int64 request time, a trace id, a non-negative offset (anything
+    else is a forged token, answered as MLflow answers a token it cannot read)."""
+    if name == "id":
+        return isinstance(value, str) and len(value) <= MAX_TOKEN_TEXT
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return INT64_MIN <= value <= INT64_MAX and (name != "offset" or value >= 0)
+
+
+def _position_value_ok(value: Any) -> bool:
+    """A position this server wrote: an order term's value (text, an int64 time or duration, or none)."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return len(value) <= MAX_TOKEN_TEXT
+    return not isinstance(value, bool) and isinstance(value, int) and INT64_MIN <= value <= INT64_MAX
 
 
 # --- layout 2: trace partitions ----------------------------------------------------------------------

@@ -83,8 +83,13 @@ def test_entity_parse_reads_table_and_index_keys() -> None:
     history = schema.ENTITY["metric_history"]
     values = {"experiment_id": "3", "run_id": "f" * 32, "key": "loss#ü\x00", "timestamp": -5, "step": 2**40, "value": -math.inf}
     item = history.item({}, **values)
-    assert history.parse(item[schema.SK]) == {k: v for k, v in values.items() if k != "experiment_id"}
-    assert history.parse_pk(item[schema.PK]) == {"experiment_id": "3"}
+    assert history.parse(item[schema.SK]) == {k: v for k, v in values.items() if k in ("timestamp", "step", "value")}
+    assert history.parse_pk(item[schema.PK]) == {"run_id": "f" * 32, "key": "loss#ü\x00"}
+    legacy = schema.LEGACY["metric_history"]
+    item = legacy.item({}, **values)
+    assert item[schema.ENTITY_TYPE] == "metric_history"  # a layout-1 shape carries its successor's type
+    assert legacy.parse(item[schema.SK]) == {k: v for k, v in values.items() if k != "experiment_id"}
+    assert legacy.parse_pk(item[schema.PK]) == {"experiment_id": "3"}
     run = schema.ENTITY["run"]
     run_values = {
         "experiment_id": "3",

@@ -10,7 +10,7 @@ import requests
 
 from local.events import api_gateway_event
 from serverless_mlflow import routes
-from serverless_mlflow.api import table_route_event
+from serverless_mlflow.api import ajax_to_api
 from tests.conftest import unique
 
 # HTTP API's default quota is 300 routes: keep room for features still to come.
@@ -31,7 +31,7 @@ def test_every_api_route_reaches_its_operation_under_ajax_api(route: routes.Rout
     gateway = routes.match_gateway(route.method, _ajax(path))
     assert gateway is not None and gateway[0].feature == route.feature
     event = api_gateway_event(route.method, _ajax(path), "", {}, b"", gateway[0].route_key, gateway[1], "local")
-    mapped = table_route_event(event)
+    mapped = ajax_to_api(event)
     assert mapped["rawPath"] == mapped["requestContext"]["http"]["path"] == path
     operation = routes.match(route.method, mapped["rawPath"])
     assert operation is not None and operation[0] == route
@@ -64,7 +64,7 @@ def test_named_stage_prefix_is_kept() -> None:
         "GET", "/prod/ajax-api/2.0/mlflow/runs/get", "", {}, b"", "ANY /ajax-api/2.0/mlflow/runs/{proxy+}", {"proxy": "get"}, "x"
     )
     event["requestContext"]["stage"] = "prod"
-    mapped = table_route_event(event)
+    mapped = ajax_to_api(event)
     assert mapped["rawPath"] == "/prod/api/2.0/mlflow/runs/get" and mapped["pathParameters"] == {}
 
 

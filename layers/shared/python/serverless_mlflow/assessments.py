@@ -20,8 +20,10 @@ from google.protobuf import json_format
 from google.protobuf.struct_pb2 import Value
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from serverless_mlflow import protos
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
+
+protos = deferred("serverless_mlflow.protos")
 
 ID_PREFIX = "a-"  # mlflow.tracing.constant.ASSESSMENT_ID_PREFIX
 JSON_FORMAT = "JSON_FORMAT"

@@ -186,7 +186,8 @@ def _build() -> dict[str, type[Message]]:
     try:
         built = pool.FindFileByName(file.name)
     except KeyError:
-        built = pool.Add(file)
+        pool.Add(file)  # returns None with some protobuf backends (upb): look the file up again
+        built = pool.FindFileByName(file.name)
     return {name: message_factory.GetMessageClass(built.message_types_by_name[name]) for name in MESSAGES}
 
 

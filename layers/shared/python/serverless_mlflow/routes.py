@@ -154,7 +154,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("DELETE", f"{M3}/scorers/delete", "evaluation", "delete_scorer"),
     ("GET", f"{M3}/scorers/online-configs", "evaluation", "get_online_scoring_configs"),
     ("PUT", f"{M3}/scorers/online-config", "evaluation", "upsert_online_scoring_config"),
-    # --- GenAI review: label schemas, review queues, issues (greedy families, see GREEDY_FAMILIES) ---
+    # --- GenAI review: label schemas, review queues, issues (greedy families: GREEDY_FAMILIES) ---
     ("POST", f"{M3}/label-schemas/create", "review", "create_label_schema"),
     ("GET", f"{M3}/label-schemas/get", "review", "get_label_schema"),
     ("GET", f"{M3}/label-schemas/get-by-name", "review", "get_label_schema_by_name"),
@@ -259,15 +259,27 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", "/get-artifact", "artifacts", "get_run_artifact"),
     ("GET", "/model-versions/get-artifact", "artifacts", "get_model_version_artifact"),
     ("GET", f"{AJAX2}/logged-models/{{model_id}}/artifacts/files", "artifacts", "get_logged_model_artifact"),
+    # --- webhooks (MLflow's registry webhooks; events are delivered from the table's stream) ---------
+    ("POST", f"{M2}/webhooks", "webhooks", "create_webhook"),
+    ("GET", f"{M2}/webhooks", "webhooks", "list_webhooks"),
+    ("GET", f"{M2}/webhooks/{{webhook_id}}", "webhooks", "get_webhook"),
+    ("PATCH", f"{M2}/webhooks/{{webhook_id}}", "webhooks", "update_webhook"),
+    ("DELETE", f"{M2}/webhooks/{{webhook_id}}", "webhooks", "delete_webhook"),
+    ("POST", f"{M2}/webhooks/{{webhook_id}}/test", "webhooks", "test_webhook"),
 )
 
-ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in _TABLE)
+# Route families served by one feature behind two greedy API Gateway routes (``ANY <prefix>`` and
+# ``ANY <prefix>/{proxy+}``) instead of one route per REST route: the HTTP API allows 300 routes and each
+# is a CloudFormation resource. The feature's own resolver tells its operations apart (and answers a known
+# path with another method as MLflow does). Every table route under a family's prefix must be the family's.
+GREEDY_FAMILIES: dict[str, str] = {
+    f"{M2}/webhooks": "webhooks",
+    f"{M3}/label-schemas": "review",
+    f"{M3}/review-queues": "review",
+    f"{M3}/issues": "review",
+}
 
-# Route families that reach API Gateway as one greedy route each (``ANY <prefix>`` and ``ANY <prefix>/{proxy+}``)
-# instead of one route per operation: the HTTP API allows 300 routes, so a new family costs at most two. The
-# feature's handler matches the exact operation from the table (``table_route_event``); a family member of
-# another feature keeps its own exact route, which API Gateway prefers.
-GREEDY_FAMILIES: tuple[str, ...] = (f"{M3}/label-schemas", f"{M3}/review-queues", f"{M3}/issues")
+ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in _TABLE)
 
 # Anything the table does not name is answered by the meta feature with ENDPOINT_NOT_FOUND
 # (API Gateway's own 404 body would break the client's fallbacks).
@@ -305,10 +317,16 @@ def _match_operation(method: str, path: str) -> tuple[Route, dict[str, str]] | N
 
 
 def operation_path(method: str, path: str) -> str:
-    """The path a feature matches: ``/ajax-api/...`` is ``/api/...`` unless the table names the ajax path."""
-    if path.startswith(AJAX_PREFIX) and _match_operation(method, path) is None:
+    """The path a feature matches: ``/ajax-api/...`` is ``/api/...`` unless the table names the ajax path (for
+    any method: an ajax-only route asked with another method keeps its path, and its 405)."""
+    if path.startswith(AJAX_PREFIX) and not any(_match_operation(m, path) for m in _table_methods()):
         return API_PREFIX + path[len(AJAX_PREFIX) :]
     return path
+
+
+@cache
+def _table_methods() -> tuple[str, ...]:
+    return tuple(sorted({route.method for route in ROUTES}))
 
 
 def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
@@ -316,7 +334,22 @@ def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
     return _match_operation(method, operation_path(method, path))
 
 
+def allowed_methods(path: str) -> list[str]:
+    """The methods the table routes for ``path`` (with OPTIONS, which MLflow's server answers for any of
+    them); empty for a path the table does not know."""
+    found = sorted({route.method for route in ROUTES if match(route.method, path) is not None})
+    return [*found, "OPTIONS"] if found else []
+
+
 # --- what API Gateway holds ---------------------------------------------------------------------
+
+
+def family_of(path: str) -> str | None:
+    """The greedy family prefix a table path belongs to, if any."""
+    for prefix in GREEDY_FAMILIES:
+        if path == prefix or path.startswith(prefix + "/"):
+            return prefix
+    return None
 
 
 @dataclass(frozen=True)
@@ -350,30 +383,18 @@ def _ajax_groups() -> dict[str, list[tuple[Route, str]]]:
     return groups
 
 
-def family_of(path: str) -> str | None:
-    """The greedy family a table path belongs to, if any."""
-    return next((prefix for prefix in GREEDY_FAMILIES if path == prefix or path.startswith(prefix + "/")), None)
-
-
-def _family_groups() -> dict[str, list[tuple[Route, str]]]:
-    groups: dict[str, list[tuple[Route, str]]] = {}
-    for route in ROUTES:
-        if (prefix := family_of(route.path)) is not None:
-            groups.setdefault(prefix, []).append((route, route.path))
-    return groups
-
-
 @cache
 def gateway_routes() -> tuple[GatewayRoute, ...]:
-    """The HTTP API's routes: the table's own paths, plus the ajax groups and greedy families (one greedy route
-    to the group's main feature; a route of another feature in a group keeps an exact route, which API Gateway
-    prefers)."""
+    """The HTTP API's routes: the table's own paths, plus the ajax groups (greedy, to the group's main
+    feature; a route of another feature in a group keeps an exact route, which API Gateway prefers)."""
     out = [
         GatewayRoute(r.method, r.path, r.feature, r.public)
         for r in ROUTES
         if not r.path.startswith(AJAX_PREFIX) and family_of(r.path) is None
     ]
-    for prefix, members in sorted({**_ajax_groups(), **_family_groups()}.items()):
+    for prefix, feature in GREEDY_FAMILIES.items():
+        out += [GatewayRoute("ANY", prefix, feature), GatewayRoute("ANY", prefix + "/{proxy+}", feature)]
+    for prefix, members in sorted(_ajax_groups().items()):
         counts: dict[str, int] = {}
         for route, _ in members:
             counts[route.feature] = counts.get(route.feature, 0) + 1

@@ -92,7 +92,7 @@ class KeyTemplate:
             if name not in values or values[name] is None:
                 raise KeyError(f"{self.template}: missing value for {name}")
             value = values[name]
-            return ENCODERS[codec](value) if codec else str(value)
+            return ENCODERS[codec](value) if codec else keys.raw_id(str(value))
 
         return _PLACEHOLDER.sub(substitute, self.template)
 
@@ -105,7 +105,7 @@ class KeyTemplate:
             if values.get(name) is None:
                 return "".join(out)
             value = values[name]
-            out.append(ENCODERS[codec](value) if codec else str(value))
+            out.append(ENCODERS[codec](value) if codec else keys.raw_id(str(value)))
             pos = match.end()
         out.append(self.template[pos:])
         return "".join(out)
@@ -277,6 +277,14 @@ class Entity:
     derived: bool = False  # maintained by the stream indexer, never by a request handler
     expires: bool = False  # carries the TTL attribute
     patterns: dict[str, AccessPattern] = field(default_factory=dict)
+    # A shape of an older table layout (``LEGACY``): its items carry ``entity_type`` = ``legacy_of`` (the entity
+    # that replaced the shape) and are only read while ``make migrate`` moves them, never written.
+    legacy_of: str | None = None
+
+    @property
+    def type_name(self) -> str:
+        """The ``entity_type`` its items carry."""
+        return self.legacy_of or self.name
 
     def key(self, **values: Any) -> dict[str, str]:
         return {PK: self.pk.render(values), SK: self.sk.render(values)}
@@ -319,7 +327,7 @@ class Entity:
 
     def item(self, attributes: dict[str, Any], **values: Any) -> dict[str, Any]:
         """A complete item: keys, index keys, entity type and the given attributes."""
-        return {**attributes, **self.key(**values), **self.index_keys(**values), ENTITY_TYPE: self.name}
+        return {**attributes, **self.key(**values), **self.index_keys(**values), ENTITY_TYPE: self.type_name}
 
     def sk_prefix(self, **values: Any) -> str:
         return self.sk.prefix(values)
@@ -340,6 +348,7 @@ def _e(
     derived: bool = False,
     expires: bool = False,
     patterns: dict[str, PatternSpec] | None = None,
+    legacy_of: str | None = None,
 ) -> Entity:
     entity = Entity(
         name=name,
@@ -353,6 +362,7 @@ def _e(
         attributes=attributes,
         derived=derived,
         expires=expires,
+        legacy_of=legacy_of,
     )
     for pattern_name, spec in (patterns or {}).items():
         index, pattern_description = spec[0], spec[1]
@@ -364,6 +374,8 @@ def _e(
 
 
 EXP = "EXP#{experiment_id}"
+RUN = "RUN#{run_id}"
+LM = "LM#{model_id}"
 RM = "RM#{model_name:str}"
 EDS = "EDS#{dataset_id}"
 GW = "GW#{workspace}"
@@ -444,8 +456,8 @@ ENTITIES: tuple[Entity, ...] = (
             "lsi5": (None, "U#{last_update_time:i64}#R#{run_id}"),
         },
         patterns={
-            "with_data": (None, "Runs of an experiment (or one run, given run_id) with their metrics, params, tags and inputs"),
-            "data": (None, "One run's metrics, params, tags, inputs and outputs (not the run item)", "R#{run_id}#"),
+            "with_data": (None, "Runs of an experiment (or one run, given run_id) with their params, tags, inputs and outputs"),
+            "data": (None, "One run's params, tags, inputs and outputs (not the run item)", "R#{run_id}#"),
             "by_lifecycle": ("lsi1", "Runs of one lifecycle stage by start time"),
             "by_start_time": ("lsi2", "Runs by start time"),
             "by_status": ("lsi3", "Runs of one status by start time"),
@@ -455,21 +467,30 @@ ENTITIES: tuple[Entity, ...] = (
         attributes=("run_id", "experiment_id", "run_name", "user_id", "status", "start_time", "end_time", "artifact_uri", "lifecycle_stage", "deleted_time", "last_update_time"),
     ),
     _e(
-        "run_locator", "RUN#{run_id}", "RUN",
+        "run_locator", RUN, "RUN",
         "Run id -> experiment id, read strongly consistent (a GSI could lag right after create_run)",
         attributes=("experiment_id",),
     ),
     _e(
-        "latest_metric", EXP, "R#{run_id}#M#{key:str}", "Latest value of a run's metric (max step, then timestamp, then value)",
-        indexes={"lsi5": (None, "U#{changed_at:i64}#M#{run_id}")},
+        # Outside the experiment partition (issue 23): a training loop rewrites it at every step. get_run reads a
+        # run's latest metrics with one Query of RUN#<run>; the indexer derives the RANK items and the summary.
+        "latest_metric", RUN, "M#{key:str}", "Latest value of a run's metric (max step, then timestamp, then value)",
         # rank = int64(step) + int64(timestamp) + float64(value as SQL compares it): one string, so a
         # condition `rank < :new` keeps MLflow's rule under concurrent writers.
-        attributes=("key", "value", "timestamp", "step", "is_nan", "rank", "changed_at"),
+        attributes=("key", "value", "timestamp", "step", "is_nan", "rank", "experiment_id", "run_id"),
+        patterns={"of_run": (None, "A run's latest metrics, in key order (one consistent Query)")},
     ),
     _e(
-        # Ordered as MLflow answers get-history (timestamp, step, value): pages are key ranges.
+        # The "metrics changed" handshake between writers and the indexer (serverless_mlflow/metric_marks.py): v
+        # counts metric writes, epoch is advanced by the indexer before it reads a run's metrics.
+        "run_metric_state", RUN, "MS", "A run's metric write counter and indexer epoch (writers and the indexer)",
+        attributes=("v", "epoch"),
+    ),
+    _e(
+        # Ordered as MLflow answers get-history (timestamp, step, value): pages are key ranges. One partition per
+        # run and metric key: it grows with that metric's points only (10 GB is about 44 million points).
         # value in the key is the SQL identity (+-inf as +-1.797e308, NaN distinct from 0).
-        "metric_history", EXP, "H#{run_id}#{key:str}{timestamp:i64}#{step:i64}#{value:f64}",
+        "metric_history", "MH#{run_id}#{key:str}", "{timestamp:i64}#{step:i64}#{value:f64}",
         "One logged metric point; identical re-logs land on the same key (idempotent)",
         attributes=("key", "value", "timestamp", "step", "is_nan"),
         patterns={"of_metric": (None, "A run's points of one metric, in (timestamp, step, value) order")},
@@ -495,6 +516,21 @@ ENTITIES: tuple[Entity, ...] = (
         "Slice of a large dataset schema/profile of a run input (items stay < 400 KB)",
         attributes=("field", "data"),
     ),
+    _e(
+        # The indexer's copy of the run's latest metrics (RUN#<run>), in the run's range: get_run reads it with the run
+        # in one Query, and the run summary copies it. Trusted while the run has no run_metrics_marker.
+        "run_metrics_digest", EXP, "R#{run_id}#MD", "A run's latest metrics in one item, in the run's range (written by the indexer)",
+        attributes=("run_id", "metrics", "oversize"), derived=True,
+    ),
+    _e(
+        # Put by a metric writer (at most once per indexer pass), removed by the indexer once it has indexed the run's
+        # metrics (serverless_mlflow/metric_marks.py). In the run's range, so get_run sees it in the same Query, and on
+        # LSI5 with the other "not indexed yet" flags, so a search sees it too: both then read RUN#<run>.
+        "run_metrics_marker", EXP, "R#{run_id}#MP",
+        "A run whose latest metrics changed since the indexer last indexed them",
+        indexes={"lsi5": (None, "U#{changed_at:i64}#MP#{run_id}")},
+        attributes=("run_id", "epoch", "changed_at"),
+    ),
     _e("run_model_input", EXP, "R#{run_id}#N#{model_id}", "Logged model input of a run", attributes=("model_id",)),
     _e("run_output", EXP, "R#{run_id}#O#{model_id}", "Logged model output of a run", attributes=("model_id", "step")),
     _e(
@@ -514,20 +550,31 @@ ENTITIES: tuple[Entity, ...] = (
         attributes=("run_id", "context"),
     ),
     _e(
+        "experiment_layout", EXP, "LV",
+        "The layout this experiment's items are in (version) and its derived metric items are in (ranks), set by "
+        "make migrate once it has moved them; absent: the table's layout (CFG#layout_version)",
+        attributes=("version", "ranks"),
+    ),
+    _e(
         "logged_model", EXP, "L#{model_id}", "Logged model (MLflow 3)",
         indexes={
             "gsi1": ("LM#{model_id}", "EXP#{experiment_id}"),
             "lsi2": (None, "L#{creation_timestamp:i64}#{model_id}"),
         },
         attributes=("model_id", "experiment_id", "name", "artifact_location", "creation_timestamp", "last_updated_timestamp", "status", "model_type", "source_run_id", "status_message", "lifecycle_stage"),
-        patterns={"with_data": (None, "Logged models of an experiment (or one, given model_id) with their tags, params and metrics")},
+        patterns={"with_data": (None, "Logged models of an experiment (or one, given model_id) with their tags and params")},
     ),
-    _e("logged_model_locator", "LM#{model_id}", "LM", "Logged model id -> experiment id", attributes=("experiment_id",)),
+    _e(
+        "logged_model_locator", LM, "LM", "Logged model id -> experiment id", attributes=("experiment_id",),
+        patterns={"with_metrics": (None, "A logged model's locator and its metric points (its whole partition), one consistent Query", "")},
+    ),
     _e("logged_model_tag", EXP, "L#{model_id}#T#{key:str}", "Logged model tag", attributes=("key", "value")),
     _e("logged_model_param", EXP, "L#{model_id}#P#{key:str}", "Logged model parameter", attributes=("key", "value")),
     _e(
-        "logged_model_metric", EXP, "L#{model_id}#M#{key:str}{step:i64}#{timestamp:i64}#{run_id}",
+        # In the model's own partition (with its locator): a training loop logging with model_id adds a point per step.
+        "logged_model_metric", LM, "M#{key:str}{step:i64}#{timestamp:i64}#{run_id}",
         "Metric logged against a logged model", attributes=("key", "value", "timestamp", "step", "run_id", "dataset_name", "dataset_digest"),
+        patterns={"of_model": (None, "Every metric point of one logged model")},
     ),
     # --- traces (layout 2): trace partitions per (experiment, hour bucket, write shard) ------------
     # Nothing here grows with the number of traces an experiment ever logged: an info lives in the partition
@@ -745,9 +792,18 @@ ENTITIES: tuple[Entity, ...] = (
     ),
     # --- derived items, written only by the stream indexer ----------------------------------
     _e(
-        "metric_rank", EXP, "RANK#m#{key:str}{value:f64}#{run_id}", "A run's latest metric value, in value order",
-        attributes=("run_id", "key", "value"), derived=True,
+        # One partition per experiment and metric key (not the experiment's): a training loop moves a run's item
+        # at every indexer batch, and the experiment's keys spread over as many partitions.
+        "metric_rank", "MRANK#{experiment_id}#{key:str}", "V#{value:f64}#{run_id}", "A run's latest metric value, in value order",
+        attributes=("run_id", "key", "value", "is_nan"), derived=True,
         patterns={"by_value": (None, "Runs by their latest value of one metric (prefix, or a value range)")},
+    ),
+    _e(
+        # Where metric_rank partitions are: a key's item is put the first time the indexer ranks it (and kept), so
+        # admin verify reads every partition a stale RANK item could be in.
+        "metric_key", EXP, "MK#{key:str}", "A metric key some run of the experiment has logged (its RANK partition exists)",
+        attributes=("key",),
+        patterns={"all": (None, "Every metric key of an experiment")},
     ),
     _e(
         # value_key is keys.text(value, 300) so key + value + run id stay under DynamoDB's 1024-byte sort key.
@@ -762,18 +818,19 @@ ENTITIES: tuple[Entity, ...] = (
         patterns={"by_value": (None, "Runs by their value of one tag (value_key prefix: exact or LIKE 'v%')")},
     ),
     _e(
-        # A copy of the run item and its R#<run># data items in one item, rebuilt by the indexer after every
-        # change of the run (readers trust it only while none of the run's items carries an LSI5 flag): a
-        # search page reads one item per returned or verified run instead of its whole range.
-        "run_summary", EXP, "RS#{run_id}", "A run with its latest metrics, params, tags, inputs and outputs, in one item",
-        attributes=("run_id", "items", "rev", "oversize"), derived=True,
+        # A copy of the run item, its R#<run># data items and its latest metrics in one item, rebuilt by the
+        # indexer after every change of the run (readers trust it only while no item of the run carries an LSI5
+        # flag and the run has no run_metrics_marker): a search page reads one item per returned or verified run
+        # instead of its range. In the run's partition: read by key only, rewritten once per run and indexer batch.
+        "run_summary", RUN, "S", "A run with its latest metrics, params, tags, inputs and outputs, in one item",
+        attributes=("run_id", "experiment_id", "items", "rev", "oversize"), derived=True,
     ),
     _e(
         # Opt-in (tools/pair_index.py): a param value and a metric's latest value in one key, so
         # `params.p = 'v'` ORDER BY metrics.m reads the page's runs in order instead of every run having p = 'v'.
         # Written by the run summary rebuild in the same transaction as the summary (which lists them);
         # position is the metric's f64 key, or "~" (after every value) for a run lacking the metric.
-        "pair_rank", EXP, "RANK#pm#{pair_id}#{value_key}{position}#{run_id}",
+        "pair_rank", "PRANK#{experiment_id}#{pair_id}", "V#{value_key}{position}#{run_id}",
         "A run's param value and latest metric value, for one declared (param, metric) pair, in value order",
         attributes=("run_id", "param", "metric", "value"), derived=True,
         patterns={"by_value": (None, "Runs with one value of the pair's param, by the pair's metric (prefix, or a value range)")},
@@ -868,7 +925,10 @@ ENTITIES: tuple[Entity, ...] = (
         "model_version_tag", RM, "M#V#{version:ver}#T#{key:str}", "Model version tag", attributes=("key", "value"),
         patterns={"of_version": (None, "Tags of one model version")},
     ),
-    _e("registered_model_tag", RM, "M#TAG#{key:str}", "Registered model tag", attributes=("key", "value")),
+    _e(
+        "registered_model_tag", RM, "M#TAG#{key:str}", "Registered model tag", attributes=("key", "value"),
+        patterns={"of_model": (None, "Tags of one registered model")},
+    ),
     _e(
         "model_alias", RM, "M#ALIAS#{alias:str}", "Alias -> version", attributes=("alias", "version"),
         patterns={"of_model": (None, "Aliases of one registered model (they sort first: ALIAS < META < TAG < V)")},
@@ -912,6 +972,29 @@ ENTITIES: tuple[Entity, ...] = (
         "An MLflow resource (e.g. a scorer) bound to an endpoint",
         attributes=("endpoint_id", "resource_type", "resource_id", "created_at", "last_updated_at", "created_by", "last_updated_by"),
     ),
+    # --- webhooks and registry events ----------------------------------------------------------
+    _e(
+        # One small partition per workspace (webhooks are created by admins); the list is newest first.
+        "webhook", "WEBHOOKS#{workspace}", "W#{webhook_id}",
+        "Registry webhook: URL, subscribed events and status; the HMAC secret KMS-encrypted (never answered)",
+        indexes={"lsi2": (None, "W#{creation_timestamp:i64}#{webhook_id}")},
+        attributes=(
+            "webhook_id", "name", "description", "url", "events", "status", "secret_ciphertext",
+            "creation_timestamp", "last_updated_timestamp", "workspace",
+        ),
+        patterns={
+            "in_workspace": (None, "Every webhook of a workspace (the dispatcher matches events against them)"),
+            "by_creation": ("lsi2", "Webhooks of a workspace in creation order (listed newest first)"),
+        },
+    ),
+    _e(
+        # Transactional outbox: written in the same transaction as the registry change it describes, so an
+        # event exists exactly when the change committed; the stream hands it to the webhook dispatcher.
+        "registry_event", "EVENT#{event_id}", "EVENT",
+        "A registry change as a webhook event (entity, action, MLflow's payload), dispatched from the stream; expires",
+        attributes=("event_id", "workspace", "entity", "action", "payload", "model_name", "created_at", "split"),
+        expires=True,
+    ),
     # --- workspaces, auth, config -----------------------------------------------------------
     _e("workspace", "WORKSPACE#{workspace}", "WS#META", "Workspace", attributes=("name", "description", "default_artifact_root")),
     _e(
@@ -939,12 +1022,55 @@ ENTITIES: tuple[Entity, ...] = (
         indexes={"gsi4": ("PPERM#{model_name:str}", "USER#{username:str}")}, attributes=("username", "resource_id", "permission"),
         patterns={"by_resource": ("gsi4", "Every grant on one prompt (eventually consistent)")},
     ),
-    _e("config", "CONFIG", "CFG#{key}", "Configuration value, counters and indexer watermarks", attributes=("value",)),
+    _e(
+        "config", "CONFIG", "CFG#{key}",
+        "Configuration value, counters, indexer watermarks, the table's layout version (CFG#layout_version) and "
+        "make migrate's checkpoints (CFG#migrate#<step>)",
+        attributes=("value",),
+    ),
     _e(
         "idempotency", "IDEMPOTENCY#{request_hash}", "IDEM", "Answer of a non-idempotent create, replayed for retries",
         attributes=("response",), expires=True,
     ),
+    # --- layout 1 shapes (tables written before issue 23): read while `make migrate` moves them, never written ---
+    _e(
+        "metric_history_v1", EXP, "H#{run_id}#{key:str}{timestamp:i64}#{step:i64}#{value:f64}",
+        "Layout 1: a metric point in its experiment's partition", attributes=("key", "value", "timestamp", "step", "is_nan"),
+        legacy_of="metric_history",
+        patterns={
+            "of_metric": (None, "Layout 1: a run's points of one metric (read with the new partition until the move is done)"),
+            "all": (None, "Layout 1: every metric point of an experiment (make migrate)", "H#"),
+        },
+    ),
+    _e(
+        "latest_metric_v1", EXP, "R#{run_id}#M#{key:str}", "Layout 1: a run's latest metric value, in its run's range",
+        indexes={"lsi5": (None, "U#{changed_at:i64}#M#{run_id}")},
+        attributes=("key", "value", "timestamp", "step", "is_nan", "rank", "changed_at"), legacy_of="latest_metric",
+    ),
+    _e(
+        "metric_rank_v1", EXP, "RANK#m#{key:str}{value:f64}#{run_id}", "Layout 1: a metric RANK item in the experiment partition",
+        attributes=("run_id", "key", "value", "is_nan"), derived=True, legacy_of="metric_rank",
+        patterns={"all": (None, "Layout 1: every metric RANK item of an experiment (make migrate)", "RANK#m#")},
+    ),
+    _e(
+        "pair_rank_v1", EXP, "RANK#pm#{pair_id}#{value_key}{position}#{run_id}", "Layout 1: a pair index item in the experiment partition",
+        attributes=("run_id", "param", "metric", "value"), derived=True, legacy_of="pair_rank",
+        patterns={"all": (None, "Layout 1: every pair index item of an experiment (make migrate)", "RANK#pm#")},
+    ),
+    _e(
+        "run_summary_v1", EXP, "RS#{run_id}", "Layout 1: a run summary in the experiment partition",
+        attributes=("run_id", "items", "rev", "oversize"), derived=True, legacy_of="run_summary",
+        patterns={"all": (None, "Layout 1: every run summary of an experiment (make migrate)", "RS#")},
+    ),
+    _e(
+        "logged_model_metric_v1", EXP, "L#{model_id}#M#{key:str}{step:i64}#{timestamp:i64}#{run_id}",
+        "Layout 1: a logged model's metric point in the experiment partition (read with the model's items)",
+        attributes=("key", "value", "timestamp", "step", "run_id", "dataset_name", "dataset_digest"), legacy_of="logged_model_metric",
+    ),
 )
+
+# Shapes of older layouts, by the entity that replaced them (``LEGACY["metric_history"]`` is layout 1's).
+LEGACY: dict[str, Entity] = {entity.legacy_of: entity for entity in ENTITIES if entity.legacy_of}
 
 ENTITY: dict[str, Entity] = {entity.name: entity for entity in ENTITIES}
 
@@ -955,7 +1081,10 @@ COLLECTIONS: dict[str, AccessPattern] = {
         AccessPattern(
             "unindexed", "lsi5", KeyTemplate("{scope}"), KeyTemplate("U#"),
             "Source items of a partition the stream indexer has not processed yet (writers set lsi5sk, the indexer removes it)",
-            ("experiment", "experiment_entry", "run", "latest_metric", "param", "run_tag", "trace", "registered_model_entry"),
+            (
+                "experiment", "experiment_entry", "run", "run_metrics_marker", "param", "run_tag", "trace", "registered_model_entry",
+                "latest_metric_v1",
+            ),
         ),
         AccessPattern(
             "model_postings", None, KeyTemplate("RMFTS#{workspace}"), KeyTemplate("FTS#"),
@@ -964,6 +1093,54 @@ COLLECTIONS: dict[str, AccessPattern] = {
         ),
     )
 }
+
+
+# Every partition key shape (an item collection: the table has LSIs, so each is capped at 10 GB and served by one
+# partition, about 1,000 write units/s) -> (what makes it grow, what bounds it). Rendered into docs/schema.md; the
+# partition-heat bench (tools/partition_heat.py) measures the growth of the ones a workload writes.
+COLLECTION_BOUNDS: dict[str, tuple[str, str]] = {
+    "EXP#{experiment_id}": (
+        "runs (run item and its LSI copies, params, tags, inputs, outputs, metrics digest and marker, param/tag RANK "
+        "items, run-name postings), logged models with their tags and params, datasets, scorers; traces until their move",
+        "the number of runs and models, never metric points: a few KB per run (docs/performance.md, partition heat), "
+        "so several hundred thousand runs per experiment; a metric point writes nothing here (its run's marker is "
+        "written once per indexer pass)",
+    ),
+    "RUN#{run_id}": ("the run's latest value of each metric key, its summary, its write counter", "the run's metric keys (about 200 B each) and one summary (< 400 KB)"),
+    "MH#{run_id}#{key:str}": ("every point of one metric of one run", "that metric's points: about 44 million (225 B each) per run and key"),
+    "MRANK#{experiment_id}#{key:str}": ("one RANK item per run having the metric", "the experiment's runs (about 150 B each)"),
+    "PRANK#{experiment_id}#{pair_id}": ("one item per run having the pair's param", "the experiment's runs"),
+    "LM#{model_id}": ("the logged model's locator and every metric point logged against it", "that model's points (about 44 million)"),
+    "EDS#{dataset_id}": ("an evaluation dataset's records (and their parts)", "that dataset's records: one dataset up to 10 GB"),
+    "EXPLIST#{workspace}": ("a copy of each experiment and its tags, experiment-name postings", "the workspace's experiments"),
+    "RMLIST#{workspace}": ("one entry per registered model", "the workspace's registered models"),
+    "{scope}": ("FTS postings: runs' and traces' in their experiment partition, experiments' in EXPLIST#, models' in RMFTS#", "the names indexed in that scope"),
+    "RM#{model_name:str}": ("a registered model's versions, tags and aliases", "its versions"),
+    "USER#{username:str}": ("a user's credentials and grants", "the user's grants"),
+    "CONFIG": ("counters, watermarks, the layout version, migration checkpoints", "a fixed set of items"),
+}
+
+
+# How an error message names a partition (its key template -> a phrase of the template's fields), e.g. when an item
+# collection reaches DynamoDB's 10 GB (``errors.CollectionFull``). The most specific template is tried first.
+PARTITION_NAMES: dict[str, str] = {
+    ENTITY["metric_history"].pk.template: "the history of metric '{key}' of run {run_id}",
+    ENTITY["logged_model_metric"].pk.template: "logged model {model_id}",
+    ENTITY["latest_metric"].pk.template: "run {run_id}",
+    ENTITY["evaluation_dataset_record"].pk.template: "evaluation dataset {dataset_id}",
+    ENTITY["run"].pk.template: "experiment {experiment_id}",
+}
+
+
+def describe_partition(pk: str) -> str:
+    """A partition key as a person reads it ("experiment 12"), or the key itself."""
+    for template, phrase in PARTITION_NAMES.items():
+        try:
+            fields = KeyTemplate(template).parse(pk)
+        except ValueError:
+            continue
+        return phrase.format(**fields)
+    return f"partition {pk!r}"
 
 
 def pattern(reference: str) -> AccessPattern:

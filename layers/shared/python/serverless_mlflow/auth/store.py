@@ -95,6 +95,8 @@ def _allocate_user_id() -> int:
 
 
 def get_user_or_none(username: str) -> User | None:
+    if not isinstance(username, str) or not username:
+        return None  # a JSON null or number names no user (MLflow's store finds none either)
     item = table.get(user_key(username))
     return _user_from(item) if item else None
 

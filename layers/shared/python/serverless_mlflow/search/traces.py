@@ -10,10 +10,12 @@ INVALID_PARAMETER_VALUE rather than answered wrongly.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, ClassVar
 
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.keys import INT64_MAX, INT64_MIN
 from serverless_mlflow.search.grammar import RunGrammar
 from serverless_mlflow.search.like import like_match
 
@@ -306,8 +308,11 @@ def time_bounds(clauses: list[dict[str, Any]]) -> tuple[int | None, int | None]:
         if clause["type"] != "attribute" or clause["key"] != "timestamp_ms":
             continue
         value, comparator = clause["value"], clause["comparator"]
-        if not isinstance(value, (int, float)):
-            continue
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            continue  # the filter itself still applies to every trace read
+        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            # MLflow's store fails on it ("Python int too large to convert to SQLite INTEGER", a 500).
+            raise invalid(f"Invalid value {value} for the trace timestamp filter: outside the 64-bit integer range.")
         if comparator in (">", ">="):
             bound = int(value) + 1 if comparator == ">" and float(value).is_integer() else int(-(-value // 1))
             low = bound if low is None else max(low, bound)
@@ -317,7 +322,8 @@ def time_bounds(clauses: list[dict[str, Any]]) -> tuple[int | None, int | None]:
         elif comparator == "=":
             low = int(value) if low is None else max(low, int(value))
             high = int(value) if high is None else min(high, int(value))
-    return low, high
+    # A bound past int64 (a timestamp no trace has) reads to the end of the key range; the filter decides.
+    return (None if low is None else min(max(low, INT64_MIN), INT64_MAX)), (None if high is None else min(max(high, INT64_MIN), INT64_MAX))
 
 
 def name_equals(clauses: list[dict[str, Any]]) -> list[str] | None:

@@ -11,63 +11,30 @@ Public API (what issue detection builds on): ``create_issue``, ``get_issue``, ``
 
 from __future__ import annotations
 
-import json
 import uuid
-from typing import Any, ClassVar
+from typing import Any
 
-from serverless_mlflow import clock, protos, table
+from serverless_mlflow import clock, table
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.issue_links import ISSUE_TRACE
 from serverless_mlflow.schema import entity
-from serverless_mlflow.search.grammar import RunGrammar
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import review
 from serverless_mlflow.store import runs as run_store
 
+# protobuf is imported by the first call that builds or parses a message, not at a handler's cold start.
+protos = deferred("serverless_mlflow.protos")
+# The filter grammar (sqlparse) for search_issues only.
+issue_grammar = deferred("serverless_mlflow.store.issue_grammar")
+
 ISSUE = entity("issue")
-ISSUE_TRACE = entity("issue_trace")
 KIND = "issue"
 ID_PREFIX = "iss-"
 WORKSPACE = "default"
 STATUSES = ("pending", "rejected", "resolved")  # mlflow.entities.issue.IssueStatus
 SEVERITIES = ("not_an_issue", "low", "medium", "high")  # IssueSeverity, lowest to highest
 DEFAULT_MAX_RESULTS = 100  # SEARCH_ISSUES_DEFAULT_MAX_RESULTS
-
-
-class IssueGrammar(RunGrammar):
-    """``SearchIssuesUtils``: ``status`` / ``source_run_id`` with ``=`` or ``!=``, ANDed."""
-
-    VALID_SEARCH_ATTRIBUTE_KEYS: ClassVar[set[str]] = {"status", "source_run_id"}
-    VALID_STRING_ATTRIBUTE_COMPARATORS: ClassVar[set[str]] = {"=", "!="}
-
-    @classmethod
-    def _process_statement(cls, statement: Any) -> list[dict[str, Any]]:
-        from sqlparse.sql import Comparison
-
-        from serverless_mlflow.search.grammar import join_in_comparison_tokens
-
-        tokens = join_in_comparison_tokens(statement.tokens)
-        if invalids := [t for t in tokens if cls._invalid_statement_token(t)]:
-            # SearchIssuesUtils lists the bad clauses unquoted.
-            raise invalid(f"Invalid clause(s) in filter string: {', '.join(map(str, invalids))}")
-        return [cls._get_comparison(t) for t in tokens if isinstance(t, Comparison)]
-
-    @classmethod
-    def _get_comparison(cls, comparison: Any) -> dict[str, Any]:
-        from sqlparse.sql import Identifier
-
-        stripped = [token for token in comparison.tokens if not token.is_whitespace]
-        if len(stripped) != 3:
-            raise invalid(f"Invalid comparison: expected 3 tokens, got {len(stripped)}")
-        left, comparator_token, right = stripped
-        if not isinstance(left, Identifier):
-            raise invalid(f"Invalid comparison: left side must be an identifier, got {type(left)}")
-        key = cls._strip_quotes(left.value).strip()
-        if key not in cls.VALID_SEARCH_ATTRIBUTE_KEYS:
-            raise invalid(f"Invalid filter field '{key}'. Supported fields: {cls.VALID_SEARCH_ATTRIBUTE_KEYS}")
-        comparator = comparator_token.value.upper()
-        if comparator not in cls.VALID_STRING_ATTRIBUTE_COMPARATORS:
-            raise invalid(f"Invalid comparator '{comparator}'. Supported comparators: {cls.VALID_STRING_ATTRIBUTE_COMPARATORS}")
-        return {"type": "attribute", "key": key, "comparator": comparator, "value": cls._strip_quotes(right.value).strip()}
 
 
 def status_of(value: str) -> str:
@@ -181,18 +148,6 @@ def trace_count(issue_id: str) -> int:
     return sum(len(items) for items, _ in table.query_pages(**query))
 
 
-def trace_links(trace: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``issue_trace`` items a stored trace info implies: one per issue its issue-reference assessments
-    name (the reference's assessment name is the issue id), valid or not, as MLflow counts them."""
-    issue_ids = set()
-    for stored in (trace.get("assessments") or {}).values():
-        assessment = json.loads(stored)
-        if "issue" in assessment and assessment.get("assessment_name"):
-            issue_ids.add(assessment["assessment_name"])
-    values = {"trace_id": trace["trace_id"], "experiment_id": trace.get("experiment_id")}
-    return [ISSUE_TRACE.item({**values, "issue_id": i}, issue_id=i, trace_id=trace["trace_id"]) for i in sorted(issue_ids)]
-
-
 def _matches(item: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
     for clause in clauses:
         value = item.get(clause["key"])
@@ -219,7 +174,7 @@ def search_issues(
     review.check_max_results(max_results, allow_null=True)
     if max_results is None:
         max_results = DEFAULT_MAX_RESULTS
-    clauses = IssueGrammar.parse_search_filter(filter_string)
+    clauses = issue_grammar.IssueGrammar.parse_search_filter(filter_string)
     if experiment_id is not None:
         # A filter, not a lookup: an integer id is required, a missing experiment just has no issues.
         normalized = experiment_store.normalize_experiment_id(experiment_id)

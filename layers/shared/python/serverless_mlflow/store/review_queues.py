@@ -14,7 +14,8 @@ import json
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, protos, table
+from serverless_mlflow import clock, table
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import already_exists, invalid, not_found
 from serverless_mlflow.keys import INT64_MAX
 from serverless_mlflow.pages import token_json
@@ -22,6 +23,8 @@ from serverless_mlflow.schema import entity
 from serverless_mlflow.store import label_schemas, review
 from serverless_mlflow.validation import review as rules
 
+# protobuf is imported by the first call that builds or parses a message, not at a handler's cold start.
+protos = deferred("serverless_mlflow.protos")
 QUEUE = entity("review_queue")
 NAME = entity("review_queue_name")
 ITEM = entity("review_queue_item")

@@ -14,9 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf.duration_pb2 import Duration
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from serverless_mlflow import clock, layout, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.schema import ENTITY_TYPE, PK, SK, TTL_ATTRIBUTE, entity
@@ -48,12 +45,16 @@ def trace_not_found(trace_id: str) -> MlflowError:
 
 
 def timestamp_json(millis: int) -> str:
+    from google.protobuf.timestamp_pb2 import Timestamp  # protobuf: only for routes that write or read trace infos
+
     stamp = Timestamp()
     stamp.FromMilliseconds(int(millis))
     return stamp.ToJsonString()
 
 
 def duration_json(millis: int) -> str:
+    from google.protobuf.duration_pb2 import Duration
+
     span = Duration()
     span.FromMilliseconds(int(millis))
     return span.ToJsonString()
@@ -64,6 +65,8 @@ def parse_timestamp_ms(value: Any, field: str) -> int:
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
         return value
+    from google.protobuf.timestamp_pb2 import Timestamp
+
     stamp = Timestamp()
     try:
         stamp.FromJsonString(str(value))
@@ -77,6 +80,8 @@ def parse_duration_ms(value: Any, field: str) -> int:
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
         return value
+    from google.protobuf.duration_pb2 import Duration
+
     span = Duration()
     try:
         span.FromJsonString(str(value))
