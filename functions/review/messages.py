@@ -99,6 +99,8 @@ MESSAGES: dict[str, Message] = {
         },
         {"name": [required, string], "description": [required, string], "experiment_id": [required, string]},
     ),
+    # The issue id travels in the path (GetIssue's body carries nothing the handler reads).
+    "get_issue": Message({"issue_id": "string"}),
     "update_issue": Message(
         # MLflow's schema requires issue_id in the body as well as in the path (its client sends both).
         {"issue_id": "string", "name": "string", "description": "string", "status": "string", "severity": "string"},

@@ -156,7 +156,14 @@ def _groups(query: Query) -> dict[GroupKey, Group]:
             group = groups.setdefault(key, Group())
             group.count += raw.count
             group.summary.merge(raw.summary)
+    _fill_empty(query, groups)
     return groups
+
+
+def _fill_empty(query: Query, groups: dict[GroupKey, Group]) -> None:
+    """COUNT over no rows is a row of 0 (SQL's COUNT without GROUP BY), however the rows were read."""
+    if not query.dimensions and not query.interval_ms and query.metric_name in _COUNT_METRICS | {"session_count"}:
+        groups.setdefault((None, ()), Group())
 
 
 def _whole_hours(start: int | None, end: int | None) -> tuple[int | None, int | None]:
@@ -255,8 +262,8 @@ def _raw_groups(query: Query, low: int | None, high: int | None, fill_empty: boo
                 groups.setdefault(key, Group()).summary.add(value)
     for key, ids in sessions.items():
         groups.setdefault(key, Group()).count = len(ids)
-    if fill_empty and not query.dimensions and not query.interval_ms and query.metric_name in _COUNT_METRICS | {"session_count"}:
-        groups.setdefault((None, ()), Group())  # COUNT over no rows is a row of 0
+    if fill_empty:
+        _fill_empty(query, groups)
     return groups
 
 

@@ -22,14 +22,15 @@ _STATUS_NAMES = {
 }
 
 
-def _value(any_value: AnyValue) -> Any:
+def python_value(any_value: AnyValue) -> Any:
+    """An OTLP ``AnyValue`` as MLflow decodes it (``_decode_otel_proto_anyvalue``): lists, dicts, scalars."""
     kind = any_value.WhichOneof("value")
     if kind is None:
         return None
     if kind == "array_value":
-        return [_value(v) for v in any_value.array_value.values]
+        return [python_value(v) for v in any_value.array_value.values]
     if kind == "kvlist_value":
-        return {kv.key: _value(kv.value) for kv in any_value.kvlist_value.values}
+        return {kv.key: python_value(kv.value) for kv in any_value.kvlist_value.values}
     if kind == "bytes_value":
         return base64.b64encode(any_value.bytes_value).decode("ascii")
     return getattr(any_value, kind)
@@ -41,7 +42,7 @@ def _b64(raw: bytes) -> str:
 
 def span_dict(span: Span, trace_id: str) -> dict[str, Any]:
     """``Span.to_dict``: base64 ids, attribute values JSON-dumped as ``Span.from_otel_proto`` does."""
-    attributes = {kv.key: json.dumps(_value(kv.value), ensure_ascii=False) for kv in span.attributes}
+    attributes = {kv.key: json.dumps(python_value(kv.value), ensure_ascii=False) for kv in span.attributes}
     attributes[REQUEST_ID_ATTRIBUTE] = json.dumps(trace_id)
     return {
         "trace_id": _b64(span.trace_id),
@@ -51,7 +52,7 @@ def span_dict(span: Span, trace_id: str) -> dict[str, Any]:
         "start_time_unix_nano": span.start_time_unix_nano,
         "end_time_unix_nano": span.end_time_unix_nano,
         "events": [
-            {"name": e.name, "time_unix_nano": e.time_unix_nano, "attributes": {kv.key: _value(kv.value) for kv in e.attributes}}
+            {"name": e.name, "time_unix_nano": e.time_unix_nano, "attributes": {kv.key: python_value(kv.value) for kv in e.attributes}}
             for e in span.events
         ],
         "status": {"code": _STATUS_NAMES.get(span.status.code, "STATUS_CODE_UNSET"), "message": span.status.message},

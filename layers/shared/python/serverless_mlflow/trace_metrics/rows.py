@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from serverless_mlflow import assessments
+from serverless_mlflow import assessments, span_content
 
 TOKEN_USAGE_METADATA = "mlflow.trace.tokenUsage"
 SESSION_METADATA = "mlflow.trace.session"
@@ -118,7 +118,8 @@ def trace_row(info: dict[str, Any]) -> TraceRow:
 
 
 def _attribute(span: Any, key: str) -> Any:
-    """An MLflow span attribute: stored JSON-encoded in the OTLP string value (``_try_parse_json_string``)."""
+    """An MLflow span attribute: JSON-encoded in an OTLP string value (``_try_parse_json_string``), or an OTLP
+    value of another kind decoded as MLflow decodes it."""
     for attribute in span.attributes:
         if attribute.key == key:
             which = attribute.value.WhichOneof("value")
@@ -128,7 +129,8 @@ def _attribute(span: Any, key: str) -> Any:
                     return json.loads(text)
                 except ValueError:
                     return text
-            return getattr(attribute.value, which) if which else None
+            # Dicts and lists (token usage, costs) arrive as OTLP kvlist / array values from the OTLP exporter.
+            return span_content.python_value(attribute.value)
     return None
 
 
