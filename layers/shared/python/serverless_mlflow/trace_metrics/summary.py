@@ -8,7 +8,7 @@
   ``2 * gamma**i / (gamma + 1)``: within a relative error of ``ALPHA`` of any value in the bucket. Zero and
   negative values have their own buckets (mirrored). A percentile is interpolated between the two ranks
   MLflow interpolates between, each read back from its bucket, so it is within ``ALPHA`` (1%) of MLflow's
-  exact answer for non-negative data (tests/trace_metrics/test_summary.py checks the bound).
+  exact answer for non-negative data (tests/traces/test_metrics_summary.py checks the bound).
 * ``low``/``high``: exact while values are only added. Removing the current extreme makes them unknown
   (``extremes_known`` false) until the summary is rebuilt; MIN/MAX then come from raw rows.
 
@@ -27,20 +27,22 @@ ALPHA = 0.01
 GAMMA = (1 + ALPHA) / (1 - ALPHA)
 _LOG_GAMMA = math.log(GAMMA)
 ZERO_BUCKET = "z"
+NEGATIVE = "n"  # a negative value's bucket: "n" + the index of its magnitude
 
 
 def bucket_of(value: float) -> str:
     if value == 0:
         return ZERO_BUCKET
     index = math.ceil(math.log(abs(value)) / _LOG_GAMMA)
-    return f"{'-' if value < 0 else ''}{index}"
+    # The sign has its own mark: an index is negative for any magnitude below 1 (costs, scores).
+    return f"{NEGATIVE if value < 0 else ''}{index}"
 
 
 def bucket_value(bucket: str) -> float:
     if bucket == ZERO_BUCKET:
         return 0.0
-    negative = bucket.startswith("-")
-    index = int(bucket.lstrip("-"))
+    negative = bucket.startswith(NEGATIVE)
+    index = int(bucket.removeprefix(NEGATIVE))
     magnitude = 2 * GAMMA**index / (GAMMA + 1)
     return -magnitude if negative else magnitude
 
