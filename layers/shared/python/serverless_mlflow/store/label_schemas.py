@@ -200,11 +200,19 @@ def ensure_default(experiment_id: str, existing: list[dict[str, Any]]) -> list[d
     return [*existing, document] if _create(document, ignore_duplicate=True) else schemas_of(experiment_id)
 
 
+def _newest_first(document: dict[str, Any]) -> tuple[int, str]:
+    return -int(document["created_at"]), document["schema_id"]
+
+
 def list_label_schemas(experiment_id: Any, max_results: int, page_token: str | None) -> tuple[list[dict[str, Any]], str | None]:
     review.check_max_results(max_results)
     experiment_id = review.active_experiment_id(experiment_id)
+    order = _newest_first
+    # A bad page token is refused before the default question is seeded (a refused request writes nothing):
+    # paged over one row of the sort key's shape, it fails as it would on the real rows.
+    review.page_of([{"created_at": 0, "schema_id": ""}], order, max_results, page_token)
     documents = ensure_default(experiment_id, schemas_of(experiment_id))
-    page, token = review.page_of(documents, lambda d: (-int(d["created_at"]), d["schema_id"]), max_results, page_token)
+    page, token = review.page_of(documents, order, max_results, page_token)
     return [_answer(d) for d in page], token
 
 
