@@ -994,7 +994,8 @@ COLLECTIONS: dict[str, AccessPattern] = {
 COLLECTION_BOUNDS: dict[str, tuple[str, str]] = {
     "EXP#{experiment_id}": (
         "runs (run item and its LSI copies, params, tags, inputs, outputs, metrics digest and marker, param/tag RANK "
-        "items, run-name postings), logged models with their tags and params, datasets, scorers; traces until their move",
+        "items, run-name postings), logged models with their tags and params, datasets, scorers, the directory of trace "
+        "partitions (one small item per hour and shard that holds traces); layout 1 traces until their move",
         "the number of runs and models, never metric points: a few KB per run (docs/performance.md, partition heat), "
         "so several hundred thousand runs per experiment; a metric point writes nothing here (its run's marker is "
         "written once per indexer pass)",
@@ -1003,11 +1004,18 @@ COLLECTION_BOUNDS: dict[str, tuple[str, str]] = {
     "MH#{run_id}#{key:str}": ("every point of one metric of one run", "that metric's points: about 44 million (225 B each) per run and key"),
     "MRANK#{experiment_id}#{key:str}": ("one RANK item per run having the metric", "the experiment's runs (about 150 B each)"),
     "PRANK#{experiment_id}#{pair_id}": ("one item per run having the pair's param", "the experiment's runs"),
+    TRACE_PARTITION: (
+        f"trace infos (each with three LSI copies) and their name postings: one hour of one experiment's traces, in one of "
+        f"{TRACE_SHARDS} write shards",
+        "that hour's traces in that shard: at about 10 KB per info with its copies, about a million traces per shard and "
+        f"hour ({TRACE_SHARDS} million an hour per experiment) before 10 GB; the write load spreads over {TRACE_SHARDS} keys",
+    ),
+    "TRACE#{trace_id}": ("one trace's locator and its spans", "that trace's spans (a span over the item limit is spilled to S3)"),
     "LM#{model_id}": ("the logged model's locator and every metric point logged against it", "that model's points (about 44 million)"),
     "EDS#{dataset_id}": ("an evaluation dataset's records (and their parts)", "that dataset's records: one dataset up to 10 GB"),
     "EXPLIST#{workspace}": ("a copy of each experiment and its tags, experiment-name postings", "the workspace's experiments"),
     "RMLIST#{workspace}": ("one entry per registered model", "the workspace's registered models"),
-    "{scope}": ("FTS postings: runs' and traces' in their experiment partition, experiments' in EXPLIST#, models' in RMFTS#", "the names indexed in that scope"),
+    "{scope}": ("FTS postings: runs' in their experiment partition, traces' in their trace partition, experiments' in EXPLIST#, models' in RMFTS#", "the names indexed in that scope"),
     "RM#{model_name:str}": ("a registered model's versions, tags and aliases", "its versions"),
     "USER#{username:str}": ("a user's credentials and grants", "the user's grants"),
     "CONFIG": ("counters, watermarks, the layout version, migration checkpoints", "a fixed set of items"),
