@@ -212,6 +212,9 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("PATCH", f"{M3}/traces/{{trace_id}}/assessments/{{assessment_id}}", "traces", "update_assessment"),
     ("DELETE", f"{M3}/traces/{{trace_id}}/assessments/{{assessment_id}}", "traces", "delete_assessment"),
     ("GET", f"{M2}/traces", "traces", "search_traces_v2"),
+    # mlflow 2.x clients start and end each trace over these (the spans go to its traces.json artifact).
+    ("POST", f"{M2}/traces", "traces", "start_trace_v2"),
+    ("PATCH", f"{M2}/traces/{{request_id}}", "traces", "end_trace_v2"),
     ("GET", f"{M2}/traces/{{request_id}}/info", "traces", "get_trace_info_v2"),
     ("PATCH", f"{M2}/traces/{{request_id}}/tags", "traces", "set_trace_tag"),
     ("DELETE", f"{M2}/traces/{{request_id}}/tags", "traces", "delete_trace_tag"),

@@ -176,6 +176,9 @@ RULES: dict[str, Rule] = {
     "batch_get_trace_infos": Rule(need(resources.traces_param("trace_ids"), READ_ACTION)),
     "search_traces": Rule(need(resources.trace_search_experiments, READ_ACTION)),
     "search_traces_v2": Rule(need(resources.trace_search_experiments, READ_ACTION)),
+    # mlflow 2.x: StartTrace names its experiment (validate_can_start_trace), EndTrace its trace.
+    "start_trace_v2": Rule(_UPDATE_EXPERIMENT),
+    "end_trace_v2": Rule(_UPDATE_TRACE),
     "set_trace_tag": Rule(_UPDATE_TRACE),
     "delete_trace_tag": Rule(_UPDATE_TRACE),
     "delete_traces": Rule(need(resources.experiment, DELETE)),
