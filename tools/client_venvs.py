@@ -17,6 +17,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENVS = ROOT / "build" / "clients"
+# Test tooling inside each client venv (the client tests run under the client's own interpreter).
+TEST_PACKAGES = ("pytest==9.0.3",)
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,8 @@ class ClientVersion:
     version: str
     # Installed (with its dependencies) before ``version``, which then goes in with --no-deps.
     base: str | None = None
+    # Pins a user of this version needs today (see the README's client range).
+    extra: tuple[str, ...] = ()
 
     @property
     def major(self) -> int:
@@ -37,18 +41,22 @@ class ClientVersion:
     def python(self) -> Path:
         return self.directory / "bin" / "python"
 
+    @property
+    def requirements(self) -> list[str]:
+        return [f"mlflow=={self.base or self.version}", *self.extra, *TEST_PACKAGES]
+
 
 # Oldest first. 2.22.x is the last 2.x line; 3.4 and 3.10 are widely pinned 3.x releases; 3.17.2 is the
 # project's own pin; 3.18.0 is the newest release.
 CLIENT_VERSIONS: tuple[ClientVersion, ...] = (
-    ClientVersion("2.22.5"),
+    # mlflow 2.22's span processor never calls SimpleSpanProcessor.__init__; opentelemetry-sdk 1.34+ reads an
+    # attribute set there, so every @mlflow.trace fails in the client. The sdk of 2.22's time works.
+    ClientVersion("2.22.5", extra=("opentelemetry-api==1.33.1", "opentelemetry-sdk==1.33.1")),
     ClientVersion("3.4.0"),
     ClientVersion("3.10.1"),
     ClientVersion("3.17.2"),
     ClientVersion("3.18.0", base="3.17.2"),
 )
-# Test tooling inside each client venv (the client tests run under the client's own interpreter).
-TEST_PACKAGES = ("pytest==9.0.3",)
 _STAMP = ".installed"
 
 
@@ -60,23 +68,22 @@ def by_version(version: str) -> ClientVersion:
 
 
 def ensure(client: ClientVersion) -> Path:
-    """The client's venv, created and installed once (a stamp file marks a complete install)."""
+    """The client's venv, created and installed once (a stamp file with the requirements marks a complete install)."""
     stamp = client.directory / _STAMP
-    if stamp.exists():
+    wanted = " ".join([*client.requirements, client.version])
+    if stamp.exists() and stamp.read_text() == wanted:
         return client.directory
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(client.directory)], check=True)
     pip = [str(client.python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    if client.base is None:
-        subprocess.run([*pip, f"mlflow=={client.version}", *TEST_PACKAGES], check=True)
-    else:
-        subprocess.run([*pip, f"mlflow=={client.base}", *TEST_PACKAGES], check=True)
+    subprocess.run([*pip, *client.requirements], check=True)
+    if client.base is not None:
         subprocess.run([*pip, "--no-deps", f"mlflow=={client.version}"], check=True)
     installed = subprocess.run(
         [str(client.python), "-c", "import mlflow; print(mlflow.__version__)"], check=True, capture_output=True, text=True
     ).stdout.strip()
     if installed != client.version:
         raise SystemExit(f"{client.directory}: mlflow {installed} installed, {client.version} expected")
-    stamp.write_text(client.version)
+    stamp.write_text(wanted)
     return client.directory
 
 
