@@ -50,7 +50,9 @@ def _location(experiment_id: str) -> dict[str, Any]:
     return {"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": experiment_id}}
 
 
-def start_trace(experiment_id: str, timestamp_ms: int, metadata: list[dict[str, Any]] | None, tags: list[dict[str, Any]] | None) -> dict[str, Any]:
+def start_trace(
+    experiment_id: str, timestamp_ms: int, metadata: list[dict[str, Any]] | None, tags: list[dict[str, Any]] | None
+) -> dict[str, Any]:
     """``deprecated_start_trace_v2``: a new IN_PROGRESS trace whose id the server picks (a uuid4 hex)."""
     info = ingest.start_trace(
         {
@@ -76,7 +78,9 @@ def state_of(status: Any) -> str:
     return state
 
 
-def end_trace(request_id: str, timestamp_ms: int, status: Any, metadata: list[dict[str, Any]] | None, tags: list[dict[str, Any]] | None) -> dict[str, Any]:
+def end_trace(
+    request_id: str, timestamp_ms: int, status: Any, metadata: list[dict[str, Any]] | None, tags: list[dict[str, Any]] | None
+) -> dict[str, Any]:
     """``deprecated_end_trace_v2``: duration from the start, the status, metadata and tags merged into the trace's."""
     item = store.get_info_item(request_id)
     ended_tags = _pairs(tags)

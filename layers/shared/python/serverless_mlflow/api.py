@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -158,7 +159,15 @@ def build_app(feature: str, operations: dict[str, Operation]) -> APIGatewayHttpR
         event = app.current_event
         if auth.basic_enabled() and enforce.identity_of(event.raw_event) is None:
             return enforce.unauthenticated()  # MLflow authenticates before it routes
-        return error_response(endpoint_not_found(event.request_context.http.method, event.get("rawPath") or event.path))
+        method, path = event.request_context.http.method, event.get("rawPath") or event.path
+        merged = re.sub(r"/{2,}", "/", path)
+        if merged != path and match(method.upper(), merged) is not None:
+            # Werkzeug's merge_slashes: MLflow's server redirects ``//x`` to the route ``/x`` (308 keeps the method).
+            query = event.get("rawQueryString") or ""
+            return Response(
+                status_code=308, content_type="text/plain", body="", headers={"Location": merged + (f"?{query}" if query else "")}
+            )
+        return error_response(endpoint_not_found(method, path))
 
     @app.exception_handler(MlflowError)
     def _mlflow_error(error: MlflowError) -> Response:

@@ -65,6 +65,11 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M3}/server-info", "meta", "server_info"),
     ("GET", f"{AJAX3}/ui-telemetry", "meta", "get_ui_telemetry"),
     ("POST", f"{AJAX3}/ui-telemetry", "meta", "post_ui_telemetry"),
+    # The runs table probes the AI gateway's endpoints; the assistant panel reads its (empty) configuration.
+    ("GET", f"{AJAX2}/gateway-proxy", "meta", "gateway_proxy"),
+    ("POST", f"{AJAX2}/gateway-proxy", "meta", "gateway_proxy"),
+    ("GET", f"{AJAX3}/assistant/config", "meta", "get_assistant_config"),
+    ("GET", f"{AJAX3}/assistant/providers", "meta", "get_assistant_providers"),
     # --- web UI: the static build of the mlflow wheel (index.html at the root) ---------------------
     ("GET", "/", "ui", "index"),
     ("GET", "/static-files/{path+}", "ui", "static_file"),

@@ -162,6 +162,10 @@ RULES: dict[str, Rule] = {
     # --- the web UI's own routes (index and static files are public, as MLflow's /static) --------------
     "get_ui_telemetry": Rule(authenticated),
     "post_ui_telemetry": Rule(authenticated),
+    # validate_gateway_proxy allows every signed-in user; the assistant routes require authentication.
+    "gateway_proxy": Rule(authenticated),
+    "get_assistant_config": Rule(authenticated),
+    "get_assistant_providers": Rule(authenticated),
     "get_metric_history_bulk": Rule(need(resources.runs_param("run_id"), READ_ACTION)),
     "search_datasets": Rule(need(resources.experiment_ids_param, READ_ACTION)),
     "graphql": Rule(need(resources.graphql_resources, READ_ACTION)),
