@@ -178,3 +178,28 @@ def test_genai_datasets(experiment_id: str) -> None:
     records = fetched.to_df()
     assert sorted(r["q"] for r in records["inputs"]) == ["1+1", "2+2"]
     assert [d.dataset_id for d in search_datasets(experiment_ids=[experiment_id])] == [dataset.dataset_id]
+
+
+@pytest.mark.skipif(VERSION.major < 3, reason="2.x clients keep span data in traces.json, which get-trace-artifact redirects to")
+def test_get_trace_artifact_is_this_clients_span_dicts(client: MlflowClient, experiment_id: str) -> None:
+    """The UI's trace-data download: exactly what this client's ``TraceData.to_dict`` makes of the trace (3.18 adds
+    each span's ``kind`` and real ``links``; older clients read the keys they know)."""
+    import requests
+
+    with mlflow.start_span(name="first") as first:
+        pass
+    linked = VERSION >= Version("3.18")
+    with mlflow.start_span(name="second", span_type="LLM") as second:
+        if linked:
+            from mlflow.entities import Link
+
+            second.add_link(Link(trace_id=first.trace_id, span_id=first.span_id, attributes={"why": "retry", "n": 2}))
+    expected = client.get_trace(second.trace_id).data.to_dict()["spans"]
+    assert len(expected) == 1
+    response = requests.get(f"{URI}/ajax-api/2.0/mlflow/get-trace-artifact", params={"request_id": second.trace_id}, timeout=30)
+    assert response.status_code == 200
+    served = response.json()["spans"]
+    assert [{k: span[k] for k in want} for span, want in zip(served, expected, strict=True)] == expected
+    if linked:
+        assert served[0]["kind"] == "SPAN_KIND_INTERNAL"
+        assert served[0]["links"] == [{"trace_id": first.trace_id, "span_id": first.span_id, "attributes": {"why": "retry", "n": 2}}]
