@@ -230,6 +230,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", "/ajax-api/3.0/mlflow/get-trace-artifact", "traces", "get_trace_artifact"),
     # --- artifacts (presigned S3; no artifact bytes through Lambda beyond small PUTs) ---------
     ("GET", f"{M2}/artifacts/list", "artifacts", "list_run_artifacts"),
+    ("POST", f"{M2}/artifacts/presigned-upload-url", "artifacts", "create_presigned_upload_url"),
+    ("POST", f"{M2}/artifacts/presigned-download-url", "artifacts", "create_presigned_download_url"),
     ("GET", f"{M2}/logged-models/{{model_id}}/artifacts/directories", "artifacts", "list_logged_model_artifacts"),
     ("GET", f"{ART}/artifacts", "artifacts", "list_artifacts"),
     ("GET", f"{ART}/artifacts/{{path+}}", "artifacts", "download_artifact"),

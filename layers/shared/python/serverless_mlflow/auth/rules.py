@@ -155,6 +155,9 @@ RULES: dict[str, Rule] = {
     "abort_multipart_upload": Rule(need(resources.artifact_path, UPDATE)),
     # --- run / logged-model / model-version artifacts read by the UI and older clients ----------------
     "list_run_artifacts": Rule(_READ_RUN),
+    # A presigned upload URL grants write access to its owner (a run, or a logged model); a download URL read access.
+    "create_presigned_upload_url": Rule(need(resources.run_or_logged_model, UPDATE)),
+    "create_presigned_download_url": Rule(_READ_RUN),
     "get_run_artifact": Rule(_READ_RUN),
     "list_logged_model_artifacts": Rule(_READ_LOGGED_MODEL),
     "get_logged_model_artifact": Rule(_READ_LOGGED_MODEL),
