@@ -57,6 +57,7 @@ test: $(STAMP) $(NODE_TOOLS) $(CHROMIUM)
 test-clients: $(STAMP) $(NODE_TOOLS)
 	$(PY) -m tools.client_venvs
 	CLIENT_VERSIONS=all $(PY) -m pytest tests/clients -p no:xdist $(PYTEST_ARGS)
+	$(PY) -m tools.route_coverage clients
 
 test-ui: $(STAMP) $(NODE_TOOLS) $(CHROMIUM)
 	$(PY) -m pytest tests/browser -p no:xdist $(PYTEST_ARGS)

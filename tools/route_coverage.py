@@ -5,6 +5,8 @@ project's own) for its server's routes (the Flask app's rules and, from 3.x, the
 ``docs/data/mlflow-routes.json``, the committed reference. ``python -m tools.route_coverage`` (also run by
 ``tools.gen_docs``) regenerates, from that file and ``routes.ROUTES``, the route table of ``docs/compatibility.md``
 and the README's list of what is not served, between their ``route-coverage`` markers, so neither can drift.
+``python -m tools.route_coverage clients`` writes the pass counts of the last ``make test-clients`` into
+``docs/compatibility.md`` (``client-results`` markers).
 
 A *logical route* is a method and a path with its parameters unnamed: MLflow serves most REST routes under both
 ``/api/`` and ``/ajax-api/``, which count once; HEAD and OPTIONS are left out.
@@ -246,7 +248,28 @@ def dump(pythons: list[str]) -> None:
     DATA.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n")
 
 
+CLIENT_BEGIN, CLIENT_END = "<!-- client-results:begin -->", "<!-- client-results:end -->"
+
+
+def write_client_results(results: Path = ROOT / "build" / "client-results") -> None:
+    """docs/compatibility.md's client table from the last ``make test-clients`` (build/client-results/<version>.json)."""
+    from packaging.version import Version
+
+    found = [json.loads(p.read_text()) for p in results.glob("*.json")]
+    rows = ["Measured by `make test-clients` (tests/clients/core under each client's own venv against the local runtime):", ""]
+    rows += ["| mlflow client | passed | failed | skipped (feature not in that version) |", "|---|---|---|---|"]
+    rows += [
+        f"| {r['version']} | {r['passed']} | {r['failed']} | {r['skipped']} |" for r in sorted(found, key=lambda r: Version(r["version"]))
+    ]
+    text = COMPATIBILITY.read_text()
+    start, end = text.index(CLIENT_BEGIN) + len(CLIENT_BEGIN), text.index(CLIENT_END)
+    COMPATIBILITY.write_text(text[:start] + "\n" + "\n".join(rows) + "\n" + text[end:])
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["clients"]:
+        write_client_results()
+        return
     if argv[:1] == ["dump"]:
         from tools.client_venvs import CLIENT_VERSIONS
 
