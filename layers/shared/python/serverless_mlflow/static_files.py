@@ -93,10 +93,16 @@ def wheel_build_dir(version: str = UI_MLFLOW_VERSION) -> Path:
             check=True,
         )
         (wheel,) = Path(download).glob("mlflow-*.whl")
-        staging = cache.with_name(cache.name + ".partial")
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        # Extract beside the cache and rename: concurrent first starts (test workers) each finish or find it done.
+        staging = Path(tempfile.mkdtemp(dir=cache.parent, prefix=f".{version}-"))
         with zipfile.ZipFile(wheel) as archive:
             archive.extractall(staging, [name for name in archive.namelist() if name.startswith(_WHEEL_BUILD)])
-        staging.rename(cache)
+        try:
+            staging.rename(cache)
+        except OSError:
+            if not (build / INDEX).is_file():
+                raise
     if not (build / INDEX).is_file():
         raise RuntimeError(f"the mlflow {version} wheel has no UI build at {_WHEEL_BUILD}")
     return build
