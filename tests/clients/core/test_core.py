@@ -199,7 +199,12 @@ def test_get_trace_artifact_is_this_clients_span_dicts(client: MlflowClient, exp
     response = requests.get(f"{URI}/ajax-api/2.0/mlflow/get-trace-artifact", params={"request_id": second.trace_id}, timeout=30)
     assert response.status_code == 200
     served = response.json()["spans"]
-    assert [{k: span[k] for k in want} for span, want in zip(served, expected, strict=True)] == expected
+    # The answer is read by the bundled (3.18) UI: 3.18's keys. Clients before 3.5 also wrote "trace_state", which
+    # MLflow's newer servers no longer answer either.
+    older_only = {"trace_state"}
+    assert [{k: span[k] for k in want if k not in older_only} for span, want in zip(served, expected, strict=True)] == [
+        {k: v for k, v in want.items() if k not in older_only} for want in expected
+    ]
     if linked:
         assert served[0]["kind"] == "SPAN_KIND_INTERNAL"
         assert served[0]["links"] == [{"trace_id": first.trace_id, "span_id": first.span_id, "attributes": {"why": "retry", "n": 2}}]
