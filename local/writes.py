@@ -15,6 +15,8 @@ that is not a source of the indexer (``derived.SOURCE_TYPES``, the deployed stre
 from __future__ import annotations
 
 import contextvars
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,10 +29,35 @@ _current: contextvars.ContextVar[Invocation | None] = contextvars.ContextVar("lo
 _installed = False
 
 
-@dataclass
+@dataclass(eq=False)
 class Invocation:
     # Set (never reset) by any of the invocation's threads; a bool store is atomic.
     reaches_indexer: bool = False
+    # Epoch seconds of its first such write, taken before the call is sent: its stream records are later.
+    first_write_at: float | None = None
+
+
+class Pending:
+    """Invocations whose writes the indexer may not have been given yet (open from their start until the
+    runtime knows their records were delivered): the earliest of their writes bounds the creation time of
+    any record not read yet (``StreamFollower.written_since``)."""
+
+    def __init__(self) -> None:
+        self._open: set[Invocation] = set()
+        self._lock = threading.Lock()
+
+    def open(self, invocation: Invocation) -> None:
+        with self._lock:
+            self._open.add(invocation)
+
+    def close(self, invocation: Invocation) -> None:
+        with self._lock:
+            self._open.discard(invocation)
+
+    def earliest_write(self) -> float | None:
+        with self._lock:
+            times = [i.first_write_at for i in self._open if i.first_write_at is not None]
+        return min(times) if times else None
 
 
 @contextmanager
@@ -58,6 +85,7 @@ def install() -> None:
 def _note(params: dict[str, Any], model: Any, **_: Any) -> None:
     invocation = _current.get()
     if invocation is not None and not invocation.reaches_indexer and reaches_indexer(model.name, params):
+        invocation.first_write_at = time.time()
         invocation.reaches_indexer = True
 
 

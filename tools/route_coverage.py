@@ -126,10 +126,9 @@ FAMILIES: tuple[Family, ...] = (
         PLANNED,
     ),
     Family(
-        r"/(workspaces|roles|webhooks)|/permissions/(workspace|role)",
-        "workspaces, roles, webhooks",
-        PLANNED + " (webhooks need an outbound delivery path; one workspace, `default`, is served; per-user grants "
-        "cover MLflow's classic permission model)",
+        r"/(workspaces|roles)|/permissions/(workspace|role)",
+        "workspaces and roles",
+        PLANNED + " (one workspace, `default`, is served; per-user grants cover MLflow's classic permission model)",
     ),
     Family(
         r"^/(api/3\.0/)?jobs|/jobs/|^/gateway/|/gateway/(budgets|guardrails|proxy|.*invocations)|/endpoints/.*invocations",

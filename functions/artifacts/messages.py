@@ -28,4 +28,12 @@ MESSAGES: dict[str, Message] = {
     "create_multipart_upload": Message(_MPU_FIELDS, {"path": [required, string], "num_parts": [intlike]}),
     "complete_multipart_upload": Message(_MPU_FIELDS, {"path": [required, string], "upload_id": [string], "parts": [required]}),
     "abort_multipart_upload": Message(_MPU_FIELDS, {"path": [required, string], "upload_id": [string]}),
+    # Path parameters, raw bodies and the UI's query, read by the handlers (declared for the request fuzz suite).
+    "download_artifact": Message({}),
+    "upload_artifact": Message({}),
+    "delete_artifact": Message({}),
+    "presigned_download": Message({}),
+    "get_run_artifact": Message({"run_id": "string", "run_uuid": "string", "path": "string"}),
+    "get_model_version_artifact": Message({"name": "string", "version": "string", "path": "string"}),
+    "get_logged_model_artifact": Message({"artifact_file_path": "string"}),
 }

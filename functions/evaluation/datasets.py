@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from serverless_mlflow import clock, keys, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.search.evaluation_datasets import DatasetSearch
 from serverless_mlflow.store import experiments as experiment_store
@@ -365,4 +365,4 @@ def attempts() -> Iterator[int]:
 
 
 def conflict() -> MlflowError:
-    return MlflowError("The dataset kept changing under concurrent updates; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    return retry_later("The dataset kept changing under concurrent updates; retry the request.")

@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from serverless_mlflow import clock, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments as experiment_store
 
@@ -204,7 +204,7 @@ def register_scorer(experiment_id: str, name: str, serialized_scorer: str) -> di
         except table.ConditionFailed:
             continue  # another registration took this version (or created the scorer): read again
         return item
-    raise MlflowError("Too many concurrent registrations of this scorer; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    raise retry_later("Too many concurrent registrations of this scorer; retry the request.")
 
 
 def list_scorers(experiment_id: str) -> list[dict[str, Any]]:

@@ -9,35 +9,10 @@ which API keys and service-account JSON fit. Only the gateway's runtime would de
 
 from __future__ import annotations
 
-import os
-import threading
-from typing import Any
+from serverless_mlflow import kms_secrets
+from serverless_mlflow.errors import invalid
 
-from serverless_mlflow.errors import MlflowError, invalid
-
-# KMS Encrypt takes at most 4096 bytes of plaintext.
-MAX_PLAINTEXT_BYTES = 4096
-
-_lock = threading.Lock()
-_clients: dict[str | None, Any] = {}
-
-
-def _client() -> Any:
-    endpoint = os.environ.get("KMS_ENDPOINT_URL") or None  # moto's KMS in the local runtime
-    with _lock:
-        if endpoint not in _clients:
-            import boto3
-            from botocore.config import Config
-
-            _clients[endpoint] = boto3.client("kms", endpoint_url=endpoint, config=Config(retries={"mode": "standard", "max_attempts": 5}))
-        return _clients[endpoint]
-
-
-def _key_id() -> str:
-    key_id = os.environ.get("GATEWAY_KMS_KEY_ID")
-    if not key_id:
-        raise MlflowError("The AI gateway has no encryption key configured (GATEWAY_KMS_KEY_ID).", "INTERNAL_ERROR")
-    return key_id
+MAX_PLAINTEXT_BYTES = kms_secrets.MAX_PLAINTEXT_BYTES
 
 
 def context(secret_id: str, secret_name: str) -> dict[str, str]:
@@ -48,5 +23,4 @@ def encrypt(plaintext: str, secret_id: str, secret_name: str) -> bytes:
     data = plaintext.encode("utf-8")
     if len(data) > MAX_PLAINTEXT_BYTES:
         raise invalid(f"secret_value is too large: {len(data)} bytes of JSON, at most {MAX_PLAINTEXT_BYTES} are accepted.")
-    answer = _client().encrypt(KeyId=_key_id(), Plaintext=data, EncryptionContext=context(secret_id, secret_name))
-    return bytes(answer["CiphertextBlob"])
+    return kms_secrets.encrypt(data, context(secret_id, secret_name))

@@ -85,4 +85,9 @@ MESSAGES: dict[str, Message] = {
         {"endpoint_id": "string", "key": "string", "value": "string"}, {"endpoint_id": _REQUIRED, "key": _REQUIRED, "value": _STRING}
     ),
     "delete_gateway_endpoint_tag": Message({"endpoint_id": "string", "key": "string"}, {"endpoint_id": _REQUIRED, "key": _REQUIRED}),
+    # --- the UI's catalog routes: ``provider`` read from the raw query, as MLflow does
+    "list_gateway_supported_providers": Message({}),
+    "list_gateway_supported_models": Message({"provider": "string"}),
+    "get_gateway_provider_config": Message({"provider": "string"}),
+    "get_gateway_secrets_config": Message({}),
 }

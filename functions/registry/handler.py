@@ -67,7 +67,8 @@ def delete_registered_model_tag(req: Request) -> dict[str, Any]:
 
 def set_registered_model_alias(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["set_registered_model_alias"])
-    models.set_registered_model_alias(msg["name"], msg["alias"], msg["version"])
+    split = (msg.get("secondary_version"), msg.get("secondary_version_weight"))
+    models.set_registered_model_alias(msg["name"], msg["alias"], msg["version"], split)
     return {}
 
 

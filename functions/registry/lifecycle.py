@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from serverless_mlflow import table
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.errors import MlflowError, retry_later
 from serverless_mlflow.schema import ENTITY_TYPE, PK, SK
 
 from .items import (
@@ -71,7 +71,7 @@ def settle(name: str) -> dict[str, Any] | None:
         if not has_marker(meta):
             return meta
         finish(meta)
-    raise MlflowError(f"Registered Model (name={name}) is busy; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    raise retry_later(f"Registered Model (name={name}) is busy; retry the request.")
 
 
 def finish(meta: dict[str, Any], stop_after: int | None = None) -> None:

@@ -7,12 +7,20 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow.api import Request, build_app, dumps, lambda_entry
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response
 from serverless_mlflow.request import key_values_of
 
-from . import changes, ingest, read, trace_data, v2
+from . import changes, v2
 from .messages import MESSAGES
+
+# Imported by the routes that use them: protobuf (OTLP, span data) and the search grammar stay out of a
+# cold start that serves tags or assessments.
+otlp = deferred("serverless_mlflow.otlp")
+ingest = deferred("traces.ingest")
+read = deferred("traces.read")
+trace_data = deferred("traces.trace_data")
 
 
 def otlp_traces(req: Request) -> Response:
@@ -20,10 +28,10 @@ def otlp_traces(req: Request) -> Response:
     try:
         if not experiment_id:
             # FastAPI's answer to a missing required header.
-            raise ingest.OtlpError(422, "Missing required header: x-mlflow-experiment-id")
-        parsed = ingest.parse_otlp(req.raw_body, req.headers.get("content-type"), req.headers.get("content-encoding"))
+            raise otlp.OtlpError(422, "Missing required header: x-mlflow-experiment-id")
+        parsed = otlp.request_of(req)
         ingest.log_spans(experiment_id, parsed)
-    except ingest.OtlpError as error:
+    except otlp.OtlpError as error:
         status, body = ingest.otlp_error_body(error)
         return Response(status_code=status, content_type="application/json", body=dumps(body))
     # An empty ExportTraceServiceResponse, in the encoding the exporter sent.

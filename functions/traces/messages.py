@@ -63,4 +63,11 @@ MESSAGES: dict[str, Message] = {
         {"experiment_ids": "[string]", "filter": "string", "max_results": "int32", "order_by": "[string]", "page_token": "string"},
         {"experiment_ids": [array, item_type_string], "max_results": [intlike, less_than_or_equal(500)]},
     ),
+    # Path parameters, raw bodies and the UI's query, read by the handlers (declared for the request fuzz suite).
+    "otlp_traces": Message({"resourceSpans": "[message]"}),
+    "get_trace_info": Message({}),
+    "get_assessment": Message({}),
+    "delete_assessment": Message({}),
+    "get_trace_info_v2": Message({}),
+    "get_trace_artifact": Message({"request_id": "string"}),
 }

@@ -11,10 +11,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.store import traces as store
 
-from . import ingest
+# The trace writer imports protobuf (OTLP): loaded by the v2 start/end routes, not by the handler's cold start.
+ingest = deferred("traces.ingest")
 
 # TraceStatus (v2) names and numbers -> TraceState (v3).
 _STATUS_STATES = {"TRACE_STATUS_UNSPECIFIED": "STATE_UNSPECIFIED", "OK": "OK", "ERROR": "ERROR", "IN_PROGRESS": "IN_PROGRESS"}

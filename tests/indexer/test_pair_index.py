@@ -82,8 +82,14 @@ def _compare(client: Any, store: Any, experiments: tuple[str, str]) -> None:
 
 
 def _pair_items(experiment_id: str) -> list[dict[str, Any]]:
-    pk = pair_ranks.PAIR_RANK.pk.render({"experiment_id": experiment_id})
-    return [item for item in table.iter_query(pk, "RANK#pm#") if item[ENTITY_TYPE] == "pair_rank"]
+    """Every pair item of the experiment's declared pairs (each pair has its own partition), and none left in the
+    experiment partition."""
+    assert not table.query(pair_ranks.PAIR_INDEX.pk.render({"experiment_id": experiment_id}), "RANK#pm#")
+    out: list[dict[str, Any]] = []
+    for pair in [pair_ranks.Pair("p", "m"), *pair_ranks.declared(experiment_id)]:
+        pk = pair_ranks.PAIR_RANK.pk.render({"experiment_id": experiment_id, "pair_id": pair.pair_id})
+        out += [item for item in table.iter_query(pk) if item[ENTITY_TYPE] == "pair_rank" and item not in out]
+    return out
 
 
 def _costs(experiment_id: str, filter_string: str, order_by: tuple[str, ...], size: int) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """Source item -> the derived items it implies. Pure: used by the stream indexer and by ``admin verify``.
 
 Derived items (RANK and FTS) are a function of one source item each, so the indexer can rebuild
-them from any image of that item and verify can recompute all of them from the source items.
+them from any image of that item and verify can recompute all of them from the source items. (Run
+summaries and metric digests are functions of a run: ``run_summaries``, ``run_metrics``.)
 """
 
 from __future__ import annotations
@@ -18,9 +19,15 @@ Key = tuple[str, str]
 
 # Source entity types the indexer reacts to; everything else (derived items, config, locators...)
 # is ignored so the indexer's own writes never cause more indexing work.
-# Every item of a run's range feeds the run's summary (inputs and outputs derive nothing else).
-SOURCE_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"}) | SUMMARISED_TYPES
-DERIVED_TYPES = frozenset(entity.name for entity in ENTITY.values() if entity.derived)
+# Every item of a run's range feeds the run's summary (inputs and outputs derive nothing else); a run's metrics
+# marker starts its metric pass (metric_marks: the digest, then the marker's removal).
+SOURCE_TYPES = (
+    frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace", "run_metrics_marker"})
+    | SUMMARISED_TYPES
+) - {"run_metrics_digest"}
+# Sources whose removal the indexer needs to see (a marker's removal is the indexer's own doing).
+REMOVAL_SOURCE_TYPES = SOURCE_TYPES - {"run_metrics_marker"}
+DERIVED_TYPES = frozenset(entity.type_name for entity in ENTITY.values() if entity.derived)
 # Sources that carry the "not yet indexed" LSI5 flag (lsi5sk), removed by the indexer.
 FLAGGED_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"})
 FLAG_ATTRIBUTE = COLLECTIONS["unindexed"].sk_attr

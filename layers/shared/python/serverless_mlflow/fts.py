@@ -128,9 +128,6 @@ def runs_scope(experiment_id: str) -> str:
     return ENTITY["run"].pk.render({"experiment_id": experiment_id})
 
 
-traces_scope = runs_scope
-
-
 # --- items -------------------------------------------------------------------------------------
 
 def posting_items(scope: str, kind: str, entity_id: str, level: str, token: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -260,10 +257,6 @@ def candidates_in(scopes: Iterable[str], kind: str, pattern: str, pending_scope:
 
 def run_candidates(experiment_ids: Iterable[str], pattern: str) -> set[str] | None:
     return candidates_in((runs_scope(e) for e in experiment_ids), RUN, pattern)
-
-
-def trace_candidates(experiment_ids: Iterable[str], pattern: str) -> set[str] | None:
-    return candidates_in((traces_scope(e) for e in experiment_ids), TRACE, pattern)
 
 
 def filter_candidates(comparisons: Any, scopes: Iterable[str], kind: str, pending_scope: str | None = None) -> set[str] | None:

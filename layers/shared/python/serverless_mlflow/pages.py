@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 from typing import Any
 
@@ -26,7 +25,7 @@ def token_json(page_token: str) -> Any:
     caller checks the parsed value and answers "Invalid page token, parsed value=..." itself)."""
     try:
         decoded = base64.b64decode(page_token)
-    except (TypeError, binascii.Error):
+    except (TypeError, ValueError):  # binascii.Error is a ValueError; so is a token with non-ASCII characters
         raise invalid("Invalid page token, could not base64-decode") from None
     try:
         return json.loads(decoded)

@@ -245,7 +245,22 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", "/get-artifact", "artifacts", "get_run_artifact"),
     ("GET", "/model-versions/get-artifact", "artifacts", "get_model_version_artifact"),
     ("GET", f"{AJAX2}/logged-models/{{model_id}}/artifacts/files", "artifacts", "get_logged_model_artifact"),
+    # --- webhooks (MLflow's registry webhooks; events are delivered from the table's stream) ---------
+    ("POST", f"{M2}/webhooks", "webhooks", "create_webhook"),
+    ("GET", f"{M2}/webhooks", "webhooks", "list_webhooks"),
+    ("GET", f"{M2}/webhooks/{{webhook_id}}", "webhooks", "get_webhook"),
+    ("PATCH", f"{M2}/webhooks/{{webhook_id}}", "webhooks", "update_webhook"),
+    ("DELETE", f"{M2}/webhooks/{{webhook_id}}", "webhooks", "delete_webhook"),
+    ("POST", f"{M2}/webhooks/{{webhook_id}}/test", "webhooks", "test_webhook"),
 )
+
+# Route families served by one feature behind two greedy API Gateway routes (``ANY <prefix>`` and
+# ``ANY <prefix>/{proxy+}``) instead of one route per REST route: the HTTP API allows 300 routes and each
+# is a CloudFormation resource. The feature's own resolver tells its operations apart (and answers a known
+# path with another method as MLflow does). Every table route under a family's prefix must be the family's.
+GREEDY_FAMILIES: dict[str, str] = {
+    f"{M2}/webhooks": "webhooks",
+}
 
 ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in _TABLE)
 
@@ -285,10 +300,16 @@ def _match_operation(method: str, path: str) -> tuple[Route, dict[str, str]] | N
 
 
 def operation_path(method: str, path: str) -> str:
-    """The path a feature matches: ``/ajax-api/...`` is ``/api/...`` unless the table names the ajax path."""
-    if path.startswith(AJAX_PREFIX) and _match_operation(method, path) is None:
+    """The path a feature matches: ``/ajax-api/...`` is ``/api/...`` unless the table names the ajax path (for
+    any method: an ajax-only route asked with another method keeps its path, and its 405)."""
+    if path.startswith(AJAX_PREFIX) and not any(_match_operation(m, path) for m in _table_methods()):
         return API_PREFIX + path[len(AJAX_PREFIX) :]
     return path
+
+
+@cache
+def _table_methods() -> tuple[str, ...]:
+    return tuple(sorted({route.method for route in ROUTES}))
 
 
 def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
@@ -296,7 +317,22 @@ def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
     return _match_operation(method, operation_path(method, path))
 
 
+def allowed_methods(path: str) -> list[str]:
+    """The methods the table routes for ``path`` (with OPTIONS, which MLflow's server answers for any of
+    them); empty for a path the table does not know."""
+    found = sorted({route.method for route in ROUTES if match(route.method, path) is not None})
+    return [*found, "OPTIONS"] if found else []
+
+
 # --- what API Gateway holds ---------------------------------------------------------------------
+
+
+def family_of(path: str) -> str | None:
+    """The greedy family prefix a table path belongs to, if any."""
+    for prefix in GREEDY_FAMILIES:
+        if path == prefix or path.startswith(prefix + "/"):
+            return prefix
+    return None
 
 
 @dataclass(frozen=True)
@@ -334,7 +370,13 @@ def _ajax_groups() -> dict[str, list[tuple[Route, str]]]:
 def gateway_routes() -> tuple[GatewayRoute, ...]:
     """The HTTP API's routes: the table's own paths, plus the ajax groups (greedy, to the group's main
     feature; a route of another feature in a group keeps an exact route, which API Gateway prefers)."""
-    out = [GatewayRoute(r.method, r.path, r.feature, r.public) for r in ROUTES if not r.path.startswith(AJAX_PREFIX)]
+    out = [
+        GatewayRoute(r.method, r.path, r.feature, r.public)
+        for r in ROUTES
+        if not r.path.startswith(AJAX_PREFIX) and family_of(r.path) is None
+    ]
+    for prefix, feature in GREEDY_FAMILIES.items():
+        out += [GatewayRoute("ANY", prefix, feature), GatewayRoute("ANY", prefix + "/{proxy+}", feature)]
     for prefix, members in sorted(_ajax_groups().items()):
         counts: dict[str, int] = {}
         for route, _ in members:

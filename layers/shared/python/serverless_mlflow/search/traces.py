@@ -9,10 +9,12 @@ INVALID_PARAMETER_VALUE rather than answered wrongly.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, ClassVar
 
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.keys import INT64_MAX, INT64_MIN
 from serverless_mlflow.search.grammar import RunGrammar
 from serverless_mlflow.search.like import like_match
 
@@ -267,8 +269,11 @@ def time_bounds(clauses: list[dict[str, Any]]) -> tuple[int | None, int | None]:
         if clause["type"] != "attribute" or clause["key"] != "timestamp_ms":
             continue
         value, comparator = clause["value"], clause["comparator"]
-        if not isinstance(value, (int, float)):
-            continue
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            continue  # the filter itself still applies to every trace read
+        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            # MLflow's store fails on it ("Python int too large to convert to SQLite INTEGER", a 500).
+            raise invalid(f"Invalid value {value} for the trace timestamp filter: outside the 64-bit integer range.")
         if comparator in (">", ">="):
             bound = int(value) + 1 if comparator == ">" and float(value).is_integer() else int(-(-value // 1))
             low = bound if low is None else max(low, bound)
@@ -278,7 +283,8 @@ def time_bounds(clauses: list[dict[str, Any]]) -> tuple[int | None, int | None]:
         elif comparator == "=":
             low = int(value) if low is None else max(low, int(value))
             high = int(value) if high is None else min(high, int(value))
-    return low, high
+    # A bound past int64 (a timestamp no trace has) reads to the end of the key range; the filter decides.
+    return (None if low is None else min(max(low, INT64_MIN), INT64_MAX)), (None if high is None else min(max(high, INT64_MIN), INT64_MAX))
 
 
 def name_equals(clauses: list[dict[str, Any]]) -> list[str] | None:
@@ -311,21 +317,37 @@ def name_pattern(clauses: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def sort_key(order: list[tuple[str, str, bool]]) -> Any:
-    """MLflow's order: the given terms (NULLs last), then timestamp desc and request id asc."""
+Term = tuple[str, str, bool]  # (kind, key, ascending)
+TIMESTAMP: Term = ("attribute", "timestamp_ms", False)
+REQUEST_ID: Term = ("attribute", "request_id", True)
+
+
+def full_order(order: list[Term]) -> list[Term]:
+    """MLflow's complete order: the given terms, then timestamp desc and request id asc unless given."""
     terms = list(order)
     keys = {(kind, key) for kind, key, _ in terms}
-    if ("attribute", "timestamp_ms") not in keys:
-        terms.append(("attribute", "timestamp_ms", False))
-    if ("attribute", "request_id") not in keys:
-        terms.append(("attribute", "request_id", True))
+    for default in (TIMESTAMP, REQUEST_ID):
+        if default[:2] not in keys:
+            terms.append(default)
+    return terms
+
+
+def term_values(item: dict[str, Any], terms: list[Term]) -> list[Any]:
+    """The item's value of each order term (a page token keeps them as its position)."""
+    return [value_of(item, kind, key) for kind, key, _ in terms]
+
+
+def position_key(values: list[Any], terms: list[Term]) -> tuple[Any, ...]:
+    """The sort key of a position (term values), comparable with ``sort_key``'s."""
+    return tuple(_Ordered(value, ascending) for value, (_, _, ascending) in zip(values, terms, strict=True))
+
+
+def sort_key(order: list[Term]) -> Any:
+    """MLflow's order: the given terms (NULLs last), then timestamp desc and request id asc."""
+    terms = full_order(order)
 
     def key(item: dict[str, Any]) -> tuple[Any, ...]:
-        parts: list[Any] = []
-        for kind, name, ascending in terms:
-            value = value_of(item, kind, name)
-            parts.append(_Ordered(value, ascending))
-        return tuple(parts)
+        return position_key(term_values(item, terms), terms)
 
     return key
 
