@@ -48,6 +48,22 @@ def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
+def _kind(span: Span) -> str:
+    # mlflow 3.18's Span.to_dict: the OTLP kind's name; unspecified (0) and unknown kinds read as INTERNAL.
+    kind = span.kind if Span.SPAN_KIND_INTERNAL <= span.kind <= Span.SPAN_KIND_CONSUMER else Span.SPAN_KIND_INTERNAL
+    return Span.SpanKind.Name(kind)
+
+
+def _link(link: Span.Link) -> dict[str, Any]:
+    """mlflow 3.18's ``Link.from_otel_proto(...).to_dict()``: MLflow trace id, hex span id, decoded attributes."""
+    attributes = {kv.key: _value(kv.value) for kv in link.attributes}
+    return {
+        "trace_id": "tr-" + link.trace_id.hex().rjust(32, "0"),
+        "span_id": link.span_id.hex().rjust(16, "0"),
+        "attributes": attributes or None,
+    }
+
+
 def span_dict(span: Span, trace_id: str) -> dict[str, Any]:
     attributes = {kv.key: json.dumps(_value(kv.value), ensure_ascii=False) for kv in span.attributes}
     attributes[REQUEST_ID_ATTRIBUTE] = json.dumps(trace_id)
@@ -56,6 +72,7 @@ def span_dict(span: Span, trace_id: str) -> dict[str, Any]:
         "span_id": _b64(span.span_id),
         "parent_span_id": _b64(span.parent_span_id) if span.parent_span_id else None,
         "name": span.name,
+        "kind": _kind(span),
         "start_time_unix_nano": span.start_time_unix_nano,
         "end_time_unix_nano": span.end_time_unix_nano,
         "events": [
@@ -64,7 +81,7 @@ def span_dict(span: Span, trace_id: str) -> dict[str, Any]:
         ],
         "status": {"code": _STATUS_NAMES.get(span.status.code, "STATUS_CODE_UNSET"), "message": span.status.message},
         "attributes": attributes,
-        "links": [],
+        "links": [_link(link) for link in span.links],
     }
 
 

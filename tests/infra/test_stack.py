@@ -424,7 +424,7 @@ def test_web_ui_build_is_deployed_gzipped_to_its_own_bucket(synth: Synth) -> Non
     assert props["DestinationBucketKeyPrefix"] == "ui/"
     assert props["Prune"] is True and props["RetainOnDelete"] is False
     assert props["SystemMetadata"] == {"content-encoding": "gzip"}
-    # The staged asset is the installed (pinned) mlflow's build, every file gzipped.
+    # The staged asset is the build of the pinned UI wheel (static_files.UI_MLFLOW_VERSION), every file gzipped.
     (asset_key,) = props["SourceObjectKeys"]
     staged = synth.asset_dir(asset_key)
     assert (staged / "index.html").is_file() and list((staged / "static" / "js").glob("main.*.js"))

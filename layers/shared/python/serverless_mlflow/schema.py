@@ -535,7 +535,8 @@ ENTITIES: tuple[Entity, ...] = (
     _e(
         "dataset", EXP, "D#{dataset_name:str}{dataset_digest:str}",
         "Dataset logged in an experiment: the first logged copy wins, as in MLflow's datasets table",
-        attributes=("name", "digest", "source_type", "source", "schema", "profile"),
+        # contexts / uncontexted: the mlflow.data.context tags its run inputs were logged with (search-datasets).
+        attributes=("name", "digest", "source_type", "source", "schema", "profile", "contexts", "uncontexted"),
         patterns={"with_parts": (None, "Datasets of an experiment with their slices (D#<name><digest>, then its #C parts)", "D#")},
     ),
     _e(
