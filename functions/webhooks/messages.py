@@ -34,7 +34,5 @@ MESSAGES: dict[str, Message] = {
         {"webhook_id": "string", **_WEBHOOK_FIELDS},
         {"name": [string], "description": [string], "url": [string], "events": [array], "secret": [string], "status": [string]},
     ),
-    "get_webhook": Message({"webhook_id": "string"}),
-    "delete_webhook": Message({"webhook_id": "string"}),
     "test_webhook": Message({"webhook_id": "string", "event": "message"}),
 }
