@@ -96,7 +96,9 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
         "permissions (the stream reads themselves are scoped to this table's stream ARN)."
     )
     _function_acks(stack, stack.registry_events.events_function, INDEXER_DLQ_REASON, stream_reason)
-    delivery_reason = "Its SQS event source has the webhooks' dead-letter queue (redrive policy); a failure is retried by SQS, not by Lambda."
+    delivery_reason = (
+        "Its SQS event source has the webhooks' dead-letter queue (redrive policy); a failure is retried by SQS, not by Lambda."
+    )
     _function_acks(stack, stack.registry_events.delivery_function, delivery_reason)
     acknowledge(
         next(c for c in stack.registry_events.delivery_function.function.node.children if c.node.id.startswith("SqsEventSource")),

@@ -236,7 +236,9 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
     if _all_spans_stored(trace_id, locator):
         tags[store.SPANS_LOCATION_TAG] = store.TRACKING_STORE
     item = trace_writes.info_item(attributes, changed_at=clock.now_millis())
-    stored = trace_writes.save_info(item, previous=_previous_info_key(trace_id, before), expect_existing=before.get("info_time") == request_time)
+    stored = trace_writes.save_info(
+        item, previous=_previous_info_key(trace_id, before), expect_existing=before.get("info_time") == request_time
+    )
     if store.SPANS_LOCATION_TAG not in stored["tags"] and expected_spans is not None:
         # The last span may have completed the count after our last look but before the info existed, when
         # its own attempt to set the tag found no info: look once more (the answer keeps the client's upload).

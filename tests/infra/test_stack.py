@@ -341,7 +341,9 @@ def _record(event_name: str, entity_type: str) -> dict[str, Any]:
 
 def test_indexer_event_source_mapping(synth: Synth) -> None:
     indexer, _ = function_of(synth, "indexer")
-    (mapping,) = [m for m in synth.resources("AWS::Lambda::EventSourceMapping").values() if m["Properties"]["FunctionName"] == {"Ref": indexer}]
+    (mapping,) = [
+        m for m in synth.resources("AWS::Lambda::EventSourceMapping").values() if m["Properties"]["FunctionName"] == {"Ref": indexer}
+    ]
     props = mapping["Properties"]
     assert props["FunctionName"] == {"Ref": indexer}
     assert props["EventSourceArn"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.table), "StreamArn"]}

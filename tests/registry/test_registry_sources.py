@@ -27,8 +27,14 @@ def _seed_logged_model(experiment_id: str, run_id: str | None, artifact_location
 
     model_id = f"m-{uuid.uuid4().hex}"
     attributes = {
-        "model_id": model_id, "experiment_id": experiment_id, "name": "model", "artifact_location": artifact_location,
-        "creation_timestamp": 1, "last_updated_timestamp": 1, "status": "READY", "source_run_id": run_id,
+        "model_id": model_id,
+        "experiment_id": experiment_id,
+        "name": "model",
+        "artifact_location": artifact_location,
+        "creation_timestamp": 1,
+        "last_updated_timestamp": 1,
+        "status": "READY",
+        "source_run_id": run_id,
         "lifecycle_stage": "active",
     }
     table.put(ENTITY["logged_model"].item(attributes, **attributes))
