@@ -122,4 +122,6 @@ def delete_model_definition(model_definition_id: str) -> None:
     except table.ConditionFailed:
         if table.get(records.model_definition_key(model_definition_id)) is None:
             raise records.missing("GatewayModelDefinition", "model_definition_id", model_definition_id) from None
-        raise wrong_state("Cannot delete model definition that is currently in use by endpoints. Detach it from all endpoints first.") from None
+        raise wrong_state(
+            "Cannot delete model definition that is currently in use by endpoints. Detach it from all endpoints first."
+        ) from None
