@@ -7,12 +7,13 @@ CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: help venv shell serve test test-ui fuzz-long lint format synth deploy destroy bench docs verify reindex migrate clean
+.PHONY: help venv shell serve test test-clients test-ui fuzz-long lint format synth deploy destroy bench docs verify reindex migrate clean
 
 help:
 	@echo "make serve   - serve the MLflow API and web UI locally on http://127.0.0.1:$(PORT)"
 	@echo "make test    - ruff + the whole test suite"
 	@echo "make shell   - a shell with .venv's python and the mlflow client, MLFLOW_TRACKING_URI set"
+	@echo "make test-clients - the end-to-end core against every supported mlflow client (one venv each, build/clients)"
 	@echo "make test-ui - the web UI in headless Chromium (screenshots in build/ui-screenshots)"
 	@echo "make fuzz-long - the request fuzz suite with many examples per route (make test runs it bounded)"
 	@echo "make synth   - synthesize the AWS stack (offline, no Docker)"
@@ -45,6 +46,16 @@ test:
 	@$(SETUP_DEV)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# Every supported mlflow client (tools/client_venvs.py lists them) runs tests/clients/core in its own venv under
+# build/clients/<version>, which the target creates on first use. mlflow 3.18.0's own dependencies mlflow-skinny and
+# mlflow-tracing 3.18.0 are not on the package index yet: its venv gets mlflow 3.17.2 with its dependencies, then the
+# 3.18.0 wheel with --no-deps over it. `make test` runs the core under .venv's own client only (no venv to create).
+test-clients:
+	@$(SETUP_DEV)
+	$(PY) -m tools.client_venvs
+	CLIENT_VERSIONS=all $(PY) -m pytest tests/clients -p no:xdist $(PYTEST_ARGS)
+	$(PY) -m tools.route_coverage clients
 
 test-ui:
 	@$(SETUP_DEV)

@@ -37,6 +37,9 @@ os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
 # MLflow's own servers and functions read the model catalog bundled in the wheel (what ours ships), not the
 # latest one from GitHub (MLflow's default MLFLOW_MODEL_CATALOG_URI).
 os.environ.setdefault("MLFLOW_MODEL_CATALOG_URI", "")
+# The stock `mlflow server`s the tests compare with start no job runner and huey workers (seven processes each,
+# idle but polling): no test uses MLflow's server-side jobs, and on a 2-core box they slow everything else.
+os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
 # Stream checkpoints of tables on a shared engine belong to the test run, not to the checkout.
 os.environ.setdefault("STREAM_CHECKPOINT_DIR", tempfile.mkdtemp(prefix="stream-checkpoints-"))
 

@@ -36,6 +36,10 @@ SESSION_VARIABLES = (
     "PYTHONPATH",
     "VIRTUAL_ENV",
     "PORT",
+    # `make test` runs this from inside make: a newcomer's terminal has no outer make, whose level and flags would
+    # make the inner `make serve` print "Entering directory" lines.
+    "MAKE",
+    "MFLAGS",
     "INDEXER_MODE",
     "LOG_LEVEL",
 )

@@ -115,7 +115,9 @@ def render() -> dict[Path, str]:
 
 
 def main() -> None:
-    for path, content in render().items():
+    from tools import route_coverage
+
+    for path, content in {**render(), **route_coverage.render()}.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
         print(f"wrote {path.relative_to(ROOT)}")

@@ -35,7 +35,9 @@ def run_items(
     for key, value in (tags or {}).items():
         sources.append(store.RUN_TAG.item({"key": key, "value": value}, experiment_id=experiment_id, run_id=run_id, key=key))
     latest = [run_metrics.latest_item(experiment_id, run_id, {"key": k, "value": v, "timestamp": 1, "step": 0}) for k, v in metrics.items()]
-    run_range = sorted([run, *sources, *([run_metrics.digest_item(experiment_id, run_id, latest)] if latest else [])], key=lambda i: i["sk"])
+    run_range = sorted(
+        [run, *sources, *([run_metrics.digest_item(experiment_id, run_id, latest)] if latest else [])], key=lambda i: i["sk"]
+    )
     views = store.assemble_runs(run_range)
     pair_items = pair_ranks.entries(experiment_id, run_id, views[0] if views else None, list(pairs))
     items = [*run_range, *latest, store.RUN_LOCATOR.item({"experiment_id": experiment_id}, run_id=run_id)]

@@ -17,6 +17,14 @@ MESSAGES: dict[str, Message] = {
     "list_logged_model_artifacts": Message(
         {"artifact_directory_path": "string", "page_token": "string"}, {"artifact_directory_path": [string]}
     ),
+    "create_presigned_upload_url": Message(
+        {"run_id": "string", "model_id": "string", "path": "string", "expiration": "int64"},
+        {"run_id": [string], "model_id": [string], "path": [required, string], "expiration": [intlike]},
+    ),
+    "create_presigned_download_url": Message(
+        {"run_id": "string", "path": "string", "expiration": "int64"},
+        {"run_id": [required, string], "path": [required, string], "expiration": [intlike]},
+    ),
     "create_multipart_upload": Message(_MPU_FIELDS, {"path": [required, string], "num_parts": [intlike]}),
     "complete_multipart_upload": Message(_MPU_FIELDS, {"path": [required, string], "upload_id": [string], "parts": [required]}),
     "abort_multipart_upload": Message(_MPU_FIELDS, {"path": [required, string], "upload_id": [string]}),

@@ -45,12 +45,16 @@ def delete_dataset(req: Request) -> dict[str, Any]:
     return {}
 
 
+DEFAULT_SEARCH_DATASETS_MAX_RESULTS = 1000
+
+
 def search_datasets(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["search_datasets"])
     found, token = datasets.search_datasets(
         msg.get("experiment_ids") or None,
         msg.get("filter_string") or None,
-        msg.get("max_results") or None,
+        # SearchEvaluationDatasets.max_results is proto2 with [default = 1000]: unset reads as 1000 (0 stays refused).
+        msg.get("max_results", DEFAULT_SEARCH_DATASETS_MAX_RESULTS) or None,
         msg.get("order_by") or None,
         msg.get("page_token") or None,
     )

@@ -18,7 +18,7 @@ from typing import Any
 
 from serverless_mlflow import clock, fts, table
 from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.errors import MlflowError, invalid, not_found, wrong_state
 from serverless_mlflow.request import key_values_of
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments as store
@@ -129,7 +129,7 @@ def rename_experiment(experiment_id: str, new_name: str) -> None:
     normalized = store.normalize_experiment_id(experiment_id)
     meta = store.get_experiment_meta(normalized)
     if meta["lifecycle_stage"] != store.ACTIVE:
-        raise invalid("Cannot rename a non-active experiment.")
+        raise wrong_state("Cannot rename a non-active experiment.")
     workspace = meta.get("workspace") or store.DEFAULT_WORKSPACE
     new_meta, new_entry = _meta_put(meta, name=new_name, last_update_time=clock.now_millis())
     condition = "#n = :old AND lifecycle_stage = :active"
@@ -153,7 +153,7 @@ def rename_experiment(experiment_id: str, new_name: str) -> None:
         # The experiment changed under us (renamed or deleted concurrently): answer from its new state.
         current = store.get_experiment_meta(normalized)
         if current["lifecycle_stage"] != store.ACTIVE:
-            raise invalid("Cannot rename a non-active experiment.") from None
+            raise wrong_state("Cannot rename a non-active experiment.") from None
         raise MlflowError("The experiment was modified concurrently; retry the rename.", "ABORTED") from None
 
 

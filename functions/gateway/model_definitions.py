@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from serverless_mlflow import clock, table
-from serverless_mlflow.errors import MlflowError, already_exists, invalid
+from serverless_mlflow.errors import MlflowError, already_exists, wrong_state
 
 from . import records
 from .records import MODEL_DEFINITION, MODEL_DEFINITION_NAME, WORKSPACE
@@ -122,5 +122,6 @@ def delete_model_definition(model_definition_id: str) -> None:
     except table.ConditionFailed:
         if table.get(records.model_definition_key(model_definition_id)) is None:
             raise records.missing("GatewayModelDefinition", "model_definition_id", model_definition_id) from None
-        # MLflow answers INVALID_STATE, a 500; a request that cannot succeed yet is a 400 here.
-        raise invalid("Cannot delete model definition that is currently in use by endpoints. Detach it from all endpoints first.") from None
+        raise wrong_state(
+            "Cannot delete model definition that is currently in use by endpoints. Detach it from all endpoints first."
+        ) from None

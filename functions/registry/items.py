@@ -34,7 +34,9 @@ READY = "READY"
 # A META item carrying one of these is in the middle of a rename or a delete: every request that
 # meets one finishes that job first (see lifecycle.py).
 MARKERS = ("renaming_to", "renaming_from", "deleting")
-NO_MARKERS = "attribute_exists(pk) AND attribute_not_exists(renaming_to) AND attribute_not_exists(renaming_from) AND attribute_not_exists(deleting)"
+NO_MARKERS = (
+    "attribute_exists(pk) AND attribute_not_exists(renaming_to) AND attribute_not_exists(renaming_from) AND attribute_not_exists(deleting)"
+)
 VERSION_LIVE = "attribute_exists(pk) AND attribute_not_exists(deleting)"
 
 
@@ -81,6 +83,7 @@ def has_marker(meta: dict[str, Any]) -> bool:
 
 
 # --- item builders ------------------------------------------------------------------------------
+
 
 def meta_item(attributes: dict[str, Any]) -> dict[str, Any]:
     return RM.item(attributes, model_name=attributes["name"], workspace=attributes.get("workspace", WORKSPACE))
@@ -140,6 +143,7 @@ def rebuild_for(item: dict[str, Any], new_name: str, renamed_at: int) -> dict[st
 
 
 # --- JSON (what MLflow's to_proto + message_to_json produce) ------------------------------------
+
 
 def tags_json(tags: dict[str, str]) -> list[dict[str, str]]:
     return [{"key": key, "value": value} for key, value in tags.items()]

@@ -49,25 +49,29 @@ def create_registered_model(name: str, tags: dict[str, str], description: str) -
         validate_registered_model_tag(key, value)
     now = clock.now_millis()
     is_prompt = _is_prompt_value(tags.get(IS_PROMPT_TAG_KEY))
-    meta = meta_item({
-        "name": name,
-        "description": description,
-        "creation_timestamp": now,
-        "last_updated_timestamp": now,
-        "next_version": 1,
-        "workspace": WORKSPACE,
-        "is_prompt": is_prompt,
-    })
+    meta = meta_item(
+        {
+            "name": name,
+            "description": description,
+            "creation_timestamp": now,
+            "last_updated_timestamp": now,
+            "next_version": 1,
+            "workspace": WORKSPACE,
+            "is_prompt": is_prompt,
+        }
+    )
     tag_items = [model_tag_item(name, k, v) for k, v in tags.items()]
     entity, payload = registry_events.model_created(name, tags, description)
     try:
         # The conditional put on the model's own META key is the name-uniqueness check.
-        table.transact([
-            table.put_op(meta, condition="attribute_not_exists(pk)"),
-            table.put_op(entry_item(name, is_prompt)),
-            *(table.put_op(item) for item in tag_items[:TAGS_IN_CREATE_TRANSACTION]),
-            registry_events.event_op(entity, "created", payload, name),
-        ])
+        table.transact(
+            [
+                table.put_op(meta, condition="attribute_not_exists(pk)"),
+                table.put_op(entry_item(name, is_prompt)),
+                *(table.put_op(item) for item in tag_items[:TAGS_IN_CREATE_TRANSACTION]),
+                registry_events.event_op(entity, "created", payload, name),
+            ]
+        )
     except table.ConditionFailed:
         raise _name_taken(name, IS_PROMPT_TAG_KEY in tags) from None
     for item in tag_items[TAGS_IN_CREATE_TRANSACTION:]:
@@ -168,6 +172,7 @@ def delete_registered_model(name: str, stop_after: int | None = None) -> None:
 
 
 # --- tags and aliases ---------------------------------------------------------------------------
+
 
 def _guarded_model_write(name: str, operations: list[dict[str, Any]], guard: dict[str, Any] | None = None) -> None:
     """Write sub-items of a model only while it exists without a rename/delete marker."""

@@ -56,6 +56,7 @@ def logged_model_location(model: dict[str, Any]) -> str:
 
 # --- URI parsing (mlflow/store/artifact/utils/models.py, runs_artifact_repo.py) -------------------
 
+
 def improper_model_uri(uri: str) -> MlflowError:
     # MLflow raises it without an error code (a 500 from its server); bad input is a 400 here.
     return invalid(
@@ -131,6 +132,7 @@ def local_path(uri: str) -> pathlib.Path:
 
 
 # --- validation (server/handlers.py) --------------------------------------------------------------
+
 
 def invalid_source(source: str, source_id_name: str) -> MlflowError:
     return invalid(

@@ -66,6 +66,7 @@ def is_prompt_tags(tags: dict[str, str]) -> bool:
 
 # --- create ---------------------------------------------------------------------------------------
 
+
 def create_model_version(message: dict[str, Any]) -> dict[str, Any]:
     name: str = message.get("name", "")
     source: str = message.get("source", "")
@@ -190,8 +191,7 @@ def resolve_lineage(
         has_model_id and (model_id or "") != (source_version.get("model_id") or "")
     ):
         raise invalid(
-            f"Invalid model version source: '{source}'. The run_id and model_id request "
-            "parameters must match the referenced model version."
+            f"Invalid model version source: '{source}'. The run_id and model_id request parameters must match the referenced model version."
         )
     return (
         f"models:/{name}/{source_version['version']}",
@@ -248,6 +248,7 @@ def storage_location_for(source: str, run_id: str | None) -> tuple[str, str | No
 
 
 # --- reads ----------------------------------------------------------------------------------------
+
 
 def require_version(name: str, version: Any) -> tuple[dict[str, Any], dict[str, str]]:
     validate_model_name(name)
@@ -309,11 +310,14 @@ def get_latest_versions(name: str, stages: list[str] | None) -> list[dict[str, A
 
 # --- writes ---------------------------------------------------------------------------------------
 
+
 def _guarded_version_write(name: str, number: int, operations: list[dict[str, Any]]) -> None:
     """Write ``operations`` only while the model has no rename/delete marker and the version is live."""
     for _ in range(3):
         try:
-            table.transact([table.check_op(meta_key(name), NO_MARKERS), table.check_op(version_key(name, number), VERSION_LIVE), *operations])
+            table.transact(
+                [table.check_op(meta_key(name), NO_MARKERS), table.check_op(version_key(name, number), VERSION_LIVE), *operations]
+            )
             return
         except table.ConditionFailed as failure:
             _after_failed_guard(name, number, failure)
@@ -394,7 +398,11 @@ def transition_model_version_stage(name: str, version: Any, stage: str, archive_
     updates = [_stage_update(name, number, target, now)]
     if archive_existing_versions:
         in_stage = table.query(**MV.query("by_stage", model_name=name, current_stage=target))
-        updates += [_stage_update(name, item["version"], STAGE_ARCHIVED, now) for item in in_stage if item["version"] != number and not item.get("deleting")]
+        updates += [
+            _stage_update(name, item["version"], STAGE_ARCHIVED, now)
+            for item in in_stage
+            if item["version"] != number and not item.get("deleting")
+        ]
     # One transaction holds 100 operations; a model with more versions in one stage archives them in
     # follow-up transactions (each item update is idempotent).
     _guarded_update(name, number, updates[:98], touch_model=now)

@@ -10,6 +10,7 @@ from serverless_mlflow.api import Request, build_app, dumps, float_json, lambda_
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response
+from serverless_mlflow.request import key_values_of
 
 from . import changes, v2
 from .messages import MESSAGES
@@ -180,6 +181,30 @@ def get_trace_info_v2(req: Request) -> dict[str, Any]:
     return {"trace_info": v2.info_v2(read.get_trace_info(_trace_id(req, "request_id")))}
 
 
+def _key_values(msg: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return key_values_of(msg.get(name) or [], name)
+
+
+def start_trace_v2(req: Request) -> dict[str, Any]:
+    msg = req.message(MESSAGES["start_trace_v2"])
+    info = v2.start_trace(
+        msg.get("experiment_id", ""), msg.get("timestamp_ms", 0), _key_values(msg, "request_metadata"), _key_values(msg, "tags")
+    )
+    return {"trace_info": info}
+
+
+def end_trace_v2(req: Request) -> dict[str, Any]:
+    msg = req.message(MESSAGES["end_trace_v2"])
+    info = v2.end_trace(
+        _trace_id(req, "request_id"),
+        msg.get("timestamp_ms", 0),
+        msg.get("status"),
+        _key_values(msg, "request_metadata"),
+        _key_values(msg, "tags"),
+    )
+    return {"trace_info": info}
+
+
 def search_traces_v2(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["search_traces_v2"])
     traces, token = read.search_traces(
@@ -205,6 +230,8 @@ app = build_app(
         "query_trace_metrics": query_trace_metrics,
         "calculate_trace_filter_correlation": calculate_trace_filter_correlation,
         "search_traces_v2": search_traces_v2,
+        "start_trace_v2": start_trace_v2,
+        "end_trace_v2": end_trace_v2,
         "get_trace_info_v2": get_trace_info_v2,
         "get_trace_artifact": get_trace_artifact,
         "set_trace_tag": set_trace_tag,

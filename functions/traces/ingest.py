@@ -181,8 +181,11 @@ def _string_map(value: Any, field: str) -> dict[str, str]:
     return dict(value)
 
 
-def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
-    """SqlAlchemyStore.start_trace: record the info; answer it with the artifact and spans locations."""
+def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[str, Any]:
+    """SqlAlchemyStore.start_trace: record the info; answer it with the artifact and spans locations.
+
+    ``finalized=False`` for the v2 start/end of mlflow 2.x clients, which MLflow does not mark finalized.
+    A repeated call merges into the stored info (tags and metadata added since are kept)."""
     trace_id = trace_info.get("trace_id")
     if not isinstance(trace_id, str) or not trace_id:
         raise invalid("Missing value for required parameter 'trace.trace_info.trace_id'.")
@@ -197,7 +200,8 @@ def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
     if state not in store.STATES:
         raise invalid(f"Invalid value for state: {state!r}")
     trace_name = tags.pop(store.TRACE_NAME_TAG, None)
-    metadata[store.INFO_FINALIZED_METADATA] = "true"
+    if finalized:
+        metadata[store.INFO_FINALIZED_METADATA] = "true"
     tags[store.ARTIFACT_LOCATION_TAG] = _artifact_location(experiment, trace_id)
     tags.pop(store.SPANS_LOCATION_TAG, None)  # set by the store only, never by the client
     attributes: dict[str, Any] = {
@@ -234,7 +238,9 @@ def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
     if _all_spans_stored(trace_id, locator):
         tags[store.SPANS_LOCATION_TAG] = store.TRACKING_STORE
     item = trace_writes.info_item(attributes, changed_at=clock.now_millis())
-    stored = trace_writes.save_info(item, previous=_previous_info_key(trace_id, before), expect_existing=before.get("info_time") == request_time)
+    stored = trace_writes.save_info(
+        item, previous=_previous_info_key(trace_id, before), expect_existing=before.get("info_time") == request_time
+    )
     if store.SPANS_LOCATION_TAG not in stored["tags"] and expected_spans is not None:
         # The last span may have completed the count after our last look but before the info existed, when
         # its own attempt to set the tag found no info: look once more (the answer keeps the client's upload).

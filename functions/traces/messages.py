@@ -3,7 +3,16 @@
 
 from __future__ import annotations
 
-from serverless_mlflow.request import Message, array, intlike, item_type_string, less_than_or_equal, required, string
+from serverless_mlflow.request import (
+    Message,
+    array,
+    intlike,
+    item_type_string,
+    less_than_or_equal,
+    map_key_present,
+    required,
+    string,
+)
 
 _IDS = Message(
     {"trace_ids": "[string]", "experiment_ids": "[string]"},
@@ -79,6 +88,15 @@ MESSAGES: dict[str, Message] = {
     ),
     "create_assessment": Message({"assessment": "message"}, {"assessment": [required]}),
     "update_assessment": Message({"assessment": "message"}, {"assessment": [required], "update_mask": [required]}),
+    # mlflow 2.x clients (StartTrace / EndTrace of service.proto).
+    "start_trace_v2": Message(
+        {"experiment_id": "string", "timestamp_ms": "int64", "request_metadata": "[message]", "tags": "[message]"},
+        {"experiment_id": [string], "timestamp_ms": [intlike], "request_metadata": [map_key_present], "tags": [map_key_present]},
+    ),
+    "end_trace_v2": Message(
+        {"timestamp_ms": "int64", "status": "enum", "request_metadata": "[message]", "tags": "[message]"},
+        {"timestamp_ms": [intlike], "status": [string], "request_metadata": [map_key_present], "tags": [map_key_present]},
+    ),
     "search_traces_v2": Message(
         {"experiment_ids": "[string]", "filter": "string", "max_results": "int32", "order_by": "[string]", "page_token": "string"},
         {"experiment_ids": [array, item_type_string], "max_results": [intlike, less_than_or_equal(500)]},

@@ -371,11 +371,17 @@ def _layout1_experiment(search: Search, experiment_id: str) -> Iterator[Item]:
     if trace_ids is not None:
         items: Any = table.batch_get([store.TRACE_V1.key(experiment_id=experiment_id, trace_id=t) for t in trace_ids])
     elif names is not None:
-        items = [i for n in dict.fromkeys(names) for i in table.query(**store.TRACE_V1.query("by_name", experiment_id=experiment_id, trace_name=n))]
+        items = [
+            i
+            for n in dict.fromkeys(names)
+            for i in table.query(**store.TRACE_V1.query("by_name", experiment_id=experiment_id, trace_name=n))
+        ]
     else:
-        ranges = [
-            _time_range(store.TRACE_V1.query("by_state", experiment_id=experiment_id, state=s), low, high, state=s) for s in states
-        ] if states is not None else [_time_range(store.TRACE_V1.query("by_request_time", experiment_id=experiment_id), low, high)]
+        ranges = (
+            [_time_range(store.TRACE_V1.query("by_state", experiment_id=experiment_id, state=s), low, high, state=s) for s in states]
+            if states is not None
+            else [_time_range(store.TRACE_V1.query("by_request_time", experiment_id=experiment_id), low, high)]
+        )
         if by_time:
             first = streams.first_page(search.need, len(ranges), search.indexed_only)
             ordered = [streams.exact(streams.read_range(r, not descending, first), _group_by_time(search), search.key) for r in ranges]

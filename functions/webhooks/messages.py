@@ -28,11 +28,11 @@ MESSAGES: dict[str, Message] = {
     "list_webhooks": Message(
         {"max_results": "int32", "page_token": "string"}, {"max_results": [intlike], "page_token": [string]}, int_ranges=True
     ),
+    "get_webhook": Message({"webhook_id": "string"}),
+    "delete_webhook": Message({"webhook_id": "string"}),
     "update_webhook": Message(
         {"webhook_id": "string", **_WEBHOOK_FIELDS},
         {"name": [string], "description": [string], "url": [string], "events": [array], "secret": [string], "status": [string]},
     ),
-    "get_webhook": Message({"webhook_id": "string"}),
-    "delete_webhook": Message({"webhook_id": "string"}),
     "test_webhook": Message({"webhook_id": "string", "event": "message"}),
 }

@@ -16,12 +16,6 @@ import pytest
 from tests.conftest import runtime_process, unique
 from tools.server_process import stop_process, wait_healthy
 
-
-def pytest_configure(config: pytest.Config) -> None:
-    # Registered by pytest-xdist when it is active; registered here too so `-p no:xdist` runs stay quiet.
-    config.addinivalue_line("markers", "xdist_group(name): run the marked tests on the same xdist worker")
-
-
 # The modules that compare with MLflow's own basic-auth server share one (it takes a minute to start).
 WITH_MLFLOW = pytest.mark.xdist_group("mlflow-basic-auth")
 
@@ -65,10 +59,13 @@ def mlflow_server() -> Iterator[str]:
     workdir = Path(tempfile.mkdtemp(prefix="mlflow-basic-auth-"))
     env = dict(os.environ)
     # A KEK passphrase of its own, as ours never uses a default one (the gateway's secrets config says so).
+    # No job execution: it starts a job runner and seven huey consumers, each importing mlflow, which starved the
+    # server's own start past its timeout on a loaded 2-core machine; no request of these tests runs a job.
     env.update(
         MLFLOW_AUTH_ADMIN_PASSWORD=ADMIN_PASSWORD,
         MLFLOW_FLASK_SERVER_SECRET_KEY=os.urandom(16).hex(),
         MLFLOW_CRYPTO_KEK_PASSPHRASE=os.urandom(16).hex(),
+        MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
     )
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
         env.pop(name, None)

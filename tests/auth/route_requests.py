@@ -415,6 +415,16 @@ SHAPES: dict[str, Shape] = {
         {"assessment": ASSESSMENT}, lambda v: Call(path={"trace_id": v["assessment"][0], "assessment_id": v["assessment"][1]}), fresh=True
     ),
     "GET /api/2.0/mlflow/traces": Shape({"experiment_id": EXPERIMENT}, lambda v: Call(params={"experiment_ids": [v["experiment_id"]]})),
+    # mlflow 2.x's StartTrace / EndTrace (v2): the experiment it starts in, the trace it ends.
+    "POST /api/2.0/mlflow/traces": Shape(
+        {"experiment_id": EXPERIMENT},
+        lambda v: Call(params={"experiment_id": v["experiment_id"], "timestamp_ms": 1700000000000, "request_metadata": [], "tags": []}),
+    ),
+    "PATCH /api/2.0/mlflow/traces/{request_id}": Shape(
+        {"trace_id": TRACE},
+        lambda v: Call(path={"request_id": v["trace_id"]}, params={"timestamp_ms": 1700000001000, "status": "OK"}),
+        fresh=True,
+    ),
     "GET /api/2.0/mlflow/traces/{request_id}/info": Shape({"trace_id": TRACE}, lambda v: Call(path={"request_id": v["trace_id"]})),
     "PATCH /api/2.0/mlflow/traces/{request_id}/tags": Shape(
         {"trace_id": TRACE}, lambda v: Call(path={"request_id": v["trace_id"]}, params={"key": "k", "value": "bob"})
@@ -434,6 +444,10 @@ SHAPES: dict[str, Shape] = {
     "GET /ajax-api/3.0/mlflow/get-trace-artifact": Shape({"trace_id": TRACE}, _q(request_id="$trace_id")),
     # --- artifacts ------------------------------------------------------------------------------------
     "GET /api/2.0/mlflow/artifacts/list": Shape({"run_id": RUN}, _q(run_id="$run_id")),
+    # Presigned URLs for a run's (or a logged model's) artifacts: MLflow refuses proxied storage (every location here).
+    "POST /api/2.0/mlflow/artifacts/presigned-upload-url": Shape({"run_id": RUN}, _q(run_id="$run_id", path="f.txt")),
+    "POST /api/2.0/mlflow/artifacts/presigned-upload-url#model": Shape({"model_id": LOGGED_MODEL}, _q(model_id="$model_id", path="f.txt")),
+    "POST /api/2.0/mlflow/artifacts/presigned-download-url": Shape({"run_id": RUN}, _q(run_id="$run_id", path="f.txt")),
     "GET /api/2.0/mlflow/logged-models/{model_id}/artifacts/directories": Shape(
         {"model_id": LOGGED_MODEL}, lambda v: Call(path={"model_id": v["model_id"]})
     ),
@@ -549,6 +563,11 @@ NO_RESOURCE_ID: dict[str, str] = {
     "GET /ajax-api/3.0/mlflow/ui-telemetry": "the UI's telemetry settings (constant), for any logged-in user",
     "POST /ajax-api/3.0/mlflow/ui-telemetry": "accepted and dropped (no telemetry is collected), for any logged-in user",
     "GET /api/2.0/mlflow/users/current": "the caller's own user",
+    # MLflow's validate_gateway_proxy allows every user: with no deployments target it answers an empty gateway.
+    "GET /ajax-api/2.0/mlflow/gateway-proxy": "MLflow's empty AI gateway (no deployments target), for any logged-in user",
+    "POST /ajax-api/2.0/mlflow/gateway-proxy": "MLflow's empty AI gateway (no deployments target), for any logged-in user",
+    "GET /ajax-api/3.0/mlflow/assistant/config": "no assistant provider configured (constant), for any logged-in user",
+    "GET /ajax-api/3.0/mlflow/assistant/providers": "the assistant providers, none available (constant), for any logged-in user",
     "GET /api/2.0/mlflow/users/list": "user names, for any logged-in user (MLflow's validate_can_list_users)",
     "GET /api/3.0/mlflow/users/current/permissions": "the caller's own grants",
     **{
@@ -587,6 +606,17 @@ NO_RESOURCE_ID: dict[str, str] = {
             ("GET", "endpoints/bindings/list"),
             ("POST", "endpoints/set-tag"),
             ("DELETE", "endpoints/delete-tag"),
+        )
+    },
+    **{
+        f"{method} /api/2.0/mlflow/webhooks{path}": "webhooks are admin-only (MLflow's sender_is_admin) and have no per-user owner"
+        for method, path in (
+            ("POST", ""),
+            ("GET", ""),
+            ("GET", "/{webhook_id}"),
+            ("PATCH", "/{webhook_id}"),
+            ("DELETE", "/{webhook_id}"),
+            ("POST", "/{webhook_id}/test"),
         )
     },
     **{

@@ -155,14 +155,18 @@ def retrying_client(server: str, local_runtime: Any, throttled: ThrottledWrites,
 
     monkeypatch.setattr(rest_utils, "http_request", http_request)
     answers: list[tuple[str, str, int]] = []
-    invoke = local_runtime.invoke
+    runtime_class = type(local_runtime)
+    invoke = runtime_class.invoke
 
-    def recording_invoke(method: str, path: str, *rest: Any) -> dict[str, Any]:
-        response = invoke(method, path, *rest)
-        answers.append((method, path, int(response["statusCode"])))
+    def recording_invoke(self: Any, method: str, path: str, *rest: Any) -> dict[str, Any]:
+        response = invoke(self, method, path, *rest)
+        if self is local_runtime:
+            answers.append((method, path, int(response["statusCode"])))
         return response
 
-    monkeypatch.setattr(local_runtime, "invoke", recording_invoke)
+    # On the class, as tests/artifacts' meter does: patching the instance would leave its bound method in the
+    # instance's __dict__ after the undo, and a later class-level wrapper would then never be called.
+    monkeypatch.setattr(runtime_class, "invoke", recording_invoke)
     mlflow.set_tracking_uri(server)
     client = mlflow.MlflowClient(server, registry_uri=server)
     client.answers = answers  # type: ignore[attr-defined]

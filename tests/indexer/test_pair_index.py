@@ -21,7 +21,7 @@ from tools import admin, pair_index
 
 pytestmark = pytest.mark.e2e
 
-N_RUNS = 150
+N_RUNS = 80
 SEARCHES: list[tuple[str, tuple[str, ...]]] = [
     ("params.p = 'a'", ("metrics.m DESC",)),
     ("params.p = 'a'", ("metrics.m ASC",)),
@@ -31,7 +31,7 @@ SEARCHES: list[tuple[str, tuple[str, ...]]] = [
     ("params.p = 'a' AND tags.t = 'x'", ("metrics.m DESC",)),  # verified on the summaries
     ("params.p = 'c'", ("metrics.m DESC",)),  # a value no run has
 ]
-PAGE_SIZES = (2, 40)
+PAGE_SIZES = (3, 40)
 
 
 def _value(rng: random.Random, i: int) -> float:

@@ -341,7 +341,9 @@ def _record(event_name: str, entity_type: str) -> dict[str, Any]:
 
 def test_indexer_event_source_mapping(synth: Synth) -> None:
     indexer, _ = function_of(synth, "indexer")
-    (mapping,) = [m for m in synth.resources("AWS::Lambda::EventSourceMapping").values() if m["Properties"]["FunctionName"] == {"Ref": indexer}]
+    (mapping,) = [
+        m for m in synth.resources("AWS::Lambda::EventSourceMapping").values() if m["Properties"]["FunctionName"] == {"Ref": indexer}
+    ]
     props = mapping["Properties"]
     assert props["FunctionName"] == {"Ref": indexer}
     assert props["EventSourceArn"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.table), "StreamArn"]}
@@ -424,7 +426,7 @@ def test_web_ui_build_is_deployed_gzipped_to_its_own_bucket(synth: Synth) -> Non
     assert props["DestinationBucketKeyPrefix"] == "ui/"
     assert props["Prune"] is True and props["RetainOnDelete"] is False
     assert props["SystemMetadata"] == {"content-encoding": "gzip"}
-    # The staged asset is the installed (pinned) mlflow's build, every file gzipped.
+    # The staged asset is the build of the pinned UI wheel (static_files.UI_MLFLOW_VERSION), every file gzipped.
     (asset_key,) = props["SourceObjectKeys"]
     staged = synth.asset_dir(asset_key)
     assert (staged / "index.html").is_file() and list((staged / "static" / "js").glob("main.*.js"))

@@ -35,7 +35,9 @@ def experiment_id(server: str) -> str:
 
 def test_create_response_shape_and_costs(experiment_id: str) -> None:
     table.STATS.reset()
-    status, body = invoke("POST", f"{M2}/logged-models", {"experiment_id": experiment_id, "name": "m", "params": [{"key": "p", "value": "1"}]})
+    status, body = invoke(
+        "POST", f"{M2}/logged-models", {"experiment_id": experiment_id, "name": "m", "params": [{"key": "p", "value": "1"}]}
+    )
     assert status == 200
     # Experiment GetItem + one transaction (model, locator, param).
     assert table.STATS.snapshot()["requests"] == {"GetItem": 1, "TransactWriteItems": 1}

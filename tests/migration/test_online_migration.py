@@ -8,7 +8,9 @@ with ``Paused`` and resumes from its checkpoint) while writer threads log new po
 thread checks that every answer is exact: histories (paged through page tokens), latest values, metric-ordered
 searches and logged-model metrics equal what was logged, for runs nobody writes during the move. Afterwards every
 point logged before or during the move is there exactly once, the layout version is 2, no layout-1 item is left,
-and ``admin verify`` finds no difference.
+and ``admin verify`` finds no difference. Traces the previous release wrote (infos and spans in the experiment
+partition) are searched and read exactly once each, with their spans, during the move (the named ``traces_v2``
+step), and none is left in layout 1 afterwards.
 """
 
 from __future__ import annotations
@@ -156,11 +158,47 @@ def table_selected(name: str) -> Iterator[None]:
         layout.forget()
 
 
-def test_online_migration_of_a_previous_release_table(server: str, v1_tree: Path) -> None:
+def _log_traces(url: str, experiment_id: str, prefix: str, count: int) -> dict[str, tuple[str, int]]:
+    """``count`` traces of two spans each through the stock client: trace id -> (name, span count)."""
     import mlflow
 
+    mlflow.set_tracking_uri(url)
+    mlflow.set_experiment(experiment_id=experiment_id)
+    out = {}
+    for i in range(count):
+        with mlflow.start_span(name=f"{prefix}-{i}") as root:
+            root.set_inputs({"i": i})
+            with mlflow.start_span(name="child"):
+                pass
+        out[root.trace_id] = (f"{prefix}-{i}", 2)
+    return out
+
+
+def _traces(url: str, experiment_id: str) -> dict[str, tuple[str, int]]:
+    """Every trace of the experiment as searched (paged by 2) and fetched with its spans: trace id -> (name, spans)."""
+    import mlflow
+
+    client = mlflow.MlflowClient(url)
+    found: list[Any] = []
+    token = None
+    while True:
+        page = client.search_traces(locations=[experiment_id], max_results=2, page_token=token)
+        found += list(page)
+        token = page.token
+        if not token:
+            break
+    ids = [trace.info.trace_id for trace in found]
+    assert len(ids) == len(set(ids)), ids
+    return {t: (client.get_trace(t).info.tags.get("mlflow.traceName", ""), len(client.get_trace(t).data.spans)) for t in ids}
+
+
+def test_online_migration_of_a_previous_release_table(server: str, v1_tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mlflow
+
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")  # a trace is stored when its function returns
+
     from serverless_mlflow import layout
-    from tools import admin, migrate
+    from tools import admin, migrate, trace_migration
     from tools.migrate.steps import metrics_outside_experiment as metrics_step
 
     name, bucket = unique("migrate"), unique("migrate")
@@ -187,6 +225,7 @@ def test_online_migration_of_a_previous_release_table(server: str, v1_tree: Path
         for ts, step, value in model_points:
             client.log_metric(stable[0], "acc", value, timestamp=ts, step=step, model_id=model.model_id)
             logged.add(stable[0], "acc", [(ts, step, value)])
+        traced = _log_traces(v1, stable_experiment, "before", 4)
         env = {**os.environ, "TABLE_NAME": name}
         subprocess.run(
             [sys.executable, "-m", "tools.pair_index", "add", "--experiment", stable_experiment, "--param", "lr", "--metric", "m0"],
@@ -198,6 +237,7 @@ def test_online_migration_of_a_previous_release_table(server: str, v1_tree: Path
     with table_selected(name):
         assert layout.version() == layout.UNRECORDED
         assert metrics_step.has_layout_1_items(stable_experiment) and metrics_step.has_layout_1_items(active_experiment)
+        assert len(list(trace_migration.layout1_infos(stable_experiment))) == 4 and layout.layout1_traces_possible()
 
     # --- this release serves the table; the migration runs while clients log and read -------------------
     with serving(ROOT, name, bucket, INDEXER_MODE="async") as v2:
@@ -239,6 +279,7 @@ def test_online_migration_of_a_previous_release_table(server: str, v1_tree: Path
 
         def read() -> None:
             _check_stable(v2, client, logged, stable_experiment, stable, model.model_id, model_points)
+            assert _traces(v2, stable_experiment) == traced, "a trace missing or twice during the move"
             for run_id in list(active):
                 for key in KEYS:
                     acknowledged = set(logged.history(run_id, key))
@@ -275,6 +316,9 @@ def test_online_migration_of_a_previous_release_table(server: str, v1_tree: Path
             assert layout.version() == layout.CURRENT
             for experiment_id in (stable_experiment, active_experiment):
                 assert not metrics_step.has_layout_1_items(experiment_id)
+            assert trace_migration.remaining([stable_experiment, active_experiment]) == 0
+            layout.forget()
+            assert layout.TRACES_V2 in layout.steps_done()
             deadline = time.monotonic() + 180
             while True:
                 report = admin.verify()
@@ -283,6 +327,9 @@ def test_online_migration_of_a_previous_release_table(server: str, v1_tree: Path
                 time.sleep(2)  # the asynchronous indexer of the serving process is still at work
             assert (report.differences, report.pending) == (0, 0), report.summary()
         _check_stable(v2, client, logged, stable_experiment, stable, model.model_id, model_points)
+        assert _traces(v2, stable_experiment) == traced
+        after = _log_traces(v2, stable_experiment, "after", 1)  # the moved experiment takes new traces
+        assert _traces(v2, stable_experiment) == {**traced, **after}
         for run_id in active:
             for key in KEYS:
                 assert _history_pages(v2, run_id, key, 9) == logged.history(run_id, key), (run_id, key)

@@ -33,8 +33,13 @@ def test_registry_operation_costs(server: str, record_property: Any) -> None:
     by_alias = _measure(lambda: versions.get_model_version_by_alias(name, "champion"))
     download = _measure(lambda: versions.get_model_version_download_uri(name, "2"))
     get_model = _measure(lambda: models.get_registered_model(name))
-    for label, stats in [("create_model_version", create), ("set_alias", alias), ("get_by_alias", by_alias),
-                         ("get_download_uri", download), ("get_registered_model", get_model)]:
+    for label, stats in [
+        ("create_model_version", create),
+        ("set_alias", alias),
+        ("get_by_alias", by_alias),
+        ("get_download_uri", download),
+        ("get_registered_model", get_model),
+    ]:
         record_property(label, stats)
         print(label, stats)
 

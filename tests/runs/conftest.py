@@ -73,7 +73,9 @@ class Twin:
             # they are ids (experiment_id fields, artifact URIs), never inside values such as "1".
             for actual, name in long:
                 value = value.replace(actual, "{" + name + "}")
-            return re.sub(r"^.*/([^/]+)/(\{run\w*\}/artifacts)$", lambda m: f"ROOT/{{{short.get(m.group(1), m.group(1))}}}/{m.group(2)}", value)
+            return re.sub(
+                r"^.*/([^/]+)/(\{run\w*\}/artifacts)$", lambda m: f"ROOT/{{{short.get(m.group(1), m.group(1))}}}/{m.group(2)}", value
+            )
 
         def walk(value: Any, key: str | None = None) -> Any:
             if isinstance(value, str):
@@ -88,7 +90,13 @@ class Twin:
         return parsed if ordered else _sorted(parsed)
 
     def same(
-        self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None, ordered: bool = False, bind_run: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        ordered: bool = False,
+        bind_run: str | None = None,
     ) -> tuple[Answer, Answer]:
         """Call both and assert they agree (errors: status, error_code, message; 200: normalized body).
 
@@ -113,7 +121,9 @@ class Twin:
         if reference.status != 200:
             assert ours.body.get("error_code") == reference.body.get("error_code"), (context, ours, reference)
             assert self.normalize(ours.body.get("message"), "ours") == self.normalize(reference.body.get("message"), "reference"), (
-                context, ours, reference,
+                context,
+                ours,
+                reference,
             )
         else:
             # Tokens differ by design (ours are keyset positions, MLflow's offsets): compare presence.

@@ -74,7 +74,12 @@ def _pages(uri: str, experiment_ids: list[str], filter_string: str | None, order
     token = None
     while True:
         page = client.search_traces(
-            locations=experiment_ids, filter_string=filter_string, order_by=order_by, max_results=size, page_token=token, include_spans=False
+            locations=experiment_ids,
+            filter_string=filter_string,
+            order_by=order_by,
+            max_results=size,
+            page_token=token,
+            include_spans=False,
         )
         pages.append(([t.info.trace_id for t in page], bool(page.token)))
         token = page.token
@@ -128,7 +133,9 @@ def stores(server: str, reference_uri: str) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("order_by", ORDERS, ids=[",".join(o) if o else "default" for o in ORDERS])
-def test_every_filter_pages_like_sqlalchemy_store(stores: dict[str, list[str]], server: str, reference_uri: str, order_by: list[str] | None) -> None:
+def test_every_filter_pages_like_sqlalchemy_store(
+    stores: dict[str, list[str]], server: str, reference_uri: str, order_by: list[str] | None
+) -> None:
     for filter_string in FILTERS:
         ours = _pages(server, stores[server][:1], filter_string, order_by, 7)
         theirs = _pages(reference_uri, stores[reference_uri][:1], filter_string, order_by, 7)
@@ -152,5 +159,7 @@ def test_a_page_token_of_one_order_is_refused_by_another(stores: dict[str, list[
     page = client.search_traces(locations=stores[server][:1], max_results=5, include_spans=False)
     assert page.token
     with pytest.raises(mlflow.exceptions.MlflowException) as refused:
-        client.search_traces(locations=stores[server][:1], max_results=5, order_by=["timestamp_ms ASC"], page_token=page.token, include_spans=False)
+        client.search_traces(
+            locations=stores[server][:1], max_results=5, order_by=["timestamp_ms ASC"], page_token=page.token, include_spans=False
+        )
     assert refused.value.error_code == "INVALID_PARAMETER_VALUE"

@@ -136,7 +136,9 @@ def run_named_steps(workspaces: Iterable[str], log: Callable[[str], None] = prin
     started = time.monotonic()
     log(f"{layout.TRACES_V2}: trace infos and spans out of the experiment partitions")
     progress = trace_migration.run(admin.experiment_ids(tuple(workspaces)))
-    log(f"{layout.TRACES_V2}: done ({progress.infos_moved} infos and {progress.spans_moved} spans moved in {time.monotonic() - started:.0f} s)")
+    log(
+        f"{layout.TRACES_V2}: done ({progress.infos_moved} infos and {progress.spans_moved} spans moved in {time.monotonic() - started:.0f} s)"
+    )
 
 
 def status() -> str:

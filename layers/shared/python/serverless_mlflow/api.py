@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -132,9 +133,14 @@ def float_json(value: float) -> float | str:
     return value
 
 
-def unrouted(method: str, path: str) -> Response:
+def unrouted(method: str, path: str, query: str = "") -> Response:
     """What MLflow's server answers a request the route table has no operation for: ENDPOINT_NOT_FOUND for an
     unknown path; for a known one 405 with its methods (204 to OPTIONS, which lists them)."""
+    merged = re.sub(r"/{2,}", "/", path)
+    if merged != path and match(method, merged) is not None:
+        # Werkzeug's merge_slashes: MLflow's server redirects ``//x`` to the route ``/x`` (308 keeps the method).
+        location = merged + (f"?{query}" if query else "")
+        return Response(status_code=308, content_type="text/plain", body="", headers={"Location": location})
     allowed = allowed_methods(path)
     if not allowed:
         return error_response(endpoint_not_found(method, path))
@@ -187,7 +193,7 @@ def build_app(feature: str, operations: dict[str, Operation]) -> APIGatewayHttpR
         event = app.current_event
         if auth.basic_enabled() and enforce.identity_of(event.raw_event) is None:
             return enforce.unauthenticated()  # MLflow authenticates before it routes
-        return unrouted(event.request_context.http.method.upper(), event.get("rawPath") or event.path)
+        return unrouted(event.request_context.http.method.upper(), event.get("rawPath") or event.path, event.get("rawQueryString") or "")
 
     @app.exception_handler(MlflowError)
     def _mlflow_error(error: MlflowError) -> Response:

@@ -78,6 +78,12 @@ def invalid(message: str) -> MlflowError:
     return MlflowError(message, "INVALID_PARAMETER_VALUE")
 
 
+def wrong_state(message: str) -> MlflowError:
+    """MLflow's INVALID_STATE (the resource is not in a state that allows the request), answered 400 rather than
+    MLflow's 500: the request is refused for what it asks, never a server fault, and a 500 makes clients retry."""
+    return MlflowError(message, "INVALID_STATE", status=400)
+
+
 def not_found(message: str) -> MlflowError:
     return MlflowError(message, "RESOURCE_DOES_NOT_EXIST")
 

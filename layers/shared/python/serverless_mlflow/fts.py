@@ -110,6 +110,7 @@ def pattern_tokens(pattern: str) -> list[str] | None:
 
 # --- scopes ------------------------------------------------------------------------------------
 
+
 def experiments_scope(workspace: str) -> str:
     return ENTITY["experiment_entry"].pk.render({"workspace": workspace})
 
@@ -130,6 +131,7 @@ def runs_scope(experiment_id: str) -> str:
 
 # --- items -------------------------------------------------------------------------------------
 
+
 def posting_items(scope: str, kind: str, entity_id: str, level: str, token: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The forward and reverse items of one posting."""
     values = {"scope": scope, "entity_kind": kind, "entity_id": entity_id, "level": level, "token": token}
@@ -147,6 +149,7 @@ def indexed_postings(scope: str, kind: str, entity_id: str) -> list[dict[str, An
 
 
 # --- search ------------------------------------------------------------------------------------
+
 
 def _posting_ids(scope: str, kind: str, level: str, token: str) -> set[str]:
     prefix = FORWARD.sk_prefix(level=level, token=token, entity_kind=kind)

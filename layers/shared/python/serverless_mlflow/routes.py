@@ -65,6 +65,11 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M3}/server-info", "meta", "server_info"),
     ("GET", f"{AJAX3}/ui-telemetry", "meta", "get_ui_telemetry"),
     ("POST", f"{AJAX3}/ui-telemetry", "meta", "post_ui_telemetry"),
+    # The runs table probes the AI gateway's endpoints; the assistant panel reads its (empty) configuration.
+    ("GET", f"{AJAX2}/gateway-proxy", "meta", "gateway_proxy"),
+    ("POST", f"{AJAX2}/gateway-proxy", "meta", "gateway_proxy"),
+    ("GET", f"{AJAX3}/assistant/config", "meta", "get_assistant_config"),
+    ("GET", f"{AJAX3}/assistant/providers", "meta", "get_assistant_providers"),
     # --- web UI: the static build of the mlflow wheel (index.html at the root) ---------------------
     ("GET", "/", "ui", "index"),
     ("GET", "/static-files/{path+}", "ui", "static_file"),
@@ -236,6 +241,9 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("PATCH", f"{M3}/traces/{{trace_id}}/assessments/{{assessment_id}}", "traces", "update_assessment"),
     ("DELETE", f"{M3}/traces/{{trace_id}}/assessments/{{assessment_id}}", "traces", "delete_assessment"),
     ("GET", f"{M2}/traces", "traces", "search_traces_v2"),
+    # mlflow 2.x clients start and end each trace over these (the spans go to its traces.json artifact).
+    ("POST", f"{M2}/traces", "traces", "start_trace_v2"),
+    ("PATCH", f"{M2}/traces/{{request_id}}", "traces", "end_trace_v2"),
     ("GET", f"{M2}/traces/{{request_id}}/info", "traces", "get_trace_info_v2"),
     ("PATCH", f"{M2}/traces/{{request_id}}/tags", "traces", "set_trace_tag"),
     ("DELETE", f"{M2}/traces/{{request_id}}/tags", "traces", "delete_trace_tag"),
@@ -246,6 +254,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", "/ajax-api/3.0/mlflow/get-trace-artifact", "traces", "get_trace_artifact"),
     # --- artifacts (presigned S3; no artifact bytes through Lambda beyond small PUTs) ---------
     ("GET", f"{M2}/artifacts/list", "artifacts", "list_run_artifacts"),
+    ("POST", f"{M2}/artifacts/presigned-upload-url", "artifacts", "create_presigned_upload_url"),
+    ("POST", f"{M2}/artifacts/presigned-download-url", "artifacts", "create_presigned_download_url"),
     ("GET", f"{M2}/logged-models/{{model_id}}/artifacts/directories", "artifacts", "list_logged_model_artifacts"),
     ("GET", f"{ART}/artifacts", "artifacts", "list_artifacts"),
     ("GET", f"{ART}/artifacts/{{path+}}", "artifacts", "download_artifact"),

@@ -40,15 +40,40 @@ def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
-def span_dict(span: Span, trace_id: str) -> dict[str, Any]:
-    """``Span.to_dict``: base64 ids, attribute values JSON-dumped as ``Span.from_otel_proto`` does."""
+def _kind(span: Span) -> str:
+    # mlflow 3.18's Span.to_dict: the OTLP kind's name; unspecified (0) and unknown kinds read as INTERNAL.
+    kind = span.kind if Span.SPAN_KIND_INTERNAL <= span.kind <= Span.SPAN_KIND_CONSUMER else Span.SPAN_KIND_INTERNAL
+    return Span.SpanKind.Name(kind)
+
+
+def _link(link: Span.Link) -> dict[str, Any]:
+    """mlflow 3.18's ``Link.from_otel_proto(...).to_dict()``: MLflow trace id, hex span id, decoded attributes."""
+    attributes = {kv.key: python_value(kv.value) for kv in link.attributes}
+    return {
+        "trace_id": "tr-" + link.trace_id.hex().rjust(32, "0"),
+        "span_id": link.span_id.hex().rjust(16, "0"),
+        "attributes": attributes or None,
+    }
+
+
+def span_dict(span: Span, trace_id: str, *, with_kind: bool = True) -> dict[str, Any]:
+    """``Span.to_dict``: base64 ids, attribute values JSON-dumped as ``Span.from_otel_proto`` does.
+
+    ``with_kind``: mlflow 3.18 writes the span kind (traces.json); the installed 3.17 SQL store's
+    ``spans.content`` has no ``kind`` key, so the searched content leaves it out.
+    """
     attributes = {kv.key: json.dumps(python_value(kv.value), ensure_ascii=False) for kv in span.attributes}
     attributes[REQUEST_ID_ATTRIBUTE] = json.dumps(trace_id)
-    return {
+    head = {
         "trace_id": _b64(span.trace_id),
         "span_id": _b64(span.span_id),
         "parent_span_id": _b64(span.parent_span_id) if span.parent_span_id else None,
         "name": span.name,
+    }
+    if with_kind:
+        head["kind"] = _kind(span)
+    return {
+        **head,
         "start_time_unix_nano": span.start_time_unix_nano,
         "end_time_unix_nano": span.end_time_unix_nano,
         "events": [
@@ -57,13 +82,13 @@ def span_dict(span: Span, trace_id: str) -> dict[str, Any]:
         ],
         "status": {"code": _STATUS_NAMES.get(span.status.code, "STATUS_CODE_UNSET"), "message": span.status.message},
         "attributes": attributes,
-        "links": [],
+        "links": [_link(link) for link in span.links],
     }
 
 
 def content(span: Span, trace_id: str) -> str:
     """``spans.content``: the span dict as MLflow's SQL store writes it (non-ASCII kept, default separators)."""
-    return json.dumps(span_dict(span, trace_id), ensure_ascii=False)
+    return json.dumps(span_dict(span, trace_id, with_kind=False), ensure_ascii=False)
 
 
 def parse(payload: bytes) -> Span:

@@ -255,7 +255,9 @@ def update(
     return from_item(attributes) if attributes else None
 
 
-def delete(key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> None:
+def delete(
+    key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> None:
     if not key_can_exist(key):
         # No such item: a conditional delete fails its condition, an unconditional one deletes nothing.
         if condition:
@@ -282,7 +284,9 @@ def require_storable(wire_item: dict[str, Any], request: dict[str, Any] | None =
         require_storable_value(value)
 
 
-def _add_expression_args(kwargs: dict[str, Any], condition: str | None, names: dict[str, str] | None, values: dict[str, Any] | None) -> None:
+def _add_expression_args(
+    kwargs: dict[str, Any], condition: str | None, names: dict[str, str] | None, values: dict[str, Any] | None
+) -> None:
     if condition:
         kwargs["ConditionExpression"] = condition
     if names:
@@ -573,7 +577,9 @@ def _require_storable_key(key: dict[str, Any]) -> None:
     require_storable_key({name: value["S"] for name, value in key.items() if "S" in value})
 
 
-def delete_op(key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
+def delete_op(
+    key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
     op: dict[str, Any] = {"Delete": {"TableName": table_name(), "Key": to_item(key)}}
     _add_expression_args(op["Delete"], condition, names, values)
     _require_storable_key(op["Delete"]["Key"])

@@ -98,6 +98,11 @@ def logged_model(req: Request) -> list[Resource] | None:
     return [(EXPERIMENT, experiment_id)] if experiment_id else None
 
 
+def run_or_logged_model(req: Request) -> list[Resource] | None:
+    """CreatePresignedUploadUrl names a run or a logged model."""
+    return run(req) if optional_param(req, "run_id") else logged_model(req)
+
+
 _ARTIFACT_EXPERIMENT = re.compile(r"^(\d+)(/|$)")
 
 

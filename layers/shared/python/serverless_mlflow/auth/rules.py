@@ -154,6 +154,9 @@ RULES: dict[str, Rule] = {
     "abort_multipart_upload": Rule(need(resources.artifact_path, UPDATE)),
     # --- run / logged-model / model-version artifacts read by the UI and older clients ----------------
     "list_run_artifacts": Rule(_READ_RUN),
+    # A presigned upload URL grants write access to its owner (a run, or a logged model); a download URL read access.
+    "create_presigned_upload_url": Rule(need(resources.run_or_logged_model, UPDATE)),
+    "create_presigned_download_url": Rule(_READ_RUN),
     "get_run_artifact": Rule(_READ_RUN),
     "list_logged_model_artifacts": Rule(_READ_LOGGED_MODEL),
     "get_logged_model_artifact": Rule(_READ_LOGGED_MODEL),
@@ -161,6 +164,10 @@ RULES: dict[str, Rule] = {
     # --- the web UI's own routes (index and static files are public, as MLflow's /static) --------------
     "get_ui_telemetry": Rule(authenticated),
     "post_ui_telemetry": Rule(authenticated),
+    # validate_gateway_proxy allows every signed-in user; the assistant routes require authentication.
+    "gateway_proxy": Rule(authenticated),
+    "get_assistant_config": Rule(authenticated),
+    "get_assistant_providers": Rule(authenticated),
     "get_metric_history_bulk": Rule(need(resources.runs_param("run_id"), READ_ACTION)),
     "search_datasets": Rule(need(resources.experiment_ids_param, READ_ACTION)),
     # Judged field by field inside the executor (auth/graphql_guard.py), as MLflow's GraphQL middleware does.
@@ -179,6 +186,9 @@ RULES: dict[str, Rule] = {
     "search_traces_v2": Rule(need(resources.trace_search_experiments, READ_ACTION)),
     "query_trace_metrics": Rule(need(resources.experiment_ids_param, READ_ACTION)),
     "calculate_trace_filter_correlation": Rule(need(resources.experiment_ids_param, READ_ACTION)),
+    # mlflow 2.x: StartTrace names its experiment (validate_can_start_trace), EndTrace its trace.
+    "start_trace_v2": Rule(_UPDATE_EXPERIMENT),
+    "end_trace_v2": Rule(_UPDATE_TRACE),
     "set_trace_tag": Rule(_UPDATE_TRACE),
     "delete_trace_tag": Rule(_UPDATE_TRACE),
     "delete_traces": Rule(need(resources.experiment, DELETE)),

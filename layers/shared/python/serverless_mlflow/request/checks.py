@@ -60,6 +60,12 @@ def boolean(value: Any) -> None:
         raise CheckFailed()
 
 
+def map_key_present(value: Any) -> None:
+    """MLflow's ``_assert_map_key_present``: a list of {key, value} entries, each with a key."""
+    if not isinstance(value, list) or any(not isinstance(entry, dict) or entry.get("key") in (None, "") for entry in value):
+        raise CheckFailed()
+
+
 def item_type_string(value: Any) -> None:
     if not all(isinstance(item, str) for item in value):
         raise CheckFailed()

@@ -107,7 +107,9 @@ def partitions(experiment_id: str, low_ms: int | None = None, high_ms: int | Non
             yield Partition(experiment_id, int(entry["bucket"]), int(entry["shard"]))
 
 
-def by_hour(experiment_id: str, low_ms: int | None = None, high_ms: int | None = None, descending: bool = True) -> Iterator[list[Partition]]:
+def by_hour(
+    experiment_id: str, low_ms: int | None = None, high_ms: int | None = None, descending: bool = True
+) -> Iterator[list[Partition]]:
     """``partitions`` grouped by hour: the shards of one hour together, hours in order."""
     for _, group in itertools.groupby(partitions(experiment_id, low_ms, high_ms, descending), key=lambda p: p.bucket):
         yield list(group)
