@@ -25,11 +25,17 @@ def _experiment_permission(identity: Identity, experiment_id: str | None) -> Per
     return permissions_on(identity, [(EXPERIMENT, experiment_id)])[0]
 
 
-def label_schema_experiment(req: Request) -> list[Resource] | None:
+def label_schema_experiment(req: Request) -> list[Resource]:
+    """The question's experiment; a missing question answers 404, as MLflow's validators do: they look it up
+    with the store's ``get_label_schema`` (``_get_permission_from_label_schema_id``), whose not-found escapes."""
+    from serverless_mlflow.errors import not_found
     from serverless_mlflow.store import label_schemas, review
 
-    experiment_id = review.experiment_of(param(req, "schema_id"), label_schemas.KIND)
-    return [(EXPERIMENT, experiment_id)] if experiment_id else None
+    schema_id = param(req, "schema_id")
+    experiment_id = review.experiment_of(schema_id, label_schemas.KIND)
+    if experiment_id is None:
+        raise not_found(f"Label schema with id '{schema_id}' not found.")
+    return [(EXPERIMENT, experiment_id)]
 
 
 def issue_experiment(req: Request) -> list[Resource] | None:
@@ -45,11 +51,17 @@ def body_experiment(req: Request) -> list[Resource] | None:
     return [(EXPERIMENT, str(experiment_id))] if isinstance(experiment_id, (str, int)) and experiment_id != "" else None
 
 
-def _queue(req: Request) -> dict[str, Any] | None:
+def _queue(req: Request) -> dict[str, Any]:
+    """The request's queue. A missing one answers 404 (admins included): MLflow's queue validators read it with
+    the store's ``get_review_queue``, whose RESOURCE_DOES_NOT_EXIST escapes the validator."""
+    from serverless_mlflow.errors import not_found
     from serverless_mlflow.store import review_queues
 
-    queue_id = optional_param(req, "queue_id")
-    return review_queues.queue_item(queue_id) if isinstance(queue_id, str) and queue_id else None
+    queue_id = param(req, "queue_id")
+    queue = review_queues.queue_item(queue_id) if isinstance(queue_id, str) and queue_id else None
+    if queue is None:
+        raise not_found(f"Review queue with id '{queue_id}' not found.")
+    return queue
 
 
 def _member(queue: dict[str, Any], identity: Identity) -> bool:
@@ -62,12 +74,10 @@ def _owner(queue: dict[str, Any], identity: Identity) -> bool:
 
 
 def _queue_check(decide: Any) -> Check:
-    """A check on the request's queue: ``decide(queue, permission, identity)``; an unknown queue denies."""
+    """A check on the request's queue: ``decide(queue, permission, identity)``; an unknown queue answers 404."""
 
     def check(req: Request, identity: Identity) -> bool:
         queue = _queue(req)
-        if queue is None:
-            return is_admin(identity)
         permission = _experiment_permission(identity, str(queue["experiment_id"]))
         return permission.can_read and bool(decide(queue, permission, identity))
 
@@ -82,8 +92,6 @@ prune_queue = _queue_check(lambda q, p, i: p.can_manage or (p.can_update and _ow
 
 def update_queue(req: Request, identity: Identity) -> bool:
     queue = _queue(req)
-    if queue is None:
-        return is_admin(identity)
     permission = _experiment_permission(identity, str(queue["experiment_id"]))
     if not permission.can_read:
         return False
@@ -103,10 +111,8 @@ def view_queue_by_name(req: Request, identity: Identity) -> bool:
         return False
     if permission.can_manage:
         return True
-    try:
-        queue = review_queues.get_review_queue_by_name(experiment_id, str(param(req, "name")))
-    except Exception:
-        return False
+    # MLflow's validator reads the queue with the store's get_review_queue_by_name: a missing one answers 404.
+    queue = review_queues.get_review_queue_by_name(experiment_id, str(param(req, "name")))
     return _member(queue, identity) or (permission.can_update and _owner(queue, identity))
 
 
