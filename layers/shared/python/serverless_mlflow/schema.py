@@ -1109,7 +1109,6 @@ ENTITIES: tuple[Entity, ...] = (
         "Bloom filter of the folded trigrams of a trace's span contents (1 KiB), for trace.text / span.content search",
         attributes=("trace_id", "bits", "spans"),
         derived=True,
-        patterns={"by_request_time": (None, "A trace partition's content signatures by request time")},
     ),
     _e(
         # Derived from a trace's issue-reference assessments: search_issues(include_trace_count) counts an

@@ -35,6 +35,9 @@ class TraceState:
     info: dict[str, Any] | None
     spans: list[Any]
     record: dict[str, Any] | None
+    # Spans are still arriving (the locator counts fewer than the client announced): the info write that marks
+    # them all stored delivers the trace again, so aggregating now would only re-parse a growing trace per batch.
+    pending: bool = False
 
 
 def traces_of(images: Iterable[dict[str, Any] | None]) -> set[str]:
@@ -45,11 +48,17 @@ def traces_of(images: Iterable[dict[str, Any] | None]) -> set[str]:
             continue
         if image[ENTITY_TYPE] == "trace":
             out.add(image["trace_id"])
-        elif image[PK].startswith("TRACE#"):
-            out.add(store.SPAN.parse_pk(image[PK])["trace_id"])
         else:
-            out.add(store.SPAN_V1.parse(image[SK], fields=("trace_id",))["trace_id"])
+            out.add(_span_trace_id(image))
     return out
+
+
+def _span_trace_id(image: dict[str, Any]) -> str:
+    """The trace id of a span item of either layout (its own partition, or the experiment's in layout 1)."""
+    try:
+        return store.SPAN.parse_pk(image[PK], fields=("trace_id",))["trace_id"]
+    except ValueError:
+        return store.SPAN_V1.parse(image[SK], fields=("trace_id",))["trace_id"]
 
 
 def _span(item: dict[str, Any]) -> Any:
@@ -66,11 +75,13 @@ def load(trace_id: str) -> TraceState:
     record = next((i for i in items if i.get(ENTITY_TYPE) == RECORD.name), None)
     info = store.info_item_or_none(trace_id) if locator is not None else None
     experiment_id = str(locator["experiment_id"]) if locator and locator.get("experiment_id") is not None else None
-    if info is not None:
-        span_items = store.span_items(str(info["experiment_id"]), trace_id)
-    else:
-        span_items = [i for i in items if i.get(ENTITY_TYPE) == store.SPAN.name]
-    return TraceState(trace_id, experiment_id or (record or {}).get("experiment_id"), info, [_span(i) for i in span_items], record)
+    experiment_id = experiment_id or (record or {}).get("experiment_id")
+    expected = (locator or {}).get("expected_spans")
+    if info is not None and expected is not None and int(locator.get("span_count") or 0) < int(expected):
+        return TraceState(trace_id, experiment_id, info, [], record, pending=True)
+    # Without an info there is nothing to aggregate (the target is empty): the spans are not parsed.
+    span_items = store.span_items(str(info["experiment_id"]), trace_id) if info is not None else []
+    return TraceState(trace_id, experiment_id, info, [_span(i) for i in span_items], record)
 
 
 def _target(state: TraceState) -> tuple[dict[str, rollups.Part], dict[str, str] | None, bytes | None]:
@@ -100,6 +111,8 @@ class Change:
 
 
 def _change(state: TraceState) -> Change | None:
+    if state.pending:
+        return None
     record = state.record or {}
     old_parts = {sk: rollups.Part.from_json(p) for sk, p in json.loads(record.get("parts") or "{}").items()}
     new_parts, signature_key, bits = _target(state)
