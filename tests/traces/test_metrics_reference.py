@@ -319,3 +319,35 @@ def test_filter_correlation_and_text_search_match_sqlalchemy_store(server: str, 
     reference = _correlation_and_text(reference_uri)
     assert _close(ours, reference), (ours, reference)
     assert 0 < len(ours["searches"][0]) < 30  # the pattern is selective: some traces, not all
+
+
+GROWING_QUERIES: list[dict[str, Any]] = [
+    {"view_type": MetricViewType.SPANS, "metric_name": "span_count", "aggregations": [_agg("COUNT")], "dimensions": ["span_name"]},
+    {
+        "view_type": MetricViewType.SPANS,
+        "metric_name": "span_count",
+        "aggregations": [_agg("COUNT")],
+        "dimensions": ["span_type", "span_status"],
+    },
+    {"view_type": MetricViewType.TRACES, "metric_name": "trace_count", "aggregations": [_agg("COUNT")], "dimensions": ["trace_status"]},
+]
+
+
+def _growing_trace(uri: str) -> list[Any]:
+    """One trace whose client logs each span as it ends (the trace is in progress until its root ends): the
+    indexer re-aggregates a growing trace only as its span count doubles, and exactly once it is finished."""
+    mlflow.set_tracking_uri(uri)
+    experiment_id = MlflowClient(uri).create_experiment(unique("growing"))
+    mlflow.set_experiment(experiment_id=experiment_id)
+    with mlflow.start_span(name="root"):
+        for i in range(37):
+            with mlflow.start_span(name=f"step-{i % 4}") as span:
+                span.set_inputs({"i": i})
+    store = MlflowClient(uri)._tracing_client.store
+    return [[asdict(p) for p in store.query_trace_metrics(experiment_ids=[experiment_id], **query)] for query in GROWING_QUERIES]
+
+
+def test_a_trace_logged_span_by_span_aggregates_like_sqlalchemy_store(server: str, reference_uri: str) -> None:
+    ours, reference = _growing_trace(server), _growing_trace(reference_uri)
+    assert _close(ours, reference), (ours, reference)
+    assert sum(point["values"]["COUNT"] for point in ours[0]) == 38

@@ -1098,7 +1098,7 @@ ENTITIES: tuple[Entity, ...] = (
         "TRACE#{trace_id}",
         "AGG",
         "What a trace currently adds to its experiment's rollups and where its content signature is (replay-safe deltas)",
-        attributes=("experiment_id", "parts", "signature_key", "rev"),
+        attributes=("experiment_id", "parts", "signature_key", "signature_digest", "span_count", "in_progress", "rev"),
         derived=True,
     ),
     _e(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,16 +40,16 @@ class TraceState:
     pending: bool = False
 
 
-def traces_of(images: Iterable[dict[str, Any] | None]) -> set[str]:
-    """The trace ids of record images (infos and spans, either layout)."""
-    out = set()
+def traces_of(images: Iterable[dict[str, Any] | None]) -> dict[str, bool]:
+    """Trace id -> whether its info is among the record images (infos and spans, either layout)."""
+    out: dict[str, bool] = {}
     for image in images:
         if not image or image.get(ENTITY_TYPE) not in AGGREGATED_TYPES:
             continue
         if image[ENTITY_TYPE] == "trace":
-            out.add(image["trace_id"])
+            out[image["trace_id"]] = True
         else:
-            out.add(_span_trace_id(image))
+            out.setdefault(_span_trace_id(image), False)
     return out
 
 
@@ -69,19 +69,49 @@ def _span(item: dict[str, Any]) -> Any:
     return span_content.parse(payload)
 
 
-def load(trace_id: str) -> TraceState:
-    items = table.query(**store.LOCATOR.query("with_spans", trace_id=trace_id))
-    locator = next((i for i in items if i.get(ENTITY_TYPE) == store.LOCATOR.name), None)
-    record = next((i for i in items if i.get(ENTITY_TYPE) == RECORD.name), None)
-    info = store.info_item_or_none(trace_id) if locator is not None else None
+def load(trace_id: str, info_changed: bool = True) -> TraceState:
+    """The trace's aggregation inputs. Spans are read and parsed only when the aggregates are due (``_due``);
+    ``info_changed=False`` (only spans moved) lets a growing trace in progress be skipped on one request."""
+    found = {item[SK]: item for item in table.batch_get([store.LOCATOR.key(trace_id=trace_id), RECORD.key(trace_id=trace_id)])}
+    locator = found.get(store.LOCATOR.key(trace_id=trace_id)[SK])
+    record = found.get(RECORD.key(trace_id=trace_id)[SK])
     experiment_id = str(locator["experiment_id"]) if locator and locator.get("experiment_id") is not None else None
     experiment_id = experiment_id or (record or {}).get("experiment_id")
-    expected = (locator or {}).get("expected_spans")
-    if info is not None and expected is not None and int(locator.get("span_count") or 0) < int(expected):
+    if locator is not None and not info_changed and record is not None and record.get("in_progress"):
+        # Last aggregated in progress, and the info has not changed since: the info write that ends the trace
+        # will deliver it again, so only the doubling rule of ``_due`` can make it due now.
+        if int(locator.get("span_count") or 0) < 2 * int(record.get("span_count") or 0):
+            return TraceState(trace_id, experiment_id, None, [], record, pending=True)
+    info = _info(locator, trace_id) if locator is not None else None
+    if info is None:  # nothing to aggregate (the target is empty): no span is read
+        return TraceState(trace_id, experiment_id, None, [], record)
+    if not _due(locator, info, record):
         return TraceState(trace_id, experiment_id, info, [], record, pending=True)
-    # Without an info there is nothing to aggregate (the target is empty): the spans are not parsed.
-    span_items = store.span_items(str(info["experiment_id"]), trace_id) if info is not None else []
+    span_items = store.span_items(str(info["experiment_id"]), trace_id)
     return TraceState(trace_id, experiment_id, info, [_span(i) for i in span_items], record)
+
+
+def _info(locator: dict[str, Any], trace_id: str) -> dict[str, Any] | None:
+    """The info where the locator (already read) says it is; a miss falls back to the re-reading lookup."""
+    key = store.info_key(locator, trace_id)
+    item = table.get(key) if key else None
+    if item is None:
+        return store.info_item_or_none(trace_id)
+    return None if store.is_expired(item) else item
+
+
+def _due(locator: dict[str, Any], info: dict[str, Any], record: dict[str, Any] | None) -> bool:
+    """Whether to re-aggregate now. Not while announced spans are still arriving (the info write that marks them
+    all stored delivers the trace again); for a trace in progress, whose client logs each span as it ends, only
+    once its span count has doubled since the last aggregation, so a trace of n spans is parsed O(n) times in
+    all, not O(n^2). A finished trace is always aggregated: its last write makes the aggregates exact."""
+    stored = int(locator.get("span_count") or 0)
+    expected = locator.get("expected_spans")
+    if expected is not None and stored < int(expected):
+        return False
+    if info.get("state") == "IN_PROGRESS" and record is not None:
+        return stored >= 2 * int(record.get("span_count") or 0)
+    return True
 
 
 def _target(state: TraceState) -> tuple[dict[str, rollups.Part], dict[str, str] | None, bytes | None]:
@@ -95,6 +125,18 @@ def _target(state: TraceState) -> tuple[dict[str, rollups.Part], dict[str, str] 
     key = SIGNATURE.key(**fields, request_time=int(info["request_time"]), trace_id=state.trace_id)
     bits = trace_text.signature(span_content.content(span, state.trace_id) for span in state.spans)
     return parts, key, bits
+
+
+def expected_signature(trace_id: str) -> tuple[dict[str, Any] | None, bool]:
+    """(the content signature the indexer keeps for this trace, or None; whether its spans are still arriving):
+    ``admin verify`` compares it with the stored one."""
+    state = load(trace_id)
+    if state.pending:
+        return None, True
+    _, key, bits = _target(state)
+    if key is None:
+        return None, False
+    return SIGNATURE.item({"trace_id": trace_id, "bits": bits, "spans": len(state.spans)}, **_signature_fields(key, state)), False
 
 
 def _digest(bits: bytes | None, spans: int) -> str | None:
@@ -119,7 +161,13 @@ def _change(state: TraceState) -> Change | None:
     old_key = json.loads(record["signature_key"]) if record.get("signature_key") else None
     digest = _digest(bits, len(state.spans))
     unchanged_parts = {sk: p.to_json() for sk, p in old_parts.items()} == {sk: p.to_json() for sk, p in new_parts.items()}
-    if unchanged_parts and old_key == signature_key and record.get("signature_digest") == digest:
+    in_progress = (state.info or {}).get("state") == "IN_PROGRESS"
+    if (
+        unchanged_parts
+        and old_key == signature_key
+        and record.get("signature_digest") == digest
+        and bool(record.get("in_progress")) == in_progress
+    ):
         return None
     operations: list[dict[str, Any]] = []
     condition, values = ("rev = :rev", {":rev": record["rev"]}) if state.record else ("attribute_not_exists(pk)", None)
@@ -131,6 +179,8 @@ def _change(state: TraceState) -> Change | None:
             "parts": json.dumps({sk: p.to_json() for sk, p in new_parts.items()}),
             "signature_key": json.dumps(signature_key) if signature_key else None,
             "signature_digest": digest,
+            "span_count": len(state.spans),
+            "in_progress": in_progress,
             "rev": int(record.get("rev") or 0) + 1,
         }
         operations.append(table.put_op(RECORD.item(attributes, trace_id=state.trace_id), condition=condition, values=values))
@@ -211,25 +261,27 @@ def _max_durations(changes: list[Change]) -> None:
             pass
 
 
-def refresh(trace_ids: Iterable[str]) -> int:
-    """Rebuild the aggregates of these traces; returns how many traces changed anything."""
-    pending = sorted(set(trace_ids))
+def refresh(traces: Iterable[str] | Mapping[str, bool]) -> int:
+    """Rebuild the aggregates of these traces (trace id -> whether its info changed: ``traces_of``; a plain
+    iterable counts every info as changed); returns how many traces changed anything."""
+    info_changed = dict(traces) if isinstance(traces, Mapping) else dict.fromkeys(traces, True)
+    pending = sorted(info_changed)
     changed = 0
     while pending:
         chunk, pending = pending[:20], pending[20:]
-        changed += _refresh_chunk(chunk)
+        changed += _refresh_chunk(chunk, info_changed)
     return changed
 
 
-def _refresh_chunk(trace_ids: list[str]) -> int:
+def _refresh_chunk(trace_ids: list[str], info_changed: Mapping[str, bool]) -> int:
     for _ in range(MAX_ATTEMPTS):
-        changes = [c for c in (_change(load(t)) for t in trace_ids) if c is not None]
+        changes = [c for c in (_change(load(t, info_changed.get(t, True))) for t in trace_ids) if c is not None]
         if not changes:
             return 0
         operations = [op for c in changes for op in c.operations] + _rollup_operations(changes)
         if len(operations) > MAX_OPERATIONS and len(trace_ids) > 1:
             half = len(trace_ids) // 2
-            return _refresh_chunk(trace_ids[:half]) + _refresh_chunk(trace_ids[half:])
+            return _refresh_chunk(trace_ids[:half], info_changed) + _refresh_chunk(trace_ids[half:], info_changed)
         try:
             table.transact(operations)
         except table.ConditionFailed:
