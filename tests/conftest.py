@@ -44,19 +44,6 @@ os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
 os.environ.setdefault("STREAM_CHECKPOINT_DIR", tempfile.mkdtemp(prefix="stream-checkpoints-"))
 
 
-# A session of this many tests keeps its DynamoDB Local busy for many minutes, most of the suite's CPU: there the
-# C2 compiler's faster answers (local/engine.py) outweigh its start-up and compile time. A few files keep the C1-only
-# default, which starts faster.
-LONG_SESSION_TESTS = 300
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    from local.engine import SERVER_JAVA_OPTS
-
-    if len(session.items) >= LONG_SESSION_TESTS:
-        os.environ.setdefault("DYNAMODB_LOCAL_JAVA_OPTS", SERVER_JAVA_OPTS)
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--long", action="store_true", default=False, help="the request fuzz suite with many more examples per route")
 
