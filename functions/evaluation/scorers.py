@@ -9,13 +9,13 @@ registration reuse its number.
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from typing import Any
 
 from serverless_mlflow import clock, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
+from serverless_mlflow.request import json_text
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments as experiment_store
 
@@ -47,7 +47,7 @@ _DESTINATION_KEYS = frozenset({"api_base", "base_url", "model_list", "fallbacks"
 
 def validate_payload(serialized_scorer: str) -> dict[str, Any]:
     try:
-        data = json.loads(serialized_scorer)
+        data = json_text.loads(serialized_scorer)
     except ValueError:
         raise invalid("serialized_scorer must be valid JSON") from None
     if _has_call_source(data) and not _custom_scorers_enabled():
