@@ -19,6 +19,7 @@ from typing import Any
 
 from serverless_mlflow import clock, keys, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
+from serverless_mlflow.request import json_text
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.search.evaluation_datasets import DatasetSearch
 from serverless_mlflow.store import experiments as experiment_store
@@ -95,7 +96,7 @@ def parse_tags_json(raw: str, *, required: bool) -> dict[str, Any] | None:
     if raw == "" and not required:
         return None
     try:
-        parsed = json.loads(raw)
+        parsed = json_text.loads(raw)
     except ValueError:
         raise invalid(f"Invalid value {raw!r} for parameter 'tags': must be a JSON object") from None
     if parsed is None and not required:

@@ -10,6 +10,7 @@ from typing import Any
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response
+from serverless_mlflow.request import json_text
 from serverless_mlflow.validation import validate_experiment_id
 
 from . import datasets, records, scorers
@@ -79,7 +80,7 @@ def delete_dataset_tag(req: Request) -> dict[str, Any]:
 def upsert_dataset_records(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["upsert_dataset_records"])
     try:
-        parsed = json.loads(msg["records"])
+        parsed = json_text.loads(msg["records"])
     except ValueError:
         raise invalid("Invalid value for parameter 'records': must be a JSON list of records") from None
     counts = records.upsert(_dataset_id(req), parsed)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -10,6 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from serverless_mlflow.api import Request, build_app, json_response, lambda_entry
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.request import json_text
 
 from . import data, datasets, history, inputs, lifecycle
 from .messages import MESSAGES
@@ -102,7 +102,7 @@ def graphql(req: Request) -> Response:
     if req.method == "GET":
         body: dict[str, Any] = {key: values[0] for key, values in req.query.items()}
         try:
-            body["variables"] = json.loads(body["variables"]) if body.get("variables") else None
+            body["variables"] = json_text.loads(body["variables"]) if body.get("variables") else None
         except ValueError:
             body["variables"] = None
     else:

@@ -14,7 +14,7 @@ from typing import Any
 
 from serverless_mlflow import clock, run_summaries, table, validation
 from serverless_mlflow.errors import invalid
-from serverless_mlflow.request import NestedParseError, key_values_of, nested_error, to_int64, to_string
+from serverless_mlflow.request import NestedParseError, json_text, key_values_of, nested_error, to_int64, to_string
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import RUN_INPUT, RUN_INPUT_PART, RUN_MODEL_INPUT, RUN_OUTPUT, RUN_TAG
@@ -247,7 +247,7 @@ def log_model(msg: dict[str, Any]) -> dict[str, Any]:
     run_id = msg.get("run_id", "")
     model_json = msg.get("model_json", "")
     try:
-        model = json.loads(model_json)
+        model = json_text.loads(model_json)
     except ValueError:
         raise invalid(f"Malformed model info. \n {model_json} \n is not a valid JSON.") from None
     if not isinstance(model, dict):

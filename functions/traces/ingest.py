@@ -11,7 +11,6 @@ A late span that completes the count sets the tag then.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -20,6 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from serverless_mlflow import assessments, clock, layout, s3, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.otlp import OtlpError, mlflow_trace_id
+from serverless_mlflow.request import json_text
 from serverless_mlflow.schema import PK, SK, TTL_ATTRIBUTE
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import trace_partitions, trace_writes
@@ -166,7 +166,7 @@ def _mark_spans_stored(trace_id: str, locator: dict[str, Any]) -> None:
 
 def _expected_spans(metadata: dict[str, str]) -> int | None:
     try:
-        stats = json.loads(metadata.get(store.SIZE_STATS_METADATA, ""))
+        stats = json_text.loads(metadata.get(store.SIZE_STATS_METADATA, ""))
         value = stats.get("num_spans")
         return int(value) if isinstance(value, int) and value >= 0 else None
     except (ValueError, AttributeError, TypeError):

@@ -33,7 +33,7 @@ from typing import Any
 
 from serverless_mlflow import fts, layout, table
 from serverless_mlflow.errors import invalid
-from serverless_mlflow.request import INT64_MAX, INT64_MIN
+from serverless_mlflow.request import INT64_MAX, INT64_MIN, json_text
 from serverless_mlflow.search import traces as grammar
 from serverless_mlflow.store import trace_partitions
 from serverless_mlflow.store import traces as store
@@ -154,7 +154,7 @@ def _decode(page_token: str | None, terms: list[grammar.Term]) -> tuple[list[Any
     if not page_token:
         return None, 0
     try:
-        token = json.loads(base64.b64decode(page_token, validate=True))
+        token = json_text.loads(base64.b64decode(page_token, validate=True))
     except (ValueError, TypeError):
         raise invalid(f"Invalid page token, could not base64-decode: {page_token}") from None
     if not isinstance(token, dict) or not all(_token_field_ok(name, token[name]) for name in ("ts", "id", "offset") if name in token):

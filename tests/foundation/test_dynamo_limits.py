@@ -91,7 +91,7 @@ def test_unprocessed_batches_that_never_clear_are_capacity_failures(stubbed: Stu
     from serverless_mlflow import api
 
     monkeypatch.setattr(table, "MAX_UNPROCESSED_RETRIES", 1)
-    monkeypatch.setattr(table, "_backoff", lambda attempt: None)
+    monkeypatch.setattr(table, "backoff", lambda attempt: None)
     pending = {"stubbed": [{"PutRequest": {"Item": {"pk": {"S": "p"}, "sk": {"S": "s"}}}}]}
     for _ in range(2):
         stubbed.add_response("batch_write_item", {"UnprocessedItems": pending})

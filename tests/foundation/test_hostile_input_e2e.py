@@ -158,6 +158,15 @@ def _cases() -> list[CaseMaker]:
     case(
         lambda s: Case("a field nested 50,000 deep", "POST", f"{M2}/experiments/create", body='{"name":' + "[" * 50000 + "]" * 50000 + "}")
     )
+    # JSON carried inside a field or a token, nested past Python's recursion limit (the long fuzz run found the
+    # metric-history token)
+    deep = "[" * 5000 + "]" * 5000
+    case(lambda s: Case("a history token nested 5,000 deep", "GET", f"{M2}/metrics/get-history", {"run_id": s.run_id, "metric_key": "m", "page_token": base64.b64encode(deep.encode()).decode()}))  # fmt: skip
+    case(lambda s: Case("a runs token nested 5,000 deep", "POST", f"{M2}/runs/search", body={"experiment_ids": [s.experiment_id], "page_token": base64.b64encode(deep.encode()).decode()}))  # fmt: skip
+    case(lambda s: Case("a traces token nested 5,000 deep", "POST", f"{M3}/traces/search", body={"locations": locations(s), "page_token": base64.b64encode(deep.encode()).decode()}))  # fmt: skip
+    case(lambda s: Case("a scorer nested 5,000 deep", "POST", f"{M3}/scorers/register", body={"experiment_id": s.experiment_id, "name": "deep", "serialized_scorer": deep}))  # fmt: skip
+    case(lambda s: Case("records nested 5,000 deep", "POST", f"{M3}/datasets/{s.dataset_id}/records", body={"records": deep}))
+    case(lambda s: Case("a model_json nested 5,000 deep", "POST", f"{M2}/runs/log-model", body={"run_id": s.run_id, "model_json": deep}))
     case(lambda s: Case("repeated order_by", "GET", f"{M2}/registered-models/search", "order_by=name+ASC&order_by=name+ASC"))
     case(lambda s: Case("repeated order_by (versions)", "GET", f"{M2}/model-versions/search", "order_by=name+ASC&order_by=name+ASC"))
     case(lambda s: Case("repeated max_results", "GET", f"{M2}/experiments/search", "max_results=1&max_results=x"))

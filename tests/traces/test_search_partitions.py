@@ -20,6 +20,8 @@ from mlflow.entities import TraceInfo, TraceLocation, TraceState
 from serverless_mlflow.schema import TRACE_BUCKET_MS, TRACE_SHARDS, trace_bucket, trace_shard
 from tests.conftest import unique
 
+# The module's stores are built once, on one worker (xdist would otherwise build them on each).
+pytestmark = pytest.mark.xdist_group("trace-search-partitions")
 HOUR = TRACE_BUCKET_MS
 BASE = 1_750_000_000_000 // HOUR * HOUR  # an hour boundary
 STATES = [TraceState.OK, TraceState.OK, TraceState.ERROR, TraceState.IN_PROGRESS]

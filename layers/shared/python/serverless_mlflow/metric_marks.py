@@ -64,17 +64,7 @@ def before_write(experiment_id: str, run_id: str, state: dict[str, Any] | None, 
 def after_write(experiment_id: str, run_id: str, ensured: int) -> None:
     """Writers, after a latest value of the run changed (before answering): count the write; re-mark the run if an
     indexer pass began since ``before_write`` (it may have read the metrics before this write)."""
-    state = (
-        table.update(
-            STATE.key(run_id=run_id),
-            "ADD #v :one SET entity_type = :type",
-            names={"#v": "v"},
-            values={":one": 1, ":type": STATE.type_name},
-            return_values="ALL_NEW",
-        )
-        or {}
-    )
-    epoch = int(state.get("epoch", 0))
+    epoch = int(_count(run_id, "v", "ALL_NEW").get("epoch", 0))
     if epoch > ensured:
         _mark(experiment_id, run_id, epoch)
 
@@ -97,17 +87,19 @@ def _mark(experiment_id: str, run_id: str, epoch: int) -> None:
 
 def begin(run_id: str) -> int:
     """Indexer: start a pass over the run's metrics (before reading them); returns the pass's epoch."""
-    state = (
-        table.update(
-            STATE.key(run_id=run_id),
-            "ADD #e :one SET entity_type = :type",
-            names={"#e": "epoch"},
-            values={":one": 1, ":type": STATE.type_name},
-            return_values="UPDATED_NEW",
-        )
-        or {}
+    return int(_count(run_id, "epoch", "UPDATED_NEW")["epoch"])
+
+
+def _count(run_id: str, counter: str, return_values: str) -> dict[str, Any]:
+    """Add one to a counter of the run's state item (created on first use)."""
+    state = table.update(
+        STATE.key(run_id=run_id),
+        "ADD #c :one SET entity_type = :type",
+        names={"#c": counter},
+        values={":one": 1, ":type": STATE.type_name},
+        return_values=return_values,
     )
-    return int(state["epoch"])
+    return state or {}
 
 
 def retire(experiment_id: str, run_id: str, epoch: int) -> bool:

@@ -141,7 +141,8 @@ def table_name() -> str:
     return os.environ["TABLE_NAME"]
 
 
-def _backoff(attempt: int) -> None:
+def backoff(attempt: int) -> None:
+    """Sleep a random (full-jitter) share of an exponentially growing wait, capped at 2 s."""
     time.sleep(min(2.0, 0.02 * (2**attempt)) * random.random())
 
 
@@ -506,7 +507,7 @@ def batch_get(keys: Iterable[dict[str, str]], consistent: bool = True) -> list[I
                 attempt += 1
                 if attempt > MAX_UNPROCESSED_RETRIES:
                     raise Unavailable("BatchGetItem kept returning UnprocessedKeys")
-                _backoff(attempt)
+                backoff(attempt)
     return found
 
 
@@ -537,7 +538,7 @@ def batch_write(puts: Iterable[Item] = (), deletes: Iterable[dict[str, str]] = (
                 attempt += 1
                 if attempt > MAX_UNPROCESSED_RETRIES:
                     raise Unavailable("BatchWriteItem kept returning UnprocessedItems")
-                _backoff(attempt)
+                backoff(attempt)
 
 
 def _dedupe(items: Iterable[Item]) -> list[Item]:
@@ -631,7 +632,7 @@ def transact(operations: list[dict[str, Any]], token: str | None = None) -> None
             if set(reasons) - {"None"} <= _TRANSIENT_REASONS:
                 attempt += 1
                 if attempt <= MAX_UNPROCESSED_RETRIES:
-                    _backoff(attempt)
+                    backoff(attempt)
                     continue
                 raise Unavailable(f"DynamoDB cancelled the transaction {attempt} times: {reasons}") from error
             raise
