@@ -78,9 +78,11 @@ class Twin:
             value = _EXPERIMENT_IN_TEXT.sub(
                 lambda m: m.group(1) + ("{" + short[m.group(2)] + "}" if m.group(2) in short else m.group(2)), value
             )
-            return re.sub(
-                r"^.*/([^/]+)/(\{run\w*\}/artifacts)$", lambda m: f"ROOT/{{{short.get(m.group(1), m.group(1))}}}/{m.group(2)}", value
-            )
+            return re.sub(r"^.*/([^/]+)/(\{run\w*\}/artifacts)$", lambda m: f"ROOT/{_placeholder(m.group(1))}/{m.group(2)}", value)
+
+        def _placeholder(segment: str) -> str:
+            # The artifact-proxy rewrite above may already have made the experiment segment a placeholder.
+            return segment if segment.startswith("{") else "{" + short.get(segment, segment) + "}"
 
         def walk(value: Any, key: str | None = None) -> Any:
             if isinstance(value, str):
@@ -140,7 +142,9 @@ class Twin:
 
 
 # An experiment id inside a message: "experiment '12'", "experiment 12", "Experiment with id=12", "experiment_id=12".
-_EXPERIMENT_IN_TEXT = re.compile(r"(?i)(\bexperiment(?:_id)?(?: with id=| id=|=| '| )?)(\d+)\b")
+# An experiment id where text names it as one: "experiment '12'", "Experiment with id=12", or the first segment of
+# an artifact URI under the artifact proxy ("mlflow-artifacts:/12/traces/...", a trace's artifactLocation tag).
+_EXPERIMENT_IN_TEXT = re.compile(r"(?i)(\bexperiment(?:_id)?(?: with id=| id=|=| '| )?|mlflow-artifacts:/)(\d+)\b")
 
 
 def _sorted(value: Any) -> Any:
