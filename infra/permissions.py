@@ -97,7 +97,8 @@ ACCESS: dict[str, Access] = {
     "experiments": Access(
         table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")
     ),
-    "runs": Access(table=(*TABLE_READ, *TABLE_WRITE)),
+    # Listing under the artifact prefix (names and sizes, no object action): GraphQL's mlflowListArtifacts.
+    "runs": Access(table=(*TABLE_READ, *TABLE_WRITE), prefixes=(ARTIFACTS,), list_objects=True),
     "logged_models": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
     # BatchWriteItem: basic auth moves/drops a model's grants on rename/delete.
     "registry": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")),

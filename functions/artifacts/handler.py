@@ -15,10 +15,11 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
+from serverless_mlflow import artifact_listing
 from serverless_mlflow.api import JSON_CONTENT_TYPE, Request, build_app, dumps, lambda_entry
 from serverless_mlflow.errors import MlflowError, invalid
 
-from . import browse, presigned_urls, run_listing, storage
+from . import browse, presigned_urls, storage
 from .messages import MESSAGES
 
 # A Lambda response is capped at 6 MB; a gzipped body travels base64-encoded (4/3 larger).
@@ -44,19 +45,19 @@ def _path(req: Request) -> str:
 
 def list_artifacts(req: Request) -> Response:
     message = req.message(MESSAGES["list_artifacts"])
-    files = storage.list_artifacts(message.get("path"))
+    files = artifact_listing.list_directory(message.get("path"))
     # proto3 JSON leaves out an empty repeated field: an empty directory answers {} as MLflow does.
     return _sized_json({"files": files} if files else {}, req)
 
 
 def list_run_artifacts(req: Request) -> Response:
     message = req.message(MESSAGES["list_run_artifacts"])
-    return _sized_json(run_listing.list_run_artifacts(message["run_id"], message.get("path")), req)
+    return _sized_json(artifact_listing.list_run_artifacts(message["run_id"], message.get("path")), req)
 
 
 def list_logged_model_artifacts(req: Request) -> Response:
     message = req.message(MESSAGES["list_logged_model_artifacts"])
-    listing = run_listing.list_logged_model_artifacts(req.path_params.get("model_id", ""), message.get("artifact_directory_path"))
+    listing = artifact_listing.list_logged_model_artifacts(req.path_params.get("model_id", ""), message.get("artifact_directory_path"))
     return _sized_json(listing, req)
 
 

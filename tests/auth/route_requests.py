@@ -88,17 +88,18 @@ _GQL = (
     'r: mlflowGetRun(input: {{runId: "{run}"}}) ' + _GQL_RUN + " "
     "e: mlflowGetExperiment(input: {{experimentId: $e}}) {{ experiment {{ name }} }} "
     's: mlflowSearchRuns(input: {{experimentIds: ["{search}"]}}) {{ runs {{ info {{ runName }} }} }} '
-    'h: mlflowGetMetricHistoryBulkInterval(input: {{runIds: $runs, metricKey: "m"}}) {{ metrics {{ key value }} }} }}'
+    'h: mlflowGetMetricHistoryBulkInterval(input: {{runIds: $runs, metricKey: "m"}}) {{ metrics {{ key value }} }} '
+    'a: mlflowListArtifacts(input: {{runId: "{artifacts}"}}) {{ files {{ path isDir }} }} }}'
 )
 
 
 def _graphql_body(v: V) -> dict[str, Any]:
-    query = _GQL.format(run=v["run"], search=v["search"])
+    query = _GQL.format(run=v["run"], search=v["search"], artifacts=v["artifacts"])
     return {"query": query, "variables": {"e": v["experiment"], "runs": [v["runs"]]}}
 
 
-_GRAPHQL_IDS = {"run": RUN, "experiment": EXPERIMENT, "search": EXPERIMENT, "runs": RUN}
-_GRAPHQL_FIELDS = {"run": "r", "experiment": "e", "search": "s", "runs": "h"}
+_GRAPHQL_IDS = {"run": RUN, "experiment": EXPERIMENT, "search": EXPERIMENT, "runs": RUN, "artifacts": RUN}
+_GRAPHQL_FIELDS = {"run": "r", "experiment": "e", "search": "s", "runs": "h", "artifacts": "a"}
 
 
 def _otlp(v: V) -> Call:
