@@ -156,11 +156,6 @@ FAMILIES: tuple[Family, ...] = (
         "the UI's single-request upload (up to 10 MB through the server); artifacts reach S3 through presigned URLs only, not built yet",
     ),
     Family(
-        r"/link-prompts|/prompts/.*link|link-prompt",
-        "link prompts to traces",
-        "needs a trace-to-prompt-version association index (read by the prompt pages and trace filters); not built yet",
-    ),
-    Family(
         r"/signup|/users/create-ui|/users/.*ui",
         "basic-auth HTML forms",
         "MLflow's server-rendered forms; the API routes they post to are served",

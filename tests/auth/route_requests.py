@@ -438,6 +438,10 @@ SHAPES: dict[str, Shape] = {
     "POST /api/2.0/mlflow/traces/link-to-run": Shape(
         {"trace_id": TRACE, "run_id": RUN}, lambda v: Call(params={"trace_ids": [v["trace_id"]], "run_id": v["run_id"]})
     ),
+    # Prompt versions are named, not checked (MLflow's validate_can_update_trace_by_trace_id judges the trace only).
+    "POST /api/2.0/mlflow/traces/link-prompts": Shape(
+        {"trace_id": TRACE}, lambda v: Call(params={"trace_id": v["trace_id"], "prompt_versions": [{"name": "bob-prompt", "version": "1"}]})
+    ),
     "GET /ajax-api/2.0/mlflow/get-trace-artifact": Shape({"trace_id": TRACE}, _q(request_id="$trace_id")),
     "GET /ajax-api/3.0/mlflow/get-trace-artifact": Shape({"trace_id": TRACE}, _q(request_id="$trace_id")),
     # --- artifacts ------------------------------------------------------------------------------------

@@ -225,6 +225,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("DELETE", f"{M2}/traces/{{request_id}}/tags", "traces", "delete_trace_tag"),
     ("POST", f"{M2}/traces/delete-traces", "traces", "delete_traces"),
     ("POST", f"{M2}/traces/link-to-run", "traces", "link_traces_to_run"),
+    ("POST", f"{M2}/traces/link-prompts", "traces", "link_prompts_to_trace"),
     # The UI's download of a trace's data (MLflow serves it on the ajax prefix only).
     ("GET", "/ajax-api/2.0/mlflow/get-trace-artifact", "traces", "get_trace_artifact"),
     ("GET", "/ajax-api/3.0/mlflow/get-trace-artifact", "traces", "get_trace_artifact"),

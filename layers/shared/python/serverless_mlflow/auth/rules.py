@@ -191,6 +191,8 @@ RULES: dict[str, Rule] = {
     "delete_trace_tag": Rule(_UPDATE_TRACE),
     "delete_traces": Rule(need(resources.experiment, DELETE)),
     "link_traces_to_run": Rule(needs((resources.run, UPDATE), (resources.traces_param("trace_ids"), READ_ACTION))),
+    # validate_can_update_trace_by_trace_id: the trace's experiment governs.
+    "link_prompts_to_trace": Rule(_UPDATE_TRACE),
     "create_assessment": Rule(_UPDATE_TRACE),
     "get_assessment": Rule(_READ_TRACE),
     "update_assessment": Rule(_UPDATE_TRACE),
