@@ -43,7 +43,7 @@ AJAX2, AJAX3 = "/ajax-api/2.0/mlflow", "/ajax-api/3.0/mlflow"
 @dataclass(frozen=True)
 class Call:
     path: dict[str, str] = field(default_factory=dict)  # path parameters
-    params: Any = None  # the query (GET) or the JSON body (other methods)
+    params: Any = None  # the query (GET, or beside a raw body) or the JSON body (other methods)
     headers: dict[str, str] = field(default_factory=dict)
     raw: bytes | None = None  # sent as the body instead of ``params``
 
@@ -470,6 +470,10 @@ SHAPES: dict[str, Shape] = {
         {"path": ARTIFACT}, lambda v: Call(path={"path": v["path"] + ".mpu"}, params={"path": v["path"] + ".mpu", "upload_id": "x"})
     ),
     "GET /api/2.0/mlflow-artifacts/presigned/{path+}": Shape({"path": ARTIFACT}, lambda v: Call(path={"path": v["path"]})),
+    # The UI's one-request upload: the run in the query, the file as the body (validate_can_update_run_artifact).
+    "POST /ajax-api/2.0/mlflow/upload-artifact": Shape(
+        {"run_id": RUN}, lambda v: Call(params={"run_uuid": v["run_id"], "path": "bob.json"}, raw=b'{"by": "bob"}')
+    ),
     "GET /get-artifact": Shape({"run_id": RUN}, _q(run_id="$run_id", path="f.txt")),
     "GET /model-versions/get-artifact": Shape(
         {"name": MODEL}, lambda v: Call(params={"name": v["name"], "version": "1", "path": "MLmodel"})

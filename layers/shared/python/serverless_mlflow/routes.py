@@ -244,6 +244,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{ART}/presigned/{{path+}}", "artifacts", "presigned_download"),
     # What the UI's artifact browser reads: listing by run (above), then each file through a redirect to S3.
     ("GET", "/get-artifact", "artifacts", "get_run_artifact"),
+    # The UI's one-request upload of a small file into a run (written by the function, up to 4 MiB).
+    ("POST", f"{AJAX2}/upload-artifact", "artifacts", "upload_run_artifact"),
     ("GET", "/model-versions/get-artifact", "artifacts", "get_model_version_artifact"),
     ("GET", f"{AJAX2}/logged-models/{{model_id}}/artifacts/files", "artifacts", "get_logged_model_artifact"),
     # --- webhooks (MLflow's registry webhooks; events are delivered from the table's stream) ---------

@@ -158,6 +158,8 @@ RULES: dict[str, Rule] = {
     "create_presigned_upload_url": Rule(need(resources.run_or_logged_model, UPDATE)),
     "create_presigned_download_url": Rule(_READ_RUN),
     "get_run_artifact": Rule(_READ_RUN),
+    # validate_can_update_run_artifact: UPDATE on the run named in the query.
+    "upload_run_artifact": Rule(need(resources.run_in_query, UPDATE)),
     "list_logged_model_artifacts": Rule(_READ_LOGGED_MODEL),
     "get_logged_model_artifact": Rule(_READ_LOGGED_MODEL),
     "get_model_version_artifact": Rule(_READ_VERSION),
