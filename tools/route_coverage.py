@@ -148,9 +148,6 @@ FAMILIES: tuple[Family, ...] = (
         "runs judges and evaluations on the server (an execution path, see the execution issue)",
     ),
     Family(
-        r"/create-promptlab-run", "promptlab", "writes a promptlab model's files into the run's artifacts from the server; not built yet"
-    ),
-    Family(
         r"/signup|/users/create-ui|/users/.*ui",
         "basic-auth HTML forms",
         "MLflow's server-rendered forms; the API routes they post to are served",

@@ -470,6 +470,20 @@ SHAPES: dict[str, Shape] = {
         {"path": ARTIFACT}, lambda v: Call(path={"path": v["path"] + ".mpu"}, params={"path": v["path"] + ".mpu", "upload_id": "x"})
     ),
     "GET /api/2.0/mlflow-artifacts/presigned/{path+}": Shape({"path": ARTIFACT}, lambda v: Call(path={"path": v["path"]})),
+    # The prompt engineering UI's run: created in the experiment named (validate_can_create_promptlab_run).
+    "POST /ajax-api/2.0/mlflow/runs/create-promptlab-run": Shape(
+        {"experiment_id": EXPERIMENT},
+        lambda v: Call(
+            params={
+                "experiment_id": v["experiment_id"],
+                "prompt_template": "Say {{ a }}",
+                "prompt_parameters": [{"key": "a", "value": "hi"}],
+                "model_route": "chat",
+                "model_input": "Say hi",
+                "mlflow_version": "3.17.2",
+            }
+        ),
+    ),
     # The UI's one-request upload: the run in the query, the file as the body (validate_can_update_run_artifact).
     "POST /ajax-api/2.0/mlflow/upload-artifact": Shape(
         {"run_id": RUN}, lambda v: Call(params={"run_uuid": v["run_id"], "path": "bob.json"}, raw=b'{"by": "bob"}')

@@ -106,6 +106,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     # The UI's GraphQL queries (runs, their experiment and model versions, sampled metric history).
     ("POST", "/graphql", "runs", "graphql"),
     ("GET", "/graphql", "runs", "graphql"),
+    # The prompt engineering UI's run: a run, its params and tags, and the promptlab model's files in its artifacts.
+    ("POST", f"{AJAX2}/runs/create-promptlab-run", "runs", "create_promptlab_run"),
     # --- logged models ------------------------------------------------------------------------
     ("POST", f"{M2}/logged-models", "logged_models", "create_logged_model"),
     ("POST", f"{M2}/logged-models/search", "logged_models", "search_logged_models"),

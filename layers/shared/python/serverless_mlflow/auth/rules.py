@@ -172,6 +172,8 @@ RULES: dict[str, Rule] = {
     "get_assistant_providers": Rule(authenticated),
     "get_metric_history_bulk": Rule(need(resources.runs_param("run_id"), READ_ACTION)),
     "search_datasets": Rule(need(resources.experiment_ids_param, READ_ACTION)),
+    # validate_can_create_promptlab_run: a run created in the experiment (UPDATE on it, as create_run).
+    "create_promptlab_run": Rule(_UPDATE_EXPERIMENT),
     # Judged field by field inside the executor (auth/graphql_guard.py), as MLflow's GraphQL middleware does.
     "graphql": Rule(authenticated),
     # --- traces (validate_can_*_trace: the trace's experiment governs) ----------------------------------
