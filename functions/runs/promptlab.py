@@ -41,13 +41,9 @@ def _params(args: dict[str, Any], name: str) -> list[dict[str, str]]:
         key = entry.get("key")
         if not isinstance(key, str):
             raise invalid(f"Invalid value {key!r} for parameter '{name}[{index}].key': a string is expected.")
-        out.append({"key": key, "value": _py_str(entry.get("value"))})
+        # Python's str() of the JSON value, as MLflow stores str(param.value) (0.5 -> "0.5", true -> "True").
+        out.append({"key": key, "value": str(entry.get("value"))})
     return out
-
-
-def _py_str(value: Any) -> str:
-    """Python's ``str()`` of a JSON value (MLflow stores ``str(param.value)``)."""
-    return json.dumps(value) if isinstance(value, float) and value != value else str(value)
 
 
 def create_promptlab_run(args: dict[str, Any]) -> dict[str, Any]:
