@@ -8,6 +8,10 @@ import json
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from sqlparse.engine.grouping import group_comparison
+from sqlparse.sql import Identifier, Token
+from sqlparse.tokens import Token as TokenType
+
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.search.filters import compare
 from serverless_mlflow.search.grammar import RunGrammar
@@ -32,16 +36,35 @@ class ServerGrammar(RunGrammar):
     LIST_SUPPORTED_KEYS: ClassVar[frozenset[str] | None] = frozenset({"status", "name"})
 
 
+def _as_name(statement: Any, keyword: str) -> None:
+    """sqlparse reads ``keyword`` as a SQL keyword and leaves its comparison ungrouped: MLflow turns it back
+    into a name and groups the comparisons again."""
+    for index, token in enumerate(statement.tokens):
+        if token.ttype == TokenType.Keyword and token.value == keyword:
+            statement.tokens[index] = Identifier([Token(TokenType.Name, token.value)])
+    group_comparison(statement)
+
+
 class VersionGrammar(RunGrammar):
     VALID_SEARCH_ATTRIBUTE_KEYS: ClassVar[set[str]] = {"name", "version", "status", "created_at", "last_updated_at"}
     NUMERIC_ATTRIBUTES: ClassVar[set[str]] = {"created_at", "last_updated_at"}
     LIST_SUPPORTED_KEYS: ClassVar[frozenset[str] | None] = frozenset({"status"})
+
+    @classmethod
+    def _process_statement(cls, statement: Any) -> list[dict[str, Any]]:
+        _as_name(statement, "version")
+        return super()._process_statement(statement)
 
 
 class EndpointGrammar(RunGrammar):
     VALID_SEARCH_ATTRIBUTE_KEYS: ClassVar[set[str]] = {"status", "server_name", "transport_type", "created_at", "last_updated_at"}
     NUMERIC_ATTRIBUTES: ClassVar[set[str]] = {"created_at", "last_updated_at"}
     LIST_SUPPORTED_KEYS: ClassVar[frozenset[str] | None] = frozenset({"server_name"})
+
+    @classmethod
+    def _process_statement(cls, statement: Any) -> list[dict[str, Any]]:
+        _as_name(statement, "server_name")
+        return super()._process_statement(statement)
 
 
 def validate_max_results(max_results: int) -> None:

@@ -117,28 +117,22 @@ def icons(data: dict[str, Any], field: str = "icons", location: str = "") -> Any
             raise rejected(Invalid(f"{where}sizes.{position}", "Input should be a valid string"))
         mime_type = string(icon, "mimeType", where)
         string(icon, "theme", where)
-        _validate_icon_url(src, where + "src")
+        _validate_icon_url(src)
         cleaned = dict(icon)
         if isinstance(mime_type, str):
             normalized = mime_type.strip().lower()
             if not normalized.startswith("image/") or normalized == "image/":
-                raise rejected(
-                    Invalid(
-                        where + "mimeType",
-                        f"Value error, Invalid icon mimeType {mime_type!r}. Allowed values must use the 'image/*' media type.",
-                    )
-                )
+                raise invalid(f"Invalid icon mimeType {mime_type!r}. Allowed values must use the 'image/*' media type.")
             cleaned["mimeType"] = normalized
         # ``model_dump(exclude_none=True)``: unset optional fields drop out, extra keys stay.
         out.append({key: value for key, value in cleaned.items() if value is not None})
     return out
 
 
-def _validate_icon_url(url: str, where: str) -> None:
-    """MLflow's ``_validate_mcp_icon_url`` (``_validate_public_https_url`` with field name "Icon URL")."""
-
-    def fail(message: str) -> Exception:
-        return rejected(Invalid(where, f"Value error, {message}"))
+def _validate_icon_url(url: str) -> None:
+    """MLflow's ``_validate_mcp_icon_url`` (``_validate_public_https_url`` with field name "Icon URL"); its
+    MlflowException passes through Pydantic's validator unwrapped."""
+    fail = invalid
 
     if not url.strip():
         raise fail(f"Icon URL cannot be empty or just whitespace: {url!r}")

@@ -38,8 +38,12 @@ class Route:
 
     @property
     def powertools_rule(self) -> str:
-        """Powertools resolver rule: greedy params become ``.+`` (read them from pathParameters)."""
-        rule = re.sub(r"\{\w+\+\}", ".+", self.path)
+        """Powertools resolver rule: greedy params become ``(.+)`` groups (read them from pathParameters).
+
+        A group, so that Powertools counts the rule as dynamic: it tries rules without groups first, and a bare
+        ``.+`` (``GET mcp-servers/{name+}``) would then shadow ``mcp-servers/{name+}/endpoints/{endpoint_id}``.
+        Dynamic rules are tried in table order, which lists the most specific first."""
+        rule = re.sub(r"\{\w+\+\}", "(.+)", self.path)
         return re.sub(r"\{(\w+)\}", r"<\1>", rule)
 
 
