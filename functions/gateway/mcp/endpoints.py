@@ -7,10 +7,14 @@ import uuid
 from typing import Any
 
 from serverless_mlflow import clock, table
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid, not_found
 
-from . import records, search, servers, views
+from . import records, servers, views
 from .records import DELETED, LATEST, Server
+
+# The filter grammar (sqlparse) loads with the first search, not at cold start.
+search = deferred("gateway.mcp.search")
 
 
 def _validate_url(url: Any) -> None:

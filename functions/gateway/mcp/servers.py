@@ -7,10 +7,14 @@ import re
 from typing import Any
 
 from serverless_mlflow import clock, table
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import already_exists, invalid, not_found
 
-from . import records, search, views
+from . import records, views
 from .records import ACTIVE, LATEST, Server
+
+# The filter grammar (sqlparse) loads with the first search, not at cold start.
+search = deferred("gateway.mcp.search")
 
 _NAMESPACE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9.-]*[a-zA-Z0-9]$")
 _SLUG = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]*[a-zA-Z0-9]$")

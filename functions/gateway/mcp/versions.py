@@ -6,10 +6,14 @@ import json
 from typing import Any
 
 from serverless_mlflow import clock, table
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import already_exists, invalid, not_found
 
-from . import records, search, semver, servers, views
+from . import records, semver, servers, views
 from .records import DELETED, LATEST, Server
+
+# The filter grammar (sqlparse) loads with the first search, not at cold start.
+search = deferred("gateway.mcp.search")
 
 # VALID_STATUS_TRANSITIONS
 _TRANSITIONS = {"draft": {"active", "deleted"}, "active": {"draft", "deprecated"}, "deprecated": {"active", "deleted"}}
