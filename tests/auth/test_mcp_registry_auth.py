@@ -28,7 +28,8 @@ def test_users_read_and_admins_write(basic_server: str) -> None:
         admin.create_mcp_server_version({"name": name, "version": "1.0.0"})
     with as_user(user):
         client = MlflowClient(basic_server)
-        assert client.get_mcp_server(name).description == "by the admin"
+        got = client.get_mcp_server(name)
+        assert (got.description, got.created_by, got.last_updated_by) == ("by the admin", ADMIN, ADMIN)
         assert [v.version for v in client.search_mcp_server_versions(name)] == ["1.0.0"]
         assert name in [s.name for s in client.search_mcp_servers(filter_string=f"name = '{name}'")]
         for write in (

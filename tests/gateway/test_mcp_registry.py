@@ -223,6 +223,18 @@ def test_every_route_answers_as_mlflow(pair: tuple[Session, Session]) -> None:
     same("GET", versions, None, {"max_results": 2})
     same("GET", f"{MCP}/{_path(namespace + '/missing')}/versions")
 
+    # a name far past what a key holds (keys keep a digest of it) round-trips whole
+    long_name = f"{namespace}/{'x' * 1500}"
+    same("POST", f"{MCP}/{_path(long_name)}/versions", {"server_json": {"name": long_name, "version": "1.0.0"}})
+    same("POST", f"{MCP}/{_path(long_name)}/tags", {"key": "k" * 250, "value": "v"})
+    same("POST", f"{MCP}/{_path(long_name)}/versions/1.0.0/tags", {"key": "k", "value": "v"})
+    # A key of long parts together past DynamoDB's 1,024 bytes is refused, clearly, where sqlite stores it.
+    status, refused = ours.send("POST", f"{MCP}/{_path(long_name)}/versions/1.0.0/tags", {"key": "k" * 900, "value": "v"})
+    assert (status, refused["error_code"]) == (400, "INVALID_PARAMETER_VALUE") and "too long to store" in refused["message"]
+    same("GET", f"{MCP}/{_path(long_name)}/versions/1.0.0")
+    same("GET", MCP, None, {"filter_string": f"name = '{long_name}'"})
+    same("DELETE", f"{MCP}/{_path(long_name)}")
+
     # the UI's prefix
     same("GET", f"{AJAX_MCP}/{_path(name)}")
     same("GET", f"{AJAX_MCP}/{_path(name)}/versions/1.0.0")

@@ -71,7 +71,7 @@ def create(name: str, url: Any, transport: str, server_version: Any, server_alia
         }
     )
     table.put(item, condition="attribute_not_exists(pk)")
-    return views.endpoint_json(server, item, server.endpoint_target(item) or {})
+    return views.endpoint_json(server, item, server.endpoint_target(item))
 
 
 def _find(endpoint_id: str) -> tuple[Server, dict[str, Any]] | None:
@@ -96,7 +96,7 @@ def get(name: str, endpoint_id: str) -> dict[str, Any]:
     if found is not None and found[0].endpoint_target(found[1]) is None:
         found = None
     server, endpoint = _owned(name, endpoint_id, found, f"MCPAccessEndpoint {endpoint_id} not found")
-    return views.endpoint_json(server, endpoint, server.endpoint_target(endpoint) or {})
+    return views.endpoint_json(server, endpoint, server.endpoint_target(endpoint))
 
 
 def update(name: str, endpoint_id: str, changes: dict[str, Any], updated_by: str | None) -> dict[str, Any]:
@@ -123,7 +123,7 @@ def update(name: str, endpoint_id: str, changes: dict[str, Any], updated_by: str
         table.put(endpoint, condition="attribute_exists(pk)")
     except table.ConditionFailed:
         raise not_found(f"MCPAccessEndpoint not found (id='{endpoint_id}')") from None
-    return views.endpoint_json(server, endpoint, server.endpoint_target(endpoint) or {})
+    return views.endpoint_json(server, endpoint, server.endpoint_target(endpoint))
 
 
 def delete(name: str, endpoint_id: str) -> None:

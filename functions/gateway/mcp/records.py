@@ -87,8 +87,8 @@ def _build(items: list[dict[str, Any]]) -> dict[str, Server]:
             pending.append(item)
     for item in pending:
         kind = item.get("entity_type")
-        fields = _fields(kind, item["sk"])
-        server = servers.get(fields["name"])
+        # Names are read from attributes, not keys: a long name is only a digest in its key.
+        server = servers.get(item["server_name"])
         if server is None:
             continue  # a write of a server being deleted; MLflow's foreign keys would have refused it
         if kind == SERVER_TAG.name:
@@ -98,17 +98,12 @@ def _build(items: list[dict[str, Any]]) -> dict[str, Server]:
         elif kind == VERSION.name:
             server.versions[item["version"]] = item
         elif kind == VERSION_TAG.name:
-            server.version_tags.setdefault(fields["version"], {})[item["key"]] = item["value"]
+            server.version_tags.setdefault(item["version"], {})[item["key"]] = item["value"]
         elif kind == ENDPOINT.name:
             server.endpoints.append(item)
     for server in servers.values():
         server.endpoints.sort(key=lambda endpoint: endpoint["endpoint_id"])
     return servers
-
-
-def _fields(kind: Any, sk: str) -> dict[str, Any]:
-    entity = ENTITY[str(kind)]
-    return entity.parse(sk, fields=("name", "version") if "version" in entity.sk.fields else ("name",))
 
 
 def load_all() -> dict[str, Server]:
@@ -133,7 +128,7 @@ def tag_key(name: str, key: str) -> dict[str, str]:
 
 
 def tag_item(name: str, key: str, value: str) -> dict[str, Any]:
-    return SERVER_TAG.item({"key": key, "value": value}, workspace=WORKSPACE, name=name, key=key)
+    return SERVER_TAG.item({"server_name": name, "key": key, "value": value}, workspace=WORKSPACE, name=name, key=key)
 
 
 def alias_key(name: str, alias: str) -> dict[str, str]:
@@ -141,7 +136,7 @@ def alias_key(name: str, alias: str) -> dict[str, str]:
 
 
 def alias_item(name: str, alias: str, version: str) -> dict[str, Any]:
-    return ALIAS.item({"alias": alias, "version": version}, workspace=WORKSPACE, name=name, alias=alias)
+    return ALIAS.item({"server_name": name, "alias": alias, "version": version}, workspace=WORKSPACE, name=name, alias=alias)
 
 
 def version_key(name: str, version: str) -> dict[str, str]:
@@ -149,7 +144,9 @@ def version_key(name: str, version: str) -> dict[str, str]:
 
 
 def version_item(attributes: dict[str, Any]) -> dict[str, Any]:
-    return VERSION.item(attributes, workspace=WORKSPACE, name=attributes["name"], version=attributes["version"])
+    return VERSION.item(
+        {**attributes, "server_name": attributes["name"]}, workspace=WORKSPACE, name=attributes["name"], version=attributes["version"]
+    )
 
 
 def version_tag_key(name: str, version: str, key: str) -> dict[str, str]:
@@ -157,7 +154,8 @@ def version_tag_key(name: str, version: str, key: str) -> dict[str, str]:
 
 
 def version_tag_item(name: str, version: str, key: str, value: str) -> dict[str, Any]:
-    return VERSION_TAG.item({"key": key, "value": value}, workspace=WORKSPACE, name=name, version=version, key=key)
+    attributes = {"server_name": name, "version": version, "key": key, "value": value}
+    return VERSION_TAG.item(attributes, workspace=WORKSPACE, name=name, version=version, key=key)
 
 
 def endpoint_key(name: str, endpoint_id: str) -> dict[str, str]:

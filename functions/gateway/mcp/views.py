@@ -75,9 +75,9 @@ def _endpoint_tail(endpoint: dict[str, Any], resolved: dict[str, Any] | None, se
     }
 
 
-def endpoint_json(server: Server, endpoint: dict[str, Any], resolved: dict[str, Any]) -> dict[str, Any]:
+def endpoint_json(server: Server, endpoint: dict[str, Any], resolved: dict[str, Any] | None) -> dict[str, Any]:
     """``MCPAccessEndpointResponse``: with the resolved version's tools."""
-    tools = _json(resolved.get("tools"))
+    tools = _json(resolved.get("tools")) if resolved is not None else None
     return {
         **_endpoint_common(endpoint),
         "tools": [_tool(tool) for tool in tools] if tools is not None else None,

@@ -1168,8 +1168,14 @@ ENTITIES: tuple[Entity, ...] = (
             "whole_server": (None, "One server with its versions, tags, aliases and access endpoints", "S#{name:str}"),
         },
     ),
-    _e("mcp_server_tag", MCP, "S#{name:str}#T#{key:str}", "MCP server tag", attributes=("key", "value")),
-    _e("mcp_server_alias", MCP, "S#{name:str}#A#{alias:str}", "MCP server alias -> version", attributes=("alias", "version")),
+    _e("mcp_server_tag", MCP, "S#{name:str}#T#{key:str}", "MCP server tag", attributes=("server_name", "key", "value")),
+    _e(
+        "mcp_server_alias",
+        MCP,
+        "S#{name:str}#A#{alias:str}",
+        "MCP server alias -> version",
+        attributes=("server_name", "alias", "version"),
+    ),
     _e(
         "mcp_server_version",
         MCP,
@@ -1177,6 +1183,7 @@ ENTITIES: tuple[Entity, ...] = (
         "MCP server version: server.json, status, tools, connect options; deleted versions stay as status=deleted",
         attributes=(
             "name",
+            "server_name",
             "version",
             "semver",
             "server_json",
@@ -1195,7 +1202,7 @@ ENTITIES: tuple[Entity, ...] = (
         MCP,
         "S#{name:str}#V#{version:str}#T#{key:str}",
         "MCP server version tag",
-        attributes=("key", "value"),
+        attributes=("server_name", "version", "key", "value"),
     ),
     _e(
         "mcp_access_endpoint",
