@@ -116,7 +116,8 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
             "stored password hash. Rotate through MLflow's update-password API instead, as on an MLflow server.",
         )
 
-    for function in stack.features.functions.values():
+    # The indexer reads spilled spans (trace-spans/) to rebuild a trace's aggregates.
+    for function in [*stack.features.functions.values(), stack.indexer.function]:
         bucket = stack.web_ui.bucket if function.access.bucket_name == "web_ui" else stack.artifacts.bucket
         for pattern in function.access.object_resources():
             reason = (

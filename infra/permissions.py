@@ -129,9 +129,19 @@ ACCESS: dict[str, Access] = {
         objects=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
         prefixes=(TRACE_SPANS,),
     ),
+    # Label schemas, review queues (items in their own partitions) and issues: transactions of puts/deletes with
+    # their name claims and locators; trace infos read to check the traces a queue is given.
+    "review": Access(table=(*TABLE_READ, *TABLE_WRITE)),
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
     # GetItem/PutItem/DeleteItem: run summaries are rebuilt with a condition on their revision.
-    "indexer": Access(table=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"), stream=True),
+    # A trace's aggregates (metric rollups, content signature) are rebuilt from its spans, spilled ones read from S3;
+    # ConditionCheckItem: none, the rollup transactions condition their puts and deletes themselves.
+    "indexer": Access(
+        table=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"),
+        objects=("s3:GetObject",),
+        prefixes=(TRACE_SPANS,),
+        stream=True,
+    ),
     # Basic auth's users and grants (functions/auth): user items, the user-id counter, grants, their gsi4 listing.
     "auth": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
     # The API Gateway Lambda authorizer (basic auth): reads one user item per uncached Authorization header.

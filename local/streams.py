@@ -367,7 +367,7 @@ def is_indexer_source(record: dict[str, Any]) -> bool:
     of the source entities reach the indexer; INSERT/MODIFY are judged by their new image, REMOVE by the old."""
     removal = record.get("eventName") == "REMOVE"
     image = record["dynamodb"].get("OldImage" if removal else "NewImage") or {}
-    return image.get(schema.ENTITY_TYPE, {}).get("S") in (derived.REMOVAL_SOURCE_TYPES if removal else derived.SOURCE_TYPES)
+    return image.get(schema.ENTITY_TYPE, {}).get("S") in (derived.REMOVAL_STREAM_TYPES if removal else derived.STREAM_TYPES)
 
 
 def needs_indexing(record: dict[str, Any]) -> bool:

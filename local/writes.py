@@ -9,7 +9,7 @@ may leave a stream record the indexer is given.
 
 Erring on the side of draining: any operation not known to be a read counts, and so does any update or
 delete (only their key is sent, not what they change); a put counts unless its item names an entity type
-that is not a source of the indexer (``derived.SOURCE_TYPES``, the deployed stream filter's list).
+that is not a source of the indexer (``derived.STREAM_TYPES``, the deployed stream filter's list).
 """
 
 from __future__ import annotations
@@ -135,4 +135,4 @@ def _transact_item_reaches_indexer(item: dict[str, Any]) -> bool:
 
 def _is_source(item: dict[str, Any] | None) -> bool:
     entity_type = (item or {}).get(schema.ENTITY_TYPE, {}).get("S")
-    return entity_type is None or entity_type in derived.SOURCE_TYPES  # an item without its type: assume it may
+    return entity_type is None or entity_type in derived.STREAM_TYPES  # an item without its type: assume it may

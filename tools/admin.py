@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
-from serverless_mlflow import fts, metric_marks, pair_ranks, parallel, ranks, run_metrics, run_summaries, table
+from serverless_mlflow import fts, metric_marks, pair_ranks, parallel, ranks, run_metrics, run_summaries, table, trace_aggregates
 from serverless_mlflow.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_source
 from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
 from serverless_mlflow.store import runs as store
@@ -167,6 +167,13 @@ def check_partitions(pks: list[str]) -> list[PartitionReport]:
                     run_ids.add(item["run_id"])  # a stale RANK item names a run that may be gone
             elif is_source(item):
                 note_source(item, reports[pk])
+            if kind == "trace":
+                # A trace's content signature is a function of its info and spans (trace_aggregates), kept beside it.
+                signature, pending = trace_aggregates.expected_signature(item["trace_id"])
+                if signature is not None:
+                    add_expected(signature)
+                elif pending:
+                    reports[pk].pending.append(item)
             run = run_summaries.run_of(item)
             if run is not None:
                 ranges.setdefault(run, []).append(item)

@@ -8,7 +8,6 @@ the item past DynamoDB's 400 KB).
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from serverless_mlflow import clock, s3, table
@@ -16,13 +15,15 @@ from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.schema import COLLECTIONS, PK, SK
 from serverless_mlflow.store import experiments as experiment_store
+from serverless_mlflow.store import review_queues, trace_writes
 from serverless_mlflow.store import runs as run_store
-from serverless_mlflow.store import trace_writes
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.validation import validate_trace_tag
 
 # The search grammar (sqlparse) is for deletes by age only: kept out of the cold start of tag and assessment routes.
 search = deferred("traces.search")
+# Assessments are normalized through protobuf messages: imported by the assessment routes only.
+assessments = deferred("serverless_mlflow.assessments")
 
 MAX_TRACE_LINKS_PER_REQUEST = 100
 # The trace name keys the name index and sets the "not yet indexed" flag of trace-name FTS.
@@ -113,7 +114,9 @@ def delete_traces(experiment_id: str, max_timestamp_millis: int | None, max_trac
 
 
 def delete_trace_items(info: dict[str, Any]) -> None:
-    """Spans (and their spilled S3 objects) first, then the info, then the locator: a retry finishes the job."""
+    """Review queue items, spans (and their spilled S3 objects), then the info, then the locator: a retry
+    finishes the job."""
+    review_queues.forget_items([info["trace_id"]])
     spans = store.span_items(info["experiment_id"], info["trace_id"])
     spilled = [span["spill_key"] for span in spans if span.get("spill_key")]
     if spilled:
@@ -143,10 +146,19 @@ def link_traces_to_run(trace_ids: list[str], run_id: str) -> None:
 
 
 # --- assessments ----------------------------------------------------------------------------------------
+# Stored as MLflow's answer (serverless_mlflow.assessments.canonical), one JSON string per id in the info item.
 
 
 def _assessment_not_found(trace_id: str, assessment_id: str) -> MlflowError:
     return not_found(f"Assessment with ID '{assessment_id}' not found for trace '{trace_id}'")
+
+
+def _assessment_item(trace_id: str) -> dict[str, Any]:
+    """The info item for get/update, answered as SqlAlchemyStore._get_sql_assessment words a missing trace."""
+    try:
+        return store.get_info_item(trace_id)
+    except MlflowError:
+        raise not_found(f"Trace with request_id '{trace_id}' not found") from None
 
 
 def _load(item: dict[str, Any], assessment_id: str) -> dict[str, Any]:
@@ -158,7 +170,7 @@ def _load(item: dict[str, Any], assessment_id: str) -> dict[str, Any]:
 
 def _store_assessment(item: dict[str, Any], assessment: dict[str, Any], extra: dict[str, dict[str, Any]] | None = None) -> None:
     entries = {assessment["assessment_id"]: assessment, **(extra or {})}
-    set_map_entries(item, "assessments", {k: json.dumps(v, separators=(",", ":")) for k, v in entries.items()})
+    set_map_entries(item, "assessments", assessments.stored(entries))
 
 
 def set_map_entries(item: dict[str, Any], attribute: str, entries: dict[str, str]) -> None:
@@ -180,67 +192,40 @@ def set_map_entries(item: dict[str, Any], attribute: str, entries: dict[str, str
     raise store.trace_not_found(item["trace_id"])
 
 
-def create_assessment(trace_id: str, assessment: dict[str, Any]) -> dict[str, Any]:
+def create_assessment(trace_id: str, assessment: Any) -> dict[str, Any]:
     item = store.get_info_item(trace_id)
-    now = store.timestamp_json(clock.now_millis())
-    created = dict(assessment)
-    created["trace_id"] = trace_id
-    created["assessment_id"] = created.get("assessment_id") or f"a-{uuid.uuid4().hex}"
-    created.setdefault("create_time", now)
-    created.setdefault("last_update_time", now)
-    created["valid"] = True
-    if not created.get("assessment_name"):
-        raise invalid("Missing value for required parameter 'assessment.assessment_name'.")
-    if ("feedback" in created) == ("expectation" in created):
-        raise invalid("Exactly one of `expectation` or `feedback` should be specified.")
+    created = assessments.canonical(assessment, trace_id, clock.now_millis())
     extra = {}
     if overrides := created.get("overrides"):
         previous = (item.get("assessments") or {}).get(overrides)
         if previous is None:
-            raise not_found(f"Assessment with ID '{overrides}' not found for trace '{trace_id}'")
+            raise _assessment_not_found(trace_id, overrides)
         extra[overrides] = {**json.loads(previous), "valid": False}
     _store_assessment(item, created, extra)
     return created
 
 
 def get_assessment(trace_id: str, assessment_id: str) -> dict[str, Any]:
-    return _load(store.get_info_item(trace_id), assessment_id)
+    return _load(_assessment_item(trace_id), assessment_id)
 
 
-def update_assessment(trace_id: str, assessment_id: str, changes: dict[str, Any], paths: list[str]) -> dict[str, Any]:
-    item = store.get_info_item(trace_id)
+def update_assessment(trace_id: str, assessment_id: str, changes: Any, paths: list[str]) -> dict[str, Any]:
+    item = _assessment_item(trace_id)
     existing = _load(item, assessment_id)
-    updated = dict(existing)
-    if "expectation" in paths and "feedback" in paths:
-        raise invalid("Cannot specify both `expectation` and `feedback` parameters.")
-    if "expectation" in paths and "expectation" not in existing:
-        raise invalid("Cannot update expectation value on a Feedback assessment.")
-    if "feedback" in paths and "feedback" not in existing:
-        raise invalid("Cannot update feedback value on an Expectation assessment.")
-    if "assessment_name" in paths:
-        updated["assessment_name"] = changes.get("assessment_name", "")
-    for field in ("expectation", "feedback", "rationale"):
-        if field in paths:
-            if changes.get(field) is None:
-                updated.pop(field, None)
-            else:
-                updated[field] = changes[field]
-    if "metadata" in paths:
-        merged = {**(existing.get("metadata") or {}), **(changes.get("metadata") or {})}
-        if merged:
-            updated["metadata"] = merged
-    if "valid" in paths:
-        updated["valid"] = bool(changes.get("valid", False))
-    updated["last_update_time"] = store.timestamp_json(clock.now_millis())
+    updated = assessments.updated(existing, changes, paths, trace_id, clock.now_millis())
     _store_assessment(item, updated)
     return updated
 
 
 def delete_assessment(trace_id: str, assessment_id: str) -> None:
-    item = store.get_info_item(trace_id)
+    """SqlAlchemyStore.delete_assessment: a no-op for an unknown trace or id."""
+    try:
+        item = store.get_info_item(trace_id)
+    except MlflowError:
+        return
     existing = (item.get("assessments") or {}).get(assessment_id)
     if existing is None:
-        return  # SqlAlchemyStore.delete_assessment is a no-op for an unknown id
+        return
     parsed = json.loads(existing)
     names = {"#a": assessment_id}
     expression = "REMOVE assessments.#a"
@@ -249,6 +234,6 @@ def delete_assessment(trace_id: str, assessment_id: str) -> None:
     if (overrides := parsed.get("overrides")) and overrides in (item.get("assessments") or {}):
         restored = {**json.loads(item["assessments"][overrides]), "valid": True}
         names["#o"] = overrides
-        values = {":o": json.dumps(restored, separators=(",", ":"))}
+        values = {":o": assessments.dumps(restored)}
         expression = "SET assessments.#o = :o REMOVE assessments.#a"
     _update_info(item, expression, names, values)

@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow.api import Request, build_app, dumps, lambda_entry
+from serverless_mlflow.api import Request, build_app, dumps, float_json, lambda_entry
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response
@@ -21,6 +21,8 @@ otlp = deferred("serverless_mlflow.otlp")
 ingest = deferred("traces.ingest")
 read = deferred("traces.read")
 trace_data = deferred("traces.trace_data")
+# Trace metrics and filter correlation (rollups, raw rows, the search grammar) for the Overview charts only.
+metrics = deferred("traces.metrics")
 
 
 def otlp_traces(req: Request) -> Response:
@@ -87,6 +89,19 @@ def search_traces(req: Request) -> dict[str, Any]:
         experiment_ids, msg.get("filter") or None, msg.get("max_results"), msg.get("order_by"), msg.get("page_token") or None
     )
     return page_response("traces", traces, token)
+
+
+def query_trace_metrics(req: Request) -> dict[str, Any]:
+    points = metrics.query_trace_metrics(req.message(MESSAGES["query_trace_metrics"]))
+    return {"data_points": points} if points else {}
+
+
+def calculate_trace_filter_correlation(req: Request) -> dict[str, Any]:
+    msg = req.message(MESSAGES["calculate_trace_filter_correlation"])
+    result = metrics.calculate_filter_correlation(
+        msg["experiment_ids"], msg["filter_string1"], msg["filter_string2"], msg.get("base_filter")
+    )
+    return {name: float_json(value) if isinstance(value, float) else value for name, value in result.items()}
 
 
 def set_trace_tag(req: Request) -> dict[str, Any]:
@@ -212,6 +227,8 @@ app = build_app(
         "batch_get_traces": batch_get_traces,
         "batch_get_trace_infos": batch_get_trace_infos,
         "search_traces": search_traces,
+        "query_trace_metrics": query_trace_metrics,
+        "calculate_trace_filter_correlation": calculate_trace_filter_correlation,
         "search_traces_v2": search_traces_v2,
         "start_trace_v2": start_trace_v2,
         "end_trace_v2": end_trace_v2,

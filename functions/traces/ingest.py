@@ -16,7 +16,7 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from serverless_mlflow import clock, layout, s3, table
+from serverless_mlflow import assessments, clock, layout, s3, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.otlp import OtlpError, mlflow_trace_id
 from serverless_mlflow.request import json_text
@@ -222,6 +222,8 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
     # The directory names the partition before any info is in it, and the locator names the info's request time
     # before the info is written: a reader that finds either finds the info once it exists.
     trace_partitions.ensure_partition(experiment_id, request_time, trace_id, attributes[TTL_ATTRIBUTE])
+    if carried := _carried_assessments(trace_id, trace_info.get("assessments")):
+        attributes["assessments"] = assessments.stored(carried)
     expected_spans = _expected_spans(metadata)
     expression = "SET experiment_id = :e, entity_type = :t, info_time = :r"
     values: dict[str, Any] = {":e": experiment_id, ":t": store.LOCATOR.name, ":r": request_time}
@@ -253,6 +255,26 @@ def _previous_info_key(trace_id: str, locator: dict[str, Any]) -> dict[str, str]
     if not locator:
         return None
     return store.info_key(locator, trace_id)
+
+
+def _carried_assessments(trace_id: str, raw: Any) -> dict[str, dict[str, Any]]:
+    """Assessments logged while the trace was active (``log_feedback`` inside a traced call), by id.
+
+    A client that sends no id gets one derived from the assessment itself, so a retried ``StartTraceV3``
+    overwrites instead of adding a copy; ids a client assigns (3.18) are kept and upserted the same way.
+    """
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise invalid(f"Invalid value {raw!r} for parameter 'trace.trace_info.assessments' supplied.")
+    now = clock.now_millis()
+    out: dict[str, dict[str, Any]] = {}
+    for index, entry in enumerate(raw):
+        stable_id = assessments.content_id(trace_id, entry) if isinstance(entry, dict) else None
+        field = f"trace.trace_info.assessments[{index}]"
+        assessment = assessments.canonical(entry, trace_id, now, stable_id, field=field)
+        out[assessment["assessment_id"]] = assessment
+    return out
 
 
 def _all_spans_stored(trace_id: str, locator: dict[str, Any]) -> bool:

@@ -39,7 +39,7 @@ from serverless_mlflow.store import trace_partitions
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.store.trace_partitions import Partition
 
-from . import streams
+from . import streams, text
 
 # Trace ids and names in a position are far shorter; a longer one was not written by this server.
 MAX_TOKEN_TEXT = 1024
@@ -89,7 +89,9 @@ class Search:
     def wanted(self, item: Item) -> bool:
         if store.is_expired(item) or not grammar.matches(item, self.clauses):
             return False
-        return self.after is None or self.after < self.key(item)
+        if self.after is not None and not self.after < self.key(item):
+            return False
+        return text.matches(item, self.clauses)  # span clauses last: they may read the trace's spans
 
 
 def _tighter(current: int | None, other: int | None, pick: Callable[[int, int], int]) -> int | None:

@@ -1,7 +1,7 @@
 """The stream indexer: table stream -> ``functions/indexer`` -> derived items (RANK, FTS, summaries, digests).
 
 Lambda event filtering passes only records of the source entities the indexer derives from
-(``derived.SOURCE_TYPES``; removals: ``derived.REMOVAL_SOURCE_TYPES``): the indexer's own writes never re-trigger
+(``derived.STREAM_TYPES``; removals: ``derived.REMOVAL_STREAM_TYPES``): the indexer's own writes never re-trigger
 indexing, and the bulk of the table's writes (metric history, ...) cost no invocations. A batching window lets a
 training loop's points gather into one batch, which the indexer coalesces per item and per run (one RANK move,
 one summary, one metrics marker per run and batch, not per point). Failed records are bisected and retried a
@@ -32,11 +32,11 @@ INDEXER_TIMEOUT = Duration.seconds(120)
 
 
 def source_entity_types() -> list[str]:
-    return sorted(derived.SOURCE_TYPES)
+    return sorted(derived.STREAM_TYPES)
 
 
 def removal_source_entity_types() -> list[str]:
-    return sorted(derived.REMOVAL_SOURCE_TYPES)
+    return sorted(derived.REMOVAL_STREAM_TYPES)
 
 
 def stream_filters() -> list[dict[str, Any]]:

@@ -37,6 +37,9 @@ SCORER_ID = "scorer_id"  # with an online scoring config
 USER = "user"  # username
 ARTIFACT = "artifact"  # proxied path <experiment>/<run>/artifacts/f.txt of an uploaded file
 S3_SOURCE = "s3_source"  # s3://<this stack's bucket>/mlartifacts/<experiment>/<run>/artifacts/model
+LABEL_SCHEMA = "label_schema"  # schema id (in the user's experiment)
+REVIEW_QUEUE = "review_queue"  # queue id (in the user's experiment, the user assigned, the user's trace an item)
+ISSUE = "issue"  # issue id (in the user's experiment)
 
 M2, M3, ART = "/api/2.0/mlflow", "/api/3.0/mlflow", "/api/2.0/mlflow-artifacts"
 AJAX2, AJAX3 = "/ajax-api/2.0/mlflow", "/ajax-api/3.0/mlflow"
@@ -474,6 +477,74 @@ SHAPES: dict[str, Shape] = {
     "GET /ajax-api/2.0/mlflow/logged-models/{model_id}/artifacts/files": Shape(
         {"model_id": LOGGED_MODEL}, lambda v: Call(path={"model_id": v["model_id"]}, params={"artifact_file_path": "MLmodel"})
     ),
+    # --- trace metrics (the experiment Overview's charts) -----------------------------------------------
+    "POST /api/3.0/mlflow/traces/metrics": Shape(
+        {"experiment_ids": EXPERIMENT},
+        lambda v: Call(
+            params={
+                "experiment_ids": [v["experiment_ids"]],
+                "view_type": "TRACES",
+                "metric_name": "trace_count",
+                "aggregations": [{"aggregation_type": "COUNT"}],
+            }
+        ),
+    ),
+    "POST /api/3.0/mlflow/traces/calculate-filter-correlation": Shape(
+        {"experiment_ids": EXPERIMENT},
+        lambda v: Call(
+            params={"experiment_ids": [v["experiment_ids"]], "filter_string1": "status = 'OK'", "filter_string2": "status = 'ERROR'"}
+        ),
+    ),
+    # --- GenAI review: label schemas, review queues, issues ----------------------------------------------
+    "POST /api/3.0/mlflow/label-schemas/create": Shape(
+        {"experiment_id": EXPERIMENT},
+        lambda v: Call(params={"experiment_id": v["experiment_id"], "name": f"q-{v['unique']}", "type": "FEEDBACK", "input": {"text": {}}}),
+    ),
+    "GET /api/3.0/mlflow/label-schemas/get": Shape({"schema_id": LABEL_SCHEMA}, _q(schema_id="$schema_id")),
+    "GET /api/3.0/mlflow/label-schemas/get-by-name": Shape({"experiment_id": EXPERIMENT}, _q(experiment_id="$experiment_id", name="q")),
+    "GET /api/3.0/mlflow/label-schemas/list": Shape({"experiment_id": EXPERIMENT}, _q(experiment_id="$experiment_id")),
+    "PATCH /api/3.0/mlflow/label-schemas/update": Shape({"schema_id": LABEL_SCHEMA}, _q(schema_id="$schema_id", instruction="i")),
+    "DELETE /api/3.0/mlflow/label-schemas/delete": Shape({"schema_id": LABEL_SCHEMA}, _q(schema_id="$schema_id"), fresh=True),
+    "POST /api/3.0/mlflow/review-queues/create": Shape(
+        {"experiment_id": EXPERIMENT},
+        lambda v: Call(params={"experiment_id": v["experiment_id"], "name": f"rq-{v['unique']}", "queue_type": "CUSTOM"}),
+    ),
+    "POST /api/3.0/mlflow/review-queues/get-or-create-user": Shape(
+        {"experiment_id": EXPERIMENT}, lambda v: Call(params={"experiment_id": v["experiment_id"], "user": f"u-{v['unique']}"})
+    ),
+    "GET /api/3.0/mlflow/review-queues/get": Shape({"queue_id": REVIEW_QUEUE}, lambda v: Call(params={"queue_id": v["queue_id"][0]})),
+    "GET /api/3.0/mlflow/review-queues/get-by-name": Shape({"experiment_id": EXPERIMENT}, _q(experiment_id="$experiment_id", name="rq")),
+    "GET /api/3.0/mlflow/review-queues/list": Shape({"experiment_id": EXPERIMENT}, _q(experiment_id="$experiment_id")),
+    "POST /api/3.0/mlflow/review-queues/update": Shape(
+        {"queue_id": REVIEW_QUEUE}, lambda v: Call(params={"queue_id": v["queue_id"][0], "name": f"rq-{v['unique']}"}), fresh=True
+    ),
+    "POST /api/3.0/mlflow/review-queues/delete": Shape(
+        {"queue_id": REVIEW_QUEUE}, lambda v: Call(params={"queue_id": v["queue_id"][0]}), fresh=True
+    ),
+    "POST /api/3.0/mlflow/review-queues/items/add": Shape(
+        {"queue_id": REVIEW_QUEUE, "item_ids": TRACE},
+        lambda v: Call(params={"queue_id": v["queue_id"][0], "item_type": "TRACE", "item_ids": [v["item_ids"]]}),
+        fresh=True,
+    ),
+    "POST /api/3.0/mlflow/review-queues/items/remove": Shape(
+        {"queue_id": REVIEW_QUEUE}, lambda v: Call(params={"queue_id": v["queue_id"][0], "item_ids": [v["queue_id"][1]]}), fresh=True
+    ),
+    "GET /api/3.0/mlflow/review-queues/items/list": Shape(
+        {"queue_id": REVIEW_QUEUE}, lambda v: Call(params={"queue_id": v["queue_id"][0]})
+    ),
+    "POST /api/3.0/mlflow/review-queues/items/set-status": Shape(
+        {"queue_id": REVIEW_QUEUE},
+        lambda v: Call(params={"queue_id": v["queue_id"][0], "item_id": v["queue_id"][1], "status": "COMPLETED"}),
+        fresh=True,
+    ),
+    "POST /api/3.0/mlflow/issues": Shape(
+        {"experiment_id": EXPERIMENT}, lambda v: Call(params={"experiment_id": v["experiment_id"], "name": "x", "description": "d"})
+    ),
+    "POST /api/3.0/mlflow/issues/search": Shape({"experiment_id": EXPERIMENT}, _q(experiment_id="$experiment_id")),
+    "GET /api/3.0/mlflow/issues/{issue_id}": Shape({"issue_id": ISSUE}, lambda v: Call(path={"issue_id": v["issue_id"]})),
+    "PATCH /api/3.0/mlflow/issues/{issue_id}": Shape(
+        {"issue_id": ISSUE}, lambda v: Call(path={"issue_id": v["issue_id"]}, params={"issue_id": v["issue_id"], "status": "resolved"})
+    ),
 }
 
 _GATEWAY = (
@@ -481,6 +552,7 @@ _GATEWAY = (
     "user (no per-resource gateway grants are served; rules.py), so there is no galice resource to point at"
 )
 _PUBLIC = "public (no credentials needed) and names no resource; wrong credentials are cross_scenario's"
+_WEBHOOKS = "webhooks are admin-only (MLflow's sender_is_admin): no per-user owner, so there is no galice resource to point at"
 
 NO_RESOURCE_ID: dict[str, str] = {
     "GET /health": _PUBLIC,
@@ -500,6 +572,17 @@ NO_RESOURCE_ID: dict[str, str] = {
     "GET /ajax-api/3.0/mlflow/assistant/providers": "the assistant providers, none available (constant), for any logged-in user",
     "GET /api/2.0/mlflow/users/list": "user names, for any logged-in user (MLflow's validate_can_list_users)",
     "GET /api/3.0/mlflow/users/current/permissions": "the caller's own grants",
+    **{
+        f"{method} /api/2.0/mlflow/webhooks{path}": _WEBHOOKS
+        for method, path in (
+            ("POST", ""),
+            ("GET", ""),
+            ("GET", "/{webhook_id}"),
+            ("PATCH", "/{webhook_id}"),
+            ("DELETE", "/{webhook_id}"),
+            ("POST", "/{webhook_id}/test"),
+        )
+    },
     **{
         f"{method} /api/3.0/mlflow/gateway/{path}": _GATEWAY
         for method, path in (

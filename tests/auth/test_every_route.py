@@ -29,12 +29,15 @@ from tests.auth.route_requests import (
     EXPERIMENT,
     EXPERIMENT_LOCATION,
     EXPERIMENT_NAME,
+    ISSUE,
+    LABEL_SCHEMA,
     LOGGED_MODEL,
     M2,
     M3,
     MODEL,
     NO_RESOURCE_ID,
     RECORD,
+    REVIEW_QUEUE,
     RUN,
     RUN_SOURCE,
     S3_SOURCE,
@@ -215,6 +218,25 @@ def _scorer_id(w: World) -> str:
     return w.values[SCORER_ID]
 
 
+def _label_schema(w: World) -> str:
+    body = {"experiment_id": w.get(EXPERIMENT), "name": "q", "type": "FEEDBACK", "input": {"text": {}}, "instruction": w.secret}
+    return w.call("POST", f"{M3}/label-schemas/create", body)["label_schema"]["schema_id"]
+
+
+def _review_queue(w: World) -> tuple[str, str]:
+    """(queue id, the id of its item): the owner's queue, the owner assigned, the owner's trace in it."""
+    body = {"experiment_id": w.get(EXPERIMENT), "name": "rq", "queue_type": "CUSTOM", "users": [w.owner]}
+    queue_id = w.call("POST", f"{M3}/review-queues/create", body)["review_queue"]["queue_id"]
+    w.call("POST", f"{M3}/review-queues/items/add", {"queue_id": queue_id, "item_type": "TRACE", "item_ids": [w.get(TRACE)]})
+    items = w.call("GET", f"{M3}/review-queues/items/list", {"queue_id": queue_id})["items"]
+    return queue_id, items[0]["item_id"]
+
+
+def _issue(w: World) -> str:
+    body = {"experiment_id": w.get(EXPERIMENT), "name": "x", "description": w.secret}
+    return w.call("POST", f"{M3}/issues", body)["issue"]["issue_id"]
+
+
 MAKERS: dict[str, Callable[[World], Any]] = {
     EXPERIMENT: _experiment,
     EXPERIMENT_NAME: lambda w: w.get(EXPERIMENT) and w.values[EXPERIMENT_NAME],
@@ -233,6 +255,9 @@ MAKERS: dict[str, Callable[[World], Any]] = {
     RECORD: _record,
     SCORER: _scorer,
     SCORER_ID: _scorer_id,
+    LABEL_SCHEMA: _label_schema,
+    REVIEW_QUEUE: _review_queue,
+    ISSUE: _issue,
     USER: lambda w: w.owner,
     S3_SOURCE: lambda w: f"s3://{w.server.bucket}/mlartifacts/{w.get(EXPERIMENT)}/{w.get(RUN)}/artifacts/model",
 }

@@ -83,6 +83,7 @@ def seed(target: Target) -> None:
     seeds["record_id"] = json.loads(call("GET", f"{M3}/datasets/{dataset}/records")["records"])[0]["dataset_record_id"]
     seeds["scorer_name"] = "fz-scorer"
     seeds["scorer_id"] = call("POST", f"{M3}/scorers/register", {"experiment_id": exp, "name": "fz-scorer", "serialized_scorer": json.dumps({"name": "fz-scorer"})})["scorer_id"]  # fmt: skip
+    seeds["issue_id"] = call("POST", f"{M3}/issues", {"experiment_id": exp, "name": "fz-issue", "description": "d"})["issue"]["issue_id"]
     seeds["secret_id"] = secret = call("POST", f"{M3}/gateway/secrets/create", {"secret_name": unique("fz-secret"), "secret_value": {"api_key": "sk-fuzz"}, "provider": "openai"})["secret"]["secret_id"]  # fmt: skip
     seeds["model_definition_id"] = definition = call("POST", f"{M3}/gateway/model-definitions/create", {"name": unique("fz-def"), "secret_id": secret, "provider": "openai", "model_name": "gpt-4o"})["model_definition"]["model_definition_id"]  # fmt: skip
     seeds["endpoint_name"] = unique("fz-endpoint")

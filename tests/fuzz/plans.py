@@ -192,6 +192,7 @@ def good_value(op: str, name: str, kind: str, seeds: Mapping[str, Any]) -> st.Se
         "endpoint_id": seeds["endpoint_id"],
         "model_definition_id": seeds["model_definition_id"],
         "webhook_id": seeds["webhook_id"],
+        "issue_id": seeds["issue_id"],
         "resource_id": "scorer-fuzz",
         "username": seeds.get("username", "fuzz-user"),
     }
@@ -289,6 +290,7 @@ def good_path_param(name: str, route: routes.Route, seeds: Mapping[str, Any]) ->
         "request_id": seeds["trace_id"],
         "assessment_id": seeds["assessment_id"],
         "webhook_id": seeds["webhook_id"],
+        "issue_id": seeds["issue_id"],
         "tag_key": "k",
         "key": "k",
     }[name]

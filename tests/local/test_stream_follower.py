@@ -580,7 +580,7 @@ def test_only_the_indexer_s_source_records_reach_it_and_the_checkpoint_passes_th
         r["dynamodb"]["SequenceNumber"]: (r["dynamodb"].get("NewImage") or r["dynamodb"].get("OldImage"))["entity_type"]["S"]
         for r in everything
     }
-    assert recorder.sequences == [q for q, kind in kinds.items() if kind in derived.SOURCE_TYPES]
+    assert recorder.sequences == [q for q, kind in kinds.items() if kind in derived.STREAM_TYPES]
     assert delivered == len(recorder.sequences) < len(kinds)
     assert follower.shards[next(iter(follower.shards))].last_sequence == everything[-1]["dynamodb"]["SequenceNumber"]
     assert follower.drain() == 0

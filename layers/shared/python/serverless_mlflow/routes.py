@@ -164,6 +164,28 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("DELETE", f"{M3}/scorers/delete", "evaluation", "delete_scorer"),
     ("GET", f"{M3}/scorers/online-configs", "evaluation", "get_online_scoring_configs"),
     ("PUT", f"{M3}/scorers/online-config", "evaluation", "upsert_online_scoring_config"),
+    # --- GenAI review: label schemas, review queues, issues (greedy families: GREEDY_FAMILIES) ---
+    ("POST", f"{M3}/label-schemas/create", "review", "create_label_schema"),
+    ("GET", f"{M3}/label-schemas/get", "review", "get_label_schema"),
+    ("GET", f"{M3}/label-schemas/get-by-name", "review", "get_label_schema_by_name"),
+    ("GET", f"{M3}/label-schemas/list", "review", "list_label_schemas"),
+    ("PATCH", f"{M3}/label-schemas/update", "review", "update_label_schema"),
+    ("DELETE", f"{M3}/label-schemas/delete", "review", "delete_label_schema"),
+    ("POST", f"{M3}/review-queues/create", "review", "create_review_queue"),
+    ("POST", f"{M3}/review-queues/get-or-create-user", "review", "get_or_create_user_queue"),
+    ("GET", f"{M3}/review-queues/get", "review", "get_review_queue"),
+    ("GET", f"{M3}/review-queues/get-by-name", "review", "get_review_queue_by_name"),
+    ("GET", f"{M3}/review-queues/list", "review", "list_review_queues"),
+    ("POST", f"{M3}/review-queues/update", "review", "update_review_queue"),
+    ("POST", f"{M3}/review-queues/delete", "review", "delete_review_queue"),
+    ("POST", f"{M3}/review-queues/items/add", "review", "add_items_to_review_queue"),
+    ("POST", f"{M3}/review-queues/items/remove", "review", "remove_items_from_review_queue"),
+    ("GET", f"{M3}/review-queues/items/list", "review", "list_review_queue_items"),
+    ("POST", f"{M3}/review-queues/items/set-status", "review", "set_review_queue_item_status"),
+    ("POST", f"{M3}/issues", "review", "create_issue"),
+    ("POST", f"{M3}/issues/search", "review", "search_issues"),
+    ("GET", f"{M3}/issues/{{issue_id}}", "review", "get_issue"),
+    ("PATCH", f"{M3}/issues/{{issue_id}}", "review", "update_issue"),
     # --- AI gateway configuration (secrets stored KMS-encrypted) -------------------------------
     ("POST", f"{M3}/gateway/secrets/create", "gateway", "create_gateway_secret"),
     ("GET", f"{M3}/gateway/secrets/get", "gateway", "get_gateway_secret"),
@@ -239,6 +261,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M3}/traces/batchGet", "traces", "batch_get_traces"),
     ("POST", f"{M3}/traces/batchGetInfos", "traces", "batch_get_trace_infos"),
     ("POST", f"{M3}/traces/search", "traces", "search_traces"),
+    ("POST", f"{M3}/traces/metrics", "traces", "query_trace_metrics"),
+    ("POST", f"{M3}/traces/calculate-filter-correlation", "traces", "calculate_trace_filter_correlation"),
     ("PATCH", f"{M3}/traces/{{trace_id}}/tags", "traces", "set_trace_tag"),
     ("DELETE", f"{M3}/traces/{{trace_id}}/tags", "traces", "delete_trace_tag"),
     ("POST", f"{M3}/traces/delete-traces", "traces", "delete_traces"),
@@ -291,6 +315,9 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
 GREEDY_FAMILIES: dict[str, str] = {
     f"{M2}/webhooks": "webhooks",
     MCP: "gateway",
+    f"{M3}/label-schemas": "review",
+    f"{M3}/review-queues": "review",
+    f"{M3}/issues": "review",
 }
 
 ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in _TABLE)

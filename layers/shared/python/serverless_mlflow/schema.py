@@ -390,6 +390,7 @@ RM = "RM#{model_name:str}"
 EDS = "EDS#{dataset_id}"
 GW = "GW#{workspace}"
 MCP = "MCP#{workspace}"
+REVIEW = "REVIEW#{experiment_id}"
 TRACE_PARTITION = "TB#{experiment_id}#{bucket}#{shard}"
 
 # A trace info's partition: the hour of its request time and a hash shard of its trace id (see trace_partition).
@@ -782,6 +783,129 @@ ENTITIES: tuple[Entity, ...] = (
         },
         expires=True,
     ),
+    # --- GenAI review: label schemas, review queues, issues (one small partition per experiment) ----
+    # Kept out of the experiment partition: its item collection is shared with runs and traces, and these
+    # are read as a whole per experiment (a few dozen items) and by id through the locator.
+    _e(
+        "label_schema",
+        REVIEW,
+        "LS#{schema_id}",
+        "Label schema (a reviewer question): name, type, input config, instruction; is_default marks the protected default",
+        attributes=(
+            "schema_id",
+            "experiment_id",
+            "name",
+            "type",
+            "instruction",
+            "enable_comment",
+            "input",
+            "created_by",
+            "created_at",
+            "last_updated_at",
+            "is_default",
+        ),
+        patterns={"of_experiment": (None, "Every label schema of an experiment", "LS#")},
+    ),
+    _e(
+        "label_schema_name",
+        REVIEW,
+        "LSN#{name:str}",
+        "Name claim: label schema names are unique per experiment (case-sensitive, as MLflow's unique constraint)",
+        attributes=("schema_id",),
+    ),
+    _e(
+        "review_queue",
+        REVIEW,
+        "Q#{queue_id}",
+        "Review queue with its assigned users and attached label schema ids",
+        attributes=(
+            "queue_id",
+            "experiment_id",
+            "name",
+            "queue_type",
+            "created_by",
+            "creation_time_ms",
+            "last_update_time_ms",
+            "users",
+            "schema_ids",
+        ),
+        patterns={"of_experiment": (None, "Every review queue of an experiment", "Q#")},
+    ),
+    _e(
+        "review_queue_name",
+        REVIEW,
+        "QN#{name_key:str}",
+        "Name claim: review queue names are unique per experiment, case-insensitively (name_key = name.lower())",
+        attributes=("queue_id",),
+    ),
+    _e(
+        "issue",
+        REVIEW,
+        "ISS#{issue_id}",
+        "Issue found in an experiment's traces (name, description, status, severity, root causes, categories)",
+        # gsi2: a workspace's issues across experiments (search_issues without an experiment id).
+        indexes={"gsi2": ("WS#{workspace}#ISSUES", "{issue_id}")},
+        attributes=(
+            "issue_id",
+            "experiment_id",
+            "name",
+            "description",
+            "status",
+            "severity",
+            "root_causes",
+            "source_run_id",
+            "created_timestamp",
+            "last_updated_timestamp",
+            "created_by",
+            "categories",
+        ),
+        patterns={
+            "of_experiment": (None, "Every issue of an experiment", "ISS#"),
+            "in_workspace": ("gsi2", "Every issue of a workspace (eventually consistent)"),
+        },
+    ),
+    _e(
+        "review_locator",
+        "REVIEWID#{object_id}",
+        "LOC",
+        "Label schema, review queue or issue id -> experiment id (get by id: two GetItems, strongly consistent)",
+        attributes=("experiment_id", "kind"),
+    ),
+    _e(
+        # Ordered as MLflow lists a queue's items (creation time descending, then item id): `rank` is the
+        # complement of the creation time, so a forward walk of lsi2/lsi3 is that order.
+        "review_queue_item",
+        "RQ#{queue_id}",
+        "I#{item_id}",
+        "A trace attached to a review queue, with its shared-pool status and who completed it",
+        indexes={
+            "lsi2": (None, "I#{rank:i64}#{item_id}"),
+            "lsi3": (None, "I#{status}#{rank:i64}#{item_id}"),
+        },
+        attributes=(
+            "queue_id",
+            "item_type",
+            "item_id",
+            "status",
+            "completed_by",
+            "completed_time_ms",
+            "creation_time_ms",
+            "last_update_time_ms",
+        ),
+        patterns={
+            "all": (None, "Every item of one queue (or one item, given item_id)"),
+            "in_order": ("lsi2", "A queue's items, newest first, then by item id"),
+            "by_status": ("lsi3", "A queue's items of one status, newest first, then by item id"),
+        },
+    ),
+    _e(
+        "review_item_queue",
+        "RQITEM#{item_id}",
+        "Q#{queue_id}",
+        "Item -> a queue holding it (list queues by item, drop a deleted trace from its queues); written with the item",
+        attributes=("queue_id", "experiment_id"),
+        patterns={"of_item": (None, "The queues one item is attached to")},
+    ),
     # --- GenAI evaluation: datasets and scorers ---------------------------------------------
     _e(
         "evaluation_dataset",
@@ -949,6 +1073,54 @@ ENTITIES: tuple[Entity, ...] = (
         attributes=("run_id", "param", "metric", "value"),
         derived=True,
         patterns={"by_value": (None, "Runs with one value of the pair's param, by the pair's metric (prefix, or a value range)")},
+    ),
+    _e(
+        # Kept by the indexer from contribution records (trace_metrics/rollups.py): traces/metrics reads a few
+        # hundred of these for a chart over any number of traces.
+        "metric_rollup",
+        "ROLLUP#{experiment_id}",
+        "{family}#{bucket:i64}#{group_bucket:i64}#{slice}",
+        "Trace metrics of one experiment, family (T traces, S span counts/latency, C span costs, A assessments), hour and "
+        "slice of dimension values: row count and a summary (exact values or log-bucket sketch) per metric",
+        attributes=("family", "bucket", "group_bucket", "data", "rev"),
+        derived=True,
+        patterns={"in_hours": (None, "One family's rollups of an experiment over a range of hours")},
+    ),
+    _e(
+        "rollup_meta",
+        "ROLLUP#{experiment_id}",
+        "META",
+        "The experiment's longest trace duration seen (how far before a range's start a span of it may have begun)",
+        attributes=("max_duration_ms",),
+        derived=True,
+    ),
+    _e(
+        "trace_contribution",
+        "TRACE#{trace_id}",
+        "AGG",
+        "What a trace currently adds to its experiment's rollups and where its content signature is (replay-safe deltas)",
+        attributes=("experiment_id", "parts", "signature_key", "signature_digest", "span_count", "in_progress", "rev"),
+        derived=True,
+    ),
+    _e(
+        # Next to the trace's info (same partition, same order): a text search walks signatures, not spans.
+        "trace_text_signature",
+        TRACE_PARTITION,
+        "X#{request_time:i64}#{trace_id}",
+        "Bloom filter of the folded trigrams of a trace's span contents (1 KiB), for trace.text / span.content search",
+        attributes=("trace_id", "bits", "spans"),
+        derived=True,
+    ),
+    _e(
+        # Derived from a trace's issue-reference assessments: search_issues(include_trace_count) counts an
+        # issue's traces with one COUNT Query of its partition, as MLflow counts distinct traces per issue.
+        "issue_trace",
+        "ISSUETRACE#{issue_id}",
+        "T#{trace_id}",
+        "A trace holding an issue-reference assessment to the issue (any validity), kept by the indexer",
+        attributes=("issue_id", "trace_id", "experiment_id"),
+        derived=True,
+        patterns={"of_issue": (None, "The traces referencing one issue")},
     ),
     _e(
         "fts_forward",

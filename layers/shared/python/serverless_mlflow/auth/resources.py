@@ -2,7 +2,8 @@
 
 Each locator takes the request and answers the ``(kind, resource id)`` whose permission governs it, or
 ``None`` when the resource cannot be found (MLflow then denies a non-admin: a 403 is no oracle for which
-run ids exist). Locators read parameters exactly where the feature reads them (query for GET, JSON body
+run ids exist). Label schemas, review queues and issues are the exception, as in MLflow: their checks
+(``review.py``) look the resource up first and a missing one answers 404. Locators read parameters exactly where the feature reads them (query for GET, JSON body
 otherwise, path parameters) and cost at most one GetItem.
 """
 

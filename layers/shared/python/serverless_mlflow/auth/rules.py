@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from serverless_mlflow.auth import after, links, resources
+from serverless_mlflow.auth import after, links, resources, review
 from serverless_mlflow.auth.checks import (
     Check,
     Identity,
@@ -184,6 +184,8 @@ RULES: dict[str, Rule] = {
     "batch_get_trace_infos": Rule(need(resources.traces_param("trace_ids"), READ_ACTION)),
     "search_traces": Rule(need(resources.trace_search_experiments, READ_ACTION)),
     "search_traces_v2": Rule(need(resources.trace_search_experiments, READ_ACTION)),
+    "query_trace_metrics": Rule(need(resources.experiment_ids_param, READ_ACTION)),
+    "calculate_trace_filter_correlation": Rule(need(resources.experiment_ids_param, READ_ACTION)),
     # mlflow 2.x: StartTrace names its experiment (validate_can_start_trace), EndTrace its trace.
     "start_trace_v2": Rule(_UPDATE_EXPERIMENT),
     "end_trace_v2": Rule(_UPDATE_TRACE),
@@ -217,6 +219,28 @@ RULES: dict[str, Rule] = {
     "delete_scorer": Rule(need(resources.experiment, DELETE)),
     "get_online_scoring_configs": Rule(need(links.scoring_config_experiments, READ_ACTION)),
     "upsert_online_scoring_config": Rule(_UPDATE_EXPERIMENT),
+    # --- GenAI review (label schemas, review queues, issues): see auth/review.py --------------------------
+    "create_label_schema": Rule(need(resources.experiment, MANAGE_ACTION)),
+    "get_label_schema": Rule(need(review.label_schema_experiment, READ_ACTION)),
+    "get_label_schema_by_name": Rule(_READ_EXPERIMENT),
+    "list_label_schemas": Rule(_READ_EXPERIMENT),
+    "update_label_schema": Rule(need(review.label_schema_experiment, MANAGE_ACTION)),
+    "delete_label_schema": Rule(need(review.label_schema_experiment, MANAGE_ACTION)),
+    "create_review_queue": Rule(_UPDATE_EXPERIMENT),
+    "get_or_create_user_queue": Rule(_UPDATE_EXPERIMENT),
+    "get_review_queue": Rule(review.view_queue),
+    "get_review_queue_by_name": Rule(review.view_queue_by_name),
+    "list_review_queues": Rule(_READ_EXPERIMENT, after=review.visible_queues),
+    "update_review_queue": Rule(review.update_queue),
+    "delete_review_queue": Rule(review.prune_queue),
+    "add_items_to_review_queue": Rule(review.add_items),
+    "remove_items_from_review_queue": Rule(review.prune_queue),
+    "list_review_queue_items": Rule(review.view_queue),
+    "set_review_queue_item_status": Rule(review.review_item),
+    "create_issue": Rule(need(review.body_experiment, UPDATE)),
+    "get_issue": Rule(need(review.issue_experiment, READ_ACTION)),
+    "update_issue": Rule(need(review.issue_experiment, UPDATE)),
+    "search_issues": Rule(need(review.body_experiment, READ_ACTION)),
     # --- AI gateway configuration: per-resource gateway grants are not served; reads for every user
     # (secret values are never answered), changes for admins -------------------------------------------
     **{

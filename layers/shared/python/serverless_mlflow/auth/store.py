@@ -143,9 +143,14 @@ def delete_user(username: str) -> None:
     table.transact([table.delete_op(user_key(username)), table.delete_op(USER_ENTRY.key(username=username))])
 
 
+def list_usernames() -> list[str]:
+    """Every user name (the user-name collection: one Query, never a Scan)."""
+    return [item["username"] for item in table.query(**USER_ENTRY.query("all"))]
+
+
 def list_users() -> list[User]:
     """Every user: the user-name collection (a Query, never a Scan), then the user items in batches."""
-    names = [item["username"] for item in table.query(**USER_ENTRY.query("all"))]
+    names = list_usernames()
     users = [_user_from(item) for item in table.batch_get([user_key(name) for name in names])]
     return sorted(users, key=lambda user: user.id)
 

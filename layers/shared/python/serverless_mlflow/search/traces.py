@@ -2,8 +2,9 @@
 
 The grammar is the run grammar with the trace identifiers (``tag``, ``request_metadata``/``metadata``,
 ``attribute``/``trace``), the trace attribute keys and their aliases (``name`` -> the ``mlflow.traceName`` tag,
-``run_id`` -> the ``mlflow.sourceRun`` metadata, ``timestamp`` -> ``timestamp_ms`` ...). Span, assessment and
-issue filters need span/assessment joins that this store does not index: they are refused with
+``run_id`` -> the ``mlflow.sourceRun`` metadata, ``timestamp`` -> ``timestamp_ms`` ...). ``trace.text`` /
+``span.content`` and ``span.name/type/status`` are checked on the trace's spans (one span meeting every span
+clause, as the SQL store's subquery has it). Span attribute, assessment and issue filters are refused with
 INVALID_PARAMETER_VALUE rather than answered wrongly.
 """
 
@@ -20,6 +21,10 @@ from serverless_mlflow.search.like import like_match
 
 TRACE_NAME_TAG = "mlflow.traceName"
 SOURCE_RUN = "mlflow.sourceRun"
+SPAN_CONTENT = "content"
+SPAN_FIELDS = frozenset({"name", "type", "status"})
+VALID_SPAN_CONTENT_COMPARATORS = {"LIKE", "ILIKE"}
+VALID_SPAN_FIELD_COMPARATORS = {"!=", "=", "IN", "NOT IN", "LIKE", "ILIKE", "RLIKE"}
 
 
 class TraceGrammar(RunGrammar):
@@ -100,7 +105,15 @@ class TraceGrammar(RunGrammar):
             return cls._strip_quotes(token.value, expect_quoted_value=True)
         if identifier_type == cls._ATTRIBUTE_IDENTIFIER:
             return super()._get_value(identifier_type, key, token)
-        # span / feedback / expectation / issue values: kept raw; matching refuses them below.
+        if identifier_type == cls._SPAN_IDENTIFIER:
+            from sqlparse.sql import Identifier, Parenthesis
+
+            if token.ttype in cls.STRING_VALUE_TYPES or isinstance(token, Identifier):
+                return cls._strip_quotes(token.value, expect_quoted_value=True)
+            if isinstance(token, Parenthesis):
+                return cls._parse_list_from_sql_token(token)
+            raise invalid(f"Expected a quoted string value for {identifier_type} (e.g. 'my-value'). Got value {token.value}")
+        # feedback / expectation / issue values: kept raw; matching refuses them below.
         return cls._strip_quotes(token.value)
 
     @classmethod
@@ -152,6 +165,14 @@ def _check_comparator(clause: dict[str, Any]) -> None:
             if key in TraceGrammar.NUMERIC_ATTRIBUTES
             else TraceGrammar.VALID_STRING_ATTRIBUTE_COMPARATORS
         )
+    elif kind == "span" and key == SPAN_CONTENT:
+        allowed = VALID_SPAN_CONTENT_COMPARATORS
+        if comparator not in allowed:
+            raise invalid(f"span.{key} comparator '{comparator}' not one of '{allowed}'")
+    elif kind == "span" and key in SPAN_FIELDS:
+        allowed = VALID_SPAN_FIELD_COMPARATORS
+        if comparator not in allowed:
+            raise invalid(f"span.{key} comparator '{comparator}' not one of '{allowed}'")
     else:
         raise invalid(f"Filtering traces by '{kind}.{key}' is not supported by this tracking server.")
     if comparator not in allowed:
@@ -236,9 +257,27 @@ def _compare(comparator: str, lhs: Any, value: Any) -> bool:
     return False
 
 
+def span_clauses(clauses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The clauses one of a trace's spans must meet together (``span.content``, ``span.name/type/status``)."""
+    return [clause for clause in clauses if clause["type"] == "span"]
+
+
+def span_matches(fields: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
+    """Whether one span (``content``, ``name``, ``type``, ``status`` as MLflow's spans table holds them) meets
+    every span clause: SQL's comparison on that span's row."""
+    for clause in clauses:
+        lhs = fields.get(clause["key"])
+        if lhs is None or not _compare(clause["comparator"].upper(), lhs, clause["value"]):
+            return False
+    return True
+
+
 def matches(item: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
+    """The clauses a trace info answers (span clauses are checked on the trace's spans: ``span_matches``)."""
     for clause in clauses:
         kind, key, comparator, value = clause["type"], clause["key"], clause["comparator"].upper(), clause["value"]
+        if kind == "span":
+            continue
         if kind == "request_metadata" and key == SOURCE_RUN and comparator in ("=", "IN"):
             # A run's traces are those logged under it and those linked to it (link-to-run).
             linked = set(item.get("linked_runs") or ())

@@ -51,7 +51,8 @@ def merged(item: dict[str, Any], earlier: list[dict[str, Any] | None]) -> dict[s
         tags.update({k: v for k, v in (old.get("tags") or {}).items() if k != store.SPANS_LOCATION_TAG})
         metadata.update(old.get("trace_metadata") or {})
         if old.get("assessments"):
-            out["assessments"] = {**(out.get("assessments") or {}), **old["assessments"]}
+            # Upserted by id: an assessment the new version carries (a retried StartTraceV3) replaces its copy.
+            out["assessments"] = {**old["assessments"], **(out.get("assessments") or {})}
         if old.get("linked_runs"):
             out["linked_runs"] = set(out.get("linked_runs") or ()) | set(old["linked_runs"])
     out["tags"] = {**tags, **(item.get("tags") or {})}
