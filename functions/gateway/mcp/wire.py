@@ -149,14 +149,22 @@ def _validate_icon_url(url: str) -> None:
         raise fail(f"Icon URL must not include embedded credentials: {url!r}")
     if not hostname:
         raise fail(f"Icon URL must include a hostname: {url!r}")
+    if ":" in hostname or hostname.replace(".", "").isdigit():
+        # Legacy numeric spellings (127.1, 0177.0.0.1) are refused: resolvers read them differently.
+        try:
+            ipaddress.ip_address(hostname)
+        except ValueError:
+            raise fail(f"Icon URL host {hostname!r} is not a canonical IP address literal.") from None
     if os.environ.get("MLFLOW_ICON_URL_ALLOW_PRIVATE_IPS", "").strip().lower() in ("true", "1"):
         return
+    from serverless_mlflow.webhook_http import is_public_ip  # only requests with icons pay for its imports
+
     try:
         addresses = [ipaddress.ip_address(info[4][0]) for info in socket.getaddrinfo(hostname, None)]
     except (socket.gaierror, UnicodeError, ValueError) as error:
         raise fail(f"Cannot resolve Icon URL hostname {hostname!r}: {error}") from None
     for address in addresses:
-        if not address.is_global:
+        if not is_public_ip(address):
             raise fail(f"Icon URL must not resolve to a non-public IP address. {hostname!r} resolves to {address}.")
 
 
