@@ -148,6 +148,11 @@ def test_every_route_answers_as_mlflow(pair: tuple[Session, Session]) -> None:
     same("POST", versions, {"server_json": {"name": name}})
     same("POST", versions, {"server_json": {"name": name, "version": "2.0.0"}, "tools": [{"title": "no name"}]})
     same("POST", versions, {"server_json": {"name": name, "version": "2.0.0"}, "tools": None})
+    # NaN in server.json: MLflow stores it and then fails (500) to answer it; refused here, nothing stored.
+    raw = json.dumps({"server_json": {"name": name, "version": "3.0.0", "_meta": {"x": float("nan")}}})
+    status, refused = ours.send("POST", versions, raw=raw)
+    assert (status, refused["error_code"]) == (400, "INVALID_PARAMETER_VALUE")
+    assert ours.send("GET", f"{versions}/3.0.0")[0] == 404
     same("GET", server)  # the active prerelease is latest: its status, its server.json's icons after the server's
     same("GET", f"{versions}/1.0.0")
     same("GET", f"{versions}/9.9.9")

@@ -8,6 +8,7 @@ the messages here are Pydantic's for the cases a client can send.
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import socket
 import urllib.parse
@@ -49,7 +50,23 @@ def body(req: Request) -> dict[str, Any]:
         raise rejected(Invalid("", "JSON decode error")) from None
     if not isinstance(parsed, dict):
         raise rejected(Invalid("", "Input should be a valid dictionary or object to extract fields from"))
+    if not _finite(parsed):
+        # MLflow stores NaN inside server.json or a tool schema, then fails (500) to answer it back as JSON.
+        raise invalid("Invalid request: NaN and Infinity are not JSON values; the body holds one.")
     return parsed
+
+
+def _finite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, float) and not math.isfinite(current):
+            return False
+        if isinstance(current, dict):
+            stack.extend(current.values())
+        elif isinstance(current, list):
+            stack.extend(current)
+    return True
 
 
 def string(data: dict[str, Any], field: str, location: str = "", *, required: bool = False, nullable: bool = True) -> Any:
