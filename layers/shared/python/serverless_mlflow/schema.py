@@ -725,6 +725,7 @@ ENTITIES: tuple[Entity, ...] = (
             "tags",
             "assessments",
             "linked_runs",
+            "linked_prompts",
             "rev",
         ),
         expires=True,
