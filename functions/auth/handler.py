@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from auth import users
+from auth import roles, users
 from serverless_mlflow import auth as auth_mode
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.auth import browser
@@ -61,6 +61,24 @@ app = build_app(
         "get_user_permission": _basic_only(users.get_user_permission),
         "list_current_user_permissions": _basic_only(users.list_current_user_permissions),
         "list_user_permissions": _basic_only(users.list_user_permissions),
+        **{
+            name: _basic_only(getattr(roles, name))
+            for name in (
+                "create_role",
+                "get_role",
+                "list_roles",
+                "update_role",
+                "delete_role",
+                "add_role_permission",
+                "remove_role_permission",
+                "list_role_permissions",
+                "update_role_permission",
+                "assign_role",
+                "unassign_role",
+                "list_user_roles",
+                "list_role_users",
+            )
+        },
     },
 )
 lambda_handler = lambda_entry(app)

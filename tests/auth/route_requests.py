@@ -368,6 +368,7 @@ SHAPES: dict[str, Shape] = {
         {"username": USER}, lambda v: Call(params={"username": v["username"], "resource_type": "experiment", "resource_id": "0"})
     ),
     "GET /api/3.0/mlflow/users/permissions/list": Shape({"username": USER}, _q(username="$username")),
+    "GET /api/3.0/mlflow/users/roles/list": Shape({"username": USER}, _q(username="$username")),
     # --- traces ---------------------------------------------------------------------------------------
     "POST /v1/traces": Shape(
         {"experiment": EXPERIMENT, "trace": TRACE_HEX}, _otlp, closes="MLflow appends spans to galice's trace from gbob's experiment"
@@ -498,6 +499,24 @@ NO_RESOURCE_ID: dict[str, str] = {
     "GET /ajax-api/3.0/mlflow/assistant/providers": "the assistant providers, none available (constant), for any logged-in user",
     "GET /api/2.0/mlflow/users/list": "user names, for any logged-in user (MLflow's validate_can_list_users)",
     "GET /api/3.0/mlflow/users/current/permissions": "the caller's own grants",
+    **{
+        f"{method} /api/3.0/mlflow/roles/{path}": "roles name no per-user resource: admins and the role's workspace admins "
+        "change them, its members read them (tests/auth/test_roles.py plays them against MLflow's app)"
+        for method, path in (
+            ("POST", "create"),
+            ("GET", "get"),
+            ("GET", "list"),
+            ("PATCH", "update"),
+            ("DELETE", "delete"),
+            ("POST", "permissions/add"),
+            ("DELETE", "permissions/remove"),
+            ("GET", "permissions/list"),
+            ("PATCH", "permissions/update"),
+            ("POST", "assign"),
+            ("DELETE", "unassign"),
+            ("GET", "users/list"),
+        )
+    },
     **{
         f"{method} /api/3.0/mlflow/gateway/{path}": _GATEWAY
         for method, path in (

@@ -201,6 +201,20 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M3}/users/permissions/get", "auth", "get_user_permission"),
     ("GET", f"{M3}/users/permissions/list", "auth", "list_user_permissions"),
     ("GET", f"{M3}/users/current/permissions", "auth", "list_current_user_permissions"),
+    ("GET", f"{M3}/users/roles/list", "auth", "list_user_roles"),
+    # Roles (MLflow 3's RBAC), behind the greedy ``{M3}/roles`` family.
+    ("POST", f"{M3}/roles/create", "auth", "create_role"),
+    ("GET", f"{M3}/roles/get", "auth", "get_role"),
+    ("GET", f"{M3}/roles/list", "auth", "list_roles"),
+    ("PATCH", f"{M3}/roles/update", "auth", "update_role"),
+    ("DELETE", f"{M3}/roles/delete", "auth", "delete_role"),
+    ("POST", f"{M3}/roles/permissions/add", "auth", "add_role_permission"),
+    ("DELETE", f"{M3}/roles/permissions/remove", "auth", "remove_role_permission"),
+    ("GET", f"{M3}/roles/permissions/list", "auth", "list_role_permissions"),
+    ("PATCH", f"{M3}/roles/permissions/update", "auth", "update_role_permission"),
+    ("POST", f"{M3}/roles/assign", "auth", "assign_role"),
+    ("DELETE", f"{M3}/roles/unassign", "auth", "unassign_role"),
+    ("GET", f"{M3}/roles/users/list", "auth", "list_role_users"),
     # --- traces (MLflow 3 tracing; tags, delete-traces and link-to-run stay on /api/2.0 in the client) ---
     ("POST", "/v1/traces", "traces", "otlp_traces"),
     ("POST", f"{M3}/traces", "traces", "start_trace"),
@@ -260,6 +274,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
 # path with another method as MLflow does). Every table route under a family's prefix must be the family's.
 GREEDY_FAMILIES: dict[str, str] = {
     f"{M2}/webhooks": "webhooks",
+    f"{M3}/roles": "auth",
+    f"{M3}/users": "auth",
 }
 
 ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in _TABLE)
