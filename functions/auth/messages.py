@@ -10,6 +10,9 @@ _GRANT = {"username": "string", "resource_type": "string", "resource_id": "strin
 
 MESSAGES: dict[str, Message] = {
     "login": Message({}),
+    # An HTML page and an HTML form's POST (not JSON): MLflow reads the form itself.
+    "signup": Message({}),
+    "create_user_ui": Message(None),
     "create_user": Message({"username": "string", "password": "string"}),
     "get_user": Message(_USER),
     "get_current_user": Message({}),

@@ -488,6 +488,8 @@ NO_RESOURCE_ID: dict[str, str] = {
     "GET /": _PUBLIC,
     "GET /static-files/{path+}": _PUBLIC + " (the path is a file of the UI build)",
     "GET /login": _PUBLIC,
+    "GET /signup": "the sign-up form (asks for credentials itself), for admins and workspace admins",
+    "POST /api/2.0/mlflow/users/create-ui": "the sign-up form's POST creates a user: admins only (tests/auth/test_signup.py)",
     "GET /version": "the server's version, for any logged-in user",
     "GET /ajax-api/3.0/mlflow/ui-telemetry": "the UI's telemetry settings (constant), for any logged-in user",
     "POST /ajax-api/3.0/mlflow/ui-telemetry": "accepted and dropped (no telemetry is collected), for any logged-in user",

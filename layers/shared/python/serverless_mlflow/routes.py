@@ -45,7 +45,7 @@ class Route:
 
 # Operations that answer without credentials under basic auth (MLflow's unprotected routes: health checks,
 # capability discovery) plus the browser's login entry point, which asks for credentials itself.
-PUBLIC_OPERATIONS: frozenset[str] = frozenset({"health", "server_info", "login", "index", "static_file"})
+PUBLIC_OPERATIONS: frozenset[str] = frozenset({"health", "server_info", "login", "signup", "index", "static_file"})
 
 M2 = "/api/2.0/mlflow"
 M3 = "/api/3.0/mlflow"
@@ -189,6 +189,9 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{AJAX3}/gateway/secrets/config", "gateway", "get_gateway_secrets_config"),
     # --- users and permissions (MLflow's basic-auth app; ENDPOINT_NOT_FOUND unless authorization=basic) ---
     ("GET", "/login", "auth", "login"),
+    # MLflow's server-rendered sign-up form and its POST (public: the form asks for credentials itself).
+    ("GET", "/signup", "auth", "signup"),
+    ("POST", f"{M2}/users/create-ui", "auth", "create_user_ui"),
     ("POST", f"{M2}/users/create", "auth", "create_user"),
     ("GET", f"{M2}/users/get", "auth", "get_user"),
     ("GET", f"{M2}/users/current", "auth", "get_current_user"),

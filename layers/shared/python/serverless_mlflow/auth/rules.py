@@ -265,6 +265,8 @@ RULES: dict[str, Rule] = {
     **{op: Rule(admin) for op in ("create_webhook", "list_webhooks", "get_webhook", "update_webhook", "delete_webhook", "test_webhook")},
     # --- users and permissions (mlflow/server/auth routes) ---------------------------------------------
     "create_user": Rule(create_user),
+    # The sign-up form's POST has no validator in MLflow's app: admins only (its fail-closed default).
+    "create_user_ui": Rule(admin),
     "get_user": Rule(self_or_admin()),
     "get_current_user": Rule(authenticated),
     "list_users": Rule(authenticated),
