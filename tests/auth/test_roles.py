@@ -53,11 +53,11 @@ def _synthetic(obj: Any) -> bool:
     return isinstance(obj, dict) and any(str(obj.get(key, "")).startswith("__user_") for key in ("name", "role_name"))
 
 
-def normalized(body: Any, ids: Ids) -> Any:
+def normalized(body: Any, ids: Ids, experiment_id: str | None = None) -> Any:
     """The answer with ids by order of appearance, without MLflow's synthetic per-user roles, and with only
     this scenario's users and roles in listings."""
     if isinstance(body, list):
-        return [normalized(item, ids) for item in body if not _synthetic(item) and _ours(item)]
+        return [normalized(item, ids, experiment_id) for item in body if not _synthetic(item) and _ours(item)]
     if not isinstance(body, dict):
         return body
     out = {}
@@ -68,8 +68,10 @@ def normalized(body: Any, ids: Ids) -> Any:
             out[key] = ids(_kind_of(body), value)
         elif key in _ID_KINDS and isinstance(value, int):
             out[key] = ids(_ID_KINDS[key], value)
+        elif key == "resource_pattern" and value == experiment_id:
+            out[key] = "EXPERIMENT"  # the scenario's experiment (other modules' experiments take ids on MLflow's)
         else:
-            out[key] = normalized(value, ids)
+            out[key] = normalized(value, ids, experiment_id)
     return out
 
 
@@ -84,16 +86,18 @@ def _ours(item: Any) -> bool:
     return True
 
 
-def _normalize_all(answers: dict[str, Answer]) -> dict[str, Answer]:
+def _played(url: str) -> dict[str, Answer]:
+    ctx: dict[str, Any] = {}
+    answers = play(url, STEPS, PASSWORDS, ctx)
     ids = Ids()
-    return {name: Answer(answer.status, normalized(answer.body, ids)) for name, answer in answers.items()}
+    return {name: Answer(answer.status, normalized(answer.body, ids, ctx["exp"])) for name, answer in answers.items()}
 
 
 @pytest.fixture(scope="module")
 def answers(server: str, mlflow_server: str) -> tuple[dict[str, Answer], dict[str, Answer]]:
     with basic_runtime() as ours:
-        mine = _normalize_all(play(ours, STEPS, PASSWORDS))
-    return mine, _normalize_all(play(mlflow_server, STEPS, PASSWORDS))
+        mine = _played(ours)
+    return mine, _played(mlflow_server)
 
 
 @pytest.mark.parametrize("step", STEPS, ids=[s.name for s in STEPS])
