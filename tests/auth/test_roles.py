@@ -17,7 +17,7 @@ from mlflow.server import get_app_client
 
 from tests.auth.conftest import ADMIN, ADMIN_PASSWORD, WITH_MLFLOW, basic_runtime
 from tests.auth.role_scenario import PASSWORDS, PREFIX, STEPS
-from tests.auth.scenario import Answer, Step, play
+from tests.auth.scenario import Answer, Step, assert_same_answer, play
 from tests.auth.test_client import PASSWORD, as_user
 from tests.conftest import unique
 
@@ -102,12 +102,7 @@ def answers(server: str, mlflow_server: str) -> tuple[dict[str, Answer], dict[st
 
 @pytest.mark.parametrize("step", STEPS, ids=[s.name for s in STEPS])
 def test_same_answer_as_mlflow(answers: tuple[dict[str, Answer], dict[str, Answer]], step: Step) -> None:
-    ours, theirs = (side[step.name] for side in answers)
-    assert ours.status == theirs.status, f"{step.name}: ours {ours.status} {ours.body!r} vs MLflow {theirs.status} {theirs.body!r}"
-    if step.compare_json:
-        assert ours.body == theirs.body
-    elif isinstance(theirs.body, dict) and "error_code" in theirs.body:
-        assert isinstance(ours.body, dict) and ours.body.get("error_code") == theirs.body["error_code"], (ours.body, theirs.body)
+    assert_same_answer(step, *(side[step.name] for side in answers))
 
 
 def test_role_grants_decide_requests(answers: tuple[dict[str, Answer], dict[str, Answer]]) -> None:
