@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -84,6 +84,17 @@ def _envelope(raw: str | None) -> dict[str, Any] | None:
     return parsed
 
 
+def _zone(name: str) -> tzinfo:
+    """The zone; UTC even where no IANA data is installed (a runtime without tzdata then still answers, in UTC, as
+    MLflow falls back for a zone it cannot load)."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        if name == DEFAULT_TIMEZONE:
+            return UTC
+        raise
+
+
 def _timezone(name: object) -> str:
     if not isinstance(name, str) or not name:
         return DEFAULT_TIMEZONE
@@ -144,7 +155,7 @@ def parse_state(raw: str | None) -> State | None:
 def next_fire_time_ms(timing: Timing, after_ms: int) -> int:
     """The first fire time strictly after ``after_ms``, built in wall-clock terms of the schedule's zone (so the
     local hour survives a DST change) and resolved to an instant by ``zoneinfo``, as MLflow does."""
-    zone = ZoneInfo(timing.timezone)
+    zone = _zone(timing.timezone)
     naive = datetime.fromtimestamp(after_ms / 1000, tz=zone).replace(tzinfo=None)
     hour, _, minute = timing.fire_time.partition(":")
     if timing.cadence == HOURLY:
