@@ -64,6 +64,9 @@ def _request_handler(invoke: Invoke) -> type[BaseHTTPRequestHandler]:
             return length if length >= 0 else None
 
         def _respond(self, response: dict[str, Any]) -> None:
+            if response.get("stream") is not None:
+                self._respond_streaming(response)
+                return
             raw = response.get("body") or ""
             payload = base64.b64decode(raw) if response.get("isBase64Encoded") else raw.encode("utf-8")
             self.send_response(int(response.get("statusCode", 200)))
@@ -75,6 +78,20 @@ def _request_handler(invoke: Invoke) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(payload)
+
+        def _respond_streaming(self, response: dict[str, Any]) -> None:
+            """A function URL in RESPONSE_STREAM mode: the body leaves chunk by chunk as it is produced."""
+            self.send_response(int(response.get("statusCode", 200)))
+            for key, value in (response.get("headers") or {}).items():
+                self.send_header(key, str(value))
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for chunk in response["stream"]:
+                if chunk:
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
 

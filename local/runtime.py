@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
 from local.events import REGION, LambdaContext, api_gateway_event, invoke_api_function  # noqa: E402
 from local.http_server import serve  # noqa: E402
 from local.streams import StreamFollower, needs_indexing  # noqa: E402
-from serverless_mlflow import bootstrap, routes, schema, static_files  # noqa: E402
+from serverless_mlflow import bootstrap, routes, schema, siblings, static_files  # noqa: E402
 
 log = logging.getLogger("serverless_mlflow.local")
 
@@ -40,6 +41,8 @@ DEFAULT_TABLE = "mlflow-serverless"
 DEFAULT_BUCKET = "mlflow-serverless-artifacts"
 DEFAULT_CHECKPOINT_DIR = ROOT / ".local" / "stream-checkpoints"
 POLL_SECONDS = 0.2
+# The gateway runtime answers as its function URL does: streamed answers stream.
+STREAMING_FEATURE = "gateway_runtime"
 
 
 class LocalRuntime:
@@ -56,6 +59,8 @@ class LocalRuntime:
         self._poller: threading.Thread | None = None
         self._stopping = threading.Event()
         self._handlers: dict[str, Any] = {}
+        # Lambda's asynchronous invocations (one worker: they run in the order they were queued).
+        self._async_invocations = ThreadPoolExecutor(max_workers=1, thread_name_prefix="async-invoke")
         # AUTHORIZATION=basic: API Gateway's Lambda authorizer in front of every non-public route.
         self.authorization = os.environ.get("AUTHORIZATION", "none").lower()
         self.authorizer: Authorizer | None = None
@@ -119,6 +124,7 @@ class LocalRuntime:
 
         iam.install()
         writes.install()
+        siblings.install_local(self.invoke_function)
         table.reset_client()
         s3.reset_clients()
 
@@ -192,11 +198,56 @@ class LocalRuntime:
             if context is None:
                 return UNAUTHORIZED
             event["requestContext"]["authorizer"] = {"lambda": context}
+        if feature == STREAMING_FEATURE:
+            return self._invoke_streaming(event)
         with iam.acting_as(feature), writes.recording() as invocation:
             response = invoke_api_function(self.handler_for(feature), feature, event)
         if invocation.reaches_indexer and self.indexer_mode == "sync":
             self._catch_up_quietly()
         return response
+
+    def _invoke_streaming(self, event: dict[str, Any]) -> dict[str, Any]:
+        """``/gateway/...`` as the runtime's function URL serves it (RESPONSE_STREAM): a streamed answer is
+        written out as it comes (``local/http_server.py``), a whole one like any response. The function's role
+        (IAM) applies while the stream is produced, too."""
+        from gateway_runtime import handler as runtime_handler
+        from gateway_runtime import stream_server
+
+        with iam.acting_as(STREAMING_FEATURE):
+            answer = stream_server.serve_answer(runtime_handler.call_from_event(event))
+        if answer.stream is None:
+            return {"statusCode": answer.status, "headers": answer.headers, "body": answer.body.decode("utf-8")}
+        return {"statusCode": answer.status, "headers": answer.headers, "stream": self._as_function(STREAMING_FEATURE, answer.stream)}
+
+    @staticmethod
+    def _as_function(feature: str, chunks: Any) -> Any:
+        while True:
+            with iam.acting_as(feature):
+                chunk = next(chunks, None)
+            if chunk is None:
+                return
+            yield chunk
+
+    def invoke_function(self, feature: str, event: dict[str, Any], wait: bool) -> dict[str, Any] | None:
+        """Another function's invocation by a function (``serverless_mlflow.siblings``): synchronous, or queued
+        on a worker thread like Lambda's asynchronous invocation."""
+
+        def run() -> dict[str, Any]:
+            with iam.acting_as(feature), writes.recording() as invocation:
+                response = self.handler_for(feature)(event, LambdaContext(feature))
+            if invocation.reaches_indexer and self.indexer_mode == "sync":
+                self._catch_up_quietly()
+            return response
+
+        if wait:
+            return run()
+        self._async_invocations.submit(run)
+        return None
+
+    def wait_for_async_invocations(self) -> None:
+        """Tests: until every queued asynchronous invocation has run."""
+        done = self._async_invocations.submit(lambda: None)
+        done.result()
 
     # --- stream -> indexer ----------------------------------------------------------------------
     def drain_stream(self) -> int:

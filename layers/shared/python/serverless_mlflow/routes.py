@@ -182,6 +182,9 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{AJAX3}/gateway/supported-models", "gateway", "list_gateway_supported_models"),
     ("GET", f"{AJAX3}/gateway/provider-config", "gateway", "get_gateway_provider_config"),
     ("GET", f"{AJAX3}/gateway/secrets/config", "gateway", "get_gateway_secrets_config"),
+    # --- AI gateway runtime: MLflow's invocation routes (one greedy route per method; the function routes) ---
+    ("POST", "/gateway/{path+}", "gateway_runtime", "invoke"),
+    ("GET", "/gateway/{path+}", "gateway_runtime", "invoke"),
     # --- users and permissions (MLflow's basic-auth app; ENDPOINT_NOT_FOUND unless authorization=basic) ---
     ("GET", "/login", "auth", "login"),
     ("POST", f"{M2}/users/create", "auth", "create_user"),

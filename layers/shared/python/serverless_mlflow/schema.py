@@ -739,6 +739,22 @@ ENTITIES: tuple[Entity, ...] = (
         "An MLflow resource (e.g. a scorer) bound to an endpoint",
         attributes=("endpoint_id", "resource_type", "resource_id", "created_at", "last_updated_at", "created_by", "last_updated_by"),
     ),
+    _e(
+        "gateway_budget_policy", GW, "B#{budget_policy_id}",
+        "Gateway budget policy: a spend limit (USD) per time window for the workspace, an endpoint or a user",
+        attributes=(
+            "budget_policy_id", "budget_unit", "budget_amount", "duration_unit", "duration_value", "target_scope",
+            "target_value", "budget_action", "created_at", "last_updated_at", "created_by", "last_updated_by",
+        ),
+    ),
+    # Spend per budget window: one item per policy and window, ADDed to by every gateway call it covers (the
+    # runtime's usage records; budgets are checked against them). Expires with TTL a day after the window ends.
+    _e(
+        "gateway_budget_window", "GWB#{workspace}#{budget_policy_id}", "W#{window_start:i64}",
+        "Spend of one budget policy in one time window (the gateway runtime's usage record)",
+        attributes=("budget_policy_id", "window_start", "window_end", "spend", "calls"),
+        expires=True,
+    ),
     # --- workspaces, auth, config -----------------------------------------------------------
     _e("workspace", "WORKSPACE#{workspace}", "WS#META", "Workspace", attributes=("name", "description", "default_artifact_root")),
     _e(

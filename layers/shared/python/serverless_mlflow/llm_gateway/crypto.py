@@ -4,7 +4,8 @@ Each value (the JSON of ``secret_value``) is encrypted by KMS ``Encrypt`` under 
 ``GATEWAY_KMS_KEY_ID``, with the secret's id and name as encryption context: like MLflow's AAD, a ciphertext
 copied onto another secret fails to decrypt. The plaintext key never leaves KMS, so there is no data key to
 wrap and no crypto library to ship in the (pure-Python) layer; the price is KMS's 4 KB plaintext limit,
-which API keys and service-account JSON fit. Only the gateway's runtime would decrypt; this API never does.
+which API keys and service-account JSON fit. Only the gateway runtime functions decrypt (``decrypt``); the
+configuration API never does (its role holds ``kms:Encrypt`` only).
 """
 
 from __future__ import annotations
@@ -50,3 +51,9 @@ def encrypt(plaintext: str, secret_id: str, secret_name: str) -> bytes:
         raise invalid(f"secret_value is too large: {len(data)} bytes of JSON, at most {MAX_PLAINTEXT_BYTES} are accepted.")
     answer = _client().encrypt(KeyId=_key_id(), Plaintext=data, EncryptionContext=context(secret_id, secret_name))
     return bytes(answer["CiphertextBlob"])
+
+
+def decrypt(ciphertext: bytes, secret_id: str, secret_name: str) -> str:
+    """The secret's JSON; KMS refuses a ciphertext that was sealed for another secret (encryption context)."""
+    answer = _client().decrypt(CiphertextBlob=bytes(ciphertext), KeyId=_key_id(), EncryptionContext=context(secret_id, secret_name))
+    return bytes(answer["Plaintext"]).decode("utf-8")

@@ -1,0 +1,111 @@
+"""Budgets, enforced from usage records (MLflow's ``mlflow/gateway/budget.py``).
+
+MLflow keeps each budget window's spend in its server's memory (or Redis), backfilled from trace costs. Here
+every call's cost is ADDed to one item per applicable policy and window (``gateway_budget_window``), so every
+concurrent function instance sees the same spend; a call is refused with MLflow's 429 while a REJECT policy's
+window has reached its amount. Per call: one Query of the workspace's policies and one BatchGetItem of their
+windows before, one UpdateItem per applicable policy after (only when the call cost something).
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from serverless_mlflow import table
+from serverless_mlflow.llm_gateway import records
+from serverless_mlflow.llm_gateway.config import EndpointConfig
+from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
+from serverless_mlflow.schema import ENTITY, TTL_ATTRIBUTE
+
+POLICY = ENTITY["gateway_budget_policy"]
+WINDOW = ENTITY["gateway_budget_window"]
+_SECONDS = {"MINUTES": 60, "HOURS": 3600, "DAYS": 86400, "WEEKS": 7 * 86400}
+# Windows are kept a day past their end (their spend answers budgets/windows meanwhile).
+KEEP_SECONDS = 86400
+
+
+def window_of(policy: dict[str, Any], now: float) -> tuple[int, int]:
+    """(start, end) in epoch seconds of the policy's window containing ``now`` (fixed windows from the epoch;
+    months are calendar months)."""
+    unit, value = policy["duration_unit"], max(1, int(policy.get("duration_value") or 1))
+    if unit == "MONTHS":
+        moment = datetime.fromtimestamp(now, UTC)
+        index = moment.year * 12 + moment.month - 1
+        first = index - index % value
+        start = calendar.timegm((first // 12, first % 12 + 1, 1, 0, 0, 0))
+        last = first + value
+        return start, calendar.timegm((last // 12, last % 12 + 1, 1, 0, 0, 0))
+    length = _SECONDS.get(unit, 86400) * value
+    start = int(now) - int(now) % length
+    return start, start + length
+
+
+def _applies(policy: dict[str, Any], config: EndpointConfig, username: str | None) -> bool:
+    scope = policy.get("target_scope") or "WORKSPACE"
+    if scope == "ENDPOINT":
+        return policy.get("target_value") == config.endpoint_id
+    if scope == "USER":
+        return username is not None and policy.get("target_value") == username
+    return True
+
+
+def _policies(config: EndpointConfig, username: str | None) -> list[dict[str, Any]]:
+    return [p for p in table.query(records.partition(), POLICY.sk_prefix()) if _applies(p, config, username)]
+
+
+def _window_key(policy: dict[str, Any], start: int) -> dict[str, str]:
+    return WINDOW.key(workspace=records.WORKSPACE, budget_policy_id=policy["budget_policy_id"], window_start=start)
+
+
+def check(config: EndpointConfig, username: str | None) -> None:
+    """MLflow's ``check_budget_limit``: 429 while a REJECT policy's current window is spent."""
+    rejecting = [p for p in _policies(config, username) if p.get("budget_action") == "REJECT"]
+    if not rejecting:
+        return
+    now = time.time()
+    windows = {p["budget_policy_id"]: window_of(p, now) for p in rejecting}
+    items = table.batch_get([_window_key(p, windows[p["budget_policy_id"]][0]) for p in rejecting])
+    spent = {item["budget_policy_id"]: float(item.get("spend") or 0) for item in items}
+    for policy in rejecting:
+        amount = float(policy["budget_amount"])
+        if spent.get(policy["budget_policy_id"], 0.0) >= amount:
+            _, end = windows[policy["budget_policy_id"]]
+            unit = policy["duration_unit"].lower()
+            value = int(policy.get("duration_value") or 1)
+            if value == 1:
+                unit = unit.rstrip("s")
+            reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end))
+            raise GatewayHTTPError(
+                429, f"Budget limit exceeded. Limit: ${amount:.2f} USD per {value} {unit}. Budget resets at {reset}. Request rejected."
+            )
+
+
+def record_spend(config: EndpointConfig, username: str | None, cost: float) -> None:
+    """Add a call's cost to the current window of every policy that covers it (MLflow's on_complete)."""
+    if cost <= 0:
+        return
+    now = time.time()
+    for policy in _policies(config, username):
+        start, end = window_of(policy, now)
+        table.update(
+            _window_key(policy, start),
+            f"ADD spend :c, calls :one SET budget_policy_id = :p, window_start = :s, window_end = :e, entity_type = :t, {TTL_ATTRIBUTE} = :x",
+            values={
+                ":c": _decimal(cost),
+                ":one": 1,
+                ":p": policy["budget_policy_id"],
+                ":s": start,
+                ":e": end,
+                ":t": WINDOW.name,
+                ":x": end + KEEP_SECONDS,
+            },
+        )
+
+
+def _decimal(value: float) -> Any:
+    from decimal import Decimal
+
+    return Decimal(repr(value))
