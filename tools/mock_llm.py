@@ -6,6 +6,9 @@ with token counts derived from the words in and out. A prompt containing a marke
 
 * ``FAIL<status>`` (e.g. ``FAIL429``, ``FAIL500``): the provider answers that status with its error shape;
 * ``SLEEP<seconds>``: the provider waits before answering (timeouts);
+* ``PACE<ms>``: a streamed answer waits that long between chunks;
+* ``/model/<id>/converse``: Amazon Bedrock's Converse API (what boto3's bedrock-runtime client calls when
+  pointed here), for the gateway's Bedrock provider;
 * ``JUDGE``: a judge-style JSON answer (``{"result": "yes", "rationale": ...}``), what MLflow's judges parse.
 
 ``python -m tools.mock_llm [port]`` serves it on its own (default 5127).
@@ -23,6 +26,7 @@ from typing import Any
 
 _FAIL = re.compile(r"FAIL(\d{3})")
 _SLEEP = re.compile(r"SLEEP(\d+(?:\.\d+)?)")
+_PACE = re.compile(r"PACE(\d+)")
 CREATED = 1_700_000_000
 
 
@@ -112,6 +116,11 @@ def _handler(mock: MockLLM) -> type[BaseHTTPRequestHandler]:
                     self._json(status, {"error": {"message": f"mock failure {status}", "type": "api_error", "code": str(status)}})
                 return
             path = self.path.split("?")[0]
+            pace = _PACE.search(prompt)
+            self.pace = int(pace.group(1)) / 1000 if pace else 0.005
+            if path.endswith("/converse"):
+                self._bedrock(body)
+                return
             reply = reply_for(prompt)
             if path.endswith("/chat/completions"):
                 self._openai_chat(body, prompt, reply)
@@ -293,6 +302,20 @@ def _handler(mock: MockLLM) -> type[BaseHTTPRequestHandler]:
             events.append(("message_stop", {"type": "message_stop"}))
             self._sse([f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events])
 
+        def _bedrock(self, body: dict[str, Any]) -> None:
+            prompt = " ".join(part.get("text", "") for m in body.get("messages") or [] for part in m.get("content") or [])
+            reply = reply_for(prompt)
+            usage = {"inputTokens": tokens(prompt), "outputTokens": tokens(reply), "totalTokens": tokens(prompt) + tokens(reply)}
+            self._json(
+                200,
+                {
+                    "output": {"message": {"role": "assistant", "content": [{"text": reply}]}},
+                    "stopReason": "end_turn",
+                    "usage": usage,
+                    "metrics": {"latencyMs": 1},
+                },
+            )
+
         def _gemini(self, stream: bool, prompt: str, reply: str) -> None:
             usage = {
                 "promptTokenCount": tokens(prompt),
@@ -337,7 +360,7 @@ def _handler(mock: MockLLM) -> type[BaseHTTPRequestHandler]:
                 data = event.encode()
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
-                time.sleep(0.005)  # a real provider's pace: chunks arrive one by one
+                time.sleep(self.pace)  # a real provider's pace: chunks arrive one by one
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
 

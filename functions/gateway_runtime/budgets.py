@@ -9,38 +9,23 @@ windows before, one UpdateItem per applicable policy after (only when the call c
 
 from __future__ import annotations
 
-import calendar
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from serverless_mlflow import table
-from serverless_mlflow.llm_gateway import records
+from serverless_mlflow.llm_gateway import budget_windows, records
 from serverless_mlflow.llm_gateway.config import EndpointConfig
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
 from serverless_mlflow.schema import ENTITY, TTL_ATTRIBUTE
 
 POLICY = ENTITY["gateway_budget_policy"]
 WINDOW = ENTITY["gateway_budget_window"]
-_SECONDS = {"MINUTES": 60, "HOURS": 3600, "DAYS": 86400, "WEEKS": 7 * 86400}
 # Windows are kept a day past their end (their spend answers budgets/windows meanwhile).
 KEEP_SECONDS = 86400
 
 
 def window_of(policy: dict[str, Any], now: float) -> tuple[int, int]:
-    """(start, end) in epoch seconds of the policy's window containing ``now`` (fixed windows from the epoch;
-    months are calendar months)."""
-    unit, value = policy["duration_unit"], max(1, int(policy.get("duration_value") or 1))
-    if unit == "MONTHS":
-        moment = datetime.fromtimestamp(now, UTC)
-        index = moment.year * 12 + moment.month - 1
-        first = index - index % value
-        start = calendar.timegm((first // 12, first % 12 + 1, 1, 0, 0, 0))
-        last = first + value
-        return start, calendar.timegm((last // 12, last % 12 + 1, 1, 0, 0, 0))
-    length = _SECONDS.get(unit, 86400) * value
-    start = int(now) - int(now) % length
-    return start, start + length
+    return budget_windows.window_of(policy["duration_unit"], int(policy.get("duration_value") or 1), now)
 
 
 def _applies(policy: dict[str, Any], config: EndpointConfig, username: str | None) -> bool:

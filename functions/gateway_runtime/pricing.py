@@ -9,7 +9,10 @@ from serverless_mlflow.llm_gateway import catalog_file
 
 
 def _prices() -> dict[tuple[str, str], tuple[float, float]]:
-    catalog = catalog_file.load(catalog_file.catalog_path(Path(__file__).parent))
+    path = catalog_file.catalog_path(Path(__file__).parent)
+    if not path.exists():
+        return {}  # no catalog staged: calls are traced with their tokens but without a cost
+    catalog = catalog_file.load(path)
     out: dict[tuple[str, str], tuple[float, float]] = {}
     for row in catalog.models:
         key = (row["provider"], row["model"])

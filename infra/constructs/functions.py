@@ -192,6 +192,11 @@ class FeatureFunctions(Construct):
                 description=f"mlflow-serverless API feature '{feature}'",
                 environment=_feature_environment(feature, shared.config),
             )
+        # The gateway runtime records its usage traces through the traces function (asynchronous invocations).
+        runtime, traces = self.functions.get("gateway_runtime"), self.functions.get("traces")
+        if runtime is not None and traces is not None:
+            traces.function.grant_invoke(runtime.role)
+            runtime.function.add_environment("TRACES_FUNCTION_NAME", traces.function.function_name)
 
 
 def _feature_environment(feature: str, config: StackConfig) -> dict[str, str]:
