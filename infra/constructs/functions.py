@@ -195,7 +195,8 @@ class FeatureFunctions(Construct):
         # The gateway runtime records its usage traces through the traces function (asynchronous invocations).
         runtime, traces = self.functions.get("gateway_runtime"), self.functions.get("traces")
         if runtime is not None and traces is not None:
-            traces.function.grant_invoke(runtime.role)
+            # The function's ARN only (grant_invoke would add "<arn>:*", every version and alias).
+            iam.Grant.add_to_principal(grantee=runtime.role, actions=["lambda:InvokeFunction"], resource_arns=[traces.function.function_arn])
             runtime.function.add_environment("TRACES_FUNCTION_NAME", traces.function.function_name)
 
 

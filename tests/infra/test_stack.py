@@ -478,8 +478,8 @@ def test_table_actions_follow_the_declared_access(synth: Synth) -> None:
 
 
 def test_kms_rights_only_for_the_gateway_and_only_on_its_key(synth: Synth) -> None:
-    """The gateway encrypts secret values with the stack's key (rotated yearly, retained); it cannot decrypt,
-    and no other function can use the key."""
+    """The gateway encrypts secret values with the stack's key (rotated yearly, retained); it cannot decrypt.
+    Only the gateway runtime decrypts, and no other function can use the key."""
     keys = synth.resources("AWS::KMS::Key")
     assert len(keys) == 1
     ((key_id, key),) = keys.items()
@@ -492,6 +492,7 @@ def test_kms_rights_only_for_the_gateway_and_only_on_its_key(synth: Synth) -> No
         environment = function_of(synth, name)[1]["Properties"]["Environment"]["Variables"]
         assert ("GATEWAY_KMS_KEY_ID" in environment) is bool(access_for(name).kms), name
     assert access_for("gateway").kms == ("kms:Encrypt",)
+    assert access_for("gateway_runtime").kms == ("kms:Decrypt",)
 
 
 def test_no_wildcard_resources_beyond_index_arns(synth: Synth) -> None:
