@@ -196,7 +196,9 @@ class FeatureFunctions(Construct):
         runtime, traces = self.functions.get("gateway_runtime"), self.functions.get("traces")
         if runtime is not None and traces is not None:
             # The function's ARN only (grant_invoke would add "<arn>:*", every version and alias).
-            iam.Grant.add_to_principal(grantee=runtime.role, actions=["lambda:InvokeFunction"], resource_arns=[traces.function.function_arn])
+            iam.Grant.add_to_principal(
+                grantee=runtime.role, actions=["lambda:InvokeFunction"], resource_arns=[traces.function.function_arn]
+            )
             runtime.function.add_environment("TRACES_FUNCTION_NAME", traces.function.function_name)
 
 
