@@ -53,8 +53,6 @@ def policy_json(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def create_policy(msg: dict[str, Any]) -> dict[str, Any]:
-    from decimal import Decimal
-
     duration = msg.get("duration") or {}
     scope = _enum("target_scope", msg["target_scope"], SCOPES)
     target_value = msg.get("target_value") or None
@@ -71,7 +69,7 @@ def create_policy(msg: dict[str, Any]) -> dict[str, Any]:
     attributes = {
         "budget_policy_id": policy_id,
         "budget_unit": _enum("budget_unit", msg["budget_unit"], UNITS),
-        "budget_amount": Decimal(repr(float(amount))),
+        "budget_amount": repr(float(amount)),  # floats are stored as text
         "duration_unit": _enum("duration.unit", duration.get("unit"), DURATION_UNITS),
         "duration_value": value,
         "target_scope": scope,
@@ -115,7 +113,7 @@ def list_windows() -> list[dict[str, Any]]:
     now = time.time()
     starts = {p["budget_policy_id"]: _window(p, now) for p in policies}
     keys = [WINDOW.key(workspace=WORKSPACE, budget_policy_id=pid, window_start=start) for pid, (start, _) in starts.items()]
-    spent = {item["budget_policy_id"]: float(item.get("spend") or 0) for item in (table.batch_get(keys) if keys else [])}
+    spent = {item["budget_policy_id"]: int(item.get("spend_nano_usd") or 0) / 1e9 for item in (table.batch_get(keys) if keys else [])}
     return [
         {"budget_policy_id": pid, "window_start_ms": start * 1000, "window_end_ms": end * 1000, "current_spend": spent.get(pid, 0.0)}
         for pid, (start, end) in starts.items()

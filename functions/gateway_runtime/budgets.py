@@ -53,7 +53,7 @@ def check(config: EndpointConfig, username: str | None) -> None:
     now = time.time()
     windows = {p["budget_policy_id"]: window_of(p, now) for p in rejecting}
     items = table.batch_get([_window_key(p, windows[p["budget_policy_id"]][0]) for p in rejecting])
-    spent = {item["budget_policy_id"]: float(item.get("spend") or 0) for item in items}
+    spent = {item["budget_policy_id"]: int(item.get("spend_nano_usd") or 0) / 1e9 for item in items}
     for policy in rejecting:
         amount = float(policy["budget_amount"])
         if spent.get(policy["budget_policy_id"], 0.0) >= amount:
@@ -77,7 +77,7 @@ def record_spend(config: EndpointConfig, username: str | None, cost: float) -> N
         start, end = window_of(policy, now)
         table.update(
             _window_key(policy, start),
-            f"ADD spend :c, calls :one SET budget_policy_id = :p, window_start = :s, window_end = :e, entity_type = :t, {TTL_ATTRIBUTE} = :x",
+            f"ADD spend_nano_usd :c, calls :one SET budget_policy_id = :p, window_start = :s, window_end = :e, entity_type = :t, {TTL_ATTRIBUTE} = :x",
             values={
                 ":c": _decimal(cost),
                 ":one": 1,
@@ -88,9 +88,3 @@ def record_spend(config: EndpointConfig, username: str | None, cost: float) -> N
                 ":x": end + KEEP_SECONDS,
             },
         )
-
-
-def _decimal(value: float) -> Any:
-    from decimal import Decimal
-
-    return Decimal(repr(value))

@@ -752,7 +752,7 @@ ENTITIES: tuple[Entity, ...] = (
     _e(
         "gateway_budget_window", "GWB#{workspace}#{budget_policy_id}", "W#{window_start:i64}",
         "Spend of one budget policy in one time window (the gateway runtime's usage record)",
-        attributes=("budget_policy_id", "window_start", "window_end", "spend", "calls"),
+        attributes=("budget_policy_id", "window_start", "window_end", "spend_nano_usd", "calls"),
         expires=True,
     ),
     # --- workspaces, auth, config -----------------------------------------------------------
