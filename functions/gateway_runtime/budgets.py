@@ -79,7 +79,7 @@ def record_spend(config: EndpointConfig, username: str | None, cost: float) -> N
             _window_key(policy, start),
             f"ADD spend_nano_usd :c, calls :one SET budget_policy_id = :p, window_start = :s, window_end = :e, entity_type = :t, {TTL_ATTRIBUTE} = :x",
             values={
-                ":c": _decimal(cost),
+                ":c": round(cost * 1e9),
                 ":one": 1,
                 ":p": policy["budget_policy_id"],
                 ":s": start,
