@@ -111,6 +111,9 @@ class LocalRuntime:
             # The gateway function's model catalog, made from the installed wheel once per mlflow version
             # (deployed: the same file, staged into the function's asset at synth).
             os.environ["GATEWAY_MODEL_CATALOG"] = str(gateway_catalog.staged_catalog())
+        if not os.environ.get("GATEWAY_MODEL_PRICES"):
+            # The runtime's price table (deployed: staged into its asset at synth).
+            os.environ["GATEWAY_MODEL_PRICES"] = str(gateway_catalog.staged_prices())
         os.environ["TABLE_NAME"] = self.table_name
         os.environ["AUTHORIZATION"] = self.authorization
         os.environ["BUCKET_NAME"] = self.bucket_name
@@ -211,10 +214,9 @@ class LocalRuntime:
         written out as it comes (``local/http_server.py``), a whole one like any response. The function's role
         (IAM) applies while the stream is produced, too."""
         from gateway_runtime import handler as runtime_handler
-        from gateway_runtime import stream_server
 
         with iam.acting_as(STREAMING_FEATURE):
-            answer = stream_server.serve_answer(runtime_handler.call_from_event(event))
+            answer = runtime_handler.serve(runtime_handler.call_from_event(event))
         if answer.stream is None:
             return {"statusCode": answer.status, "headers": answer.headers, "body": answer.body.decode("utf-8")}
         return {"statusCode": answer.status, "headers": answer.headers, "stream": self._as_function(STREAMING_FEATURE, answer.stream)}

@@ -16,10 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from serverless_mlflow.llm_gateway import catalog_file
+from serverless_mlflow.llm_gateway import catalog_file, provider_filter
 from serverless_mlflow.llm_gateway.catalog_file import CATALOG_ENV, CATALOG_FILE, FORMAT, Catalog
-
-from . import provider_filter
 
 __all__ = ["CATALOG_ENV", "CATALOG_FILE", "FORMAT", "Catalog", "load", "supported_models", "supported_providers"]
 

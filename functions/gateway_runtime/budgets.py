@@ -18,6 +18,8 @@ from serverless_mlflow.llm_gateway.config import EndpointConfig
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
 from serverless_mlflow.schema import ENTITY, TTL_ATTRIBUTE
 
+from .tracing import GatewayTrace
+
 POLICY = ENTITY["gateway_budget_policy"]
 WINDOW = ENTITY["gateway_budget_window"]
 # Windows are kept a day past their end (their spend answers budgets/windows meanwhile).
@@ -45,8 +47,9 @@ def _window_key(policy: dict[str, Any], start: int) -> dict[str, str]:
     return WINDOW.key(workspace=records.WORKSPACE, budget_policy_id=policy["budget_policy_id"], window_start=start)
 
 
-def check(config: EndpointConfig, username: str | None) -> None:
-    """MLflow's ``check_budget_limit``: 429 while a REJECT policy's current window is spent."""
+def check(config: EndpointConfig, username: str | None, caller_context: dict[str, Any] | None = None) -> None:
+    """MLflow's ``check_budget_limit``: 429 while a REJECT policy's current window is spent, recorded as an
+    error trace on the endpoint (``_create_budget_error_trace``)."""
     rejecting = [p for p in _policies(config, username) if p.get("budget_action") == "REJECT"]
     if not rejecting:
         return
@@ -63,9 +66,22 @@ def check(config: EndpointConfig, username: str | None) -> None:
             if value == 1:
                 unit = unit.rstrip("s")
             reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end))
-            raise GatewayHTTPError(
-                429, f"Budget limit exceeded. Limit: ${amount:.2f} USD per {value} {unit}. Budget resets at {reset}. Request rejected."
+            error = GatewayHTTPError(
+                429,
+                f"Budget limit exceeded. Limit: ${amount:.2f} USD per {value} {unit}. Budget resets at {reset}. Request rejected.",
+                "HTTPException",
             )
+            _error_trace(config, error, caller_context)
+            raise error
+
+
+def _error_trace(config: EndpointConfig, error: GatewayHTTPError, caller_context: dict[str, Any] | None) -> None:
+    """A span ``gateway/<endpoint>`` (LLM) with the refusal recorded, and no request (MLflow's budget trace)."""
+    trace = GatewayTrace(config, None, {}, {}, root_type="LLM")
+    trace.metadata.clear()
+    trace.caller_context = caller_context
+    trace.root.status_message = f"{error.mlflow_type}: {error}"
+    trace.finish(error=error)
 
 
 def record_spend(config: EndpointConfig, username: str | None, cost: float) -> None:

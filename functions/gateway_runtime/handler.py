@@ -11,9 +11,8 @@ import base64
 import os
 from typing import Any
 
-from serverless_mlflow.auth.enforce import identity_of
-
 from . import calls
+from .answers import Answer, Call, detail
 
 GATEWAY_DISABLED = "The AI Gateway feature is disabled. Set MLFLOW_ENABLE_AI_GATEWAY=true to enable it."
 
@@ -22,27 +21,26 @@ def enabled() -> bool:
     return os.environ.get("MLFLOW_ENABLE_AI_GATEWAY", "true").strip().lower() in ("true", "1")
 
 
-def call_from_event(event: dict[str, Any]) -> calls.Call:
+def serve(call: Call) -> Answer:
+    return calls.answer(call) if enabled() else detail(501, GATEWAY_DISABLED)
+
+
+def call_from_event(event: dict[str, Any]) -> Call:
     body = event.get("body") or ""
     raw = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8")
     path = event.get("rawPath") or "/"
-    identity = identity_of(event) if os.environ.get("AUTHORIZATION") == "basic" else None
     context = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda")
-    return calls.Call(
+    return Call(
         method=event["requestContext"]["http"]["method"],
         path=path[len(calls.GATEWAY_PREFIX) :] if path.startswith(calls.GATEWAY_PREFIX) else path,
         query=event.get("rawQueryString") or "",
         headers={k.lower(): v for k, v in (event.get("headers") or {}).items()},
         body=raw,
-        username=identity.username if identity else None,
         auth_context=context,
     )
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    if not enabled():
-        answer = calls.detail(501, GATEWAY_DISABLED)
-    else:
-        answer = calls.answer(call_from_event(event))
+    answer = serve(call_from_event(event))
     body = answer.body if answer.stream is None else b"".join(answer.stream)
     return {"statusCode": answer.status, "headers": answer.headers, "body": body.decode("utf-8"), "isBase64Encoded": False}

@@ -3,9 +3,9 @@
 Lambda streams responses natively only on its Node.js runtimes; a Python function streams through the Lambda
 Web Adapter layer, which starts this server (``AWS_LWA_PORT``, 8080) and relays each function URL request to
 it, passing the response on as it is written. A streamed answer goes out chunk by chunk with chunked
-transfer encoding. The local runtime serves ``/gateway/...`` with ``serve_answer`` too, so streaming is the
+transfer encoding. The local runtime serves ``/gateway/...`` with ``handler.serve`` too, so streaming is the
 same on a laptop. Requests are authorized before they get here: IAM (SigV4) on the function URL, or in basic
-mode the same credential check as the API's authorizer (``auth_context``).
+mode the same credential check as the API's authorizer, made by the function itself (``access.py``).
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import calls
-from .handler import GATEWAY_DISABLED, enabled
+from .answers import Answer, Call
+from .handler import serve
 
 
-def write_answer(handler: BaseHTTPRequestHandler, answer: calls.Answer) -> None:
+def write_answer(handler: BaseHTTPRequestHandler, answer: Answer) -> None:
     """Send an answer on a request handler: a body with its length, or a stream with chunked encoding."""
     handler.send_response(answer.status)
     for key, value in answer.headers.items():
@@ -40,22 +41,17 @@ def write_answer(handler: BaseHTTPRequestHandler, answer: calls.Answer) -> None:
     handler.wfile.flush()
 
 
-def call_from_request(handler: BaseHTTPRequestHandler, body: bytes, auth: Any = None) -> calls.Call:
+def call_from_request(handler: BaseHTTPRequestHandler, body: bytes) -> Call:
+    """A request as the function URL passes it (no authorizer: in basic mode ``access`` checks credentials)."""
     split = urlsplit(handler.path)
     path = split.path
-    return calls.Call(
+    return Call(
         method=handler.command,
         path=path[len(calls.GATEWAY_PREFIX) :] if path.startswith(calls.GATEWAY_PREFIX) else path,
         query=split.query,
         headers={k.lower(): v for k, v in handler.headers.items()},
         body=body,
-        username=(auth or {}).get("username"),
-        auth_context=auth,
     )
-
-
-def serve_answer(call: calls.Call) -> calls.Answer:
-    return calls.answer(call) if enabled() else calls.detail(501, GATEWAY_DISABLED)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -64,7 +60,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
-        write_answer(self, serve_answer(call_from_request(self, body)))
+        write_answer(self, serve(call_from_request(self, body)))
 
     do_GET = do_POST = _handle
 

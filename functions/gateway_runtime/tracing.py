@@ -1,11 +1,14 @@
 """Usage traces, as MLflow's gateway records them (``mlflow/gateway/tracing_utils.py``).
 
-One trace per call in the endpoint's experiment: a root span ``gateway/<endpoint>`` (the request as input, the
-answer as output; chunks as ``mlflow.chunk.item.<n>`` events when streamed) and one LLM span per provider call,
-``provider/<provider>/<model>``, carrying the token usage and its cost. Trace metadata names the endpoint, the
-request type and the caller, and sums tokens and cost, which budgets read. The trace is handed to the
-``traces`` function the way MLflow's client exports one (OTLP spans, then ``start_trace``), asynchronously:
-it lands after the answer, as with MLflow's own asynchronous exporter; the layout stays that function's.
+One trace per call on an endpoint with usage tracking, in the endpoint's experiment: the root span
+``gateway/<endpoint>`` (the traced function's request in, its answer out, streamed chunks as events), and
+under it what MLflow's providers record: one LLM span ``provider/<provider>/<model>`` per provider call (MLflow adds
+one per guardrail judge; none here). Trace metadata names the endpoint, the request type, the caller and the user; the
+trace's token usage and cost are summed from its spans as MLflow's store sums them.
+
+The trace is handed to the ``traces`` function the way MLflow's client exports one (OTLP spans, then
+``start_trace``), as asynchronous invocations: it lands after the answer, as with MLflow's own asynchronous
+exporter, and the trace layout stays that function's.
 """
 
 from __future__ import annotations
@@ -13,87 +16,75 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from serverless_mlflow import siblings
 from serverless_mlflow.llm_gateway.config import EndpointConfig
 
-PREVIEW_CHARS = 1000
-METADATA_VALUE_CHARS = 250
+from .spans import COST, FUNCTION_NAME, INPUTS, OUTPUTS, UNSET, USAGE, Span, dumps
+
+PREVIEW_CHARS = 1000  # TRACE_REQUEST_RESPONSE_PREVIEW_MAX_LENGTH_OSS
+METADATA_VALUE_CHARS = 250  # MAX_CHARS_IN_TRACE_INFO_METADATA
+_USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
+_CACHE_KEYS = ("cache_read_input_tokens", "cache_creation_input_tokens")
+_COST_KEYS = ("input_cost", "output_cost", "total_cost")
 
 
-@dataclass
-class ProviderSpan:
-    provider: str
-    model: str
-    method: str
-    start_ns: int
-    end_ns: int = 0
-    streaming: bool = False
-    usage: dict[str, int] | None = None
-    cost: dict[str, float] | None = None
-    error: str | None = None
-
-
-@dataclass
 class GatewayTrace:
-    endpoint: EndpointConfig
-    request_type: str
-    function_name: str
-    headers: dict[str, str]
-    inputs: Any
-    start_ns: int = field(default_factory=time.time_ns)
-    end_ns: int = 0
-    outputs: Any = None
-    chunks: list[tuple[int, str]] = field(default_factory=list)
-    providers: list[ProviderSpan] = field(default_factory=list)
-    error: str | None = None
-    username: str | None = None
-    message_format: str | None = None
+    """The spans of one gateway call. Inactive (records nothing) when the endpoint does not track usage."""
 
-    @property
-    def enabled(self) -> bool:
-        return self.endpoint.usage_tracking and self.endpoint.experiment_id is not None
+    def __init__(
+        self,
+        endpoint: EndpointConfig,
+        request_type: str | None,
+        headers: dict[str, str],
+        user_metadata: dict[str, str],
+        message_format: str | None = None,
+        root_type: str = "UNKNOWN",
+    ) -> None:
+        self.endpoint = endpoint
+        self.active = endpoint.usage_tracking and endpoint.experiment_id is not None
+        self.metadata = dict(user_metadata)
+        self.metadata["mlflow.gateway.endpointId"] = endpoint.endpoint_id
+        if request_type:
+            self.metadata["mlflow.gateway.requestType"] = request_type
+        if caller := _caller(headers):
+            self.metadata["mlflow.gateway.caller"] = caller
+        attributes: dict[str, Any] = {"endpoint_id": endpoint.endpoint_id, "endpoint_name": endpoint.endpoint_name}
+        if host := headers.get("host"):
+            attributes["server_url"] = host
+        if message_format:
+            attributes["mlflow.message.format"] = message_format
+        self.root = Span(f"gateway/{endpoint.endpoint_name}", root_type)
+        self.root.attributes.update(attributes)
+        self.spans: list[Span] = [self.root]
+        self.caller_context: dict[str, Any] | None = None
+
+    def traced_function(self, name: str | None, inputs: Any) -> None:
+        """``@mlflow.trace`` on the gateway's function: its name (a generator's span has none), the request
+        as its inputs."""
+        if name:
+            self.root.attributes[FUNCTION_NAME] = name
+        self.root.set_inputs(inputs)
+
+    def child(self, name: str, span_type: str = "LLM", attributes: dict[str, Any] | None = None) -> Span:
+        span = Span(name, span_type, parent=self.root)
+        span.attributes.update(attributes or {})
+        self.spans.append(span)
+        return span
+
+    def finish(self, outputs: Any = UNSET, error: BaseException | None = None) -> str | None:
+        """End the root span and hand the trace over; its id, or None when usage is not tracked."""
+        if error is not None:
+            self.root.record_error(error)
+        self.root.end(outputs)
+        if not self.active:
+            return None
+        return _export(self)
 
     def total_cost(self) -> float:
-        return sum((span.cost or {}).get("total_cost", 0.0) for span in self.providers)
-
-    def usage(self) -> dict[str, int]:
-        total = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-        for span in self.providers:
-            for key in total:
-                total[key] += (span.usage or {}).get(key, 0)
-        return total
-
-
-def _hex(bits: int) -> str:
-    return secrets.token_hex(bits // 8)
-
-
-def any_value(value: Any) -> dict[str, Any]:
-    """An OTLP AnyValue; the traces store JSON-encodes the decoded value, as ``Span.from_otel_proto`` does."""
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    if isinstance(value, dict):
-        return {"kvlistValue": {"values": [{"key": str(k), "value": any_value(v)} for k, v in value.items()]}}
-    if isinstance(value, list | tuple):
-        return {"arrayValue": {"values": [any_value(v) for v in value]}}
-    if value is None:
-        return {}
-    return {"stringValue": str(value)}
-
-
-def _attributes(values: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"key": key, "value": any_value(value)} for key, value in values.items() if value is not None]
-
-
-def _status(error: str | None) -> dict[str, Any]:
-    return {"code": "STATUS_CODE_ERROR", "message": error} if error else {"code": "STATUS_CODE_OK", "message": ""}
+        """The call's cost as MLflow's budget callback sums it (its model spans' costs)."""
+        return sum((span.attributes.get(COST) or {}).get("total_cost", 0.0) for span in self.spans if span.parent is not None)
 
 
 def _caller(headers: dict[str, str]) -> str | None:
@@ -104,137 +95,180 @@ def _caller(headers: dict[str, str]) -> str | None:
     return product or None
 
 
-def _preview(value: Any) -> str:
-    """The chat's last user message or the answer's text (MLflow's previews), else the JSON."""
-    if isinstance(value, dict):
-        messages = value.get("messages")
-        if isinstance(messages, list) and messages and isinstance(messages[-1], dict) and isinstance(messages[-1].get("content"), str):
-            return messages[-1]["content"][:PREVIEW_CHARS]
-        choices = value.get("choices")
-        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-            content = (choices[0].get("message") or {}).get("content")
-            if isinstance(content, str):
-                return content[:PREVIEW_CHARS]
-    return json.dumps(value)[:PREVIEW_CHARS]
+def _sum_top(spans: list[Span], attribute: str, keys: tuple[str, ...], optional: tuple[str, ...], zero: float) -> dict[str, Any] | None:
+    """MLflow's ``_aggregate_from_nodes``: the values of the topmost spans that carry the attribute."""
+    totals: dict[str, Any] = dict.fromkeys(keys, zero)
+    found = False
+    for span in spans:
+        data = span.attributes.get(attribute)
+        ancestor, parent = False, span.parent
+        while parent is not None:
+            ancestor = ancestor or bool(parent.attributes.get(attribute))
+            parent = parent.parent
+        if data and not ancestor:
+            found = True
+            for key in keys:
+                totals[key] += data.get(key, zero)
+            for key in optional:
+                if key in data:
+                    totals[key] = totals.get(key, zero) + data[key]
+    return totals if found else None
 
 
-def _truncated(value: Any) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= METADATA_VALUE_CHARS else text[: METADATA_VALUE_CHARS - 3] + "..."
+def _truncated(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def record(trace: GatewayTrace, caller_context: dict[str, Any] | None = None) -> str | None:
-    """Hand the finished trace to the traces function; its id, or None when the endpoint does not track usage."""
-    if not trace.enabled:
+def _last_message_text(value: Any, role: str) -> str | None:
+    """MLflow's ``_get_truncated_preview`` message extraction (chat requests and answers, Responses API)."""
+    if not isinstance(value, dict):
         return None
-    trace.end_ns = trace.end_ns or time.time_ns()
-    otel_trace_id, root_id = _hex(128), _hex(64)
-    trace_id = f"tr-{otel_trace_id}"
-    root_attributes = {
-        "mlflow.traceRequestId": trace_id,
-        "mlflow.experimentId": trace.endpoint.experiment_id,
-        "mlflow.spanType": "UNKNOWN",
-        "endpoint_id": trace.endpoint.endpoint_id,
-        "endpoint_name": trace.endpoint.endpoint_name,
-        "server_url": trace.headers.get("host"),
-        "mlflow.message.format": trace.message_format,
-        "mlflow.spanFunctionName": trace.function_name,
-        "mlflow.spanInputs": trace.inputs,
-        "mlflow.spanOutputs": trace.outputs,
-        "mlflow.llm.model": trace.providers[-1].model if trace.providers else None,
-    }
-    spans = [
-        {
-            "traceId": otel_trace_id,
-            "spanId": root_id,
-            "name": f"gateway/{trace.endpoint.endpoint_name}",
-            "startTimeUnixNano": str(trace.start_ns),
-            "endTimeUnixNano": str(trace.end_ns),
-            "attributes": _attributes(root_attributes),
-            "events": [
-                {
-                    "name": f"mlflow.chunk.item.{i}",
-                    "timeUnixNano": str(at),
-                    "attributes": [{"key": "mlflow.chunk.value", "value": {"stringValue": chunk}}],
-                }
-                for i, (at, chunk) in enumerate(trace.chunks)
-            ]
-            + (
-                [
-                    {
-                        "name": "exception",
-                        "timeUnixNano": str(trace.end_ns),
-                        "attributes": [{"key": "exception.message", "value": {"stringValue": trace.error}}],
-                    }
-                ]
-                if trace.error
-                else []
-            ),
-            "status": _status(trace.error),
-        }
-    ]
-    for span in trace.providers:
-        attributes = {
-            "mlflow.traceRequestId": trace_id,
-            "mlflow.spanType": "LLM",
-            "mlflow.llm.provider": span.provider,
-            "mlflow.llm.model": span.model,
-            "method": span.method,
-            "streaming": True if span.streaming else None,
-            "mlflow.chat.tokenUsage": span.usage,
-            "mlflow.llm.cost": span.cost,
-        }
-        spans.append(
+    messages: list[Any] | None = None
+    if isinstance(value.get("messages"), list) and value["messages"]:
+        messages = value["messages"]
+    elif isinstance(value.get("choices"), list) and value["choices"] and isinstance(value["choices"][0], dict):
+        message = value["choices"][0].get("message")
+        messages = [message] if _is_message(message) else None
+    elif isinstance(value.get("input"), list) and value["input"]:
+        messages = value["input"]
+    elif isinstance(value.get("output"), list) and value["output"]:
+        messages = value["output"]
+    elif "request" in value:
+        return _last_message_text(value["request"], role)
+    messages = [m for m in messages or [] if _is_message(m)]
+    if not messages:
+        return None
+    message = next((m for m in reversed(messages) if m.get("role") == role), messages[-1])
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                return part
+            if isinstance(part, dict) and part.get("type") in ("text", "output_text"):
+                return part.get("text")
+    return ""
+
+
+def _is_message(item: Any) -> bool:
+    return isinstance(item, dict) and "role" in item and "content" in item
+
+
+def preview(value: Any, role: str) -> str | None:
+    if value is UNSET or value is None:
+        return None
+    text = dumps(value) if not isinstance(value, str) else value
+    return _truncated(_last_message_text(value, role) or text, PREVIEW_CHARS)
+
+
+def _otlp_value(value: Any) -> dict[str, Any]:
+    """An OTLP AnyValue; the traces function stores the decoded value JSON-encoded, as MLflow stores attributes."""
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, dict):
+        return {"kvlistValue": {"values": [{"key": str(k), "value": _otlp_value(v)} for k, v in value.items()]}}
+    if isinstance(value, list | tuple):
+        return {"arrayValue": {"values": [_otlp_value(v) for v in value]}}
+    if value is None:
+        return {}
+    return {"stringValue": str(value)}
+
+
+def _otlp_span(span: Span, trace: GatewayTrace, otel_trace_id: str, trace_id: str) -> dict[str, Any]:
+    attributes = {"mlflow.traceRequestId": trace_id, **span.attributes}
+    if span.parent is None:
+        attributes["mlflow.experimentId"] = trace.endpoint.experiment_id
+    status = (
+        {"code": "STATUS_CODE_ERROR", "message": span.status_message}
+        if span.status == "ERROR"
+        else {"code": "STATUS_CODE_OK", "message": ""}
+    )
+    out: dict[str, Any] = {
+        "traceId": otel_trace_id,
+        "spanId": span.span_id,
+        "name": span.name,
+        "startTimeUnixNano": str(span.start_ns),
+        "endTimeUnixNano": str(span.end_ns or span.start_ns),
+        "attributes": [{"key": k, "value": _otlp_value(v)} for k, v in attributes.items() if v is not None],
+        "events": [
             {
-                "traceId": otel_trace_id,
-                "spanId": _hex(64),
-                "parentSpanId": root_id,
-                "name": f"provider/{span.provider}/{span.model}",
-                "startTimeUnixNano": str(span.start_ns),
-                "endTimeUnixNano": str(span.end_ns or trace.end_ns),
-                "attributes": _attributes(attributes),
-                "status": _status(span.error),
+                "name": event["name"],
+                "timeUnixNano": str(event["time_ns"]),
+                "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in event["attributes"].items()],
             }
-        )
-    metadata = {
-        "mlflow.trace_schema.version": "3",
-        "mlflow.gateway.endpointId": trace.endpoint.endpoint_id,
-        "mlflow.gateway.requestType": trace.request_type,
-        "mlflow.traceInputs": _truncated(trace.inputs),
-        "mlflow.traceOutputs": _truncated(trace.outputs),
-        "mlflow.trace.sizeStats": json.dumps({"num_spans": len(spans)}),
+            for event in span.events
+        ],
+        "status": status,
     }
-    if caller := _caller(trace.headers):
-        metadata["mlflow.gateway.caller"] = caller
-    if trace.username:
-        metadata["mlflow.auth.username"] = trace.username
-    if any(span.usage for span in trace.providers):
-        metadata["mlflow.trace.tokenUsage"] = json.dumps(trace.usage())
-    if any(span.cost for span in trace.providers):
-        costs = {
-            key: sum((span.cost or {}).get(key, 0.0) for span in trace.providers) for key in ("input_cost", "output_cost", "total_cost")
-        }
-        metadata["mlflow.trace.cost"] = json.dumps(costs)
-    headers = {"x-mlflow-experiment-id": trace.endpoint.experiment_id}
-    otlp = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "mlflow-serverless.gateway"}, "spans": spans}]}]}
-    info = {
+    if span.parent is not None:
+        out["parentSpanId"] = span.parent.span_id
+    return out
+
+
+def _size_stats(spans: list[dict[str, Any]], info: dict[str, Any]) -> dict[str, int]:
+    """MLflow's ``add_size_stats_to_trace_metadata``, over the exported span dicts."""
+    sizes = sorted(len(json.dumps(span).encode("utf-8")) for span in spans)
+    total = sum(sizes) + len(json.dumps({"info": info, "data": {"spans": []}}).encode("utf-8")) + (len(sizes) - 1) * 2
+
+    def percentile(q: float) -> int:
+        index = (len(sizes) - 1) * q
+        lower, upper = int(index), min(int(index) + 1, len(sizes) - 1)
+        return int(sizes[lower] * (1 - (index - lower)) + sizes[upper] * (index - lower))
+
+    return {
+        "total_size_bytes": total,
+        "num_spans": len(sizes),
+        "max": sizes[-1],
+        "p25": percentile(0.25),
+        "p50": percentile(0.5),
+        "p75": percentile(0.75),
+    }
+
+
+def _export(trace: GatewayTrace) -> str:
+    otel_trace_id = secrets.token_hex(16)
+    trace_id = f"tr-{otel_trace_id}"
+    root = trace.root
+    inputs, outputs = root.attributes.get(INPUTS, UNSET), root.attributes.get(OUTPUTS, UNSET)
+    metadata = {"mlflow.trace_schema.version": "3", **trace.metadata}
+    if inputs is not UNSET:
+        metadata["mlflow.traceInputs"] = _truncated(dumps(inputs), METADATA_VALUE_CHARS)
+    if outputs is not UNSET:
+        metadata["mlflow.traceOutputs"] = _truncated(dumps(outputs), METADATA_VALUE_CHARS)
+    if usage := _sum_top(trace.spans, USAGE, _USAGE_KEYS, _CACHE_KEYS, 0):
+        metadata["mlflow.trace.tokenUsage"] = json.dumps(usage)
+    if cost := _sum_top(trace.spans, COST, _COST_KEYS, (), 0.0):
+        metadata["mlflow.trace.cost"] = json.dumps(cost)
+    spans = [_otlp_span(span, trace, otel_trace_id, trace_id) for span in trace.spans]
+    info: dict[str, Any] = {
         "trace_id": trace_id,
         "trace_location": {"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": trace.endpoint.experiment_id}},
-        "request_time": _timestamp(trace.start_ns),
-        "execution_duration": f"{(trace.end_ns - trace.start_ns) / 1e9:.3f}s",
-        "state": "ERROR" if trace.error else "OK",
-        "request_preview": _preview(trace.inputs),
-        "response_preview": _preview(trace.outputs) if trace.outputs is not None else "",
+        "request_time": _timestamp(root.start_ns),
+        "execution_duration": f"{(root.end_ns - root.start_ns) / 1e9:.3f}s",
+        "state": "ERROR" if root.status == "ERROR" else "OK",
         "trace_metadata": metadata,
-        "tags": {"mlflow.traceName": f"gateway/{trace.endpoint.endpoint_name}"},
+        "tags": {"mlflow.traceName": root.name},
     }
+    if (request := preview(inputs, "user")) is not None:
+        info["request_preview"] = request
+    if (response := preview(outputs, "assistant")) is not None:
+        info["response_preview"] = response
+    stats = _size_stats(spans, info)
+    metadata["mlflow.trace.sizeStats"] = json.dumps(stats)
+    metadata["mlflow.trace.sizeBytes"] = str(stats["total_size_bytes"])
+    otlp = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "mlflow-serverless.gateway"}, "spans": spans}]}]}
     events = [
-        siblings.api_event("POST", "/v1/traces", otlp, headers),
+        siblings.api_event("POST", "/v1/traces", otlp, {"x-mlflow-experiment-id": trace.endpoint.experiment_id}),
         siblings.api_event("POST", "/api/3.0/mlflow/traces", {"trace": {"trace_info": info}}),
     ]
     for event in events:  # the traces function accepts spans and info in either order
-        if caller_context:
-            event["requestContext"]["authorizer"] = {"lambda": caller_context}
+        if trace.caller_context:
+            event["requestContext"]["authorizer"] = {"lambda": trace.caller_context}
         siblings.invoke("traces", event, wait=False)
     return trace_id
 

@@ -60,17 +60,27 @@ def feature_code(feature: str, functions_dir: Path = FUNCTIONS_DIR) -> lambda_.C
     )
 
 
-def gateway_code() -> lambda_.Code:
-    """The gateway package with MLflow's model catalog beside it, made from the pinned wheel at synth
-    (``infra/gateway_catalog.py``): the catalog ships with this function alone, not in the shared layer."""
+def _check_pinned_mlflow() -> None:
     pinned, installed = pinned_mlflow_version(), version("mlflow")
     if installed != pinned:
         raise RuntimeError(f"mlflow {installed} is installed but {pinned} is pinned: run `make venv` before synth")
+
+
+def gateway_code() -> lambda_.Code:
+    """The gateway package with MLflow's model catalog beside it, made from the pinned wheel at synth
+    (``infra/gateway_catalog.py``): the catalog ships with this function alone, not in the shared layer."""
+    _check_pinned_mlflow()
     return lambda_.Code.from_asset(str(gateway_catalog.staged_function()))
 
 
+def gateway_runtime_code() -> lambda_.Code:
+    """The gateway runtime with the price table of MLflow's model catalog beside it (costs, hence budgets)."""
+    _check_pinned_mlflow()
+    return lambda_.Code.from_asset(str(gateway_catalog.staged_runtime()))
+
+
 # Features whose asset carries build-time data beside their package.
-STAGED_CODE = {gateway_catalog.GATEWAY_PACKAGE: gateway_code}
+STAGED_CODE = {gateway_catalog.GATEWAY_PACKAGE: gateway_code, gateway_catalog.RUNTIME_PACKAGE: gateway_runtime_code}
 
 
 def grant_table(role: iam.IGrantable, table: dynamodb.ITable, actions: tuple[str, ...]) -> None:
@@ -204,7 +214,7 @@ class FeatureFunctions(Construct):
 
 def _feature_environment(feature: str, config: StackConfig) -> dict[str, str]:
     """Settings only one feature reads."""
-    if feature == gateway_catalog.GATEWAY_PACKAGE and config.gateway_allowed_providers:
+    if feature in (gateway_catalog.GATEWAY_PACKAGE, gateway_catalog.RUNTIME_PACKAGE) and config.gateway_allowed_providers:
         return {"MLFLOW_GATEWAY_ALLOWED_PROVIDERS": config.gateway_allowed_providers}
     return {}
 

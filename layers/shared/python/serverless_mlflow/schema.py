@@ -782,6 +782,12 @@ ENTITIES: tuple[Entity, ...] = (
         indexes={"gsi4": ("PPERM#{model_name:str}", "USER#{username:str}")}, attributes=("username", "resource_id", "permission"),
         patterns={"by_resource": ("gsi4", "Every grant on one prompt (eventually consistent)")},
     ),
+    _e(
+        "gateway_endpoint_permission", "USER#{username:str}", "U#GPERM#{endpoint_id:str}",
+        "User permission on an AI gateway endpoint (or \"*\"): USE lets the user invoke it",
+        indexes={"gsi4": ("GEPERM#{endpoint_id:str}", "USER#{username:str}")}, attributes=("username", "resource_id", "permission"),
+        patterns={"by_resource": ("gsi4", "Every grant on one gateway endpoint (eventually consistent)")},
+    ),
     _e("config", "CONFIG", "CFG#{key}", "Configuration value, counters and indexer watermarks", attributes=("value",)),
     _e(
         "idempotency", "IDEMPOTENCY#{request_hash}", "IDEM", "Answer of a non-idempotent create, replayed for retries",

@@ -12,6 +12,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
+import os
+import secrets
+import threading
+import time
 from typing import Any
 
 from serverless_mlflow.auth import store
@@ -38,6 +44,37 @@ def authorize(header: str | None) -> dict[str, Any]:
     if user is None:
         return {"isAuthorized": True, "context": {"authenticated": False}}
     return {"isAuthorized": True, "context": {"authenticated": True, "username": user.username, "is_admin": user.is_admin}}
+
+
+# Public routes have no authorizer in front of them (a browser must reach the page without credentials), so
+# the function checks credentials sent to them itself; API Gateway's cache is not there, so this process keeps
+# the answers as long as API Gateway would. Keys are an HMAC of the header under a key of this process: the
+# cache never holds a password, nor a fast hash of one that could be searched offline.
+DEFAULT_CACHE_SECONDS = 60.0
+_CACHE_LIMIT = 1024
+_cache: dict[bytes, tuple[float, dict[str, Any]]] = {}
+_cache_lock = threading.Lock()
+_cache_key = secrets.token_bytes(32)
+
+
+def authorize_cached(header: str | None) -> dict[str, Any]:
+    """``authorize``, with this process's cache of its answers (valid and invalid alike, as API Gateway's)."""
+    if not header:
+        return authorize(header)
+    ttl = float(os.environ.get("AUTHORIZER_CACHE_SECONDS", DEFAULT_CACHE_SECONDS))
+    key = hmac.new(_cache_key, header.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+    now = time.monotonic()
+    with _cache_lock:
+        cached = _cache.get(key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    answer = authorize(header)
+    if ttl > 0:
+        with _cache_lock:
+            if len(_cache) >= _CACHE_LIMIT:
+                _cache.clear()
+            _cache[key] = (now + ttl, answer)
+    return answer
 
 
 def header_of(event: dict[str, Any]) -> str | None:

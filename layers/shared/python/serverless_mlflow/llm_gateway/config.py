@@ -69,11 +69,16 @@ def endpoint_not_found(name: str) -> Exception:
     return records.missing("GatewayEndpoint", "name", name)
 
 
-def resolve(endpoint_name: str) -> EndpointConfig:
+def endpoint_id_of(endpoint_name: str) -> str:
+    """The endpoint a name claims (one GetItem); RESOURCE_DOES_NOT_EXIST when none does."""
     claim = table.get(ENDPOINT_NAME.key(workspace=WORKSPACE, name=endpoint_name)) if endpoint_name else None
     if claim is None:
         raise endpoint_not_found(endpoint_name)
-    items = table.query(records.partition(), ENDPOINT.sk.render({"endpoint_id": claim["endpoint_id"]}))
+    return str(claim["endpoint_id"])
+
+
+def resolve(endpoint_name: str) -> EndpointConfig:
+    items = table.query(records.partition(), ENDPOINT.sk.render({"endpoint_id": endpoint_id_of(endpoint_name)}))
     endpoint = next((item for item in items if item.get("entity_type") == ENDPOINT.name), None)
     if endpoint is None:
         raise endpoint_not_found(endpoint_name)

@@ -19,7 +19,10 @@ from typing import Any
 
 import urllib3
 
-_STRIPPED_HEADERS = frozenset({"accept-encoding", "content-encoding", "x-mlflow-authorization", "content-length", "host"})
+# MLflow strips these before any upstream call; hop-by-hop headers of the client's own connection go too.
+_STRIPPED_HEADERS = frozenset(
+    {"accept-encoding", "content-encoding", "x-mlflow-authorization", "connection", "keep-alive", "transfer-encoding", "te", "upgrade"}
+)
 STREAMING_CONTENT_TYPES = frozenset({"text/event-stream", "application/x-ndjson"})
 # Time spent waiting for providers in the current request (MLflow's provider_call_duration_ms).
 provider_call_ms: ContextVar[float] = ContextVar("provider_call_ms", default=0.0)
@@ -28,12 +31,22 @@ _pool = urllib3.PoolManager(num_pools=16, maxsize=8, retries=False)
 
 
 class GatewayHTTPError(Exception):
-    """FastAPI's HTTPException as MLflow's gateway raises it: answered ``{"detail": detail}`` with ``status``."""
+    """An error MLflow's gateway answers ``{"detail": detail}`` with ``status``: its ``AIGatewayException`` (a
+    provider's own refusal; ``str()`` is the detail) or, for a provider's HTTP error answer, FastAPI's
+    ``HTTPException`` (``str()`` is ``"<status>: <detail>"``). Traces and SSE error chunks show the difference."""
 
-    def __init__(self, status: int, detail: Any) -> None:
+    def __init__(self, status: int, detail: Any, mlflow_type: str = "AIGatewayException") -> None:
         super().__init__(str(detail))
         self.status = status
         self.detail = detail
+        self.mlflow_type = mlflow_type
+
+    def __str__(self) -> str:
+        return f"{self.status}: {self.detail}" if self.mlflow_type == "HTTPException" else str(self.detail)
+
+
+def http_error(status: int, detail: Any) -> GatewayHTTPError:
+    return GatewayHTTPError(status, detail, "HTTPException")
 
 
 def timeout_seconds() -> float:
@@ -48,7 +61,8 @@ def join(base_url: str, path: str) -> str:
 def _headers(headers: dict[str, str]) -> dict[str, str]:
     out = {k: v for k, v in headers.items() if k.lower() not in _STRIPPED_HEADERS}
     out["Accept-Encoding"] = "gzip, deflate, identity"
-    out.setdefault("Content-Type", "application/json")
+    if not any(k.lower() == "content-type" for k in out):
+        out["Content-Type"] = "application/json"
     return out
 
 
@@ -65,9 +79,9 @@ def _send(url: str, headers: dict[str, str], payload: dict[str, Any], stream: bo
             decode_content=True,
         )
     except urllib3.exceptions.ReadTimeoutError as error:
-        raise GatewayHTTPError(504, f"The provider did not answer within {timeout_seconds():g} seconds: {error}") from error
+        raise http_error(504, f"The provider did not answer within {timeout_seconds():g} seconds: {error}") from error
     except urllib3.exceptions.HTTPError as error:
-        raise GatewayHTTPError(502, str(error)) from error
+        raise http_error(502, str(error)) from error
 
 
 def _json_or_none(raw: bytes) -> Any:
@@ -93,7 +107,7 @@ def _raise_for_status(response: urllib3.BaseHTTPResponse) -> None:
     raw = response.data if response.data is not None else response.read()
     body = _json_or_none(raw)
     detail = error_detail(body) if body is not None else (raw.decode("utf-8", "replace") or response.reason or "")
-    raise GatewayHTTPError(response.status, detail or response.reason or "")
+    raise http_error(response.status, detail or response.reason or "")
 
 
 def post_json(url: str, headers: dict[str, str], payload: dict[str, Any]) -> Any:
@@ -107,7 +121,7 @@ def post_json(url: str, headers: dict[str, str], payload: dict[str, Any]) -> Any
         elif "text/plain" in content_type:
             body = {"message": response.data.decode("utf-8", "replace")}
         else:
-            raise GatewayHTTPError(
+            raise http_error(
                 502, f"The returned data type from the route service is not supported. Received content type: {content_type or None}"
             )
         if response.status >= 400:
@@ -116,18 +130,18 @@ def post_json(url: str, headers: dict[str, str], payload: dict[str, Any]) -> Any
                 detail = error.get("message", response.reason) if isinstance(error, dict) else body
             else:
                 detail = body
-            raise GatewayHTTPError(response.status, detail)
+            raise http_error(response.status, detail)
         return body
     finally:
         provider_call_ms.set(provider_call_ms.get() + (time.perf_counter() - start) * 1000)
 
 
 def post_stream(url: str, headers: dict[str, str], payload: dict[str, Any]) -> Iterator[bytes]:
-    """MLflow's ``send_stream_request``: the response's lines as they arrive. The request is sent (and a
-    failure raised) when this is called, before the first line is asked for."""
+    """MLflow's ``send_stream_request``: the response's lines as they arrive. Like MLflow's async generator,
+    the request is sent (and a refusal raised) when the first line is asked for."""
     response = _send(url, headers, payload, stream=True)
     _raise_for_status(response)
-    return _lines(response)
+    yield from _lines(response)
 
 
 def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
@@ -141,7 +155,7 @@ def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
         if buffer:
             yield buffer
     except urllib3.exceptions.ReadTimeoutError as error:
-        raise GatewayHTTPError(504, f"The provider stopped answering for {timeout_seconds():g} seconds: {error}") from error
+        raise http_error(504, f"The provider stopped answering for {timeout_seconds():g} seconds: {error}") from error
     finally:
         response.release_conn()
 
@@ -161,7 +175,7 @@ def post_proxy(url: str, headers: dict[str, str], payload: dict[str, Any]) -> tu
             return False, _json_or_none(raw)
         if "text/plain" in content_type:
             return False, {"message": raw.decode("utf-8", "replace")}
-        raise GatewayHTTPError(502, f"Unsupported Content-Type from upstream proxy: {content_type}")
+        raise http_error(502, f"Unsupported Content-Type from upstream proxy: {content_type}")
     finally:
         provider_call_ms.set(provider_call_ms.get() + (time.perf_counter() - start) * 1000)
 
