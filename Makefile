@@ -2,82 +2,110 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PIP := $(VENV)/bin/pip
-STAMP := $(VENV)/.installed
-# Node tools (package.json pins them): the CDK CLI and AWS's DynamoDB Local (jar + native libraries; Java runs it).
-NODE_TOOLS := node_modules/.installed
+# Node tools (package.json pins them): AWS's DynamoDB Local (jar + native libraries; Java runs it) and the CDK CLI.
 CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: help venv serve test test-ui lint format synth deploy destroy bench docs verify reindex clean
+.PHONY: help venv shell serve test test-clients test-ui fuzz-long lint format synth deploy destroy bench docs verify reindex migrate clean
 
 help:
 	@echo "make serve   - serve the MLflow API and web UI locally on http://127.0.0.1:$(PORT)"
 	@echo "make test    - ruff + the whole test suite"
+	@echo "make shell   - a shell with .venv's python and the mlflow client, MLFLOW_TRACKING_URI set"
+	@echo "make test-clients - the end-to-end core against every supported mlflow client (one venv each, build/clients)"
 	@echo "make test-ui - the web UI in headless Chromium (screenshots in build/ui-screenshots)"
+	@echo "make fuzz-long - the request fuzz suite with many examples per route (make test runs it bounded)"
 	@echo "make synth   - synthesize the AWS stack (offline, no Docker)"
 	@echo "make deploy  - cdk deploy with the pinned CDK CLI"
 	@echo "make bench   - DynamoDB requests/items per operation -> docs/performance.md"
 	@echo "make docs    - regenerate docs/schema.md and docs/access-patterns.md"
 	@echo "make verify  - check every FTS/RANK item against the source items (make reindex repairs)"
+	@echo "make migrate - move a live table to the current layout (online, resumable; deploy the code first)"
 
-$(STAMP): requirements.txt requirements-dev.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -r requirements-dev.txt
-	touch $(STAMP)
+# Set-up (tools/setup_env.py): says what each target needs (Python 3.11+, Node/npm, Java; Chromium for tests),
+# installs or explains what is missing, and shows each step with its usual duration. Steps already done are skipped.
+#   serve: .venv with the serving packages (requirements-serve.txt) + DynamoDB Local (npm)
+#   dev:   + requirements-dev.txt, the CDK CLI, Chromium
+SETUP_SERVE := $(PYTHON) tools/setup_env.py serve
+SETUP_DEV := $(PYTHON) tools/setup_env.py dev
 
-venv: $(STAMP)
+venv:
+	@$(SETUP_DEV)
 
-$(NODE_TOOLS): package.json
-	command -v java >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq default-jre-headless; }
-	npm install --no-audit --no-fund --silent
-	touch $(NODE_TOOLS)
+shell:
+	@$(SETUP_SERVE)
+	@echo "a shell in .venv (python and the mlflow client; MLFLOW_TRACKING_URI=http://127.0.0.1:$(PORT)); exit to leave"
+	@MLFLOW_TRACKING_URI=http://127.0.0.1:$(PORT) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)" $${SHELL:-/bin/sh}
 
-$(CDK): $(NODE_TOOLS)
+serve:
+	@$(SETUP_SERVE)
+	@PORT=$(PORT) $(PY) -m local
 
-# The browser tests drive Debian's Chromium (Playwright's pip package only brings the driver; no browser download).
-CHROMIUM := /usr/bin/chromium
-$(CHROMIUM):
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
-
-serve: $(STAMP) $(NODE_TOOLS)
-	PORT=$(PORT) $(PY) -m local
-
-test: $(STAMP) $(NODE_TOOLS) $(CHROMIUM)
+test:
+	@$(SETUP_DEV)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
-test-ui: $(STAMP) $(NODE_TOOLS) $(CHROMIUM)
+# Every supported mlflow client (tools/client_venvs.py lists them) runs tests/clients/core in its own venv under
+# build/clients/<version>, which the target creates on first use. mlflow 3.18.0's own dependencies mlflow-skinny and
+# mlflow-tracing 3.18.0 are not on the package index yet: its venv gets mlflow 3.17.2 with its dependencies, then the
+# 3.18.0 wheel with --no-deps over it. `make test` runs the core under .venv's own client only (no venv to create).
+test-clients:
+	@$(SETUP_DEV)
+	$(PY) -m tools.client_venvs
+	CLIENT_VERSIONS=all $(PY) -m pytest tests/clients -p no:xdist $(PYTEST_ARGS)
+	$(PY) -m tools.route_coverage clients
+
+test-ui:
+	@$(SETUP_DEV)
 	$(PY) -m pytest tests/browser -p no:xdist $(PYTEST_ARGS)
 
-lint: $(STAMP)
+# The request fuzz suite (tests/fuzz) runs bounded in `make test`; this runs it with many more examples per route.
+fuzz-long:
+	@$(SETUP_DEV)
+	$(PY) -m pytest -n 2 --dist loadgroup tests/fuzz --long $(PYTEST_ARGS)
+
+lint:
+	@$(SETUP_DEV)
 	$(VENV)/bin/ruff check .
 
-format: $(STAMP)
+format:
+	@$(SETUP_DEV)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-synth: $(STAMP) $(CDK)
+synth:
+	@$(SETUP_DEV)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CDK) synth --quiet
 
-deploy: $(STAMP) $(CDK)
+deploy:
+	@$(SETUP_DEV)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CDK) deploy $(CDK_ARGS)
 
-destroy: $(STAMP) $(CDK)
+destroy:
+	@$(SETUP_DEV)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CDK) destroy $(CDK_ARGS)
 
-bench: $(STAMP) $(NODE_TOOLS)
+bench:
+	@$(SETUP_DEV)
 	$(PY) -m tools.bench
 
 # Recompute every derived (FTS/RANK) item from the source items: `verify` reports, `reindex` repairs.
 # Local: DYNAMODB_ENDPOINT_URL=<printed by make serve> TABLE_NAME=mlflow-serverless make verify
 # Deployed: AWS credentials + TABLE_NAME=<TableName output> make verify
-verify reindex: $(STAMP)
+verify reindex:
+	@$(SETUP_SERVE)
 	$(PY) -m tools.admin $@
 
-docs: $(STAMP)
+# Move a table written by an older release to this layout while clients keep logging (docs/migration.md).
+# Same environment as verify; MIGRATE_ARGS="--max-items 100000" runs it in slices (run again to continue).
+migrate:
+	@$(SETUP_SERVE)
+	$(PY) -m tools.migrate $(MIGRATE_ARGS)
+
+docs:
+	@$(SETUP_DEV)
 	$(PY) -m tools.gen_docs
 
 clean:

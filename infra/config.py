@@ -53,6 +53,20 @@ class StackConfig:
     # AI gateway: the providers (comma-separated) its catalog offers, MLflow's MLFLOW_GATEWAY_ALLOWED_PROVIDERS;
     # empty offers every provider of the bundled catalog.
     gateway_allowed_providers: str = ""
+    # Registry events: an existing EventBridge bus to put them on (name or ARN); empty: the stack creates one.
+    event_bus_name: str = ""
+    # Webhook targets, as MLflow's MLFLOW_WEBHOOK_ALLOWED_SCHEMES / MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS (the CONFIG
+    # partition's settings item, `python -m tools.admin settings`, overrides them without a redeploy).
+    webhook_allowed_schemes: str = "https"
+    webhook_allow_private_ips: bool = False
+
+    @property
+    def webhook_settings(self) -> dict[str, str]:
+        """The webhook settings as the environment of the functions that check targets."""
+        return {
+            "MLFLOW_WEBHOOK_ALLOWED_SCHEMES": self.webhook_allowed_schemes,
+            "MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS": "true" if self.webhook_allow_private_ips else "false",
+        }
 
     def __post_init__(self) -> None:
         if self.authorization not in AUTHORIZATION_MODES:
@@ -99,5 +113,8 @@ class StackConfig:
             if raw is None:
                 continue
             # `-c key=value` always arrives as a string.
-            values[name] = type(default.default)(raw) if not isinstance(default.default, str) else str(raw)
+            if isinstance(default.default, bool):
+                values[name] = raw if isinstance(raw, bool) else str(raw).strip().lower() in ("true", "1", "yes")
+            else:
+                values[name] = type(default.default)(raw) if not isinstance(default.default, str) else str(raw)
         return cls(**values)

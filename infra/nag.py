@@ -91,6 +91,21 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
         + ". DynamoEventSource also grants dynamodb:ListStreams on '*': ListStreams supports no resource-level "
         "permissions (the stream reads themselves are scoped to this table's stream ARN).",
     )
+    stream_reason = XRAY_REASON.removesuffix(" (no other action of this role is on '*').") + (
+        ". DynamoEventSource also grants dynamodb:ListStreams on '*': ListStreams supports no resource-level "
+        "permissions (the stream reads themselves are scoped to this table's stream ARN)."
+    )
+    _function_acks(stack, stack.registry_events.events_function, INDEXER_DLQ_REASON, stream_reason)
+    delivery_reason = (
+        "Its SQS event source has the webhooks' dead-letter queue (redrive policy); a failure is retried by SQS, not by Lambda."
+    )
+    _function_acks(stack, stack.registry_events.delivery_function, delivery_reason)
+    acknowledge(
+        next(c for c in stack.registry_events.delivery_function.function.node.children if c.node.id.startswith("SqsEventSource")),
+        "Serverless-LambdaEventSourceMappingDestination",
+        "An SQS event source mapping has no on-failure destination: the queue's redrive policy moves a message that "
+        "keeps failing to the webhooks' dead-letter queue, and the function dead-letters final refusals itself.",
+    )
     _function_acks(stack, stack.bootstrap.function, BOOTSTRAP_DLQ_REASON)
     if stack.basic_auth is not None:
         _function_acks(stack, stack.basic_auth.authorizer, AUTHORIZER_DLQ_REASON)
@@ -101,7 +116,8 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
             "stored password hash. Rotate through MLflow's update-password API instead, as on an MLflow server.",
         )
 
-    for function in stack.features.functions.values():
+    # The indexer reads spilled spans (trace-spans/) to rebuild a trace's aggregates.
+    for function in [*stack.features.functions.values(), stack.indexer.function]:
         bucket = stack.web_ui.bucket if function.access.bucket_name == "web_ui" else stack.artifacts.bucket
         for pattern in function.access.object_resources():
             reason = (
@@ -119,6 +135,10 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
     dlq_reason = "This queue is itself the dead-letter (on-failure) destination of the indexer's stream event source mapping."
     acknowledge(queue, "AwsSolutions-SQS3", dlq_reason)
     acknowledge(queue, "Serverless-SQSRedrivePolicy", dlq_reason)
+    webhook_dlq = stack.registry_events.dead_letter_queue
+    webhook_reason = "This queue is itself the dead-letter queue of the webhook deliveries queue."
+    acknowledge(webhook_dlq, "AwsSolutions-SQS3", webhook_reason)
+    acknowledge(webhook_dlq, "Serverless-SQSRedrivePolicy", webhook_reason)
 
     acknowledge(
         stack.client_policy,

@@ -29,6 +29,9 @@ TABLE_WRITE: tuple[str, ...] = ("PutItem", "UpdateItem", "DeleteItem", "BatchWri
 class Access:
     # DynamoDB actions (without the "dynamodb:" prefix) on the table.
     table: tuple[str, ...] = ()
+    # When set, those actions only on items whose partition key matches one of these patterns (IAM's
+    # ``dynamodb:LeadingKeys`` condition, ``*`` wildcards).
+    table_leading_keys: tuple[str, ...] = ()
     # S3 object actions, allowed on keys under ``prefixes`` of the stack's bucket only.
     objects: tuple[str, ...] = ()
     prefixes: tuple[str, ...] = ()
@@ -40,6 +43,12 @@ class Access:
     stream: bool = False
     # Which of the stack's buckets ``objects``/``prefixes`` apply to: "artifacts" or "web_ui" (static files).
     bucket_name: str = "artifacts"
+    # SQS actions on the webhook delivery queue, and on its dead-letter queue (receiving and deleting are the
+    # SQS event source mapping's, granted with it).
+    webhook_queue: tuple[str, ...] = ()
+    webhook_dead_letters: tuple[str, ...] = ()
+    # events:PutEvents on the stack's registry event bus.
+    put_events: bool = False
 
     @property
     def table_actions(self) -> tuple[str, ...]:
@@ -61,6 +70,11 @@ class Access:
         """``s3:prefix`` values a listing may ask for (the prefix itself and anything below it)."""
         return tuple(value for prefix in self.prefixes for value in (prefix, f"{prefix}*"))
 
+    def allows_item(self, partition_key: str) -> bool:
+        import fnmatch
+
+        return not self.table_leading_keys or any(fnmatch.fnmatchcase(partition_key, pattern) for pattern in self.table_leading_keys)
+
     def allows_object(self, action: str, key: str) -> bool:
         return action in self.objects and any(key.startswith(prefix) for prefix in self.prefixes)
 
@@ -69,6 +83,8 @@ class Access:
 
 
 ARTIFACTS = f"{ARTIFACTS_PREFIX}/"
+# The partitions of basic auth's users (schema entity "user": USER#<username>).
+USER_ITEMS = "USER#*"
 # Span payloads over the item limit (functions/traces/ingest.py SPILL_PREFIX).
 TRACE_SPANS = "trace-spans/"
 
@@ -96,8 +112,11 @@ ACCESS: dict[str, Access] = {
         prefixes=(ARTIFACTS,),
         list_objects=True,
     ),
-    # The web UI's static build in its own bucket: read-only, that prefix only; no table, no artifacts.
-    "ui": Access(objects=("s3:GetObject",), prefixes=(UI_PREFIX,), bucket_name="web_ui"),
+    # The web UI's static build in its own bucket: read-only, that prefix only; no artifacts. Under basic auth its
+    # pages are public, but credentials sent with them are checked (never accepted when wrong): user items only.
+    "ui": Access(
+        table=("GetItem",), table_leading_keys=(USER_ITEMS,), objects=("s3:GetObject",), prefixes=(UI_PREFIX,), bucket_name="web_ui"
+    ),
     # AI gateway configuration: its own partition; secret values are encrypted with the stack's KMS key and
     # never decrypted by the API (only the gateway runtime would need kms:Decrypt).
     "gateway": Access(
@@ -114,13 +133,37 @@ ACCESS: dict[str, Access] = {
         objects=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
         prefixes=(TRACE_SPANS,),
     ),
+    # Label schemas, review queues (items in their own partitions) and issues: transactions of puts/deletes with
+    # their name claims and locators; trace infos read to check the traces a queue is given.
+    "review": Access(table=(*TABLE_READ, *TABLE_WRITE)),
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
     # GetItem/PutItem/DeleteItem: run summaries are rebuilt with a condition on their revision.
-    "indexer": Access(table=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"), stream=True),
+    # A trace's aggregates (metric rollups, content signature) are rebuilt from its spans, spilled ones read from S3;
+    # ConditionCheckItem: none, the rollup transactions condition their puts and deletes themselves.
+    "indexer": Access(
+        table=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"),
+        objects=("s3:GetObject",),
+        prefixes=(TRACE_SPANS,),
+        stream=True,
+    ),
     # Basic auth's users and grants (functions/auth): user items, the user-id counter, grants, their gsi4 listing.
     "auth": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
     # The API Gateway Lambda authorizer (basic auth): reads one user item per uncached Authorization header.
-    "authorizer": Access(table=("GetItem",)),
+    "authorizer": Access(table=("GetItem",), table_leading_keys=(USER_ITEMS,)),
+    # Registry webhooks (admin-only API): their partition; secrets KMS-encrypted on write, decrypted for ``test``.
+    "webhooks": Access(
+        table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem"), kms=("kms:Encrypt", "kms:Decrypt")
+    ),
+    # Outbox items from the stream -> EventBridge and one SQS message per subscribed webhook; reads the webhooks
+    # and a model's prompt tag.
+    "webhook_events": Access(table=("GetItem", "Query"), stream=True, webhook_queue=("sqs:SendMessage",), put_events=True),
+    # SQS -> receivers: reads the webhook (secret decrypted) and the event; backs off and dead-letters itself.
+    "webhook_delivery": Access(
+        table=("GetItem", "Query"),
+        kms=("kms:Decrypt",),
+        webhook_queue=("sqs:ChangeMessageVisibility",),
+        webhook_dead_letters=("sqs:SendMessage",),
+    ),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk) and, with
     # basic auth, the first admin (user item + user-id counter), whose password it reads from its secret.
     "bootstrap": Access(table=("GetItem", "PutItem", "UpdateItem")),

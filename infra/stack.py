@@ -18,6 +18,7 @@ from infra.constructs.layer import SharedLayer
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.table import MlflowTable
 from infra.constructs.web_ui import WebUiFiles
+from infra.constructs.webhooks import RegistryEvents
 from infra.nag import add_suppressions
 from serverless_mlflow import routes
 
@@ -63,6 +64,9 @@ class MlflowServerlessStack(Stack):
         )
         self.artifacts.allow_browser_reads([self.api.url, *self.config.extra_cors_origins])
         self.indexer = StreamIndexer(self, "Indexer", shared=shared)
+        self.registry_events = RegistryEvents(
+            self, "RegistryEvents", shared=shared, stream_dead_letters=self.indexer.dead_letter_queue, settings=self.config.webhook_settings
+        )
         self.monitoring = Monitoring(
             self,
             "Monitoring",
@@ -72,6 +76,11 @@ class MlflowServerlessStack(Stack):
             functions={name: fn.function for name, fn in self.features.functions.items()},
             indexer=self.indexer.function.function,
             dead_letter_queue=self.indexer.dead_letter_queue,
+            webhook_dead_letters=self.registry_events.dead_letter_queue,
+            workers={
+                "webhook_events": self.registry_events.events_function.function,
+                "webhook_delivery": self.registry_events.delivery_function.function,
+            },
         )
         self.bootstrap = Bootstrap(self, "Bootstrap", shared=shared, admin_secret=self.basic_auth.admin_secret if self.basic_auth else None)
 
@@ -94,6 +103,13 @@ class MlflowServerlessStack(Stack):
         CfnOutput(self, "BucketName", value=self.artifacts.bucket.bucket_name)
         CfnOutput(
             self, "DeadLetterQueueUrl", value=self.indexer.dead_letter_queue.queue_url, description="Stream records the indexer gave up on"
+        )
+        CfnOutput(self, "EventBusName", value=self.registry_events.bus.event_bus_name, description="Registry events (EventBridge)")
+        CfnOutput(
+            self,
+            "WebhookDeadLetterQueueUrl",
+            value=self.registry_events.dead_letter_queue.queue_url,
+            description="Webhook deliveries that failed for good",
         )
         CfnOutput(self, "ClientPolicyArn", value=self.client_policy.managed_policy_arn, description="Grants execute-api:Invoke on the API")
         CfnOutput(self, "Authorization", value=self.config.authorization)

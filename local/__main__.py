@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
+import time
 
 from local.engine import SERVER_JAVA_OPTS
 from local.runtime import LocalRuntime
@@ -13,9 +15,13 @@ from local.runtime import LocalRuntime
 
 def main() -> None:
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "WARNING"))
+    _access_log_to_stdout()
     # A server runs long enough for the JIT's warm-up to pay (see local/engine.py).
     os.environ.setdefault("DYNAMODB_LOCAL_JAVA_OPTS", SERVER_JAVA_OPTS)
+    started = time.monotonic()
+    print("starting: DynamoDB Local (Java), moto S3, the table and the API functions (usually 5-15 s) ...", flush=True)
     runtime = LocalRuntime().start()
+    print(f"ready in {time.monotonic() - started:.1f} s", flush=True)
     print(f"mlflow-serverless listening on {runtime.url} (indexer: {runtime.indexer_mode}); web UI: {runtime.url}/", flush=True)
     print(
         f"DynamoDB: {os.environ['DYNAMODB_ENDPOINT_URL']} table {runtime.table_name}; S3: {os.environ['S3_ENDPOINT_URL']} bucket {runtime.bucket_name}",
@@ -31,6 +37,18 @@ def main() -> None:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     stop.wait()
     runtime.stop()
+
+
+def _access_log_to_stdout() -> None:
+    """One line per request on stdout, in ``mlflow server``'s format plus the time taken (``ACCESS_LOG=false``: none)."""
+    if os.environ.get("ACCESS_LOG", "true").lower() in ("0", "false", "no", "off"):
+        return
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s:     %(message)s", datefmt="%Y/%m/%d %H:%M:%S"))
+    access = logging.getLogger("serverless_mlflow.local.access")
+    access.addHandler(handler)
+    access.setLevel(logging.INFO)
+    access.propagate = False
 
 
 if __name__ == "__main__":

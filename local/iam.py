@@ -70,6 +70,8 @@ def install() -> None:
     session = boto3._get_default_session()
     session.events.register("before-parameter-build.dynamodb", _check_dynamodb)
     session.events.register("before-parameter-build.s3", _check_s3)
+    session.events.register("before-parameter-build.sqs", _check_sqs)
+    session.events.register("before-parameter-build.events", _check_events)
     _carry_context_into_worker_threads()
     _installed = True
 
@@ -98,9 +100,22 @@ def _check_dynamodb(params: dict[str, Any], model: Any, **_: Any) -> None:
         actions = {"GetItem"}
     else:
         actions = {model.name}
-    declared = set(access_for(function).table_actions)
+    access = access_for(function)
+    declared = set(access.table_actions)
+    keys_allowed = all(access.allows_item(pk) for pk in _partition_keys(model.name, params))
     for action in sorted(actions):
-        _decide(function, f"dynamodb:{action}", f"dynamodb:{action}" in declared)
+        _decide(function, f"dynamodb:{action}", f"dynamodb:{action}" in declared and keys_allowed)
+
+
+def _partition_keys(operation: str, params: dict[str, Any]) -> list[str]:
+    """The partition keys a GetItem or BatchGetItem names (what ``dynamodb:LeadingKeys`` conditions judge)."""
+    if operation == "GetItem":
+        keys = [params.get("Key", {})]
+    elif operation == "BatchGetItem":
+        keys = [key for request in params.get("RequestItems", {}).values() for key in request.get("Keys", [])]
+    else:
+        return []
+    return [str(next(iter(key["pk"].values()))) for key in keys if "pk" in key]
 
 
 def _check_s3(params: dict[str, Any], model: Any, **_: Any) -> None:
@@ -115,6 +130,27 @@ def _check_s3(params: dict[str, Any], model: Any, **_: Any) -> None:
         keys = [params["Key"]] if "Key" in params else [o["Key"] for o in params.get("Delete", {}).get("Objects", [])]
         allowed = bool(keys) and all(access.allows_object(action, key) for key in keys)
     _decide(function, action, allowed)
+
+
+def _check_sqs(params: dict[str, Any], model: Any, **_: Any) -> None:
+    function = _current.get()
+    if function is None:
+        return
+    access = access_for(function)
+    action = f"sqs:{model.name.removesuffix('Batch')}"
+    queue = params.get("QueueUrl", "")
+    if queue == os.environ.get("WEBHOOK_DEAD_LETTER_QUEUE_URL"):
+        allowed = action in access.webhook_dead_letters
+    else:
+        allowed = queue == os.environ.get("WEBHOOK_QUEUE_URL") and action in access.webhook_queue
+    _decide(function, action, allowed)
+
+
+def _check_events(params: dict[str, Any], model: Any, **_: Any) -> None:
+    function = _current.get()
+    if function is None:
+        return
+    _decide(function, f"events:{model.name}", model.name == "PutEvents" and access_for(function).put_events)
 
 
 def _decide(function: str, action: str, allowed: bool) -> None:

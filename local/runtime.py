@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,8 @@ from local.authorizer import UNAUTHORIZED, Authorizer  # noqa: E402
 from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
 from local.events import REGION, LambdaContext, api_gateway_event, invoke_api_function  # noqa: E402
 from local.http_server import serve  # noqa: E402
-from local.streams import StreamFollower, needs_indexing  # noqa: E402
+from local.streams import BATCHING_WINDOW_SECONDS, StreamFollower, needs_indexing  # noqa: E402
+from local.webhooks import LocalWebhooks  # noqa: E402
 from serverless_mlflow import bootstrap, routes, schema, siblings, static_files  # noqa: E402
 
 log = logging.getLogger("serverless_mlflow.local")
@@ -40,7 +41,8 @@ log = logging.getLogger("serverless_mlflow.local")
 DEFAULT_TABLE = "mlflow-serverless"
 DEFAULT_BUCKET = "mlflow-serverless-artifacts"
 DEFAULT_CHECKPOINT_DIR = ROOT / ".local" / "stream-checkpoints"
-POLL_SECONDS = 0.2
+# INDEXER_MODE=async polls the stream like the deployed mapping's batching window.
+POLL_SECONDS = BATCHING_WINDOW_SECONDS
 # The gateway runtime answers as its function URL does: streamed answers stream.
 STREAMING_FEATURE = "gateway_runtime"
 
@@ -55,12 +57,15 @@ class LocalRuntime:
         self.dynamodb: DynamoDBLocal | None = None
         self.s3: MotoS3 | None = None
         self.follower: StreamFollower | None = None
+        self.webhooks: LocalWebhooks | None = None
         self._http: Any = None
         self._poller: threading.Thread | None = None
         self._stopping = threading.Event()
         self._handlers: dict[str, Any] = {}
         # Lambda's asynchronous invocations (one worker: they run in the order they were queued).
         self._async_invocations = ThreadPoolExecutor(max_workers=1, thread_name_prefix="async-invoke")
+        # Invocations whose stream records may not be delivered yet (their writes date those records).
+        self._pending_writes = writes.Pending()
         # AUTHORIZATION=basic: API Gateway's Lambda authorizer in front of every non-public route.
         self.authorization = os.environ.get("AUTHORIZATION", "none").lower()
         self.authorizer: Authorizer | None = None
@@ -79,10 +84,14 @@ class LocalRuntime:
         if self.indexer_mode == "async":
             self._poller = threading.Thread(target=self._poll_forever, daemon=True, name="stream-poller")
             self._poller.start()
+        if self.webhooks is not None:
+            self.webhooks.start()
         return self
 
     def stop(self) -> None:
         self._stopping.set()
+        if self.webhooks is not None:
+            self.webhooks.stop()
         if self._http:
             self._http.shutdown()
             self._http.server_close()
@@ -150,7 +159,16 @@ class LocalRuntime:
                 # DynamoDB Local answers a GetRecords with every record there is up to its Limit (checked by
                 # tests/local/test_stream_follower.py): a short page means caught up, no empty page is asked.
                 complete_pages=True,
+                # Sync: every write waits for its records, so the open invocations date what is unread.
+                written_since=self._pending_writes.earliest_write if self.indexer_mode == "sync" else None,
             )
+            # SQS and EventBridge: the embedded moto server, or the one SQS_ENDPOINT_URL names (a runtime on
+            # another runtime's engines); without either, registry events are not delivered locally.
+            sqs_endpoint = self.s3.endpoint if self.s3 else os.environ.get("SQS_ENDPOINT_URL")
+            if sqs_endpoint:
+                # Registry events to webhooks and EventBridge: a second reader of the stream, as deployed.
+                self.webhooks = LocalWebhooks(self.handler_for, sqs_endpoint, self.table_name)
+                self.webhooks.setup(boto3.client("dynamodbstreams", endpoint_url=endpoint), stream_arn, checkpoints if keep else None)
         engine.ensure_bucket(boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"]), self.bucket_name)
         self._ensure_secrets_key()
         bootstrap.ensure_bootstrap_items()
@@ -203,10 +221,25 @@ class LocalRuntime:
             event["requestContext"]["authorizer"] = {"lambda": context}
         if feature == STREAMING_FEATURE:
             return self._invoke_streaming(event)
+        return self._recorded(feature, lambda: invoke_api_function(self.handler_for(feature), feature, event))
+
+    def _recorded(self, feature: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """One invocation of a function with its role, its writes followed to the indexer and webhooks."""
         with iam.acting_as(feature), writes.recording() as invocation:
-            response = invoke_api_function(self.handler_for(feature), feature, event)
+            self._pending_writes.open(invocation)
+            try:
+                response = run()
+            finally:
+                if not (invocation.reaches_indexer and self.indexer_mode == "sync"):
+                    # Its records (if any) are read by a later drain or poll: dated by the last caught-up read.
+                    self._pending_writes.close(invocation)
         if invocation.reaches_indexer and self.indexer_mode == "sync":
-            self._catch_up_quietly()
+            try:
+                self._catch_up_quietly()
+            finally:
+                self._pending_writes.close(invocation)
+        if invocation.registry_events and self.webhooks is not None:
+            self.webhooks.wake()
         return response
 
     def _invoke_streaming(self, event: dict[str, Any]) -> dict[str, Any]:
@@ -235,11 +268,7 @@ class LocalRuntime:
         on a worker thread like Lambda's asynchronous invocation."""
 
         def run() -> dict[str, Any]:
-            with iam.acting_as(feature), writes.recording() as invocation:
-                response = self.handler_for(feature)(event, LambdaContext(feature))
-            if invocation.reaches_indexer and self.indexer_mode == "sync":
-                self._catch_up_quietly()
-            return response
+            return self._recorded(feature, lambda: self.handler_for(feature)(event, LambdaContext(feature)))
 
         if wait:
             return run()

@@ -32,6 +32,12 @@ A sync drain runs before every write is answered, so it is kept cheap (see docs/
 * ``catch_up`` (the runtime's sync drain) returns at once when a drain that started after the call finished
   meanwhile: concurrent writers waiting for the lock share one drain.
 
+The records' ``ApproximateCreationDateTime`` is what the indexer's ``IteratorAgeMs`` is measured from. DynamoDB
+Local truncates it to the minute (an age of up to 60 s on a synchronous indexer), so the follower raises it to
+the latest time the record is known not to have existed: the last GetRecords that found its shard caught up,
+or, given ``written_since``, the first write of the invocations still waiting for the indexer (the local
+runtime knows them). The age reported is then the real delay, give or take a request.
+
 Memory stays bounded however long it runs: one small state per shard the stream still lists (aged-out
 shards are forgotten) and the most recent dead letters only.
 """
@@ -60,6 +66,9 @@ MAX_ATTEMPTS = 6
 RETRY_BACKOFF_SECONDS = 0.05  # doubled per retry: 1.55 s in all before a record is dead-lettered
 PAGE_LIMIT = 1000
 BATCH_SIZE = 100  # records per indexer invocation, as deployed (BATCH_SIZE in infra/constructs/indexer.py)
+# How long records gather before an invocation, as deployed (BATCHING_WINDOW_SECONDS in infra/constructs/indexer.py):
+# the runtime's asynchronous mode polls the stream at this interval (sync mode drains before each write's answer).
+BATCHING_WINDOW_SECONDS = 1.0
 REGION = "us-east-1"
 DEAD_LETTERS_KEPT = 1000
 MAX_EXPIRED_IN_A_ROW = 3
@@ -70,6 +79,8 @@ DESCRIBE_MAX_AGE_SECONDS = 60.0
 Deliver = Callable[[list[dict[str, Any]]], dict[str, Any] | None]
 # Given a record as GetRecords returns it (eventName, dynamodb.NewImage/OldImage: the keys of Lambda's event).
 Keep = Callable[[dict[str, Any]], bool]
+# The epoch seconds before which no record not yet read can have been written (None: unknown).
+WrittenSince = Callable[[], float | None]
 
 
 @dataclass
@@ -77,6 +88,8 @@ class ShardState:
     last_sequence: str | None = None
     closed_and_read: bool = False
     iterator: str | None = field(default=None, compare=False)
+    # Epoch seconds of the last GetRecords that found the shard caught up: later records were written after it.
+    caught_up_at: float | None = field(default=None, compare=False)
 
 
 class StreamFollower:
@@ -88,8 +101,11 @@ class StreamFollower:
         checkpoint_dir: Path | None = None,
         keep: Keep | None = None,
         complete_pages: bool = False,
+        written_since: WrittenSince | None = None,
+        consumer: str = "",
     ) -> None:
         self.client = streams_client
+        self.written_since = written_since
         self.stream_arn = stream_arn
         self.deliver = deliver
         self.keep = keep
@@ -107,7 +123,10 @@ class StreamFollower:
         self._listing: list[dict[str, Any]] | None = None  # DescribeStream's shards, while still current
         self._listed_at = 0.0
         self._saved: str | None = None  # the checkpoint file's content as last written or read
-        self._checkpoint_file = checkpoint_dir / f"{hashlib.sha256(stream_arn.encode()).hexdigest()[:24]}.json" if checkpoint_dir else None
+        # One checkpoint file per stream and consumer (the indexer is the unnamed one; the table's stream has
+        # a second reader, the webhook events function, as deployed).
+        stem = hashlib.sha256(stream_arn.encode()).hexdigest()[:24] + (f"-{consumer}" if consumer else "")
+        self._checkpoint_file = checkpoint_dir / f"{stem}.json" if checkpoint_dir else None
         self.shards: dict[str, ShardState] = self._load()
 
     # --- checkpoints ------------------------------------------------------------------------
@@ -250,6 +269,9 @@ class StreamFollower:
             while True:
                 if state.iterator is None:
                     state.iterator = self._iterator(shard_id, read_through)
+                asked_at = time.time()
+                # Read before GetRecords: a record it returns was written before that call's end.
+                not_before = self._not_before(state)
                 try:
                     page = self.client.get_records(ShardIterator=state.iterator, Limit=PAGE_LIMIT)
                 except (self.client.exceptions.ExpiredIteratorException, self.client.exceptions.TrimmedDataAccessException):
@@ -266,12 +288,14 @@ class StreamFollower:
                 records = page.get("Records", [])
                 # ``keep`` judges the record as GetRecords returns it (the keys Lambda's event has); only the
                 # records kept are converted (most records are the indexer's own writes, dropped).
-                pending.extend(lambda_stream_record(r, self.stream_arn) for r in records if self.keep is None or self.keep(r))
+                pending.extend(lambda_stream_record(r, self.stream_arn, not_before) for r in records if self.keep is None or self.keep(r))
                 if records:
                     read_through = records[-1]["dynamodb"]["SequenceNumber"]
                 state.iterator = page.get("NextShardIterator")
                 # Closed, or caught up on an open shard (as of this GetRecords: later records are later writes').
                 at_end = state.iterator is None or not records or (self.complete_pages and len(records) < PAGE_LIMIT)
+                if at_end:
+                    state.caught_up_at = asked_at
                 while len(pending) >= BATCH_SIZE or (pending and at_end):
                     batch, pending = pending[:BATCH_SIZE], pending[BATCH_SIZE:]
                     self._deliver(batch)
@@ -288,6 +312,12 @@ class StreamFollower:
                 # Read, not delivered: the next drain takes a new iterator after the checkpoint and reads them again.
                 state.iterator = None
             raise
+
+    def _not_before(self, state: ShardState) -> float | None:
+        """The latest time before which the records not read yet cannot have been written (module docstring)."""
+        bounds = [state.caught_up_at, self.written_since() if self.written_since else None]
+        known = [bound for bound in bounds if bound is not None]
+        return max(known) if known else None
 
     def _iterator(self, shard_id: str, after: str | None) -> str:
         """Where the shard's reading resumes: right after ``after`` (the last record read or the checkpoint),
@@ -335,8 +365,9 @@ class StreamFollower:
 def is_indexer_source(record: dict[str, Any]) -> bool:
     """The deployed mapping's filter criteria (``stream_filters`` in infra/constructs/indexer.py): only records
     of the source entities reach the indexer; INSERT/MODIFY are judged by their new image, REMOVE by the old."""
-    image = record["dynamodb"].get("OldImage" if record.get("eventName") == "REMOVE" else "NewImage") or {}
-    return image.get(schema.ENTITY_TYPE, {}).get("S") in derived.SOURCE_TYPES
+    removal = record.get("eventName") == "REMOVE"
+    image = record["dynamodb"].get("OldImage" if removal else "NewImage") or {}
+    return image.get(schema.ENTITY_TYPE, {}).get("S") in (derived.REMOVAL_STREAM_TYPES if removal else derived.STREAM_TYPES)
 
 
 def needs_indexing(record: dict[str, Any]) -> bool:
@@ -352,12 +383,15 @@ def needs_indexing(record: dict[str, Any]) -> bool:
     return not derived.only_flag_removed(table.from_item(images.get("OldImage") or {}), table.from_item(images.get("NewImage") or {}))
 
 
-def lambda_stream_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
-    """A boto3 stream record in the shape Lambda delivers it (epoch seconds, with eventSourceARN)."""
+def lambda_stream_record(record: dict[str, Any], stream_arn: str, not_before: float | None = None) -> dict[str, Any]:
+    """A boto3 stream record in the shape Lambda delivers it (epoch seconds, with eventSourceARN); its creation
+    time raised to ``not_before`` when the engine's is earlier (DynamoDB Local truncates it to the minute)."""
     dynamodb = dict(record["dynamodb"])
     created = dynamodb.get("ApproximateCreationDateTime")
     if isinstance(created, datetime):
-        dynamodb["ApproximateCreationDateTime"] = created.timestamp()
+        created = created.timestamp()
+    if created is not None:
+        dynamodb["ApproximateCreationDateTime"] = max(created, not_before) if not_before is not None else created
     out = {k: v for k, v in record.items() if k != "dynamodb"}
     out["dynamodb"] = _to_wire(dynamodb)
     out["eventSourceARN"] = stream_arn

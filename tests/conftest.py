@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tools.server_process import stop_process, wait_healthy
+from tools.server_process import START_TIMEOUT_SECONDS, stop_process, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,8 +37,15 @@ os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
 # MLflow's own servers and functions read the model catalog bundled in the wheel (what ours ships), not the
 # latest one from GitHub (MLflow's default MLFLOW_MODEL_CATALOG_URI).
 os.environ.setdefault("MLFLOW_MODEL_CATALOG_URI", "")
+# The stock `mlflow server`s the tests compare with start no job runner and huey workers (seven processes each,
+# idle but polling): no test uses MLflow's server-side jobs, and on a 2-core box they slow everything else.
+os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
 # Stream checkpoints of tables on a shared engine belong to the test run, not to the checkout.
 os.environ.setdefault("STREAM_CHECKPOINT_DIR", tempfile.mkdtemp(prefix="stream-checkpoints-"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--long", action="store_true", default=False, help="the request fuzz suite with many more examples per route")
 
 
 @pytest.fixture(scope="session")
@@ -77,9 +84,12 @@ def unique(prefix: str = "t") -> str:
 
 
 @contextmanager
-def runtime_process(env: dict[str, str], drop: tuple[str, ...] = (), avoid_ports: frozenset[int] = frozenset()) -> Iterator[str]:
+def runtime_process(
+    env: dict[str, str], drop: tuple[str, ...] = (), avoid_ports: frozenset[int] = frozenset(), output: Path | None = None
+) -> Iterator[str]:
     """``python -m local`` in its own process (on the session's DynamoDB Local and S3) with ``env`` on top of
-    this process's environment, on a free port not in ``avoid_ports``; yields its URL."""
+    this process's environment, on a free port not in ``avoid_ports``; yields its URL. Its terminal output
+    (stdout and stderr) goes to ``output`` if given."""
     from local.engine import free_port
 
     port = free_port()
@@ -87,13 +97,16 @@ def runtime_process(env: dict[str, str], drop: tuple[str, ...] = (), avoid_ports
         port = free_port()
     full = {name: value for name, value in os.environ.items() if name not in drop}
     full.update(env, PORT=str(port))
-    process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=full, stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, process, timeout=60)
-        yield url
-    finally:
-        stop_process(process)
+    with open(output or os.devnull, "wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "local"], cwd=ROOT, env=full, stdout=sink, stderr=subprocess.STDOUT if output else None
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_healthy(url, process, timeout=START_TIMEOUT_SECONDS)
+            yield url
+        finally:
+            stop_process(process)
 
 
 @pytest.fixture

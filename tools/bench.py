@@ -1,19 +1,19 @@
-"""``make bench``: DynamoDB requests and items per API operation, handler import times, artifacts and
-indexer figures, written to docs/performance.md.
+"""``make bench``: docs/performance.md, regenerated whole in one run from its sections.
 
-It runs the local runtime in-process on a fresh embedded table and sends raw HTTP requests (one API
-operation each), counting every DynamoDB call through ``table.STATS``. Request counts and items are
-what matter: moto's Query walks the whole table, so local seconds grow with table size and are
-reported only where they are meaningful (import times). Sizes: ``BENCH_RUNS`` (default 10000).
+Each section is a module of ``tools/bench_sections`` with ``section(context) -> str`` (its markdown), listed in
+``SECTIONS`` in page order: start-up, W1 against ``mlflow server``, handler import times, DynamoDB work per
+API operation (raw HTTP requests on an in-process runtime, every DynamoDB call counted through
+``table.STATS``), the indexer, search filters, the soak, notes. ``BENCH_SECTIONS=workload,imports`` runs only
+those (``BENCH_OUT=/tmp/perf.md`` writes elsewhere). Sizes: ``BENCH_RUNS`` (default 10000).
 """
 
 from __future__ import annotations
 
-import json
+import importlib
 import os
-import statistics
-import subprocess
 import sys
+import time
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +27,6 @@ sys.path.insert(0, str(ROOT / "layers" / "shared" / "python"))
 sys.path.insert(0, str(ROOT / "functions"))
 sys.path.insert(0, str(ROOT))
 
-from serverless_mlflow import routes  # noqa: E402
 from serverless_mlflow.table import STATS  # noqa: E402
 
 API = "/api/2.0/mlflow"
@@ -51,6 +50,8 @@ class Bench:
         self.session = requests.Session()
         self.results: list[Measurement] = []
         self.extra: dict[str, list[tuple[str, str]]] = {}
+        # Whole markdown sections (``## ...``) of scenarios that render their own tables, appended in order.
+        self.sections: list[str] = []
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None, params: dict[str, Any] | None = None) -> dict[str, Any]:
         response = self.session.request(method, self.url + path, json=body, params=params, timeout=600)
@@ -63,44 +64,34 @@ class Bench:
         result = fn()
         snap = STATS.snapshot()
         self.results.append(
-            Measurement(operation, sum(snap["requests"].values()), snap["requests"], snap["items_read"], snap["items_written"], note, budget)
+            Measurement(
+                operation, sum(snap["requests"].values()), snap["requests"], snap["items_read"], snap["items_written"], note, budget
+            )
         )
         return result
 
 
-def import_times() -> list[tuple[str, float]]:
-    """Cold import of each feature handler in a fresh interpreter (median of 3), in milliseconds."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "shared" / "python"), str(ROOT / "functions")])}
-    env.update({"POWERTOOLS_TRACE_DISABLED": "true", "TABLE_NAME": "bench", "AWS_DEFAULT_REGION": "us-east-1"})
-    out = []
-    for feature in [*routes.features(), "indexer"]:
-        if not (ROOT / "functions" / feature / "handler.py").exists():
-            continue
-        code = f"import time; t=time.perf_counter(); import {feature}.handler; print((time.perf_counter()-t)*1000)"
-        samples = []
-        for _ in range(3):
-            proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                break
-            samples.append(float(proc.stdout.strip().splitlines()[-1]))
-        if samples:
-            out.append((feature, statistics.median(samples)))
-    return out
-
-
 def scenario_tracking(bench: Bench, n_runs: int) -> None:
     exp_name = f"bench-{uuid.uuid4().hex[:8]}"
-    exp_id = bench.measure("experiments/create", lambda: bench.call("POST", f"{API}/experiments/create", {"name": exp_name}))["experiment_id"]
+    exp_id = bench.measure("experiments/create", lambda: bench.call("POST", f"{API}/experiments/create", {"name": exp_name}))[
+        "experiment_id"
+    ]
     bench.measure("experiments/get", lambda: bench.call("GET", f"{API}/experiments/get", params={"experiment_id": exp_id}))
-    bench.measure("experiments/get-by-name", lambda: bench.call("GET", f"{API}/experiments/get-by-name", params={"experiment_name": exp_name}))
+    bench.measure(
+        "experiments/get-by-name", lambda: bench.call("GET", f"{API}/experiments/get-by-name", params={"experiment_name": exp_name})
+    )
     run = bench.measure(
-        "runs/create", lambda: bench.call("POST", f"{API}/runs/create", {"experiment_id": exp_id, "start_time": 1, "tags": [{"key": "t", "value": "v"}]})
+        "runs/create",
+        lambda: bench.call("POST", f"{API}/runs/create", {"experiment_id": exp_id, "start_time": 1, "tags": [{"key": "t", "value": "v"}]}),
     )["run"]
     run_id = run["info"]["run_id"]
-    bench.measure("runs/log-parameter", lambda: bench.call("POST", f"{API}/runs/log-parameter", {"run_id": run_id, "key": "p", "value": "1"}))
+    bench.measure(
+        "runs/log-parameter", lambda: bench.call("POST", f"{API}/runs/log-parameter", {"run_id": run_id, "key": "p", "value": "1"})
+    )
     bench.measure("runs/set-tag", lambda: bench.call("POST", f"{API}/runs/set-tag", {"run_id": run_id, "key": "k", "value": "v"}))
     bench.measure(
-        "runs/log-metric", lambda: bench.call("POST", f"{API}/runs/log-metric", {"run_id": run_id, "key": "m", "value": 1.0, "timestamp": 1, "step": 0})
+        "runs/log-metric",
+        lambda: bench.call("POST", f"{API}/runs/log-metric", {"run_id": run_id, "key": "m", "value": 1.0, "timestamp": 1, "step": 0}),
     )
     metrics = [{"key": f"m{i % 5}", "value": float(i), "timestamp": 1000 + i, "step": i // 5} for i in range(1000)]
     m = bench.measure(
@@ -133,35 +124,31 @@ def scenario_tracking(bench: Bench, n_runs: int) -> None:
 
 
 def bulk_load_runs(experiment_id: str, n_runs: int) -> None:
-    """Write ``n_runs`` runs in their indexed state (run item, locator, run-name tag, one param, one metric, the run summary).
+    """Write ``n_runs`` runs in their indexed state (run item, locator, run-name tag, one param, one metric, its digest, the run
+    summary).
 
     The items come from the same schema builders the API uses; the API's create_run is a transaction,
     and moto copies the whole table for every transaction, which would take hours at this size.
     """
-    from serverless_mlflow import run_summaries, table
-    from serverless_mlflow.store import runs as store
+    from serverless_mlflow import table
+    from tools.indexed_state import run_items
 
     items: list[dict[str, Any]] = []
     for i in range(n_runs):
         run_id = uuid.uuid4().hex
         info = {
-            "run_id": run_id, "experiment_id": experiment_id, "run_name": f"r{i}", "user_id": "bench", "status": "FINISHED",
-            "start_time": 10_000 + i, "end_time": 20_000 + i, "artifact_uri": f"mlflow-artifacts:/{experiment_id}/{run_id}/artifacts",
-            "lifecycle_stage": "active", "last_update_time": 1,
+            "run_id": run_id,
+            "experiment_id": experiment_id,
+            "run_name": f"r{i}",
+            "user_id": "bench",
+            "status": "FINISHED",
+            "start_time": 10_000 + i,
+            "end_time": 20_000 + i,
+            "artifact_uri": f"mlflow-artifacts:/{experiment_id}/{run_id}/artifacts",
+            "lifecycle_stage": "active",
+            "last_update_time": 1,
         }
-        run = store.run_item(info)
-        run.pop(run_summaries.FLAG_ATTRIBUTE, None)  # indexed, as the indexer leaves it
-        run_range = [
-            run,
-            store.LATEST_METRIC.item(
-                {"key": "acc", "value": str(i / n_runs), "timestamp": 1, "step": 0, "is_nan": False},
-                experiment_id=experiment_id, run_id=run_id, key="acc", changed_at=None,
-            ),
-            store.PARAM.item({"key": "lr", "value": str(i % 7)}, experiment_id=experiment_id, run_id=run_id, key="lr", changed_at=None),
-            store.RUN_TAG.item({"key": "mlflow.runName", "value": f"r{i}"}, experiment_id=experiment_id, run_id=run_id, key="mlflow.runName"),
-        ]
-        items += [*run_range, store.RUN_LOCATOR.item({"experiment_id": experiment_id}, run_id=run_id)]
-        items.append(run_summaries.summary_item(experiment_id, run_id, run_range, rev=1))
+        items += run_items(info, {"acc": i / n_runs}, {"lr": str(i % 7)}, {"mlflow.runName": f"r{i}"}, ranked=())
     table.batch_write(items)
 
 
@@ -230,77 +217,41 @@ def scenario_traces(bench: Bench, n_runs: int) -> None:
     run(bench, n_runs)
 
 
+# Share one runtime (the per-operation table).
 SCENARIOS: list[tuple[str, Callable[..., None]]] = [
     ("tracking", scenario_tracking),
     ("traces", scenario_traces),
     ("registry", scenario_registry),
     ("artifacts", scenario_artifacts),
 ]
-def scenario_search_filters(bench: Bench, n_runs: int) -> None:
-    from tools.search_bench import scenario_search_filters as run
 
-    run(bench, n_runs)
-
-
-# Run on a fresh table: the others leave a paused stream backlog (10,000 bulk-loaded runs) that the
-# indexer scenario would otherwise have to drain, and moto's Query walks the whole table.
-FRESH_TABLE_SCENARIOS: list[tuple[str, Callable[..., None]]] = [("indexer", scenario_indexer), ("search_filters", scenario_search_filters)]
+# The page, in order: module names under tools.bench_sections (see tools/bench_sections/__init__.py).
+SECTIONS: list[str] = ["startup", "workload", "imports", "operations", "indexer", "search_filters", "partition_heat", "soak", "notes"]
 
 
-def scenario_soak(bench: Bench, n_runs: int) -> None:
-    from tools.soak_bench import scenario_soak as run
+@dataclass
+class Context:
+    """What every section may use."""
 
-    run(bench, n_runs)
-
-
-def scenario_workload(bench: Bench, n_runs: int) -> None:
-    from tools.workload_bench import scenario_workload as run
-
-    run(bench, n_runs)
+    n_runs: int
 
 
-# Measured from outside on server processes they start themselves (memory, wall time against mlflow server).
-PROCESS_SCENARIOS: list[tuple[str, Callable[..., None]]] = [("soak", scenario_soak), ("workload", scenario_workload)]
-
-
-def render(bench: Bench, imports: list[tuple[str, float]], n_runs: int) -> str:
-    lines = [
-        "<!-- Generated by `make bench` (tools/bench.py). -->\n",
-        "# Performance\n",
-        "Measured by `make bench` on the local runtime (embedded DynamoDB Local + moto S3, fresh table): every DynamoDB call of one API",
-        "operation is counted. *Items read* is what DynamoDB reads (ScannedCount for queries), *items written* counts",
-        "each put/update/delete. Seconds are not reported for operations: moto's Query walks the whole table, so local",
-        "latency says nothing about DynamoDB's. Request-path counts are taken with the stream indexer paused.\n",
-        "## DynamoDB work per API operation\n",
-        "| operation | requests | by type | items read | items written | budget | note |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for m in bench.results:
-        by_type = ", ".join(f"{k} {v}" for k, v in sorted(m.by_type.items()))
-        lines.append(f"| {m.operation} | {m.requests} | {by_type} | {m.items_read} | {m.items_written} | {m.budget} | {m.note} |")
-    lines += ["\n## Handler import time (cold, fresh interpreter, median of 3)\n", "| feature | import ms |", "|---|---|"]
-    lines += [f"| {feature} | {ms:.0f} |" for feature, ms in imports]
-    for title, rows in bench.extra.items():
-        lines += [f"\n## {title}\n", "| measure | value |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in rows]
-    return "\n".join(lines) + "\n"
-
-
-def _fresh_runtime() -> Any:
-    """A local runtime with its own embedded DynamoDB Local, moto S3 and an empty table, indexer paused."""
+def fresh_runtime(indexer_mode: str = "paused") -> Any:
+    """A local runtime with its own embedded DynamoDB Local, moto S3 (and KMS) and an empty table."""
     from local.runtime import LocalRuntime
     from serverless_mlflow import table
 
-    for name in ("DYNAMODB_ENDPOINT_URL", "S3_ENDPOINT_URL"):
+    # A runtime started earlier in this process left its (stopped) engines' endpoints in the environment.
+    for name in ("DYNAMODB_ENDPOINT_URL", "S3_ENDPOINT_URL", "KMS_ENDPOINT_URL", "GATEWAY_KMS_KEY_ID"):
         os.environ.pop(name, None)
     os.environ["TABLE_NAME"] = f"bench-{uuid.uuid4().hex[:8]}"
     table.reset_client()
-    return LocalRuntime(port=0, indexer_mode="paused").start()
+    return LocalRuntime(port=0, indexer_mode=indexer_mode).start()
 
 
 def run_standalone(scenario: Callable[..., None]) -> None:
     """One scenario on its own fresh runtime (``python -m tools.<name>_bench``), its sections printed as tables."""
-    runtime = _fresh_runtime()
+    runtime = fresh_runtime()
     try:
         bench = Bench(runtime.url, runtime)
         scenario(bench, 0)
@@ -312,11 +263,10 @@ def run_standalone(scenario: Callable[..., None]) -> None:
         runtime.stop()
 
 
-def _run(scenarios: list[tuple[str, Callable[..., None]]], bench_extra: dict[str, list[tuple[str, str]]], results: list[Measurement], n_runs: int) -> None:
-    runtime = _fresh_runtime()
+def run_scenarios(scenarios: list[tuple[str, Callable[..., None]]], n_runs: int) -> Bench:
+    """Scenarios on one fresh in-process runtime (indexer paused); their measurements and extra tables."""
+    runtime = fresh_runtime()
     bench = Bench(runtime.url, runtime)
-    bench.extra = bench_extra
-    bench.results = results
     try:
         for name, scenario in scenarios:
             try:
@@ -325,34 +275,36 @@ def _run(scenarios: list[tuple[str, Callable[..., None]]], bench_extra: dict[str
                 bench.extra.setdefault("Scenario failures", []).append((name, str(error)[:200]))
     finally:
         runtime.stop()
+    return bench
 
 
-def _selected(scenarios: list[tuple[str, Callable[..., None]]]) -> list[tuple[str, Callable[..., None]]]:
-    wanted = os.environ.get("BENCH_SCENARIOS")
-    return [s for s in scenarios if not wanted or s[0] in wanted.split(",")]
+def render_section(name: str, context: Context) -> str:
+    module = importlib.import_module(f"tools.bench_sections.{name}")
+    started = time.monotonic()
+    try:
+        markdown = module.section(context)
+    except Exception:
+        markdown = f"## {module.TITLE}\n\nThis section failed in this run:\n\n```\n{traceback.format_exc()[-3000:]}```"
+    print(f"bench: {name} took {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    return markdown.strip()
 
 
 def main() -> None:
     n_runs = int(os.environ.get("BENCH_RUNS", "10000"))
     # moto walks the whole table per Query: the 10,000-run search takes minutes locally, not on DynamoDB.
     os.environ.setdefault("DYNAMODB_READ_TIMEOUT_SECONDS", "900")
-    extra: dict[str, list[tuple[str, str]]] = {}
-    results: list[Measurement] = []
-    for group in (SCENARIOS, FRESH_TABLE_SCENARIOS):
-        if _selected(group):
-            _run(_selected(group), extra, results, n_runs)
-    bench = Bench("", None)
-    bench.extra, bench.results = extra, results
-    for name, scenario in _selected(PROCESS_SCENARIOS):
-        try:
-            scenario(bench, n_runs)
-        except Exception as error:
-            bench.extra.setdefault("Scenario failures", []).append((name, str(error)[:200]))
-    imports = import_times()
+    wanted = [name for name in os.environ.get("BENCH_SECTIONS", "").split(",") if name]
+    context = Context(n_runs)
+    header = (
+        "<!-- Generated by `make bench` (tools/bench.py, one module per section in tools/bench_sections/); edit those, not this file. -->\n\n"
+        "# Performance\n\n"
+        "Every figure below comes from one `make bench` run on the shared 2-core machine. Wall times are compared only "
+        "within the run (each section gives the machine's load average); request and item counts do not depend on load."
+    )
+    parts = [header] + [render_section(name, context) for name in SECTIONS if not wanted or name in wanted]
     out = Path(os.environ.get("BENCH_OUT") or ROOT / "docs" / "performance.md")
-    out.write_text(render(bench, imports, n_runs))
+    out.write_text("\n\n".join(parts) + "\n")
     print(out.read_text())
-    print(json.dumps([m.__dict__ for m in bench.results], indent=1)[:2000])
 
 
 if __name__ == "__main__":

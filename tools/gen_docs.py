@@ -36,16 +36,25 @@ def render_schema() -> str:
     for index in schema.INDEXES:
         lines.append(f"| {index.name} | {index.kind} | `{index.pk}` | `{index.sk}` | {index.projection} | {_cell(index.purpose)} |")
     lines.append("\n## Entities\n")
-    lines.append("| entity_type | pk | sk | index keys | derived | description |")
-    lines.append("|---|---|---|---|---|---|")
-    for entity in schema.ENTITIES:
-        index_keys = "<br>".join(
-            f"{name}: " + (f"`{pk.template}` / " if pk else "") + f"`{sk.template}`" for name, (pk, sk) in entity.indexes.items()
-        )
-        lines.append(
-            f"| `{entity.name}` | `{_cell(entity.pk.template)}` | `{_cell(entity.sk.template)}` | {index_keys or '—'} | "
-            f"{'yes' if entity.derived else ''} | {_cell(entity.description)} |"
-        )
+    lines += _entity_rows([entity for entity in schema.ENTITIES if not entity.legacy_of])
+    lines.append("\n## Item collections: what grows, and what bounds it\n")
+    lines.append(
+        "The table has LSIs, so every partition key is an item collection of at most 10 GB, served by one partition "
+        "(about 1,000 write units per second). Nothing that grows with use (metric points, their latest values and "
+        "RANK items, run summaries) is in the experiment's collection (layout 2, `serverless_mlflow/layout.py`).\n"
+    )
+    lines.append("| partition key | entities | grows with | bounded by |")
+    lines.append("|---|---|---|---|")
+    for template, (grows, bound) in schema.COLLECTION_BOUNDS.items():
+        names = ", ".join(f"`{e.name}`" for e in schema.ENTITIES if e.pk.template == template and not e.legacy_of)
+        lines.append(f"| `{_cell(template)}` | {names} | {_cell(grows)} | {_cell(bound)} |")
+    lines.append("\n## Layout 1 shapes (tables written before layout 2)\n")
+    lines.append(
+        "Read while `make migrate` moves them (`tools/migrate`), never written; their items carry the entity type of "
+        "the entity that replaced them. Readers merge both shapes until the table's `CFG#layout_version` (or the "
+        "experiment's `LV` item) says the move is done.\n"
+    )
+    lines += _entity_rows([entity for entity in schema.ENTITIES if entity.legacy_of])
     lines.append("\n## Named access patterns\n")
     lines.append(
         "Declared next to the entities; code builds its key conditions only from these (`Entity.query(name, ...)`, "
@@ -60,6 +69,20 @@ def render_schema() -> str:
             f"{_cell(pattern.description)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _entity_rows(entities: list[schema.Entity]) -> list[str]:
+    lines = ["| entity_type | pk | sk | index keys | derived | description |", "|---|---|---|---|---|---|"]
+    for entity in entities:
+        index_keys = "<br>".join(
+            f"{name}: " + (f"`{pk.template}` / " if pk else "") + f"`{sk.template}`" for name, (pk, sk) in entity.indexes.items()
+        )
+        name = f"`{entity.name}`" + (f" (`{entity.legacy_of}`)" if entity.legacy_of else "")
+        lines.append(
+            f"| {name} | `{_cell(entity.pk.template)}` | `{_cell(entity.sk.template)}` | {index_keys or '—'} | "
+            f"{'yes' if entity.derived else ''} | {_cell(entity.description)} |"
+        )
+    return lines
 
 
 def render_access_patterns() -> str:
@@ -92,7 +115,9 @@ def render() -> dict[Path, str]:
 
 
 def main() -> None:
-    for path, content in render().items():
+    from tools import route_coverage
+
+    for path, content in {**render(), **route_coverage.render()}.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
         print(f"wrote {path.relative_to(ROOT)}")

@@ -43,7 +43,9 @@ def _write_pairs(experiment_id: str, change: Any) -> list[Pair]:
             raise SystemExit(f"at most {MAX_PAIRS} pair indexes per experiment")
         rev = int(current["rev"]) if current else 0
         item = pair_ranks.PAIR_INDEX.item({"pairs": [p.as_attribute() for p in pairs], "rev": rev + 1}, experiment_id=experiment_id)
-        condition, names, values = ("attribute_not_exists(pk)", None, None) if current is None else ("#rev = :rev", {"#rev": "rev"}, {":rev": rev})
+        condition, names, values = (
+            ("attribute_not_exists(pk)", None, None) if current is None else ("#rev = :rev", {"#rev": "rev"}, {":rev": rev})
+        )
         try:
             table.put(item, condition, names, values)
             return pairs
@@ -60,9 +62,13 @@ def _rebuild_all(experiment_id: str) -> int:
 
 def add(experiment_id: str, param: str, metric: str) -> int:
     """Declare and backfill a pair; the number of runs rebuilt."""
-    _write_pairs(experiment_id, lambda pairs: [p for p in pairs if (p.param, p.metric) != (param, metric)] + [Pair(param, metric, BUILDING)])
+    _write_pairs(
+        experiment_id, lambda pairs: [p for p in pairs if (p.param, p.metric) != (param, metric)] + [Pair(param, metric, BUILDING)]
+    )
     runs = _rebuild_all(experiment_id)
-    _write_pairs(experiment_id, lambda pairs: [Pair(p.param, p.metric, READY) if (p.param, p.metric) == (param, metric) else p for p in pairs])
+    _write_pairs(
+        experiment_id, lambda pairs: [Pair(p.param, p.metric, READY) if (p.param, p.metric) == (param, metric) else p for p in pairs]
+    )
     return runs
 
 

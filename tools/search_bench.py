@@ -31,9 +31,9 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions", ROOT):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from serverless_mlflow import derived, pair_ranks, run_summaries, table  # noqa: E402
-from serverless_mlflow.store import runs as store  # noqa: E402
+from serverless_mlflow import pair_ranks, table  # noqa: E402
 from serverless_mlflow.table import STATS  # noqa: E402
+from tools import indexed_state  # noqa: E402
 
 API = "/api/2.0/mlflow"
 MATCHING = 1000  # runs each filter selects: 1% of 100,000 (thresholds scale with BENCH_FILTER_RUNS)
@@ -159,29 +159,10 @@ def run_items(experiment_id: str, index: int, rng: random.Random, p0_values: int
         "lifecycle_stage": "active",
         "last_update_time": 1,
     }
-    sources: list[dict[str, Any]] = []
-    for k in range(5):
-        value = repr(rng.random())
-        attributes = {"key": f"m{k}", "value": value, "timestamp": 1, "step": 0, "is_nan": False}
-        sources.append(store.LATEST_METRIC.item(attributes, experiment_id=experiment_id, run_id=run_id, key=f"m{k}", changed_at=None))
-    for k in range(5):
-        value = f"v{rng.randrange(p0_values)}" if k == 0 else f"lr-{rng.randrange(1000)}"
-        sources.append(
-            store.PARAM.item({"key": f"p{k}", "value": value}, experiment_id=experiment_id, run_id=run_id, key=f"p{k}", changed_at=None)
-        )
-    for k in range(3):
-        value = ("a" if rng.random() < 0.5 else rng.choice("bc")) if k == 0 else f"team-{rng.randrange(10)}"
-        sources.append(store.RUN_TAG.item({"key": f"t{k}", "value": value}, experiment_id=experiment_id, run_id=run_id, key=f"t{k}"))
-    run = store.run_item(info)
-    run.pop(derived.FLAG_ATTRIBUTE, None)  # its name is indexed (it has none): the indexer cleared the flag
-    items = [run, *sources]
-    pair_items = pair_ranks.entries(experiment_id, run_id, items, [PAIR])
-    items.append(run_summaries.summary_item(experiment_id, run_id, sorted(items, key=lambda item: item["sk"]), 1, pair_items))
-    items.extend(pair_items)
-    for source in sources:
-        if source["key"] in RANKED_KEYS:
-            items.extend(derived.derive(source).values())
-    return items
+    metrics = {f"m{k}": rng.random() for k in range(5)}
+    params = {f"p{k}": f"v{rng.randrange(p0_values)}" if k == 0 else f"lr-{rng.randrange(1000)}" for k in range(5)}
+    tags = {f"t{k}": ("a" if rng.random() < 0.5 else rng.choice("bc")) if k == 0 else f"team-{rng.randrange(10)}" for k in range(3)}
+    return indexed_state.run_items(info, metrics, params, tags, [PAIR], ranked=RANKED_KEYS)
 
 
 def bulk_load(experiment_id: str, n_runs: int, seed: int = 12) -> int:

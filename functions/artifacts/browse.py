@@ -39,14 +39,15 @@ def _join(root: str, path: str) -> str:
     return posixpath.join(root, relative) if relative else root
 
 
-
 def run_artifact_url(run_id: str, path: str) -> str:
+    safe_relative_path(path)  # MLflow validates the path before it looks the run up
     run = runs.get_run_item(run_id)
     root = _served_root(run.get("artifact_uri"), f"Run '{run_id}'")
     return storage.viewer_url(_join(root, path))
 
 
 def model_version_artifact_url(name: str, version: str, path: str) -> str:
+    safe_relative_path(path)  # before the version's lookup, as MLflow
     try:
         number = int(version)
     except (TypeError, ValueError):

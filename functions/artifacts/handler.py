@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler import Response
 from serverless_mlflow.api import JSON_CONTENT_TYPE, Request, build_app, dumps, lambda_entry
 from serverless_mlflow.errors import MlflowError, invalid
 
-from . import browse, run_listing, storage
+from . import browse, presigned_urls, run_listing, storage
 from .messages import MESSAGES
 
 # A Lambda response is capped at 6 MB; a gzipped body travels base64-encoded (4/3 larger).
@@ -98,6 +98,7 @@ def presigned_download(req: Request) -> dict[str, Any]:
 
 # --- the web UI's artifact browser ---------------------------------------------------------------
 
+
 def _redirect(url: str) -> Response:
     return Response(status_code=302, content_type=None, body="", headers={"Location": url})
 
@@ -114,14 +115,15 @@ def _required_query(req: Request, name: str) -> str:
     return value
 
 
-
 def get_run_artifact(req: Request) -> Response:
     run_id = _query(req, "run_id") or _query(req, "run_uuid") or ""
     return _redirect(browse.run_artifact_url(run_id, _required_query(req, "path")))
 
 
 def get_model_version_artifact(req: Request) -> Response:
-    return _redirect(browse.model_version_artifact_url(_query(req, "name") or "", _query(req, "version") or "", _required_query(req, "path")))
+    return _redirect(
+        browse.model_version_artifact_url(_query(req, "name") or "", _query(req, "version") or "", _required_query(req, "path"))
+    )
 
 
 def get_logged_model_artifact(req: Request) -> Response:
@@ -129,6 +131,16 @@ def get_logged_model_artifact(req: Request) -> Response:
     if not path:
         raise MlflowError('Request must include the "artifact_file_path" query parameter.', "BAD_REQUEST")
     return _redirect(browse.logged_model_artifact_url(req.path_params.get("model_id", ""), path))
+
+
+def create_presigned_upload_url(req: Request) -> dict[str, Any]:
+    message = req.message(MESSAGES["create_presigned_upload_url"])
+    raise presigned_urls.upload_url(message.get("run_id", ""), message.get("model_id", ""), message.get("path", ""))
+
+
+def create_presigned_download_url(req: Request) -> dict[str, Any]:
+    message = req.message(MESSAGES["create_presigned_download_url"])
+    raise presigned_urls.download_url(message["run_id"], message["path"], message.get("expiration"))
 
 
 app = build_app(
@@ -145,6 +157,8 @@ app = build_app(
         "abort_multipart_upload": abort_multipart_upload,
         "presigned_download": presigned_download,
         "get_run_artifact": get_run_artifact,
+        "create_presigned_upload_url": create_presigned_upload_url,
+        "create_presigned_download_url": create_presigned_download_url,
         "get_model_version_artifact": get_model_version_artifact,
         "get_logged_model_artifact": get_logged_model_artifact,
     },

@@ -51,6 +51,7 @@ def max_proxy_upload_bytes() -> int:
 
 # --- errors -----------------------------------------------------------------------------------
 
+
 def _client_error(error: Exception, what: str) -> MlflowError:
     """S3 errors in MLflow's vocabulary (MLflow's own S3 repo maps fewer and answers the rest with 500)."""
     code = s3.error_code(error)
@@ -73,6 +74,7 @@ def _client_error_type() -> type[Exception]:
 
 
 # --- paths ------------------------------------------------------------------------------------
+
 
 def _file_name(local_path: str) -> str:
     """The file name from the ``path`` field of an mpu call: the client sends its *local* path (any OS);
@@ -110,6 +112,7 @@ def _attachment(filename: str) -> str:
 
 
 # --- reads --------------------------------------------------------------------------------------
+
 
 def list_artifacts(path: str | None) -> list[dict[str, Any]]:
     """Entries directly under ``path``: basenames, ``is_dir``, ``file_size`` for files (MLflow's
@@ -174,6 +177,7 @@ def viewer_url(path: str) -> str:
 
 
 # --- writes -------------------------------------------------------------------------------------
+
 
 def upload_small(path: str, body: bytes, content_type: str | None) -> None:
     """A PUT of a whole file (the 3.17 client does this below MLFLOW_MULTIPART_UPLOAD_MINIMUM_FILE_SIZE)."""

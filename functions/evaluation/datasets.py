@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from serverless_mlflow import clock, keys, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
+from serverless_mlflow.request import json_text
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.search.evaluation_datasets import DatasetSearch
 from serverless_mlflow.store import experiments as experiment_store
@@ -95,7 +96,7 @@ def parse_tags_json(raw: str, *, required: bool) -> dict[str, Any] | None:
     if raw == "" and not required:
         return None
     try:
-        parsed = json.loads(raw)
+        parsed = json_text.loads(raw)
     except ValueError:
         raise invalid(f"Invalid value {raw!r} for parameter 'tags': must be a JSON object") from None
     if parsed is None and not required:
@@ -365,4 +366,4 @@ def attempts() -> Iterator[int]:
 
 
 def conflict() -> MlflowError:
-    return MlflowError("The dataset kept changing under concurrent updates; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    return retry_later("The dataset kept changing under concurrent updates; retry the request.")

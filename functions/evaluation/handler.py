@@ -10,6 +10,7 @@ from typing import Any
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response
+from serverless_mlflow.request import json_text
 from serverless_mlflow.validation import validate_experiment_id
 
 from . import datasets, records, scorers
@@ -45,12 +46,16 @@ def delete_dataset(req: Request) -> dict[str, Any]:
     return {}
 
 
+DEFAULT_SEARCH_DATASETS_MAX_RESULTS = 1000
+
+
 def search_datasets(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["search_datasets"])
     found, token = datasets.search_datasets(
         msg.get("experiment_ids") or None,
         msg.get("filter_string") or None,
-        msg.get("max_results") or None,
+        # SearchEvaluationDatasets.max_results is proto2 with [default = 1000]: unset reads as 1000 (0 stays refused).
+        msg.get("max_results", DEFAULT_SEARCH_DATASETS_MAX_RESULTS) or None,
         msg.get("order_by") or None,
         msg.get("page_token") or None,
     )
@@ -75,7 +80,7 @@ def delete_dataset_tag(req: Request) -> dict[str, Any]:
 def upsert_dataset_records(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["upsert_dataset_records"])
     try:
-        parsed = json.loads(msg["records"])
+        parsed = json_text.loads(msg["records"])
     except ValueError:
         raise invalid("Invalid value for parameter 'records': must be a JSON list of records") from None
     counts = records.upsert(_dataset_id(req), parsed)

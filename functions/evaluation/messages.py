@@ -51,4 +51,9 @@ MESSAGES: dict[str, Message] = {
     "upsert_online_scoring_config": Message(
         None, {"experiment_id": [required, string], "name": [required, string], "sample_rate": [required]}
     ),
+    # Path parameters only (declared for the request fuzz suite).
+    "get_dataset": Message({}),
+    "delete_dataset": Message({}),
+    "delete_dataset_tag": Message({}),
+    "get_dataset_experiment_ids": Message({}),
 }

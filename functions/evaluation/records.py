@@ -287,6 +287,9 @@ def _decode_token(page_token: str) -> str:
     """MLflow's cursor ``base64("<created_time>:<record_id>")`` -> the lsi2 sort key to resume after."""
     try:
         created_time, record_id = base64.b64decode(page_token.encode(), validate=True).decode().split(":", 1)
+        if len(record_id.encode("utf-8")) > MAX_POSITION_BYTES:
+            # No record id is that long (keys digest over-long ids, so the key's length cannot tell).
+            raise ValueError(record_id[:20])
         position = RECORD.index_sk(RECORD.patterns["by_created_time"].index, created_time=int(created_time), dataset_record_id=record_id)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise invalid(f"Invalid page token: {page_token[:100]!r}") from None

@@ -9,20 +9,21 @@ registration reuse its number.
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from typing import Any
 
 from serverless_mlflow import clock, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
+from serverless_mlflow.request import json_text
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments as experiment_store
 
 SCORER = ENTITY["scorer"]
 SCORER_VERSION = ENTITY["scorer_version"]
 ONLINE_CONFIG = ENTITY["online_scoring_config"]
-MAX_REGISTER_RETRIES = 8
+# Each round lets exactly one of the racing registrations win, so a burst of N needs up to N rounds.
+MAX_REGISTER_RETRIES = 32
 
 # mlflow.genai.scorers.scorer_utils.DECORATOR_SCORER_REGISTRATION_NOT_SUPPORTED_ERROR
 DECORATOR_SCORER_REGISTRATION_NOT_SUPPORTED_ERROR = (
@@ -46,7 +47,7 @@ _DESTINATION_KEYS = frozenset({"api_base", "base_url", "model_list", "fallbacks"
 
 def validate_payload(serialized_scorer: str) -> dict[str, Any]:
     try:
-        data = json.loads(serialized_scorer)
+        data = json_text.loads(serialized_scorer)
     except ValueError:
         raise invalid("serialized_scorer must be valid JSON") from None
     if _has_call_source(data) and not _custom_scorers_enabled():
@@ -178,7 +179,9 @@ def register_scorer(experiment_id: str, name: str, serialized_scorer: str) -> di
         raise invalid("Scorer name cannot be empty or contain only whitespace.")
     experiment_id = _experiment(experiment_id)
     _check_model(_model(data))
-    for _ in range(MAX_REGISTER_RETRIES):
+    for attempt in range(MAX_REGISTER_RETRIES):
+        if attempt:
+            table.backoff(min(attempt, 5))  # jitter spreads the losers of a race apart
         scorer, versions = _read(experiment_id, name)
         ops = []
         if scorer is None:
@@ -204,7 +207,7 @@ def register_scorer(experiment_id: str, name: str, serialized_scorer: str) -> di
         except table.ConditionFailed:
             continue  # another registration took this version (or created the scorer): read again
         return item
-    raise MlflowError("Too many concurrent registrations of this scorer; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    raise retry_later("Too many concurrent registrations of this scorer; retry the request.")
 
 
 def list_scorers(experiment_id: str) -> list[dict[str, Any]]:

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import clock, fts, search, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow import clock, fts, table
+from serverless_mlflow.deferred import deferred
+from serverless_mlflow.errors import MlflowError, invalid, not_found, wrong_state
+from serverless_mlflow.request import key_values_of
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments as store
 from serverless_mlflow.store import runs as runs_store
@@ -29,10 +31,14 @@ from serverless_mlflow.validation import (
     validate_experiment_tag,
 )
 
+# The search grammar (sqlparse) is imported by the searches that parse a filter, not at cold start.
+search = deferred("serverless_mlflow.search")
+
 CUSTOM_VIEW_TAG_PREFIX = "mlflow.customView.view"
 
 
 # --- create ------------------------------------------------------------------------------------------------
+
 
 def _is_custom_view_tag(key: str) -> bool:
     return key.startswith(CUSTOM_VIEW_TAG_PREFIX)
@@ -72,9 +78,11 @@ def _decode(url: str) -> str:
     raise invalid("Failed to decode url")
 
 
-def create_experiment(name: str, artifact_location: str | None, tags: list[dict[str, Any]], workspace: str = store.DEFAULT_WORKSPACE) -> str:
+def create_experiment(
+    name: str, artifact_location: str | None, tags: list[dict[str, Any]], workspace: str = store.DEFAULT_WORKSPACE
+) -> str:
     """Validate everything, allocate an id from the CONFIG counter, write all items in one transaction."""
-    tag_pairs = [(tag.get("key", ""), tag.get("value", "")) for tag in tags]
+    tag_pairs = [(tag["key"], tag["value"]) for tag in key_values_of(tags, "tags")]
     if sum(_is_custom_view_tag(key) for key, _ in tag_pairs) > MAX_CUSTOM_VIEWS_PER_EXPERIMENT:
         raise _custom_view_limit()
     if artifact_location:
@@ -92,6 +100,7 @@ def create_experiment(name: str, artifact_location: str | None, tags: list[dict[
 
 # --- reads -------------------------------------------------------------------------------------------------
 
+
 def get_experiment(experiment_id: str) -> dict[str, Any]:
     return store.get_experiment(experiment_id)
 
@@ -104,6 +113,7 @@ def get_experiment_by_name(name: str) -> dict[str, Any]:
 
 
 # --- rename / delete / restore ------------------------------------------------------------------------------
+
 
 def _meta_put(meta: dict[str, Any], **changes: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """New E#META and collection items with ``changes`` applied (index keys recomputed)."""
@@ -119,7 +129,7 @@ def rename_experiment(experiment_id: str, new_name: str) -> None:
     normalized = store.normalize_experiment_id(experiment_id)
     meta = store.get_experiment_meta(normalized)
     if meta["lifecycle_stage"] != store.ACTIVE:
-        raise MlflowError("Cannot rename a non-active experiment.", "INVALID_STATE")
+        raise wrong_state("Cannot rename a non-active experiment.")
     workspace = meta.get("workspace") or store.DEFAULT_WORKSPACE
     new_meta, new_entry = _meta_put(meta, name=new_name, last_update_time=clock.now_millis())
     condition = "#n = :old AND lifecycle_stage = :active"
@@ -143,7 +153,7 @@ def rename_experiment(experiment_id: str, new_name: str) -> None:
         # The experiment changed under us (renamed or deleted concurrently): answer from its new state.
         current = store.get_experiment_meta(normalized)
         if current["lifecycle_stage"] != store.ACTIVE:
-            raise MlflowError("Cannot rename a non-active experiment.", "INVALID_STATE") from None
+            raise wrong_state("Cannot rename a non-active experiment.") from None
         raise MlflowError("The experiment was modified concurrently; retry the rename.", "ABORTED") from None
 
 
@@ -159,14 +169,18 @@ def _set_lifecycle(experiment_id: str, from_stage: str, to_stage: str) -> None:
     for _ in range(3):
         new_meta, new_entry = _meta_put(meta, lifecycle_stage=to_stage, last_update_time=clock.now_millis())
         try:
-            table.transact([
-                # Conditioned on the name read too: a Put replaces the item and must not undo a concurrent rename.
-                table.put_op(
-                    new_meta, condition="lifecycle_stage = :from AND #n = :name",
-                    names={"#n": "name"}, values={":from": from_stage, ":name": meta["name"]},
-                ),
-                table.put_op(new_entry),
-            ])
+            table.transact(
+                [
+                    # Conditioned on the name read too: a Put replaces the item and must not undo a concurrent rename.
+                    table.put_op(
+                        new_meta,
+                        condition="lifecycle_stage = :from AND #n = :name",
+                        names={"#n": "name"},
+                        values={":from": from_stage, ":name": meta["name"]},
+                    ),
+                    table.put_op(new_entry),
+                ]
+            )
             # A run created between the first pass and the flip (create_run checks the experiment is
             # active in its own transaction, so none can follow the flip) is caught by this second pass.
             runs_store.set_experiment_runs_lifecycle(normalized, to_stage, only_stage=from_stage)
@@ -190,6 +204,7 @@ def restore_experiment(experiment_id: str) -> None:
 
 # --- tags -------------------------------------------------------------------------------------------------
 
+
 def set_experiment_tag(experiment_id: str, key: str, value: str) -> None:
     if _is_custom_view_tag(key):
         experiment = store.get_experiment(experiment_id)
@@ -202,11 +217,13 @@ def set_experiment_tag(experiment_id: str, key: str, value: str) -> None:
     store.check_experiment_active(meta)
     workspace = meta.get("workspace") or store.DEFAULT_WORKSPACE
     try:
-        table.transact([
-            table.check_op(store.meta_key(normalized), "lifecycle_stage = :active", values={":active": store.ACTIVE}),
-            table.put_op(store.tag_item(normalized, key, value)),
-            table.put_op(store.entry_tag_item(normalized, key, value, workspace)),
-        ])
+        table.transact(
+            [
+                table.check_op(store.meta_key(normalized), "lifecycle_stage = :active", values={":active": store.ACTIVE}),
+                table.put_op(store.tag_item(normalized, key, value)),
+                table.put_op(store.entry_tag_item(normalized, key, value, workspace)),
+            ]
+        )
     except table.ConditionFailed:
         store.check_experiment_active(store.get_experiment_meta(normalized))
         raise
@@ -218,11 +235,13 @@ def delete_experiment_tag(experiment_id: str, key: str) -> None:
     store.check_experiment_active(meta)
     workspace = meta.get("workspace") or store.DEFAULT_WORKSPACE
     try:
-        table.transact([
-            table.check_op(store.meta_key(normalized), "lifecycle_stage = :active", values={":active": store.ACTIVE}),
-            table.delete_op(store.tag_key(normalized, key), condition="attribute_exists(pk)"),
-            table.delete_op(store.entry_tag_key(normalized, key, workspace)),
-        ])
+        table.transact(
+            [
+                table.check_op(store.meta_key(normalized), "lifecycle_stage = :active", values={":active": store.ACTIVE}),
+                table.delete_op(store.tag_key(normalized, key), condition="attribute_exists(pk)"),
+                table.delete_op(store.entry_tag_key(normalized, key, workspace)),
+            ]
+        )
     except table.ConditionFailed as failure:
         if failure.reasons and failure.reasons[0] == "ConditionalCheckFailed":
             store.check_experiment_active(store.get_experiment_meta(normalized))
@@ -230,6 +249,7 @@ def delete_experiment_tag(experiment_id: str, key: str) -> None:
 
 
 # --- search -----------------------------------------------------------------------------------------------
+
 
 def search_experiments(
     view_type: int | str | None,

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from serverless_mlflow import clock, table
+from serverless_mlflow.api import float_json
 from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found
 from serverless_mlflow.llm_gateway import records
 from serverless_mlflow.llm_gateway.records import WORKSPACE
@@ -93,7 +94,8 @@ def mapping_json(mapping: dict[str, Any], definitions: dict[str, dict[str, Any]]
     }
     if mapping["model_definition_id"] in definitions:
         out["model_definition"] = definitions[mapping["model_definition_id"]]
-    out["weight"] = float(mapping["weight"])
+    # Protobuf JSON for a float: NaN and the infinities as strings (an older version stored "nan" for a bare NaN).
+    out["weight"] = float_json(float(mapping["weight"]))
     out["linkage_type"] = mapping["linkage_type"]
     if mapping.get("fallback_order") is not None:
         out["fallback_order"] = int(mapping["fallback_order"])

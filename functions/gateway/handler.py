@@ -5,13 +5,14 @@ shipped with this function and MLflow's provider auth table (``catalog``, ``prov
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import Any
 
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import MlflowError, invalid
-from serverless_mlflow.request import type_error
+from serverless_mlflow.request import read_float, read_int32, to_string, type_error
 
 from . import budgets, catalog, endpoints, model_definitions, provider_auth, secrets, validation
 from .messages import DEFINITION_UPDATES, MESSAGES
@@ -135,15 +136,25 @@ def _check_endpoint_name(name: str | None) -> None:
 
 
 def _model_config(raw: Any, location: str) -> dict[str, Any]:
-    """``GatewayEndpointModelConfig.from_proto`` after MLflow's ``_assert_linkage_type_specified``."""
+    """``GatewayEndpointModelConfig.from_proto`` after MLflow's ``_assert_linkage_type_specified``. Fields are read
+    as protobuf reads them: a value it refuses (a bare ``NaN`` weight, an order that is not an integer) leaves
+    the field at its default, as on MLflow's server."""
     raw = raw if isinstance(raw, dict) else {}
     linkage = _enum("linkage_type", raw["linkage_type"]) if raw.get("linkage_type") is not None else None
     if linkage is None:
         raise invalid(f"Invalid or missing value for required parameter 'linkage_type' in {location}. Must be one of: PRIMARY, FALLBACK.")
-    config: dict[str, Any] = {"model_definition_id": str(raw.get("model_definition_id") or ""), "linkage_type": linkage}
-    config["weight"] = float(raw["weight"]) if raw.get("weight") is not None else 1.0
-    if raw.get("fallback_order") is not None:
-        config["fallback_order"] = int(raw["fallback_order"])
+    definition_id = raw.get("model_definition_id")
+    config: dict[str, Any] = {
+        "model_definition_id": to_string(definition_id) if isinstance(definition_id, str) else "",
+        "linkage_type": linkage,
+    }
+    weight = read_float(raw.get("weight"), float32=True)
+    if weight is not None and math.isnan(weight):
+        # The string "NaN" reaches MLflow's store, which then refuses the insert (a 400); no route can use it.
+        raise invalid(f"Invalid value \"NaN\" for parameter '{location}.weight' supplied: a weight must be a number.")
+    config["weight"] = 1.0 if weight is None else weight
+    if (order := read_int32(raw.get("fallback_order"))) is not None:
+        config["fallback_order"] = order
     return config
 
 
@@ -152,7 +163,7 @@ def _fallback(raw: Any) -> dict[str, Any] | None:
         return None
     raw = raw if isinstance(raw, dict) else {}
     strategy = _enum("strategy", raw["strategy"]) if raw.get("strategy") is not None else None
-    return {"strategy": strategy, "max_attempts": int(raw["max_attempts"]) if raw.get("max_attempts") is not None else None}
+    return {"strategy": strategy, "max_attempts": read_int32(raw.get("max_attempts"))}
 
 
 def create_endpoint(req: Request) -> dict[str, Any]:

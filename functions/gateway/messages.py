@@ -108,4 +108,9 @@ MESSAGES: dict[str, Message] = {
     "delete_gateway_budget_policy": Message({"budget_policy_id": "string"}, {"budget_policy_id": _REQUIRED}),
     "list_gateway_budget_policies": Message({}, {}),
     "list_gateway_budget_windows": Message({}, {}),
+    # --- the UI's catalog routes: ``provider`` read from the raw query, as MLflow does
+    "list_gateway_supported_providers": Message({}),
+    "list_gateway_supported_models": Message({"provider": "string"}),
+    "get_gateway_provider_config": Message({"provider": "string"}),
+    "get_gateway_secrets_config": Message({}),
 }

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from serverless_mlflow import clock, table
-from serverless_mlflow.errors import MlflowError, already_exists
+from serverless_mlflow.errors import MlflowError, already_exists, wrong_state
 from serverless_mlflow.llm_gateway import records
 from serverless_mlflow.llm_gateway.records import MODEL_DEFINITION, MODEL_DEFINITION_NAME, WORKSPACE
 
@@ -121,7 +121,6 @@ def delete_model_definition(model_definition_id: str) -> None:
     except table.ConditionFailed:
         if table.get(records.model_definition_key(model_definition_id)) is None:
             raise records.missing("GatewayModelDefinition", "model_definition_id", model_definition_id) from None
-        raise MlflowError(
-            "Cannot delete model definition that is currently in use by endpoints. Detach it from all endpoints first.",
-            "INVALID_STATE",
+        raise wrong_state(
+            "Cannot delete model definition that is currently in use by endpoints. Detach it from all endpoints first."
         ) from None

@@ -1,50 +1,50 @@
-"""DynamoDB Streams -> RANK and FTS items. Partial batch failures are reported to Lambda."""
+"""DynamoDB Streams -> RANK items, FTS postings, run summaries and digests, trace aggregates. Partial batch
+failures are reported to Lambda."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
-from serverless_mlflow import clock
+from serverless_mlflow import clock, derived, table
+from serverless_mlflow.deferred import deferred
+from serverless_mlflow.observability import Observed
+from serverless_mlflow.schema import ENTITY_TYPE
 
-from .logic import Outcome, prefetch, process_record, record_watermark
+from . import batch
+from .logic import record_watermark
 
-logger = Logger(service="indexer")
-metrics = Metrics(namespace="MlflowServerless", service="indexer")
-tracer = Tracer(service="indexer")
-# A batch where every record fails is reported like any partial failure (Lambda retries, then the
-# on-failure destination takes the poison record); raising would retry the whole batch blindly.
-processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
+observed = Observed("indexer")
+logger, metrics = observed.logger, observed.metrics
+# Trace aggregates parse spans (protobuf) and trace text: imported by the first batch that carries a trace's items.
+trace_aggregates = deferred("serverless_mlflow.trace_aggregates")
+_TRACE_TYPES = derived.TRACE_AGGREGATE_TYPES | {"trace"}
 
 
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+def _trace_images(record: dict[str, Any]) -> list[dict[str, Any]]:
+    ddb = record.get("dynamodb") or {}
+    images = [ddb.get(name) for name in ("OldImage", "NewImage")]
+    return [table.from_item(image) for image in images if image and image.get(ENTITY_TYPE, {}).get("S") in _TRACE_TYPES]
+
+
+@observed.handler()
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     records: list[dict[str, Any]] = event.get("Records") or []
-    try:
-        currents = prefetch(records)
-    except Exception:  # a bad record must not stop the others: fall back to per-record reads
-        logger.exception("prefetch failed")
-        currents = None
-    outcomes: list[Outcome] = []
-    summarised: set[tuple[str, str]] = set()
-
-    def handle(record: DynamoDBRecord) -> None:
-        outcome = process_record(record.raw_event, currents, summarised)
-        outcomes.append(outcome)
-
-    response = process_partial_response(event=event, record_handler=handle, processor=processor, context=context)
-    failures = len(response.get("batchItemFailures", []))
-    indexed = [o for o in outcomes if o.indexed]
-    metrics.add_metric(name="RecordsProcessed", unit=MetricUnit.Count, value=len(records) - failures)
+    # The batch is worked whole (coalesced per item and per run, batch.py); a record that fails is reported, and
+    # Lambda retries from the lowest one reported (ReportBatchItemFailures): the rest is idempotent.
+    result = batch.process(records)
+    # Per-trace aggregates (metric rollups, content signatures) are rebuilt once per trace of the batch. Every
+    # step is replay-safe: on a failure the batch is retried whole.
+    images = [image for record in records for image in _trace_images(record)]
+    if images and (touched := trace_aggregates.traces_of(images)):
+        metrics.add_metric(name="TracesAggregated", unit=MetricUnit.Count, value=trace_aggregates.refresh(touched))
+    failures = sorted(set(result.failures), key=_sequence_order)
+    indexed = [o for o in result.outcomes if o.indexed]
+    metrics.add_metric(name="RecordsProcessed", unit=MetricUnit.Count, value=len(records) - len(failures))
     metrics.add_metric(name="RecordsIndexed", unit=MetricUnit.Count, value=len(indexed))
-    metrics.add_metric(name="RecordFailures", unit=MetricUnit.Count, value=failures)
-    created = [o.created_ms for o in outcomes if o.created_ms is not None]
+    metrics.add_metric(name="RecordFailures", unit=MetricUnit.Count, value=len(failures))
+    created = [o.created_ms for o in result.outcomes if o.created_ms is not None]
     if created:
         metrics.add_metric(name="IteratorAgeMs", unit=MetricUnit.Milliseconds, value=max(0, clock.now_millis() - min(created)))
     indexed_times = [o.created_ms for o in indexed if o.created_ms is not None]
@@ -52,5 +52,9 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if indexed_times:
         record_watermark(max(indexed_times))
     if failures:
-        logger.warning("stream records failed", extra={"failures": failures, "records": len(records)})
-    return response
+        logger.warning("stream records failed", extra={"failures": len(failures), "records": len(records)})
+    return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in failures]}
+
+
+def _sequence_order(sequence: str) -> tuple[int, str]:
+    return (int(sequence), sequence) if sequence.isdigit() else (0, sequence)

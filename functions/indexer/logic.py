@@ -1,25 +1,33 @@
-"""Per-record indexing: derive from the *current* source item, delete what older images implied.
+"""One batch of stream records -> derived items, coalesced per source item and per run.
 
-Idempotent by construction: the derived items written are always those of the source item as it is
-now (read strongly consistent), and the items removed are those implied by the record's images or
-found through FTS reverse items, minus the current ones. Replaying any record, any batch, or the whole
-stream converges to the same state; an out-of-date record can never resurrect an old RANK item.
+Idempotent by construction: the derived items written are always those of the source item as it is now (read
+strongly consistent), and the items removed are those implied by the records' images or found through FTS
+reverse items, minus the current ones. Replaying any record, any batch, or the whole stream converges to the
+same state; an out-of-date record can never resurrect an old RANK item.
+
+A batch is worked in *units* (``batch.py``): the records of one run (its items, its latest metrics, its marker)
+or of one other source item. Within a unit every source item is indexed once however many of its records the
+batch holds (a training loop logging one point per request sends a record per point: their RANK item moves
+once), the run's summary is rebuilt once, and the run's metric pass (``metric_marks``) runs once: epoch, the
+digest of its latest values, its marker's removal. So the experiment partition gains a few write units per run
+and batch, not per point.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import clock, fts, run_summaries, table
+from serverless_mlflow import clock, fts, metric_marks, run_metrics, run_summaries, table
 from serverless_mlflow.derived import FLAG_ATTRIBUTE, FLAGGED_TYPES, NameSource, derive, is_source, name_source, only_flag_removed
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
 
 Item = dict[str, Any]
 Key = tuple[str, str]
 WATERMARK = ENTITY["config"].key(key="indexer_watermark")
-_MISSING = object()
+METRIC_KEY = ENTITY["metric_key"]
 
 # The attribute whose value the derived items come from: the flag is only cleared if it still holds
 # the value that was indexed (compare-before-clear; a concurrent write keeps its flag).
@@ -45,10 +53,15 @@ class Images:
     old: Item | None
     new: Item | None
     created_ms: int | None
+    sequence: str
 
     @property
     def relevant(self) -> bool:
-        return (is_source(self.old) or is_source(self.new)) and not only_flag_removed(self.old, self.new)
+        if only_flag_removed(self.old, self.new):
+            return False
+        if self.new is None and (self.old or {}).get(ENTITY_TYPE) == metric_marks.MARKER.type_name:
+            return False  # the indexer's own removal of a marker
+        return is_source(self.old) or is_source(self.new)
 
 
 @dataclass
@@ -68,68 +81,54 @@ def images(record: dict[str, Any]) -> Images:
     new = table.from_item(ddb["NewImage"]) if ddb.get("NewImage") else None
     created = ddb.get("ApproximateCreationDateTime")
     created_ms = int(float(created) * 1000) if created is not None else None
-    return Images((keys[PK], keys[SK]), old, new, created_ms)
+    return Images((keys[PK], keys[SK]), old, new, created_ms, str(ddb.get("SequenceNumber", "")))
 
 
-def prefetch(records: Iterable[dict[str, Any]]) -> dict[Key, Item | None]:
-    """Current source items of a batch in one BatchGetItem per 100 keys (strongly consistent)."""
-    wanted = {img.key for img in map(images, records) if img.relevant}
+def prefetch(keys: Iterable[Key]) -> dict[Key, Item | None]:
+    """Current items in one BatchGetItem per 100 keys (strongly consistent); None for a missing one."""
+    wanted = list(dict.fromkeys(keys))
     found = table.batch_get([{PK: pk, SK: sk} for pk, sk in wanted]) if wanted else []
     current: dict[Key, Item | None] = dict.fromkeys(wanted)
     current.update({(item[PK], item[SK]): item for item in found})
     return current
 
 
-def process_record(
-    record: dict[str, Any], currents: dict[Key, Item | None] | None = None, summarised: set[tuple[str, str]] | None = None
-) -> Outcome:
-    """Index one record. ``summarised``: runs whose summary this batch already rebuilt (each read of a run's
-    range in a batch follows every write the batch holds, so one rebuild per run and batch is enough)."""
-    img = images(record)
-    outcome = Outcome(created_ms=img.created_ms)
-    if not img.relevant:
-        return outcome
-    outcome.indexed = True
-    cached = currents.get(img.key, _MISSING) if currents is not None else _MISSING
-    current = table.get({PK: img.key[0], SK: img.key[1]}) if cached is _MISSING else cached
+# --- one source item, however many of its records the batch holds ----------------------------------------
+
+
+def stale_of(img: Images) -> dict[Key, Item]:
+    """What one record's images imply (raises on an image that cannot be derived: that record is poison)."""
+    return {**derive(img.old), **derive(img.new)}
+
+
+def index_item(key: Key, records: list[Images], stale: dict[Key, Item], current: Item | None) -> Outcome:
+    """Write what the item implies now and delete what its records' images implied (``stale``) and no longer holds."""
+    outcome = Outcome(indexed=True)
     if current is not None and not is_source(current):
         current = None
-
-    old_derived, new_derived, target = derive(img.old), derive(img.new), derive(current)
-    if img.old is not None and old_derived == new_derived == target:
-        # Nothing this change implies differs (e.g. a run status update): the summary and the flag only.
-        refresh_summary(img, summarised)
-        outcome.flag_cleared = clear_flag(current)
+    target = derive(current)
+    # Nothing this item implies changed since before the batch (e.g. a run status update): its summary and flag
+    # only. Compared with the first record's old image, what an earlier invocation indexed: ``stale`` also holds
+    # what the new images imply, which nothing wrote yet (a name added by a MODIFY).
+    if records and all(img.old is not None for img in records) and derive(records[0].old) == target:
         return outcome
-
-    stale: dict[Key, Item] = {**old_derived, **new_derived}
+    stale = dict(stale)
     existing_fts: set[Key] = set()
-    for source in _name_sources(img.old, img.new, current):
+    for source in _name_sources(*(img.old for img in records), *(img.new for img in records), current):
         for reverse in fts.indexed_postings(source.scope, source.kind, source.entity_id):
             forward, rev = fts.posting_items(source.scope, source.kind, source.entity_id, reverse["level"], reverse["token"])
             for derived in (forward, rev):
-                key = (derived[PK], derived[SK])
-                stale[key] = derived
-                existing_fts.add(key)
-
+                derived_key = (derived[PK], derived[SK])
+                stale[derived_key] = derived
+                existing_fts.add(derived_key)
     # A posting already stored need not be written again (a rename keeps most trigrams).
-    puts = [item for key, item in target.items() if key not in existing_fts]
-    deletes = [item for key, item in stale.items() if key not in target]
+    puts = [item for derived_key, item in target.items() if derived_key not in existing_fts]
+    deletes = [item for derived_key, item in stale.items() if derived_key not in target]
     outcome.puts, outcome.deletes = len(puts), len(deletes)
     apply(puts, deletes)
-    refresh_summary(img, summarised)
-    outcome.flag_cleared = clear_flag(current)
+    if current is not None and current.get(ENTITY_TYPE) == run_metrics.LATEST.type_name and not run_metrics.is_legacy_latest(current):
+        register_metric_key(str(current["experiment_id"]), current["key"])
     return outcome
-
-
-def refresh_summary(img: Images, summarised: set[tuple[str, str]] | None) -> None:
-    """Rebuild the summary of the run the record's item belongs to (before its flag may be cleared)."""
-    run = run_summaries.run_of(img.new or img.old or {})
-    if run is None or (summarised is not None and run in summarised):
-        return
-    run_summaries.rebuild(*run)
-    if summarised is not None:
-        summarised.add(run)
 
 
 def _name_sources(*items: Item | None) -> list[NameSource]:
@@ -143,6 +142,7 @@ def _name_sources(*items: Item | None) -> list[NameSource]:
 
 def apply(puts: list[Item], deletes: list[Item]) -> None:
     """Write so that every forward posting always has its reverse item (cleanup can find it)."""
+
     def is_forward(item: Item) -> bool:
         return item[ENTITY_TYPE] == "fts_forward"
 
@@ -159,6 +159,52 @@ def apply(puts: list[Item], deletes: list[Item]) -> None:
         table.batch_write(puts=forward_puts, deletes=other_deletes)
     if reverse_deletes:
         table.batch_write(deletes=reverse_deletes)
+
+
+_registered: set[tuple[str, str, str]] = set()
+_registered_lock = threading.Lock()
+
+
+def register_metric_key(experiment_id: str, key: str) -> None:
+    """Record that the experiment has a RANK partition for ``key`` (once per key; remembered per instance)."""
+    remembered = (table.table_name(), experiment_id, key)
+    with _registered_lock:
+        if remembered in _registered:
+            return
+    item_key = METRIC_KEY.key(experiment_id=experiment_id, key=key)
+    if table.get(item_key, consistent=False) is None:
+        table.put(METRIC_KEY.item({"key": key}, experiment_id=experiment_id, key=key))
+    with _registered_lock:
+        _registered.add(remembered)
+
+
+# --- a run: its summary and its metric pass -----------------------------------------------------------------
+
+
+def write_digest(experiment_id: str, run_id: str, latest: list[Item], current: Item | None) -> bool:
+    """Copy the run's latest values into its range (the digest), unless it holds them already (a run without any
+    has none). True if written."""
+    if not latest:
+        if current is None:
+            return False
+        table.delete(run_metrics.DIGEST.key(experiment_id=experiment_id, run_id=run_id))
+        return True
+    digest = run_metrics.digest_item(experiment_id, run_id, latest)
+    if run_metrics.same_digest(current, digest):
+        return False
+    table.put(digest)
+    return True
+
+
+def metric_pass(experiment_id: str, run_id: str, epoch: int, digest: Item | None) -> None:
+    """After ``metric_marks.begin`` gave ``epoch``: the digest from the run's latest values read now. The RANK
+    items of those values are written by ``index_item`` from the same reads' era (both after the epoch began)."""
+    write_digest(experiment_id, run_id, run_metrics.read_latest(run_id), digest)
+
+
+def refresh_summary(run: tuple[str, str]) -> None:
+    """Rebuild the summary of a run (before any of its flags or its marker may be cleared)."""
+    run_summaries.rebuild(*run)
 
 
 def clear_flag(current: Item | None) -> bool:

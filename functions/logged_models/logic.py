@@ -11,12 +11,17 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, keys, search, table
+from serverless_mlflow import clock, keys, table
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid
 from serverless_mlflow.names import random_name
+from serverless_mlflow.request import key_values_of
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import logged_models as store
 from serverless_mlflow.validation import parse_experiment_ids, validate_logged_model_name
+
+# The search grammar (sqlparse) is imported by the searches that parse a filter, not at cold start.
+search = deferred("serverless_mlflow.search")
 
 MODELS_FOLDER_NAME = "models"
 ARTIFACTS_FOLDER_NAME = "artifacts"
@@ -32,9 +37,9 @@ def _duplicate_params() -> MlflowError:
     return _unique_violation("logged_model_params", "param_key")
 
 
-def _pairs(entries: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    # Proto defaults: an entry without key/value has "" there.
-    return [(entry.get("key", ""), entry.get("value", "")) for entry in entries]
+def _pairs(entries: list[Any], list_name: str) -> list[tuple[str, str]]:
+    # Proto defaults: an entry without key/value has "" there; a value of another type is MLflow's type error.
+    return [(pair["key"], pair["value"]) for pair in key_values_of(entries, list_name)]
 
 
 def _has_duplicates(pairs: list[tuple[str, str]]) -> bool:
@@ -56,7 +61,7 @@ def create_logged_model(
     validate_logged_model_name(name)
     experiment = experiment_store.get_experiment_meta(experiment_id)
     experiment_store.check_experiment_active(experiment)
-    param_pairs, tag_pairs = _pairs(params), _pairs(tags)
+    param_pairs, tag_pairs = _pairs(params, "params"), _pairs(tags, "tags")
     if _has_duplicates(param_pairs):
         raise _duplicate_params()
     if _has_duplicates(tag_pairs):
@@ -84,11 +89,13 @@ def create_logged_model(
     room = table.TRANSACTION_LIMIT - 2
     if len(children) > room:
         table.batch_write(puts=children[room:])
-    table.transact([
-        table.put_op(model_item, condition="attribute_not_exists(pk)"),
-        table.put_op(locator, condition="attribute_not_exists(pk)"),
-        *[table.put_op(item) for item in children[:room]],
-    ])
+    table.transact(
+        [
+            table.put_op(model_item, condition="attribute_not_exists(pk)"),
+            table.put_op(locator, condition="attribute_not_exists(pk)"),
+            *[table.put_op(item) for item in children[:room]],
+        ]
+    )
     return store.to_api(store.assemble([model_item, *children]) or {})
 
 
@@ -127,8 +134,10 @@ def delete_logged_model(model_id: str) -> None:
 
 def set_logged_model_tags(model_id: str, tags: list[dict[str, Any]]) -> None:
     model = store.get_logged_model_record(model_id)
-    deduped = dict(_pairs(tags))  # a repeated key keeps its last value, as MLflow's upsert does
-    items = [store.TAG.item({"key": k, "value": v}, experiment_id=model["experiment_id"], model_id=model_id, key=k) for k, v in deduped.items()]
+    deduped = dict(_pairs(tags, "tags"))  # a repeated key keeps its last value, as MLflow's upsert does
+    items = [
+        store.TAG.item({"key": k, "value": v}, experiment_id=model["experiment_id"], model_id=model_id, key=k) for k, v in deduped.items()
+    ]
     table.batch_write(puts=items)
 
 
@@ -143,7 +152,7 @@ def delete_logged_model_tag(model_id: str, key: str) -> None:
 def log_logged_model_params(model_id: str, params: list[dict[str, Any]]) -> None:
     """Params are immutable: a key logged before (any value) or twice in the request is BAD_REQUEST."""
     model = store.get_logged_model_record(model_id)
-    pairs = _pairs(params)
+    pairs = _pairs(params, "params")
     if _has_duplicates(pairs):
         raise _duplicate_params()
     items = [store.PARAM.item({"key": k, "value": v}, experiment_id=model["experiment_id"], model_id=model_id, key=k) for k, v in pairs]

@@ -47,4 +47,8 @@ MESSAGES: dict[str, Message] = {
             "page_token": [string],
         },
     ),
+    # Path parameters only (and ?allow_deleted), read by the handlers (declared for the request fuzz suite).
+    "get_logged_model": Message({"allow_deleted": "bool"}),
+    "delete_logged_model": Message({}),
+    "delete_logged_model_tag": Message({}),
 }

@@ -9,6 +9,8 @@ from aws_lambda_powertools.event_handler import Response
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.server_info import MLFLOW_API_VERSION, server_info
 
+from . import assistant
+
 
 def health(_: Request) -> Response:
     return Response(status_code=200, content_type="text/plain", body="OK")
@@ -34,6 +36,19 @@ def post_ui_telemetry(_: Request) -> dict[str, Any]:
     return {"status": "disabled"}
 
 
+def gateway_proxy(_: Request) -> dict[str, Any]:
+    # No deployments target is configured (the AI gateway runtime is not served): MLflow's empty answer.
+    return assistant.EMPTY_GATEWAY
+
+
+def get_assistant_config(_: Request) -> dict[str, Any]:
+    return assistant.config()
+
+
+def get_assistant_providers(_: Request) -> dict[str, Any]:
+    return assistant.providers()
+
+
 app = build_app(
     "meta",
     {
@@ -42,6 +57,9 @@ app = build_app(
         "server_info": get_server_info,
         "get_ui_telemetry": get_ui_telemetry,
         "post_ui_telemetry": post_ui_telemetry,
+        "gateway_proxy": gateway_proxy,
+        "get_assistant_config": get_assistant_config,
+        "get_assistant_providers": get_assistant_providers,
     },
 )
 lambda_handler = lambda_entry(app)

@@ -16,6 +16,7 @@ def _tags(raw: list[Any] | None) -> dict[str, str]:
 
 # --- registered models ------------------------------------------------------------------------------
 
+
 def create_registered_model(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["create_registered_model"])
     return {"registered_model": models.create_registered_model(msg.get("name", ""), _tags(msg.get("tags")), msg.get("description", ""))}
@@ -44,7 +45,9 @@ def delete_registered_model(req: Request) -> dict[str, Any]:
 
 def search_registered_models(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["search_registered_models"])
-    return listing.search_registered_models(msg.get("filter") or None, msg.get("max_results", 100), msg.get("order_by") or None, msg.get("page_token") or None)
+    return listing.search_registered_models(
+        msg.get("filter") or None, msg.get("max_results", 100), msg.get("order_by") or None, msg.get("page_token") or None
+    )
 
 
 def get_latest_versions(req: Request) -> dict[str, Any]:
@@ -67,7 +70,8 @@ def delete_registered_model_tag(req: Request) -> dict[str, Any]:
 
 def set_registered_model_alias(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["set_registered_model_alias"])
-    models.set_registered_model_alias(msg["name"], msg["alias"], msg["version"])
+    split = (msg.get("secondary_version"), msg.get("secondary_version_weight"))
+    models.set_registered_model_alias(msg["name"], msg["alias"], msg["version"], split)
     return {}
 
 
@@ -83,6 +87,7 @@ def get_model_version_by_alias(req: Request) -> dict[str, Any]:
 
 
 # --- model versions ------------------------------------------------------------------------------------
+
 
 def create_model_version(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["create_model_version"])
@@ -118,7 +123,9 @@ def get_model_version_download_uri(req: Request) -> dict[str, Any]:
 
 def search_model_versions(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["search_model_versions"])
-    return listing.search_model_versions(msg.get("filter") or None, msg.get("max_results", 200_000), msg.get("order_by") or None, msg.get("page_token") or None)
+    return listing.search_model_versions(
+        msg.get("filter") or None, msg.get("max_results", 200_000), msg.get("order_by") or None, msg.get("page_token") or None
+    )
 
 
 def set_model_version_tag(req: Request) -> dict[str, Any]:

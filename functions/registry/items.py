@@ -34,7 +34,9 @@ READY = "READY"
 # A META item carrying one of these is in the middle of a rename or a delete: every request that
 # meets one finishes that job first (see lifecycle.py).
 MARKERS = ("renaming_to", "renaming_from", "deleting")
-NO_MARKERS = "attribute_exists(pk) AND attribute_not_exists(renaming_to) AND attribute_not_exists(renaming_from) AND attribute_not_exists(deleting)"
+NO_MARKERS = (
+    "attribute_exists(pk) AND attribute_not_exists(renaming_to) AND attribute_not_exists(renaming_from) AND attribute_not_exists(deleting)"
+)
 VERSION_LIVE = "attribute_exists(pk) AND attribute_not_exists(deleting)"
 
 
@@ -82,6 +84,7 @@ def has_marker(meta: dict[str, Any]) -> bool:
 
 # --- item builders ------------------------------------------------------------------------------
 
+
 def meta_item(attributes: dict[str, Any]) -> dict[str, Any]:
     return RM.item(attributes, model_name=attributes["name"], workspace=attributes.get("workspace", WORKSPACE))
 
@@ -110,8 +113,18 @@ def model_tag_item(name: str, key: str, value: str) -> dict[str, Any]:
     return RM_TAG.item({"key": key, "value": value}, model_name=name, key=key)
 
 
-def alias_item(name: str, alias: str, version: int) -> dict[str, Any]:
-    return ALIAS.item({"alias": alias, "version": version}, model_name=name, alias=alias)
+def alias_item(name: str, alias: str, version: int, split: tuple[int, int] | None = None) -> dict[str, Any]:
+    """An alias; ``split`` = (secondary version, its traffic weight in percent), the seeds' canary extension."""
+    attributes: dict[str, Any] = {"alias": alias, "version": version}
+    if split is not None:
+        attributes.update(secondary_version=split[0], secondary_weight=split[1])
+    return ALIAS.item(attributes, model_name=name, alias=alias)
+
+
+def split_of(item: dict[str, Any]) -> tuple[int, int] | None:
+    if item.get("secondary_version") is None:
+        return None
+    return int(item["secondary_version"]), int(item.get("secondary_weight") or 0)
 
 
 def rebuild_for(item: dict[str, Any], new_name: str, renamed_at: int) -> dict[str, Any]:
@@ -125,11 +138,12 @@ def rebuild_for(item: dict[str, Any], new_name: str, renamed_at: int) -> dict[st
     if kind == "registered_model_tag":
         return model_tag_item(new_name, attributes["key"], attributes["value"])
     if kind == "model_alias":
-        return alias_item(new_name, attributes["alias"], attributes["version"])
+        return alias_item(new_name, attributes["alias"], attributes["version"], split_of(attributes))
     raise ValueError(f"unexpected item {kind} in a registry partition")
 
 
 # --- JSON (what MLflow's to_proto + message_to_json produce) ------------------------------------
+
 
 def tags_json(tags: dict[str, str]) -> list[dict[str, str]]:
     return [{"key": key, "value": value} for key, value in tags.items()]
@@ -164,6 +178,7 @@ def model_json(
     tags: dict[str, str],
     aliases: dict[str, int],
     latest: list[dict[str, Any]],
+    splits: dict[str, tuple[int, int]] | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"name": meta["name"]}
     if meta.get("creation_timestamp") is not None:
@@ -177,5 +192,13 @@ def model_json(
     if tags:
         out["tags"] = tags_json(tags)
     if aliases:
-        out["aliases"] = [{"alias": alias, "version": str(version)} for alias, version in aliases.items()]
+        out["aliases"] = [_alias_json(alias, version, (splits or {}).get(alias)) for alias, version in aliases.items()]
+    return out
+
+
+def _alias_json(alias: str, version: int, split: tuple[int, int] | None) -> dict[str, Any]:
+    # Extra fields only on split aliases: MLflow's client parses answers with ignore_unknown_fields.
+    out: dict[str, Any] = {"alias": alias, "version": str(version)}
+    if split is not None:
+        out["secondary_version"], out["secondary_version_weight"] = str(split[0]), split[1]
     return out

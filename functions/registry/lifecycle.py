@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from serverless_mlflow import table
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.errors import MlflowError, retry_later
 from serverless_mlflow.schema import ENTITY_TYPE, PK, SK
 
 from .items import (
@@ -71,7 +71,7 @@ def settle(name: str) -> dict[str, Any] | None:
         if not has_marker(meta):
             return meta
         finish(meta)
-    raise MlflowError(f"Registered Model (name={name}) is busy; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    raise retry_later(f"Registered Model (name={name}) is busy; retry the request.")
 
 
 def finish(meta: dict[str, Any], stop_after: int | None = None) -> None:
@@ -92,20 +92,23 @@ def finish(meta: dict[str, Any], stop_after: int | None = None) -> None:
 
 # --- rename -------------------------------------------------------------------------------------
 
+
 def start_rename(meta: dict[str, Any], new_name: str, renamed_at: int) -> None:
     """Step 1. Raises ConditionFailed with reasons [source, target]."""
     old_name = meta["name"]
     placeholder = meta_item({"name": new_name, "workspace": meta.get("workspace", "default")})
     placeholder.update({"renaming_from": old_name, "renamed_at": renamed_at})
-    table.transact([
-        table.update_op(
-            meta_key(old_name),
-            "SET renaming_to = :new, renamed_at = :at",
-            values={":new": new_name, ":at": renamed_at},
-            condition=NO_MARKERS,
-        ),
-        table.put_op(placeholder, condition="attribute_not_exists(pk)"),
-    ])
+    table.transact(
+        [
+            table.update_op(
+                meta_key(old_name),
+                "SET renaming_to = :new, renamed_at = :at",
+                values={":new": new_name, ":at": renamed_at},
+                condition=NO_MARKERS,
+            ),
+            table.put_op(placeholder, condition="attribute_not_exists(pk)"),
+        ]
+    )
 
 
 def finish_rename(old_name: str, new_name: str, renamed_at: int, stop_after: int | None = None) -> None:
@@ -128,18 +131,22 @@ def finish_rename(old_name: str, new_name: str, renamed_at: int, stop_after: int
     source = table.get(meta_key(old_name))
     if source is None or source.get("renaming_to") != new_name:
         return
-    final_meta = meta_item({
-        **{k: source[k] for k in META_ATTRIBUTES if k in source},
-        "name": new_name,
-        "last_updated_timestamp": renamed_at,
-    })
+    final_meta = meta_item(
+        {
+            **{k: source[k] for k in META_ATTRIBUTES if k in source},
+            "name": new_name,
+            "last_updated_timestamp": renamed_at,
+        }
+    )
     try:
-        table.transact([
-            table.delete_op(meta_key(old_name), condition="renaming_to = :new", values={":new": new_name}),
-            table.put_op(final_meta, condition="renaming_from = :old", values={":old": old_name}),
-            table.delete_op(entry_key(old_name)),
-            table.put_op(entry_item(new_name, bool(source.get("is_prompt")))),
-        ])
+        table.transact(
+            [
+                table.delete_op(meta_key(old_name), condition="renaming_to = :new", values={":new": new_name}),
+                table.put_op(final_meta, condition="renaming_from = :old", values={":old": old_name}),
+                table.delete_op(entry_key(old_name)),
+                table.put_op(entry_item(new_name, bool(source.get("is_prompt")))),
+            ]
+        )
     except table.ConditionFailed:
         return
 
@@ -151,6 +158,7 @@ def _belongs_to_dead_version(item: dict[str, Any], dead_versions: set[int]) -> b
 
 # --- delete -------------------------------------------------------------------------------------
 
+
 def start_delete(name: str, now: int) -> None:
     table.update(meta_key(name), "SET deleting = :now", values={":now": now}, condition=NO_MARKERS)
 
@@ -161,15 +169,18 @@ def finish_delete(name: str, stop_after: int | None = None) -> None:
     if not _run_batches(checks, deletes, stop_after):
         return
     try:
-        table.transact([
-            table.delete_op(meta_key(name), condition="attribute_exists(deleting)"),
-            table.delete_op(entry_key(name)),
-        ])
+        table.transact(
+            [
+                table.delete_op(meta_key(name), condition="attribute_exists(deleting)"),
+                table.delete_op(entry_key(name)),
+            ]
+        )
     except table.ConditionFailed:
         return
 
 
 # --- shared -------------------------------------------------------------------------------------
+
 
 def _partition_items(name: str) -> list[dict[str, Any]]:
     """Every item of the model except META (strongly consistent)."""

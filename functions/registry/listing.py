@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import fts, parallel, search, table
+from serverless_mlflow import fts, parallel, table
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.pages import page_response
 from serverless_mlflow.store import model_versions
 
@@ -33,6 +34,9 @@ from .items import (
     version_json,
     versions_query,
 )
+
+# The search grammar (sqlparse) is imported by the searches that parse a filter, not at cold start.
+search = deferred("serverless_mlflow.search")
 
 
 def _entries(flt: search.Filter | None = None) -> list[dict[str, Any]]:
@@ -56,13 +60,13 @@ def _name_ok(name: str, flt: search.Filter) -> bool:
 
 # --- registered models ----------------------------------------------------------------------------
 
-def search_registered_models(filter_string: str | None, max_results: int, order_by: list[str] | None, page_token: str | None) -> dict[str, Any]:
+
+def search_registered_models(
+    filter_string: str | None, max_results: int, order_by: list[str] | None, page_token: str | None
+) -> dict[str, Any]:
     query = search.prepare_registered_model_search(filter_string, order_by, max_results, page_token)
     flt = query.filter
-    candidates = [
-        e["name"] for e in _entries(flt)
-        if (flt.querying_prompts or not e.get("is_prompt")) and _name_ok(e["name"], flt)
-    ]
+    candidates = [e["name"] for e in _entries(flt) if (flt.querying_prompts or not e.get("is_prompt")) and _name_ok(e["name"], flt)]
     needs_tags = flt.querying_prompts or any(n[0] == "tag" for n in flt.normalized)
     heads: dict[str, reads.Head] = {}
     if needs_tags:
@@ -88,13 +92,14 @@ def search_registered_models(filter_string: str | None, max_results: int, order_
         head = heads.get(entity["name"]) or reads.read_head(entity["name"])
         if head is None:
             return None  # deleted between the list and now
-        return model_json(head.meta, head.tags, head.aliases, reads.latest_versions(entity["name"]))
+        return model_json(head.meta, head.tags, head.aliases, reads.latest_versions(entity["name"]), head.splits)
 
     models = [m for m in parallel.parallel_map(expand, page) if m is not None]
     return page_response("registered_models", models, token)
 
 
 # --- model versions ---------------------------------------------------------------------------------
+
 
 def _equality_values(flt: search.Filter, key: str) -> list[str] | None:
     """Values of ``key = v`` / ``key IN (...)``: every match has one of them (None: no such comparison)."""
@@ -157,7 +162,9 @@ def _run_versions(run_ids: list[str]) -> list[dict[str, Any]]:
     return [e for e in parallel.parallel_map(reread, hits) if e is not None]
 
 
-def search_model_versions(filter_string: str | None, max_results: int, order_by: list[str] | None, page_token: str | None) -> dict[str, Any]:
+def search_model_versions(
+    filter_string: str | None, max_results: int, order_by: list[str] | None, page_token: str | None
+) -> dict[str, Any]:
     query = search.prepare_model_version_search(filter_string, order_by, max_results, page_token)
     flt = query.filter
     names = _equality_values(flt, "name")
@@ -170,4 +177,3 @@ def search_model_versions(filter_string: str | None, max_results: int, order_by:
         entities = [e for batch in parallel.parallel_map(_partition_versions, sorted(set(names))) for e in batch]
     page, token = query.run(entities)
     return page_response("model_versions", [version_json(e["_item"], e["tags"]) for e in page], token)
-

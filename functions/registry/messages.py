@@ -41,7 +41,9 @@ MESSAGES: dict[str, Message] = {
     ),
     "delete_registered_model_tag": Message({"name": "string", "key": "string"}, {"name": [string, required], "key": [string, required]}),
     "set_registered_model_alias": Message(
-        {"name": "string", "alias": "string", "version": "string"},
+        # secondary_version / secondary_version_weight: the traffic-split extension (docs/registry.md); MLflow's
+        # own server ignores unknown fields, and stock clients never send them.
+        {"name": "string", "alias": "string", "version": "string", "secondary_version": "string", "secondary_version_weight": "int32"},
         {"name": [string, required], "alias": [string, required], "version": [string, required]},
     ),
     "delete_registered_model_alias": Message(

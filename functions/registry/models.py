@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.errors import MlflowError, already_exists
+from serverless_mlflow import clock, registry_events, table
+from serverless_mlflow.errors import MlflowError, already_exists, invalid, retry_later
 from serverless_mlflow.validation import (
     validate_model_alias_name,
     validate_model_alias_name_reserved,
@@ -32,7 +32,10 @@ from .items import (
     version_key,
 )
 
-TAGS_IN_CREATE_TRANSACTION = 97
+# META + name-list entry + tags + the event: one transaction holds 100 operations.
+TAGS_IN_CREATE_TRANSACTION = 96
+# The seeds' canary alias: the secondary version takes 0-99 % of the traffic, the primary the rest.
+MAX_SECONDARY_WEIGHT = 99
 
 
 def _is_prompt_value(value: str | None) -> bool:
@@ -46,23 +49,29 @@ def create_registered_model(name: str, tags: dict[str, str], description: str) -
         validate_registered_model_tag(key, value)
     now = clock.now_millis()
     is_prompt = _is_prompt_value(tags.get(IS_PROMPT_TAG_KEY))
-    meta = meta_item({
-        "name": name,
-        "description": description,
-        "creation_timestamp": now,
-        "last_updated_timestamp": now,
-        "next_version": 1,
-        "workspace": WORKSPACE,
-        "is_prompt": is_prompt,
-    })
+    meta = meta_item(
+        {
+            "name": name,
+            "description": description,
+            "creation_timestamp": now,
+            "last_updated_timestamp": now,
+            "next_version": 1,
+            "workspace": WORKSPACE,
+            "is_prompt": is_prompt,
+        }
+    )
     tag_items = [model_tag_item(name, k, v) for k, v in tags.items()]
+    entity, payload = registry_events.model_created(name, tags, description)
     try:
         # The conditional put on the model's own META key is the name-uniqueness check.
-        table.transact([
-            table.put_op(meta, condition="attribute_not_exists(pk)"),
-            table.put_op(entry_item(name, is_prompt)),
-            *(table.put_op(item) for item in tag_items[:TAGS_IN_CREATE_TRANSACTION]),
-        ])
+        table.transact(
+            [
+                table.put_op(meta, condition="attribute_not_exists(pk)"),
+                table.put_op(entry_item(name, is_prompt)),
+                *(table.put_op(item) for item in tag_items[:TAGS_IN_CREATE_TRANSACTION]),
+                registry_events.event_op(entity, "created", payload, name),
+            ]
+        )
     except table.ConditionFailed:
         raise _name_taken(name, IS_PROMPT_TAG_KEY in tags) from None
     for item in tag_items[TAGS_IN_CREATE_TRANSACTION:]:
@@ -87,7 +96,7 @@ def _name_taken(name: str, new_is_prompt: bool) -> MlflowError:
 def get_registered_model(name: str) -> dict[str, Any]:
     validate_model_name(name)
     head = reads.require_head(name)
-    return model_json(head.meta, head.tags, head.aliases, reads.latest_versions(name))
+    return model_json(head.meta, head.tags, head.aliases, reads.latest_versions(name), head.splits)
 
 
 def update_registered_model(name: str, description: str) -> dict[str, Any]:
@@ -132,7 +141,7 @@ def rename_registered_model(name: str, new_name: str, stop_after: int | None = N
         meta = table.get(meta_key(name)) or {}
         lifecycle.finish(meta, stop_after)
         return get_registered_model(new_name)
-    raise MlflowError(f"Registered Model (name={name}) is busy; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    raise retry_later(f"Registered Model (name={name}) is busy; retry the request.")
 
 
 def update_touch(name: str) -> dict[str, Any]:
@@ -159,10 +168,11 @@ def delete_registered_model(name: str, stop_after: int | None = None) -> None:
             continue
         lifecycle.finish_delete(name, stop_after)
         return
-    raise MlflowError(f"Registered Model (name={name}) is busy; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    raise retry_later(f"Registered Model (name={name}) is busy; retry the request.")
 
 
 # --- tags and aliases ---------------------------------------------------------------------------
+
 
 def _guarded_model_write(name: str, operations: list[dict[str, Any]], guard: dict[str, Any] | None = None) -> None:
     """Write sub-items of a model only while it exists without a rename/delete marker."""
@@ -172,7 +182,7 @@ def _guarded_model_write(name: str, operations: list[dict[str, Any]], guard: dic
             return
         except table.ConditionFailed:
             reads.require_meta(name)  # 404 for a missing model; finishes a job in progress
-    raise MlflowError(f"Registered Model (name={name}) is busy; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    raise retry_later(f"Registered Model (name={name}) is busy; retry the request.")
 
 
 def _prompt_flag_ops(name: str, is_prompt: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -189,7 +199,8 @@ def set_registered_model_tag(name: str, key: str, value: str) -> None:
     if key == IS_PROMPT_TAG_KEY:
         guard, extra = _prompt_flag_ops(name, _is_prompt_value(value))
         operations += extra
-    _guarded_model_write(name, operations, guard)
+    event = registry_events.event_op("registered_model_tag", "set", {"name": name, "key": key, "value": value}, name, prompt_aware=True)
+    _guarded_model_write(name, [*operations, event], guard)
 
 
 def delete_registered_model_tag(name: str, key: str) -> None:
@@ -201,26 +212,33 @@ def delete_registered_model_tag(name: str, key: str) -> None:
     if key == IS_PROMPT_TAG_KEY:
         guard, extra = _prompt_flag_ops(name, False)
         operations += extra
-    _guarded_model_write(name, operations, guard)
+    event = registry_events.event_op("registered_model_tag", "deleted", {"name": name, "key": key}, name, prompt_aware=True)
+    _guarded_model_write(name, [*operations, event], guard)
 
 
-def set_registered_model_alias(name: str, alias: str, version: Any) -> None:
+def set_registered_model_alias(name: str, alias: str, version: Any, split: tuple[Any, Any] | None = None) -> None:
+    """Point ``alias`` at ``version``; ``split`` (secondary version, weight 0-99) is the traffic-split extension."""
     validate_model_name(name)
     validate_model_alias_name(alias)
     validate_model_alias_name_reserved(alias)
     number = reads.version_number(name, version)
+    secondary = _validated_split(name, number, split)
+    checks = [table.check_op(meta_key(name), NO_MARKERS), table.check_op(version_key(name, number), VERSION_LIVE)]
+    if secondary is not None:
+        checks.append(table.check_op(version_key(name, secondary[0]), VERSION_LIVE))
+    payload = {"name": name, "alias": alias, "version": str(version)}
+    split_detail = {"secondary_version": str(secondary[0]), "secondary_version_weight": secondary[1]} if secondary else None
+    event = registry_events.event_op("model_version_alias", "created", payload, name, prompt_aware=True, split=split_detail)
     for _ in range(3):
         try:
-            table.transact([
-                table.check_op(meta_key(name), NO_MARKERS),
-                table.check_op(version_key(name, number), VERSION_LIVE),
-                table.put_op(alias_item(name, alias, number)),
-            ])
+            table.transact([*checks, table.put_op(alias_item(name, alias, number, secondary)), event])
             return
         except table.ConditionFailed as failure:
             reasons = failure.reasons or []
             if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
                 raise reads.version_not_found(name, number) from None
+            if secondary is not None and len(reasons) > 2 and reasons[2] == "ConditionalCheckFailed":
+                raise reads.version_not_found(name, secondary[0]) from None
             try:
                 reads.require_meta(name)
             except MlflowError:
@@ -228,8 +246,23 @@ def set_registered_model_alias(name: str, alias: str, version: Any) -> None:
     raise reads.version_not_found(name, number)
 
 
+def _validated_split(name: str, primary: int, split: tuple[Any, Any] | None) -> tuple[int, int] | None:
+    if split is None or split == (None, None):
+        return None
+    secondary, weight = split
+    if secondary is None or weight is None:
+        raise invalid("secondary_version and secondary_version_weight must be given together.")
+    number = reads.version_number(name, secondary)
+    if number == primary:
+        raise invalid("secondary_version must differ from the alias's version.")
+    if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= MAX_SECONDARY_WEIGHT:
+        raise invalid(f"secondary_version_weight must be an integer from 0 to {MAX_SECONDARY_WEIGHT}, got {weight!r}.")
+    return number, weight
+
+
 def delete_registered_model_alias(name: str, alias: str) -> None:
     validate_model_name(name)
     validate_model_alias_name(alias)
     item = alias_item(name, alias, 0)
-    _guarded_model_write(name, [table.delete_op({"pk": item["pk"], "sk": item["sk"]})])
+    event = registry_events.event_op("model_version_alias", "deleted", {"name": name, "alias": alias}, name, prompt_aware=True)
+    _guarded_model_write(name, [table.delete_op({"pk": item["pk"], "sk": item["sk"]}), event])

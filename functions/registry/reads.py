@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from serverless_mlflow import parallel, table
-from serverless_mlflow.errors import MlflowError, not_found
+from serverless_mlflow.errors import not_found, retry_later
 from serverless_mlflow.keys import VERSION_WIDTH
 from serverless_mlflow.schema import ENTITY_TYPE
 from serverless_mlflow.validation import validate_model_version
@@ -18,6 +18,7 @@ from .items import (
     RM,
     has_marker,
     head_query,
+    split_of,
     version_json,
     version_tags_query,
     versions_query,
@@ -31,6 +32,8 @@ class Head:
     meta: dict[str, Any]
     tags: dict[str, str]
     aliases: dict[str, int]
+    # Traffic splits (an extension: stock clients resolve an alias to its primary version only).
+    splits: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def aliases_of(self, version: int) -> list[str]:
         return [alias for alias, target in self.aliases.items() if target == version]
@@ -58,8 +61,9 @@ def read_head(name: str, with_tags: bool = True) -> Head | None:
             meta=meta,
             tags={item["key"]: item["value"] for item in items if item.get("entity_type") == "registered_model_tag"},
             aliases={item["alias"]: item["version"] for item in items if item.get("entity_type") == "model_alias"},
+            splits={item["alias"]: split for item in items if (split := split_of(item)) is not None},
         )
-    raise MlflowError(f"Registered Model (name={name}) is busy; retry the request.", "TEMPORARILY_UNAVAILABLE")
+    raise retry_later(f"Registered Model (name={name}) is busy; retry the request.")
 
 
 def require_head(name: str, with_tags: bool = True) -> Head:

@@ -56,8 +56,10 @@ def logged_model_location(model: dict[str, Any]) -> str:
 
 # --- URI parsing (mlflow/store/artifact/utils/models.py, runs_artifact_repo.py) -------------------
 
+
 def improper_model_uri(uri: str) -> MlflowError:
-    return MlflowError(
+    # MLflow raises it without an error code (a 500 from its server); bad input is a 400 here.
+    return invalid(
         f"Not a proper models:/ URI: {uri}. "
         "Models URIs must be of the form 'models:/name/suffix' "
         "or 'models:/name@alias' where suffix is a version"
@@ -99,10 +101,10 @@ def parse_runs_uri(uri: str) -> tuple[str, str | None]:
     parsed = urllib.parse.urlparse(uri)
     path = parsed.path
     if parsed.scheme != "runs" or not path.startswith("/") or len(path) <= 1:
-        raise MlflowError(message)
+        raise invalid(message)
     parts = path[1:].split("/")
     if parts[0] == "":
-        raise MlflowError(message)
+        raise invalid(message)
     artifact_path = "/".join(parts[1:]) if len(parts) > 1 else None
     return parts[0], artifact_path or None
 
@@ -130,6 +132,7 @@ def local_path(uri: str) -> pathlib.Path:
 
 
 # --- validation (server/handlers.py) --------------------------------------------------------------
+
 
 def invalid_source(source: str, source_id_name: str) -> MlflowError:
     return invalid(

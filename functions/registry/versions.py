@@ -10,8 +10,8 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow import clock, registry_events, table
+from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
 from serverless_mlflow.request import key_values_of
 from serverless_mlflow.store import logged_models
 from serverless_mlflow.validation import (
@@ -66,6 +66,7 @@ def is_prompt_tags(tags: dict[str, str]) -> bool:
 
 # --- create ---------------------------------------------------------------------------------------
 
+
 def create_model_version(message: dict[str, Any]) -> dict[str, Any]:
     name: str = message.get("name", "")
     source: str = message.get("source", "")
@@ -110,19 +111,29 @@ def create_model_version(message: dict[str, Any]) -> dict[str, Any]:
     # A version registered from a logged model is listed in that model's mlflow.modelVersions tag (MLflow's
     # server does this right after creating the version; here it is part of the same transaction).
     link = (lambda number: logged_models.model_versions_tag_op(model_id, name, number)) if model_id and not is_prompt else None
-    item = allocate_and_put(name, attributes, tags, link)
+
+    def event(number: int) -> dict[str, Any]:
+        entity, payload = registry_events.version_created(name, number, source, run_id, tags, description, is_prompt)
+        return registry_events.event_op(entity, "created", payload, name)
+
+    item = allocate_and_put(name, attributes, tags, link, event)
     return version_json(item, tags, [])
 
 
 def allocate_and_put(
-    name: str, attributes: dict[str, Any], tags: dict[str, str], link: Callable[[int], dict[str, Any] | None] | None = None
+    name: str,
+    attributes: dict[str, Any],
+    tags: dict[str, str],
+    link: Callable[[int], dict[str, Any] | None] | None = None,
+    event: Callable[[int], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Take the next version number and write the version in one transaction.
 
     The transaction increments META's ``next_version`` only if it still holds the value read, so two
     concurrent creates can never write the same number: the loser's condition fails and it retries
     with the next number. The version put is also conditioned on the key being free. ``link(number)``
-    gives one more (conditioned) write of the same transaction, rebuilt from fresh reads on every attempt.
+    gives one more (conditioned) write of the same transaction, rebuilt from fresh reads on every attempt;
+    ``event(number)`` the registry event (outbox item) of the new version, last in the transaction.
     """
     tag_items = list(tags.items())
     for attempt in range(MAX_ALLOCATION_ATTEMPTS):
@@ -131,7 +142,8 @@ def allocate_and_put(
         now = clock.now_millis()
         item = version_item({**attributes, "version": number, "creation_timestamp": now, "last_updated_timestamp": now})
         linked = link(number) if link else None
-        in_transaction = TAGS_IN_CREATE_TRANSACTION - (1 if linked else 0)
+        announced = event(number) if event else None
+        in_transaction = TAGS_IN_CREATE_TRANSACTION - (1 if linked else 0) - (1 if announced else 0)
         operations = [
             table.update_op(
                 meta_key(name),
@@ -142,6 +154,7 @@ def allocate_and_put(
             table.put_op(item, condition="attribute_not_exists(pk)"),
             *(table.put_op(version_tag_item(name, number, k, v)) for k, v in tag_items[:in_transaction]),
             *([linked] if linked else []),
+            *([announced] if announced else []),
         ]
         try:
             table.transact(operations)
@@ -152,7 +165,7 @@ def allocate_and_put(
         for key, value in tag_items[in_transaction:]:
             _guarded_version_write(name, number, [table.put_op(version_tag_item(name, number, key, value))])
         return item
-    raise MlflowError(f"Model Version creation error (name={name}). Giving up after {MAX_ALLOCATION_ATTEMPTS} attempts.")
+    raise retry_later(f"Model Version creation error (name={name}). Giving up after {MAX_ALLOCATION_ATTEMPTS} attempts.")
 
 
 def resolve_lineage(
@@ -178,8 +191,7 @@ def resolve_lineage(
         has_model_id and (model_id or "") != (source_version.get("model_id") or "")
     ):
         raise invalid(
-            f"Invalid model version source: '{source}'. The run_id and model_id request "
-            "parameters must match the referenced model version."
+            f"Invalid model version source: '{source}'. The run_id and model_id request parameters must match the referenced model version."
         )
     return (
         f"models:/{name}/{source_version['version']}",
@@ -207,7 +219,7 @@ def model_name_and_version(uri: sources.ParsedModelUri) -> tuple[str, str]:
     latest = reads.latest_versions(name, stages)
     if not latest:
         stage_str = "" if uri.stage is None else f" and stage '{uri.stage}'"
-        raise MlflowError(f"No versions of model with name '{name}'{stage_str} found")
+        raise invalid(f"No versions of model with name '{name}'{stage_str} found")  # MLflow: a 500
     return name, str(max(int(v["version"]) for v in latest))
 
 
@@ -222,7 +234,7 @@ def storage_location_for(source: str, run_id: str | None) -> tuple[str, str | No
                 return sources.logged_model_location(model), run_id or model.get("source_run_id")
             return get_model_version_download_uri(uri.name or "", uri.version)["artifact_uri"], run_id
         except MlflowError as error:
-            raise MlflowError(
+            raise invalid(  # MLflow raises it without an error code (a 500 from its server)
                 f"Unable to fetch model from model URI source artifact location '{source}'.Error: {error.message}"
             ) from error
     if scheme == "runs":
@@ -236,6 +248,7 @@ def storage_location_for(source: str, run_id: str | None) -> tuple[str, str | No
 
 
 # --- reads ----------------------------------------------------------------------------------------
+
 
 def require_version(name: str, version: Any) -> tuple[dict[str, Any], dict[str, str]]:
     validate_model_name(name)
@@ -297,11 +310,14 @@ def get_latest_versions(name: str, stages: list[str] | None) -> list[dict[str, A
 
 # --- writes ---------------------------------------------------------------------------------------
 
+
 def _guarded_version_write(name: str, number: int, operations: list[dict[str, Any]]) -> None:
     """Write ``operations`` only while the model has no rename/delete marker and the version is live."""
     for _ in range(3):
         try:
-            table.transact([table.check_op(meta_key(name), NO_MARKERS), table.check_op(version_key(name, number), VERSION_LIVE), *operations])
+            table.transact(
+                [table.check_op(meta_key(name), NO_MARKERS), table.check_op(version_key(name, number), VERSION_LIVE), *operations]
+            )
             return
         except table.ConditionFailed as failure:
             _after_failed_guard(name, number, failure)
@@ -323,7 +339,9 @@ def set_model_version_tag(name: str, version: Any, key: str, value: str) -> None
     validate_model_name(name)
     number = reads.version_number(name, version)
     validate_model_version_tag(key, value)
-    _guarded_version_write(name, number, [table.put_op(version_tag_item(name, number, key, value))])
+    payload = {"name": name, "version": str(version), "key": key, "value": value}
+    event = registry_events.event_op("model_version_tag", "set", payload, name, prompt_aware=True)
+    _guarded_version_write(name, number, [table.put_op(version_tag_item(name, number, key, value)), event])
 
 
 def delete_model_version_tag(name: str, version: Any, key: str) -> None:
@@ -331,7 +349,9 @@ def delete_model_version_tag(name: str, version: Any, key: str) -> None:
     number = reads.version_number(name, version)
     validate_tag_name(key)
     tag_key = version_tag_item(name, number, key, "")
-    _guarded_version_write(name, number, [table.delete_op({"pk": tag_key["pk"], "sk": tag_key["sk"]})])
+    payload = {"name": name, "version": str(version), "key": key}
+    event = registry_events.event_op("model_version_tag", "deleted", payload, name, prompt_aware=True)
+    _guarded_version_write(name, number, [table.delete_op({"pk": tag_key["pk"], "sk": tag_key["sk"]}), event])
 
 
 def update_model_version(name: str, version: Any, description: str | None) -> dict[str, Any]:
@@ -368,7 +388,7 @@ def _guarded_update(name: str, number: int, updates: list[dict[str, Any]], touch
 def transition_model_version_stage(name: str, version: Any, stage: str, archive_existing_versions: bool) -> dict[str, Any]:
     target = canonical_stage(stage)
     if archive_existing_versions and target not in ACTIVE_STAGES:
-        raise MlflowError(
+        raise invalid(  # MLflow raises it without an error code (a 500 from its server)
             "Model version transition cannot archive existing model versions "
             f"because '{stage}' is not an Active stage. Valid stages are {list(ACTIVE_STAGES)}"
         )
@@ -378,7 +398,11 @@ def transition_model_version_stage(name: str, version: Any, stage: str, archive_
     updates = [_stage_update(name, number, target, now)]
     if archive_existing_versions:
         in_stage = table.query(**MV.query("by_stage", model_name=name, current_stage=target))
-        updates += [_stage_update(name, item["version"], STAGE_ARCHIVED, now) for item in in_stage if item["version"] != number and not item.get("deleting")]
+        updates += [
+            _stage_update(name, item["version"], STAGE_ARCHIVED, now)
+            for item in in_stage
+            if item["version"] != number and not item.get("deleting")
+        ]
     # One transaction holds 100 operations; a model with more versions in one stage archives them in
     # follow-up transactions (each item update is idempotent).
     _guarded_update(name, number, updates[:98], touch_model=now)
@@ -423,8 +447,21 @@ def delete_model_version(name: str, version: Any) -> None:
 
 def finish_version_delete(name: str, number: int, now: int) -> None:
     doomed = [i for i in table.query(**version_tags_query(name, number))]
-    doomed += [i for i in table.query(**aliases_query(name)) if i.get("version") == number]
+    aliases = table.query(**aliases_query(name))
+    doomed += [i for i in aliases if i.get("version") == number]
     deletes = [table.delete_op({"pk": i["pk"], "sk": i["sk"]}) for i in doomed]
+    # An alias that splits traffic onto the deleted version keeps its primary version and loses the split.
+    for alias in aliases:
+        if alias.get("version") != number and alias.get("secondary_version") == number:
+            try:
+                table.update(
+                    {"pk": alias["pk"], "sk": alias["sk"]},
+                    "REMOVE secondary_version, secondary_weight",
+                    values={":n": number},
+                    condition="secondary_version = :n",
+                )
+            except table.ConditionFailed:
+                pass  # the alias was moved or deleted meanwhile
     guard = table.check_op(meta_key(name), NO_MARKERS)
     while len(deletes) > 97:
         try:

@@ -7,117 +7,80 @@ Everything is validated before the first write. Writes are idempotent so retries
 * the latest metric is a conditional put (``rank < :new``): concurrent writers keep MLflow's rule
   (max step, then timestamp, then value; NaN compares as 0, +-inf as +-max double) without locks;
 * params are conditional puts (absent, or the same value), so immutability holds under races.
+
+Metric points and latest values go to the run's partitions (``run_metrics``), never to the experiment's: when a
+latest value changed, the run is marked for the indexer (``metric_marks``), which writes the experiment
+partition at most a few units per run and indexer batch however many points were logged.
 """
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import clock, keys, run_summaries, table, validation
+from serverless_mlflow import clock, metric_marks, run_metrics, run_summaries, table, validation
 from serverless_mlflow.errors import invalid, not_found
 from serverless_mlflow.request import key_values_of, metrics_of
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.run_metrics import float_text, sql_value
+from serverless_mlflow.schema import ENTITY, PK, SK
 from serverless_mlflow.store import runs as store
-from serverless_mlflow.store.runs import LATEST_METRIC, METRIC_HISTORY, PARAM, RUN_NAME_TAG, RUN_TAG, SQL_MAX_DOUBLE
+from serverless_mlflow.store.runs import PARAM, RUN_NAME_TAG, RUN_TAG
 
 from .lifecycle import write_run_changes
 
-LOGGED_MODEL_LOCATOR = ENTITY["logged_model_locator"]
 LOGGED_MODEL_METRIC = ENTITY["logged_model_metric"]
 
-_RANK_CONDITION = "attribute_not_exists(pk) OR #rank < :rank"
 _PARAM_CONDITION = "attribute_not_exists(pk) OR #value = :value"
-
-
-# --- metric values as the SQL store sees them -------------------------------------------------------
-
-def sql_value(value: float) -> float:
-    """The value MLflow's SQL store compares and keys on: NaN as 0 (with is_nan), +-inf as +-max double."""
-    if math.isnan(value):
-        return 0.0
-    if math.isinf(value):
-        return SQL_MAX_DOUBLE if value > 0 else -SQL_MAX_DOUBLE
-    return value
-
-
-def identity_value(value: float) -> float:
-    """The value part of a history point's identity: NaN stays distinct from 0 (SQL keys on is_nan)."""
-    return value if math.isnan(value) else sql_value(value)
-
-
-def metric_rank(metric: dict[str, Any]) -> str:
-    """(step, timestamp, value) as one string whose byte order is MLflow's latest-metric order."""
-    return keys.int64(metric["step"]) + keys.int64(metric["timestamp"]) + keys.float64(sql_value(metric["value"]))
-
-
-def _float_text(value: float) -> str:
-    # repr round-trips every double exactly, including nan/inf (the table stores floats as strings).
-    return repr(float(value))
-
-
-def history_item(experiment_id: str, run_id: str, metric: dict[str, Any]) -> dict[str, Any]:
-    value = metric["value"]
-    return METRIC_HISTORY.item(
-        {"key": metric["key"], "value": _float_text(value), "timestamp": metric["timestamp"], "step": metric["step"], "is_nan": math.isnan(value)},
-        experiment_id=experiment_id, run_id=run_id, key=metric["key"], timestamp=metric["timestamp"], step=metric["step"],
-        value=identity_value(value),
-    )
-
-
-def latest_item(experiment_id: str, run_id: str, metric: dict[str, Any], changed_at: int) -> dict[str, Any]:
-    value = metric["value"]
-    return LATEST_METRIC.item(
-        {
-            "key": metric["key"], "value": _float_text(value), "timestamp": metric["timestamp"], "step": metric["step"],
-            "is_nan": math.isnan(value), "rank": metric_rank(metric), "changed_at": changed_at,
-        },
-        experiment_id=experiment_id, run_id=run_id, key=metric["key"], changed_at=changed_at,
-    )
 
 
 # --- writers -----------------------------------------------------------------------------------------
 
-def write_metrics(run: dict[str, Any], metrics: list[dict[str, Any]]) -> None:
-    """History points (batched, idempotent), then the latest value per key (conditional, in
-    transactions of up to 100 keys; a key whose stored value is newer is simply dropped)."""
+
+@dataclass
+class MetricTarget:
+    """A run about to receive metrics: its item and its indexer handshake items, read together (``metric_marks``)."""
+
+    run: dict[str, Any]
+    state: dict[str, Any] | None
+    marker: dict[str, Any] | None
+
+
+def run_for_metrics(run_id: str) -> MetricTarget:
+    """The active run with its metric state and marker: locator (cached) + one BatchGetItem (was one GetItem)."""
+    experiment_id = store.locate_run(run_id)
+    run_key = store.RUN.key(experiment_id=experiment_id, run_id=run_id)
+    state_key, marker_key = metric_marks.keys(experiment_id, run_id)
+    found = {(item[PK], item[SK]): item for item in table.batch_get([run_key, state_key, marker_key])}
+    run = found.get((run_key[PK], run_key[SK]))
+    if run is None:
+        raise store.run_not_found(run_id)
+    if run["lifecycle_stage"] != store.ACTIVE:
+        raise store.run_not_active(run_id, run["lifecycle_stage"])
+    return MetricTarget(run, found.get((state_key[PK], state_key[SK])), found.get((marker_key[PK], marker_key[SK])))
+
+
+def write_metrics(target: MetricTarget, metrics: list[dict[str, Any]]) -> None:
+    """The run's mark for the indexer first (a full experiment partition refuses the request here, before anything
+    is written), then the history points (batched, idempotent), then the latest value per key (conditional, in
+    transactions of up to 100 keys; a key whose stored value is newer is simply dropped), then the write's count
+    (``metric_marks``)."""
     if not metrics:
         return
-    experiment_id, run_id = run["experiment_id"], run["run_id"]
-    table.batch_write(history_item(experiment_id, run_id, m) for m in metrics)
+    experiment_id, run_id = target.run["experiment_id"], target.run["run_id"]
+    ensured = metric_marks.before_write(experiment_id, run_id, target.state, target.marker)
+    table.batch_write(run_metrics.history_item(run_id, m) for m in metrics)
     best: dict[str, dict[str, Any]] = {}
     for metric in metrics:
         current = best.get(metric["key"])
         # Strictly newer replaces: the first of equal points wins, as in the SQL store.
-        if current is None or metric_rank(metric) > metric_rank(current):
+        if current is None or run_metrics.rank(metric) > run_metrics.rank(current):
             best[metric["key"]] = metric
-    changed_at = clock.now_millis()
-    puts = [latest_item(experiment_id, run_id, m, changed_at) for m in best.values()]
+    puts = [run_metrics.latest_item(experiment_id, run_id, m) for m in best.values()]
+    changed = False
     for start in range(0, len(puts), table.TRANSACTION_LIMIT):
-        _put_if_newer(puts[start : start + table.TRANSACTION_LIMIT])
-
-
-def _put_if_newer(items: list[dict[str, Any]]) -> None:
-    pending = items
-    while pending:
-        if len(pending) == 1:
-            try:
-                table.put(pending[0], _RANK_CONDITION, {"#rank": "rank"}, {":rank": pending[0]["rank"]})
-            except table.ConditionFailed:
-                pass  # the stored latest value is at least as recent
-            return
-        operations = [table.put_op(item, _RANK_CONDITION, {"#rank": "rank"}, {":rank": item["rank"]}) for item in pending]
-        try:
-            table.transact(operations)
-            return
-        except table.ConditionFailed as failure:
-            if len(failure.reasons) != len(pending):
-                # No per-item reasons: settle each key on its own.
-                for item in pending:
-                    _put_if_newer([item])
-                return
-            # Keys whose condition failed already hold a newer value; retry only the others.
-            pending = [item for item, reason in zip(pending, failure.reasons, strict=True) if reason != "ConditionalCheckFailed"]
+        changed |= run_metrics.put_if_newer(puts[start : start + table.TRANSACTION_LIMIT])
+    if changed:
+        metric_marks.after_write(experiment_id, run_id, ensured)
 
 
 def write_params(run: dict[str, Any], params: list[dict[str, Any]], attempts: int = 3) -> list[dict[str, Any]]:
@@ -131,7 +94,13 @@ def write_params(run: dict[str, Any], params: list[dict[str, Any]], attempts: in
     experiment_id, run_id = run["experiment_id"], run["run_id"]
     changed_at = clock.now_millis()
     items = [
-        PARAM.item({"key": p["key"], "value": p["value"], "changed_at": changed_at}, experiment_id=experiment_id, run_id=run_id, key=p["key"], changed_at=changed_at)
+        PARAM.item(
+            {"key": p["key"], "value": p["value"], "changed_at": changed_at},
+            experiment_id=experiment_id,
+            run_id=run_id,
+            key=p["key"],
+            changed_at=changed_at,
+        )
         for p in params
     ]
     try:
@@ -167,57 +136,64 @@ def write_tags(run: dict[str, Any], tags: list[dict[str, Any]]) -> None:
         experiment_id, run_id = run["experiment_id"], run["run_id"]
         changed_at = clock.now_millis()
         table.batch_write(
-            RUN_TAG.item({"key": t["key"], "value": t["value"]}, experiment_id=experiment_id, run_id=run_id, key=t["key"], changed_at=changed_at)
+            RUN_TAG.item(
+                {"key": t["key"], "value": t["value"]}, experiment_id=experiment_id, run_id=run_id, key=t["key"], changed_at=changed_at
+            )
             for t in plain
         )
 
 
 def write_model_metrics(run: dict[str, Any], metrics: list[dict[str, Any]]) -> None:
-    """Metrics logged with a model_id also belong to that logged model (``_log_model_metrics``): stored
-    in the model's experiment partition with the SQL store's sanitized value (NaN as 0)."""
-    with_model = [m for m in metrics if m.get("model_id")]
-    if not with_model:
-        return
-    model_ids = sorted({m["model_id"] for m in with_model})
-    located = {
-        LOGGED_MODEL_LOCATOR.parse_pk(item["pk"])["model_id"]: item["experiment_id"]
-        for item in table.batch_get([LOGGED_MODEL_LOCATOR.key(model_id=model_id) for model_id in model_ids])
-    }
-    items = []
-    for metric in with_model:
-        experiment_id = located.get(metric["model_id"], run["experiment_id"])
-        items.append(
-            LOGGED_MODEL_METRIC.item(
-                {
-                    "key": metric["key"], "value": _float_text(sql_value(metric["value"])), "timestamp": metric["timestamp"],
-                    "step": metric["step"], "run_id": run["run_id"], "model_id": metric["model_id"],
-                    "dataset_name": metric.get("dataset_name"), "dataset_digest": metric.get("dataset_digest"),
-                },
-                experiment_id=experiment_id, model_id=metric["model_id"], key=metric["key"], step=metric["step"],
-                timestamp=metric["timestamp"], run_id=run["run_id"],
-            )
+    """Metrics logged with a model_id also belong to that logged model (``_log_model_metrics``): stored in the
+    model's own partition (with its locator) with the SQL store's sanitized value (NaN as 0)."""
+    items = [
+        LOGGED_MODEL_METRIC.item(
+            {
+                "key": metric["key"],
+                "value": float_text(sql_value(metric["value"])),
+                "timestamp": metric["timestamp"],
+                "step": metric["step"],
+                "run_id": run["run_id"],
+                "model_id": metric["model_id"],
+                "dataset_name": metric.get("dataset_name"),
+                "dataset_digest": metric.get("dataset_digest"),
+            },
+            model_id=metric["model_id"],
+            key=metric["key"],
+            step=metric["step"],
+            timestamp=metric["timestamp"],
+            run_id=run["run_id"],
         )
-    table.batch_write(items)
+        for metric in metrics
+        if metric.get("model_id")
+    ]
+    if items:
+        table.batch_write(items)
 
 
 # --- operations ----------------------------------------------------------------------------------
 
+
 def log_metric(msg: dict[str, Any]) -> dict[str, Any]:
     run_id = msg.get("run_id", "")
     metric = {
-        "key": msg.get("key"), "value": msg.get("value"), "timestamp": msg.get("timestamp"), "step": msg.get("step", 0),
-        "model_id": msg.get("model_id") or None, "dataset_name": msg.get("dataset_name") or None,
+        "key": msg.get("key"),
+        "value": msg.get("value"),
+        "timestamp": msg.get("timestamp"),
+        "step": msg.get("step", 0),
+        "model_id": msg.get("model_id") or None,
+        "dataset_name": msg.get("dataset_name") or None,
         "dataset_digest": msg.get("dataset_digest") or None,
     }
     if metric["model_id"] is not None:
         # SqlAlchemyStore.log_metric checks the run before validating when a model is named.
-        run = store.get_active_run_item(run_id)
+        target = run_for_metrics(run_id)
         validation.validate_metric(metric["key"], metric["value"], metric["timestamp"], metric["step"], path="")
-        write_model_metrics(run, [metric])
+        write_model_metrics(target.run, [metric])
     else:
         validation.validate_metric(metric["key"], metric["value"], metric["timestamp"], metric["step"], path="")
-        run = store.get_active_run_item(run_id)
-    write_metrics(run, [metric])
+        target = run_for_metrics(run_id)
+    write_metrics(target, [metric])
     return {}
 
 
@@ -264,12 +240,13 @@ def log_batch(msg: dict[str, Any], raw_json: dict[str, Any]) -> dict[str, Any]:
     metrics, params, tags = validation.validate_batch_log_data(metrics, params, tags)
     validation.validate_batch_log_limits(metrics, params, tags)
     validation.validate_param_keys_unique(params)
-    run = store.get_active_run_item(run_id)
-    # The SQL store's order: params (all or nothing), metrics, model metrics, tags.
-    conflicts = write_params(run, params)
+    target = run_for_metrics(run_id) if metrics else MetricTarget(store.get_active_run_item(run_id), None, None)
+    # Params first (all or nothing; a conflict writes nothing), as the SQL store checks them. The experiment
+    # partition's writes (params, tags) come before the metrics' partitions: if it is full, nothing is written.
+    conflicts = write_params(target.run, params)
     if conflicts:
         raise invalid(f"Changing param values is not allowed. Params were already logged='{conflicts}' for run ID='{run_id}'.")
-    write_metrics(run, metrics)
-    write_model_metrics(run, metrics)
-    write_tags(run, tags)
+    write_tags(target.run, tags)
+    write_model_metrics(target.run, metrics)
+    write_metrics(target, metrics)
     return {}

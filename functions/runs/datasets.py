@@ -14,9 +14,8 @@ MAX_SUMMARIES = 1000
 
 
 def search_datasets(experiment_ids: list[str]) -> dict[str, Any]:
-    """MLflow's ``search_datasets_impl``: one summary per (experiment, name, digest), one Query per experiment
-    on its ``D#`` items. Differs from MLflow: ``context`` (the input's ``mlflow.data.context`` tag) is left out,
-    because it lives on each run's input rather than on the dataset."""
+    """MLflow's ``search_datasets_impl``: one summary per (experiment, name, digest, context), one Query per
+    experiment on its ``D#`` items, which collect the contexts of their inputs (``inputs._record_context``)."""
     if not experiment_ids:
         raise invalid("SearchDatasets request must specify at least one experiment_id.")
     if len(experiment_ids) > MAX_EXPERIMENT_IDS:
@@ -26,7 +25,12 @@ def search_datasets(experiment_ids: list[str]) -> dict[str, Any]:
     summaries: list[dict[str, Any]] = []
     for experiment_id in dict.fromkeys(str(e) for e in experiment_ids):
         for item in table.query(**DATASET.query("with_parts", experiment_id=experiment_id)):
-            if item.get("entity_type") == DATASET.name:
-                summaries.append({"experiment_id": experiment_id, "name": item["name"], "digest": item["digest"]})
+            if item.get("entity_type") != DATASET.name:
+                continue
+            summary = {"experiment_id": experiment_id, "name": item["name"], "digest": item["digest"]}
+            contexts = sorted(item.get("contexts") or ())
+            summaries.extend({**summary, "context": context} for context in contexts)
+            if item.get("uncontexted") or not contexts:
+                summaries.append(summary)
     summaries = summaries[:MAX_SUMMARIES]
     return {"dataset_summaries": summaries} if summaries else {}

@@ -101,10 +101,6 @@ def camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def snake(name: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
-
-
 def shape(type_name: str, proto_json: dict[str, Any] | None, errors: list[str] | None = None) -> dict[str, Any]:
     """A proto-JSON message as graphene resolves it (defaults for unset fields, GraphQL field names)."""
     proto_json = proto_json or {}
@@ -140,11 +136,6 @@ def _float(value: Any, kind: str, errors: list[str] | None) -> float | None:
     return None
 
 
-def _input(arguments: dict[str, Any]) -> dict[str, Any]:
-    given = arguments.get("input") or arguments.get("data") or {}
-    return {snake(key): value for key, value in given.items() if value is not None} if isinstance(given, dict) else {}
-
-
 # --- runs -------------------------------------------------------------------------------------------
 
 
@@ -169,13 +160,13 @@ def _experiment(experiment_id: str, errors: list[str]) -> dict[str, Any]:
 
 
 def get_run(arguments: dict[str, Any], errors: list[str]) -> dict[str, Any]:
-    given = _input(arguments)
+    given = graphql.input_of(arguments)
     run_id = given.get("run_id") or given.get("run_uuid") or ""
     return {"__typename": "MlflowGetRunResponse", "run": _run({"info": {}, **store.get_run(run_id)}, errors), "apiError": None}
 
 
 def search_runs(arguments: dict[str, Any], errors: list[str]) -> dict[str, Any]:
-    given = _input(arguments)
+    given = graphql.input_of(arguments)
     found = search.search_runs(parse_message(given, MESSAGES["search_runs"]))
     return {
         "__typename": "MlflowSearchRunsResponse",
@@ -186,14 +177,14 @@ def search_runs(arguments: dict[str, Any], errors: list[str]) -> dict[str, Any]:
 
 
 def get_experiment(arguments: dict[str, Any], errors: list[str]) -> dict[str, Any]:
-    experiment_id = _input(arguments).get("experiment_id", "")
+    experiment_id = graphql.input_of(arguments).get("experiment_id", "")
     return {"__typename": "MlflowGetExperimentResponse", "experiment": _experiment(str(experiment_id), errors), "apiError": None}
 
 
 def get_metric_history_bulk_interval(arguments: dict[str, Any], errors: list[str]) -> dict[str, Any]:
     # MLflow's resolver reads max_results/start_step/end_step from the HTTP query string, which a GraphQL
     # POST does not have: the input's values are ignored and every run is sampled to 2,500 points.
-    given = {key: value for key, value in _input(arguments).items() if key in ("run_ids", "metric_key")}
+    given = {key: value for key, value in graphql.input_of(arguments).items() if key in ("run_ids", "metric_key")}
     msg = parse_message(given, MESSAGES["get_metric_history_bulk_interval"])
     found = history.get_metric_history_bulk_interval(msg)
     return {
@@ -214,5 +205,5 @@ ROOTS: dict[str, dict[str, graphql.Resolver]] = {
 }
 
 
-def execute(body: dict[str, Any]) -> dict[str, Any]:
-    return graphql.execute(ROOTS, body.get("query"), body.get("variables"), body.get("operationName"))
+def execute(body: dict[str, Any], guard: graphql.Guard | None = None) -> dict[str, Any]:
+    return graphql.execute(ROOTS, body.get("query"), body.get("variables"), body.get("operationName"), guard)

@@ -1,8 +1,12 @@
 """Metric history reads: get-history (paged) and get-history-bulk-interval (sampled).
 
-History items are keyed ``H#<run>#<key><timestamp><step><value>``, the order MLflow answers
-get-history in (timestamp, step, value), so a page is one key range. Page tokens are keyset
-positions (the last key returned): a point logged between two pages is never returned twice.
+A metric's points live in their own partition (``MH#<run>#<key>``), sorted ``<timestamp><step><value>``: the order
+MLflow answers get-history in, so a page is one key range of one Query. Page tokens are keyset positions (the last
+point returned): a point logged between two pages is never returned twice. A token names its run and metric the
+way layout 1 keyed the point (``H#<run>#<key>`` + the position), so tokens of either layout stay valid.
+
+While the table (or this experiment) is still in layout 1 (``layout.py``), the experiment partition's points are
+read too and merged by position: a point the migration has copied but not yet deleted is returned once.
 """
 
 from __future__ import annotations
@@ -12,14 +16,13 @@ import json
 import math
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import layout, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response, token_json
+from serverless_mlflow.run_metrics import HISTORY, HISTORY_V1, sql_value
 from serverless_mlflow.schema import PK, SK
 from serverless_mlflow.store import runs as store
-from serverless_mlflow.store.runs import METRIC_HISTORY
 
-from .data import sql_value
 from .messages import MAX_RESULTS_PER_RUN
 
 
@@ -36,8 +39,26 @@ def _decode_token(token: str, prefix: str) -> str:
     return after
 
 
+def _read(experiment_id: str, run_id: str, metric_key: str, after: str | None, limit: int | None) -> list[tuple[str, dict[str, Any]]]:
+    """(position, point) of the metric's points after position ``after``, in order, at most ``limit``: one Query of
+    its partition (and one of the experiment partition while this experiment's points may still be there)."""
+    sources = [(HISTORY.query("of_metric", run_id=run_id, key=metric_key), "")]
+    if not layout.experiment_at_least(experiment_id, layout.METRICS_OUTSIDE_EXPERIMENT):
+        legacy = HISTORY_V1.query("of_metric", experiment_id=experiment_id, run_id=run_id, key=metric_key)
+        sources.append((legacy, HISTORY_V1.sk_prefix(run_id=run_id, key=metric_key)))
+    merged: dict[str, dict[str, Any]] = {}
+    for query, prefix in sources:
+        start = table.to_item({PK: query.pk_value, SK: prefix + after}) if after is not None else None
+        for page, _ in table.query_pages(**query, limit=limit, start_key=start):
+            for item in page:
+                # A point copied by the migration but not yet deleted is in both: returned once.
+                merged.setdefault(item[SK][len(prefix) :], item)
+    ordered = [(position, merged[position]) for position in sorted(merged)]
+    return ordered if limit is None else ordered[:limit]
+
+
 def read_history(experiment_id: str, run_id: str, metric_key: str) -> list[dict[str, Any]]:
-    return table.query(**METRIC_HISTORY.query("of_metric", experiment_id=experiment_id, run_id=run_id, key=metric_key))
+    return [item for _, item in _read(experiment_id, run_id, metric_key, None, None)]
 
 
 def get_metric_history(msg: dict[str, Any]) -> dict[str, Any]:
@@ -48,24 +69,21 @@ def get_metric_history(msg: dict[str, Any]) -> dict[str, Any]:
         raise invalid(f"Invalid value {max_results} for parameter 'max_results' supplied. It must be a positive integer.")
     # Like the SQL store, an unknown run simply has no history.
     experiment_id = store.find_experiment_id(run_id)
-    prefix = METRIC_HISTORY.sk_prefix(run_id=run_id, key=metric_key)
-    after = _decode_token(msg["page_token"], prefix) if msg.get("page_token") else None
+    prefix = HISTORY_V1.sk_prefix(run_id=run_id, key=metric_key)
+    after = _decode_token(msg["page_token"], prefix)[len(prefix) :] if msg.get("page_token") else None
     if experiment_id is None:
         return {}
-    history = METRIC_HISTORY.query("of_metric", experiment_id=experiment_id, run_id=run_id, key=metric_key)
-    start_key = table.to_item({PK: history.pk_value, SK: after}) if after else None
     limit = max_results + 1 if max_results is not None else None
-    items: list[dict[str, Any]] = []
-    for page, _ in table.query_pages(**history, limit=limit, start_key=start_key):
-        items.extend(page)
+    points = _read(experiment_id, run_id, metric_key, after, limit)
     next_token = None
-    if max_results is not None and len(items) > max_results:
-        items = items[:max_results]
-        next_token = _encode_token(items[-1]["sk"])
-    return page_response("metrics", [store.metric_json(item) for item in items], next_token)
+    if max_results is not None and len(points) > max_results:
+        points = points[:max_results]
+        next_token = _encode_token(prefix + points[-1][0])
+    return page_response("metrics", [store.metric_json(item) for _, item in points], next_token)
 
 
 # --- bulk interval (SqlAlchemyStore.get_metric_history_bulk_interval) ---------------------------------
+
 
 def _sample_order(item: dict[str, Any]) -> tuple[int, int, float, bool]:
     value = float(item["value"])

@@ -99,7 +99,9 @@ Answer = tuple[list[dict[str, Any]], str | None]
 Walker = tuple[list[RankTerm], Callable[[Callable[[], bool] | None], Answer | None]]
 
 
-def _range_walker(query: search.SearchQuery, terms: list[RankTerm], experiment_ids: list[str], stages: set[str], flagged: Flagged) -> Walker | None:
+def _range_walker(
+    query: search.SearchQuery, terms: list[RankTerm], experiment_ids: list[str], stages: set[str], flagged: Flagged
+) -> Walker | None:
     """The ordered range: the order's first term is a metric the filter bounds."""
     first = query.order_by[0]
     ordering = next((t for t in terms if first.type == "metric" and (t.key_type, t.key) == ("metric", first.key)), None)
@@ -108,7 +110,9 @@ def _range_walker(query: search.SearchQuery, terms: list[RankTerm], experiment_i
     return [ordering], functools.partial(_walk_range, query, ordering, experiment_ids, stages, flagged)
 
 
-def _pair_walker(query: search.SearchQuery, terms: list[RankTerm], experiment_ids: list[str], stages: set[str], flagged: Flagged) -> Walker | None:
+def _pair_walker(
+    query: search.SearchQuery, terms: list[RankTerm], experiment_ids: list[str], stages: set[str], flagged: Flagged
+) -> Walker | None:
     """The pair walk: ``params.p = 'v'`` ORDER BY ``metrics.m`` where every experiment has the (p, m) pair index ready."""
     first = query.order_by[0]
     if first.type != "metric":
@@ -336,6 +340,7 @@ class _Walk:
 
     def sampled(self) -> bool:
         return self.sample is not None and self.walked >= self.sample
+
 
 def _chunks(
     groups: Iterable[list[ranks.Ranked]], past: Callable[[Any], bool] | None, wanted: Callable[[], int]

@@ -14,7 +14,7 @@ from typing import Any
 
 from serverless_mlflow import clock, run_summaries, table, validation
 from serverless_mlflow.errors import invalid
-from serverless_mlflow.request import NestedParseError, key_values_of, nested_error, to_int64, to_string
+from serverless_mlflow.request import NestedParseError, json_text, key_values_of, nested_error, to_int64, to_string
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import RUN_INPUT, RUN_INPUT_PART, RUN_MODEL_INPUT, RUN_OUTPUT, RUN_TAG
@@ -31,6 +31,7 @@ LOGGED_MODELS_HISTORY_TAG = "mlflow.log-model.history"
 
 
 # --- parsing -------------------------------------------------------------------------------------------
+
 
 def dataset_inputs_of(entries: list[Any]) -> list[dict[str, Any]]:
     """DatasetInput messages as ``DatasetInput.from_proto`` sees them: unset strings are "", unset
@@ -72,6 +73,7 @@ def model_outputs_of(entries: list[Any]) -> list[dict[str, Any]]:
 
 # --- large dataset fields ------------------------------------------------------------------------------
 
+
 def split_large_fields(dataset: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """(inline dataset, [(field, slice), ...]): fields moved to parts are "" inline."""
     size = sum(len(v.encode("utf-8")) for v in dataset.values() if isinstance(v, str))
@@ -95,6 +97,7 @@ def _join_parts(dataset: dict[str, Any], parts: list[dict[str, Any]]) -> dict[st
 
 
 # --- experiment datasets (first copy wins) -------------------------------------------------------------
+
 
 def _dataset_fields(item: dict[str, Any]) -> dict[str, Any]:
     return {name: item.get(name) for name in ("name", "digest", "source_type", "source", "schema", "profile")}
@@ -135,6 +138,7 @@ def experiment_datasets(experiment_id: str, datasets: list[dict[str, Any]]) -> d
 
 # --- operations ----------------------------------------------------------------------------------------
 
+
 def log_inputs(msg: dict[str, Any]) -> dict[str, Any]:
     run_id = msg.get("run_id", "")
     validation.validate_run_id(run_id)
@@ -149,7 +153,8 @@ def log_inputs(msg: dict[str, Any]) -> dict[str, Any]:
     if unique:
         canonical = experiment_datasets(experiment_id, [entry["dataset"] for entry in unique.values()])
         input_keys = {
-            ident: RUN_INPUT.key(experiment_id=experiment_id, run_id=run_id, dataset_name=ident[0], dataset_digest=ident[1]) for ident in unique
+            ident: RUN_INPUT.key(experiment_id=experiment_id, run_id=run_id, dataset_name=ident[0], dataset_digest=ident[1])
+            for ident in unique
         }
         linked = {(item["dataset"]["name"], item["dataset"]["digest"]) for item in table.batch_get(input_keys.values())}
         for ident, entry in unique.items():
@@ -157,7 +162,8 @@ def log_inputs(msg: dict[str, Any]) -> dict[str, Any]:
                 _link_input(experiment_id, run_id, canonical[ident], entry["tags"])
     if model_ids:
         table.batch_write(
-            RUN_MODEL_INPUT.item({"model_id": model_id}, experiment_id=experiment_id, run_id=run_id, model_id=model_id) for model_id in model_ids
+            RUN_MODEL_INPUT.item({"model_id": model_id}, experiment_id=experiment_id, run_id=run_id, model_id=model_id)
+            for model_id in model_ids
         )
     if unique or model_ids:
         # Inputs carry no flag of their own: the run's (after they are written) keeps searches off its stale summary.
@@ -185,7 +191,24 @@ def _link_input(experiment_id: str, run_id: str, dataset: dict[str, Any], tags: 
     try:
         table.put(item, "attribute_not_exists(pk)")
     except table.ConditionFailed:
-        pass
+        return
+    _record_context(experiment_id, dataset, tags)
+
+
+# The input tag MLflow's search-datasets reports as the dataset's context.
+CONTEXT_TAG = "mlflow.data.context"
+
+
+def _record_context(experiment_id: str, dataset: dict[str, Any], tags: list[dict[str, Any]]) -> None:
+    """The experiment's dataset item collects the contexts its inputs were logged with (``contexts``, a string
+    set; ``uncontexted`` for an input without one): search-datasets answers one summary per (dataset, context)
+    as MLflow's join of datasets, inputs and input tags does, without reading every run's inputs."""
+    context = next((tag["value"] for tag in tags if tag["key"] == CONTEXT_TAG), None)
+    key = DATASET.key(experiment_id=experiment_id, dataset_name=dataset["name"], dataset_digest=dataset["digest"])
+    if context:
+        table.update(key, "ADD contexts :c", values={":c": {context}})
+    else:
+        table.update(key, "SET uncontexted = :t", values={":t": True})
 
 
 def log_outputs(msg: dict[str, Any]) -> dict[str, Any]:
@@ -213,7 +236,8 @@ def _model_tags_dict(model: dict[str, Any]) -> dict[str, Any]:
     out["model_uuid"] = model.get("model_uuid")
     flavors = model.get("flavors") or {}
     out["flavors"] = {
-        name: ({k: v for k, v in config.items() if k != "config"} if isinstance(config, dict) else config) for name, config in flavors.items()
+        name: ({k: v for k, v in config.items() if k != "config"} if isinstance(config, dict) else config)
+        for name, config in flavors.items()
     }
     return out
 
@@ -223,7 +247,7 @@ def log_model(msg: dict[str, Any]) -> dict[str, Any]:
     run_id = msg.get("run_id", "")
     model_json = msg.get("model_json", "")
     try:
-        model = json.loads(model_json)
+        model = json_text.loads(model_json)
     except ValueError:
         raise invalid(f"Malformed model info. \n {model_json} \n is not a valid JSON.") from None
     if not isinstance(model, dict):
@@ -241,7 +265,11 @@ def log_model(msg: dict[str, Any]) -> dict[str, Any]:
         value = json.dumps([*history, summary])
         tag_key, tag_value = validation.validate_tag(LOGGED_MODELS_HISTORY_TAG, value)
         item = RUN_TAG.item(
-            {"key": tag_key, "value": tag_value}, experiment_id=run["experiment_id"], run_id=run_id, key=tag_key, changed_at=clock.now_millis()
+            {"key": tag_key, "value": tag_value},
+            experiment_id=run["experiment_id"],
+            run_id=run_id,
+            key=tag_key,
+            changed_at=clock.now_millis(),
         )
         try:
             if previous:

@@ -51,7 +51,8 @@ def create_run(msg: dict[str, Any]) -> dict[str, Any]:
     # The last value of a repeated tag key wins (one item per key).
     tag_values = {tag["key"]: tag["value"] for tag in tags}
     tag_items = [
-        RUN_TAG.item({"key": k, "value": v}, experiment_id=experiment_id, run_id=run_id, key=k, changed_at=now) for k, v in tag_values.items()
+        RUN_TAG.item({"key": k, "value": v}, experiment_id=experiment_id, run_id=run_id, key=k, changed_at=now)
+        for k, v in tag_values.items()
     ]
     operations = [
         # The experiment must still be active when the run appears: a concurrent delete_experiment
@@ -111,7 +112,10 @@ def write_run_changes(run: dict[str, Any], changes: dict[str, Any]) -> None:
         if "run_name" in changes:
             tag = RUN_TAG.item(
                 {"key": RUN_NAME_TAG, "value": changes["run_name"]},
-                experiment_id=run["experiment_id"], run_id=run["run_id"], key=RUN_NAME_TAG, changed_at=clock.now_millis(),
+                experiment_id=run["experiment_id"],
+                run_id=run["run_id"],
+                key=RUN_NAME_TAG,
+                changed_at=clock.now_millis(),
             )
             table.transact([table.update_op(key, expression, names, values, condition), table.put_op(tag)])
         else:

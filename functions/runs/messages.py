@@ -133,4 +133,8 @@ MESSAGES: dict[str, Message] = {
             "max_results": [intlike, between(1, MAX_RESULTS_PER_RUN, f"max_results must be between 1 and {MAX_RESULTS_PER_RUN}.")],
         },
     ),
+    # Read from the raw query / JSON by their handlers, as MLflow's do (declared for the request fuzz suite).
+    "get_metric_history_bulk": Message({"run_id": "[string]", "metric_key": "string", "max_results": "int32"}),
+    "search_datasets": Message({"experiment_ids": "[string]"}),
+    "graphql": Message({"query": "string", "operationName": "string", "variables": "message"}),
 }

@@ -24,6 +24,10 @@ Several plans, all strongly consistent (a search right after a write sees it):
 A returned run's data is its run summary (``run_summaries``: one item, a BatchGetItem per page), or its
 range while one of its items waits for the indexer.
 
+While ``make migrate`` has not yet built an experiment's metric RANK items (a table written before layout 2,
+``layout.py``), a search that orders or filters by a metric takes the full plan: exact, dearer, and only until
+that experiment is moved.
+
 Page tokens are the search package's keyset positions, so runs added between pages are neither
 repeated nor skipped.
 """
@@ -35,7 +39,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from serverless_mlflow import fts, keys, ranks, search, table, validation
+from serverless_mlflow import fts, keys, layout, ranks, search, table, validation
 from serverless_mlflow.pages import page_response
 from serverless_mlflow.rank_filters import Flagged
 from serverless_mlflow.request import view_type
@@ -51,14 +55,19 @@ _LSI_PAGE_MAX = 1000
 
 # --- request --------------------------------------------------------------------------------------------
 
+
 def search_runs(msg: dict[str, Any]) -> dict[str, Any]:
     max_results = msg.get("max_results", search.SEARCH_MAX_RESULTS_DEFAULT)
-    query = search.prepare_run_search(msg.get("filter") or None, list(msg.get("order_by") or []), max_results, msg.get("page_token") or None)
+    query = search.prepare_run_search(
+        msg.get("filter") or None, list(msg.get("order_by") or []), max_results, msg.get("page_token") or None
+    )
     experiment_ids = list(dict.fromkeys(str(validation.parse_experiment_id(e)) for e in msg.get("experiment_ids") or []))
     stages = search.view_type_stages(view_type(msg.get("run_view_type"), "run_view_type", lenient=True))
     if not experiment_ids:
         return {}
-    if _start_time_plan_applies(query):
+    if _uses_metrics(query) and not all(layout.experiment_ranks_at_least(e, layout.METRICS_OUTSIDE_EXPERIMENT) for e in experiment_ids):
+        runs, token = _search_full(query, experiment_ids, stages)
+    elif _start_time_plan_applies(query):
         runs, token = _search_by_start_time(query, experiment_ids, stages)
     elif _rank_plan_applies(query):
         runs, token = _search_by_rank(query, experiment_ids, stages)
@@ -69,6 +78,11 @@ def search_runs(msg: dict[str, Any]) -> dict[str, Any]:
     # Runs with large params/tags: a page over Lambda's 6 MB response ends early and continues by token.
     rows, token = search.fit_payload([store.run_json(entity["_view"], model_inputs=False) for entity in runs], runs, query.order_by, token)
     return page_response("runs", rows, token)
+
+
+def _uses_metrics(query: search.SearchQuery) -> bool:
+    """Whether a plan could read metric RANK items or latest values for this query (its order or its filter)."""
+    return any(term.type == "metric" for term in query.order_by) or any(kind == "metric" for kind, _, _, _ in query.filter.normalized)
 
 
 def _search_full(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
@@ -82,6 +96,7 @@ def _search_full(query: search.SearchQuery, experiment_ids: list[str], stages: s
 
 
 # --- the rank plan ---------------------------------------------------------------------------------------
+
 
 def _rank_plan_applies(query: search.SearchQuery) -> bool:
     terms = [(t.type, t.key) for t in query.order_by]
@@ -171,7 +186,9 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
         streams = [_ordered_runs(runs_of(experiment_id), ascending, _LSI_PAGE_MAX) for experiment_id in experiment_ids]
         direction = 1 if ascending else -1
         merged = (
-            heapq.merge(*streams, key=lambda run: (direction * (run.get("start_time") or 0), run["run_id"])) if len(streams) > 1 else streams[0]
+            heapq.merge(*streams, key=lambda run: (direction * (run.get("start_time") or 0), run["run_id"]))
+            if len(streams) > 1
+            else streams[0]
         )
         for item in merged:
             if item["run_id"] in values:
@@ -206,6 +223,7 @@ def _loaded_ahead(
 
 # --- the start-time plan ----------------------------------------------------------------------------------
 
+
 def _start_time_plan_applies(query: search.SearchQuery) -> bool:
     terms = [(t.type, t.key) for t in query.order_by]
     if terms[-2:] != [("attribute", "start_time"), ("attribute", "run_id")] or len(terms) != 2:
@@ -216,12 +234,12 @@ def _start_time_plan_applies(query: search.SearchQuery) -> bool:
 
 def _status_filter(query: search.SearchQuery) -> str | None:
     """The status an ``attributes.status = '...'`` comparison requires (read from LSI3), if any."""
-    return next((value for kind, key, comparator, value in query.filter.normalized if (kind, key, comparator) == ("attribute", "status", "=")), None)
+    return next(
+        (value for kind, key, comparator, value in query.filter.normalized if (kind, key, comparator) == ("attribute", "status", "=")), None
+    )
 
 
-def _lsi_query(
-    stages: set[str], ascending: bool, position: list[list[Any]] | None, status: str | None = None
-) -> Callable[[str], KeyQuery]:
+def _lsi_query(stages: set[str], ascending: bool, position: list[list[Any]] | None, status: str | None = None) -> Callable[[str], KeyQuery]:
     """The run range to read in one experiment, starting at the token's start time.
 
     LSI3 (status, start time) when the filter names one status, LSI1 (lifecycle, start time) for one
@@ -270,7 +288,9 @@ def _ordered_runs(runs: KeyQuery, ascending: bool, first_page: int) -> Iterator[
     yield from sorted(group, key=lambda run: run["run_id"])
 
 
-def _search_by_start_time(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
+def _search_by_start_time(
+    query: search.SearchQuery, experiment_ids: list[str], stages: set[str]
+) -> tuple[list[dict[str, Any]], str | None]:
     ascending = query.order_by[0].ascending
     runs_of = _lsi_query(stages, ascending, query.position, _status_filter(query))
     limit = query.max_results

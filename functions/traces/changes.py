@@ -1,53 +1,41 @@
 """Changing traces: tags, deletion (by ids or by age), run links and assessments (SqlAlchemyStore semantics).
 
-Tags and assessments are map entries of the trace's info item, so each change is one conditional UpdateItem:
-atomic, and refused whole (400) if it would push the item past DynamoDB's 400 KB.
+Tags and assessments are map entries of the trace's info item, so each change is one conditional UpdateItem
+(``trace_writes.update_info``: atomic, following the info if it moved, and refused whole (400) if it would push
+the item past DynamoDB's 400 KB).
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from serverless_mlflow import clock, s3, table
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid, not_found
-from serverless_mlflow.schema import COLLECTIONS
+from serverless_mlflow.schema import COLLECTIONS, PK, SK
 from serverless_mlflow.store import experiments as experiment_store
+from serverless_mlflow.store import review_queues, trace_writes
 from serverless_mlflow.store import runs as run_store
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.validation import validate_trace_tag
 
+# The search grammar (sqlparse) is for deletes by age only: kept out of the cold start of tag and assessment routes.
+search = deferred("traces.search")
+# Assessments are normalized through protobuf messages: imported by the assessment routes only.
+assessments = deferred("serverless_mlflow.assessments")
+
 MAX_TRACE_LINKS_PER_REQUEST = 100
 # The trace name keys the name index and sets the "not yet indexed" flag of trace-name FTS.
-_NAME_SK = store.TRACE.patterns["by_name"].sk_attr
 _FLAG_SK = COLLECTIONS["unindexed"].sk_attr
 _IMMUTABLE_TAGS = frozenset({store.SPANS_LOCATION_TAG, "mlflow.trace.archiveLocation", "mlflow.trace.archivalFailure"})
 
 
-def _info_key(item: dict[str, Any]) -> dict[str, str]:
-    return store.TRACE.key(experiment_id=item["experiment_id"], trace_id=item["trace_id"])
-
-
-def _write(item: dict[str, Any], expression: str, names: dict[str, str], values: dict[str, Any] | None, condition: str) -> None:
-    try:
-        table.update(_info_key(item), expression, names=names or None, values=values, condition=condition)
-    except table.ConditionFailed:
-        raise
-    except Exception as error:  # DynamoDB's answer to an item that would exceed 400 KB
-        if getattr(error, "response", {}).get("Error", {}).get("Code") == "ValidationException" and "size" in str(error):
-            raise invalid(
-                f"The change would make trace {item['trace_id']!r} larger than the storage limit of 400 KB; "
-                "shorten the tag, metadata or assessment value."
-            ) from None
-        raise
-
-
-def _update_info(item: dict[str, Any], expression: str, names: dict[str, str], values: dict[str, Any] | None = None) -> None:
-    try:
-        _write(item, expression, names, values, "attribute_exists(pk)")
-    except table.ConditionFailed:
-        raise store.trace_not_found(item["trace_id"]) from None
+def _update_info(
+    item: dict[str, Any], expression: str, names: dict[str, str], values: dict[str, Any] | None = None, condition: str | None = None
+) -> None:
+    if trace_writes.update_info(item, expression, names, values, condition) is None:
+        raise store.trace_not_found(item["trace_id"])
 
 
 # --- tags ------------------------------------------------------------------------------------------
@@ -69,9 +57,10 @@ def set_trace_tag(trace_id: str, key: str, value: str) -> None:
         # SqlAlchemyStore inserts the tag row and the foreign key to the trace refuses it.
         raise MlflowError("FOREIGN KEY constraint failed", "BAD_REQUEST") from None
     if key == store.TRACE_NAME_TAG:
-        # The name is its own attribute: it keys lsi4 (name search) and feeds trace-name FTS (lsi5 flag).
+        # The name is its own attribute: it keys the name index (name search) and feeds trace-name FTS (lsi5 flag).
         name = value or ""
-        index_keys = store.TRACE.index_keys(
+        name_sk = store.entity_of(item).patterns["by_name"].sk_attr
+        index_keys = store.entity_of(item).index_keys(
             experiment_id=item["experiment_id"],
             trace_id=trace_id,
             request_time=item.get("request_time", 0),
@@ -81,8 +70,8 @@ def set_trace_tag(trace_id: str, key: str, value: str) -> None:
         _update_info(
             item,
             "SET trace_name = :v, #name_sk = :k, #flag_sk = :f",
-            {"#name_sk": _NAME_SK, "#flag_sk": _FLAG_SK},
-            {":v": name, ":k": index_keys[_NAME_SK], ":f": index_keys[_FLAG_SK]},
+            {"#name_sk": name_sk, "#flag_sk": _FLAG_SK},
+            {":v": name, ":k": index_keys[name_sk], ":f": index_keys[_FLAG_SK]},
         )
         return
     set_map_entries(item, "tags", {key: value or ""})
@@ -94,7 +83,7 @@ def delete_trace_tag(trace_id: str, key: str) -> None:
     if key == store.TRACE_NAME_TAG:
         if item.get("trace_name") is None:
             raise missing
-        _update_info(item, "REMOVE trace_name, #name_sk", {"#name_sk": _NAME_SK})
+        _update_info(item, "REMOVE trace_name, #name_sk", {"#name_sk": store.entity_of(item).patterns["by_name"].sk_attr})
         return
     if key not in (item.get("tags") or {}):
         raise missing
@@ -117,27 +106,18 @@ def delete_traces(experiment_id: str, max_timestamp_millis: int | None, max_trac
     if trace_ids:
         victims = [item for item in store.info_items(trace_ids) if item["experiment_id"] == normalized]
     else:
-        victims = oldest_traces(normalized, max_timestamp_millis, max_traces)
+        # MLflow deletes the oldest first: (timestamp, request id) ascending, at most max_traces.
+        victims = search.oldest(normalized, max_timestamp_millis, max_traces)
     for item in victims:
-        delete_trace_items(item["experiment_id"], item["trace_id"])
+        delete_trace_items(item)
     return len(victims)
 
 
-def oldest_traces(experiment_id: str, max_timestamp_millis: int | None, limit: int | None) -> list[dict[str, Any]]:
-    """Traces with request time <= max, oldest first (lsi2 forward), at most ``limit``."""
-    by_time = store.TRACE.query("by_request_time", experiment_id=experiment_id)
-    out: list[dict[str, Any]] = []
-    for item in table.iter_query(**by_time.range(high={"request_time": max_timestamp_millis})):
-        out.append(item)
-        if limit is not None and len(out) >= limit:
-            break
-    # MLflow orders by (timestamp, request id); lsi2sk is exactly that order.
-    return out
-
-
-def delete_trace_items(experiment_id: str, trace_id: str) -> None:
-    """Spans (and their spilled S3 objects) first, then the info, then the locator: a retry finishes the job."""
-    spans = store.span_items(experiment_id, trace_id)
+def delete_trace_items(info: dict[str, Any]) -> None:
+    """Review queue items, spans (and their spilled S3 objects), then the info, then the locator: a retry
+    finishes the job."""
+    review_queues.forget_items([info["trace_id"]])
+    spans = store.span_items(info["experiment_id"], info["trace_id"])
     spilled = [span["spill_key"] for span in spans if span.get("spill_key")]
     if spilled:
         client = s3.client()
@@ -145,9 +125,9 @@ def delete_trace_items(experiment_id: str, trace_id: str) -> None:
             client.delete_objects(
                 Bucket=s3.bucket_name(), Delete={"Objects": [{"Key": k} for k in spilled[start : start + 1000]], "Quiet": True}
             )
-    table.batch_write(deletes=[{"pk": s["pk"], "sk": s["sk"]} for s in spans])
-    table.delete(store.TRACE.key(experiment_id=experiment_id, trace_id=trace_id))
-    table.delete(store.LOCATOR.key(trace_id=trace_id))
+    table.batch_write(deletes=[{PK: s[PK], SK: s[SK]} for s in spans])
+    table.delete({PK: info[PK], SK: info[SK]})
+    table.delete(store.LOCATOR.key(trace_id=info["trace_id"]))
 
 
 # --- run links ----------------------------------------------------------------------------------------
@@ -166,10 +146,19 @@ def link_traces_to_run(trace_ids: list[str], run_id: str) -> None:
 
 
 # --- assessments ----------------------------------------------------------------------------------------
+# Stored as MLflow's answer (serverless_mlflow.assessments.canonical), one JSON string per id in the info item.
 
 
 def _assessment_not_found(trace_id: str, assessment_id: str) -> MlflowError:
     return not_found(f"Assessment with ID '{assessment_id}' not found for trace '{trace_id}'")
+
+
+def _assessment_item(trace_id: str) -> dict[str, Any]:
+    """The info item for get/update, answered as SqlAlchemyStore._get_sql_assessment words a missing trace."""
+    try:
+        return store.get_info_item(trace_id)
+    except MlflowError:
+        raise not_found(f"Trace with request_id '{trace_id}' not found") from None
 
 
 def _load(item: dict[str, Any], assessment_id: str) -> dict[str, Any]:
@@ -181,7 +170,7 @@ def _load(item: dict[str, Any], assessment_id: str) -> dict[str, Any]:
 
 def _store_assessment(item: dict[str, Any], assessment: dict[str, Any], extra: dict[str, dict[str, Any]] | None = None) -> None:
     entries = {assessment["assessment_id"]: assessment, **(extra or {})}
-    set_map_entries(item, "assessments", {k: json.dumps(v, separators=(",", ":")) for k, v in entries.items()})
+    set_map_entries(item, "assessments", assessments.stored(entries))
 
 
 def set_map_entries(item: dict[str, Any], attribute: str, entries: dict[str, str]) -> None:
@@ -191,83 +180,52 @@ def set_map_entries(item: dict[str, Any], attribute: str, entries: dict[str, str
     expression = "SET " + ", ".join(f"#m.#k{i} = :v{i}" for i in range(len(entries)))
     for _ in range(3):
         try:
-            _write(item, expression, names, values, "attribute_exists(pk) AND attribute_exists(#m)")
+            _update_info(item, expression, names, values, "attribute_exists(#m)")
             return
         except table.ConditionFailed:
             pass
         try:
-            _write(
-                item, "SET #m = :whole", {"#m": attribute}, {":whole": dict(entries)}, "attribute_exists(pk) AND attribute_not_exists(#m)"
-            )
+            _update_info(item, "SET #m = :whole", {"#m": attribute}, {":whole": dict(entries)}, "attribute_not_exists(#m)")
             return
         except table.ConditionFailed:
-            pass  # the map appeared meanwhile, or the trace is gone: look again
-        if table.get(_info_key(item), projection="pk") is None:
-            raise store.trace_not_found(item["trace_id"])
+            pass  # the map appeared meanwhile: look again
     raise store.trace_not_found(item["trace_id"])
 
 
-def create_assessment(trace_id: str, assessment: dict[str, Any]) -> dict[str, Any]:
+def create_assessment(trace_id: str, assessment: Any) -> dict[str, Any]:
     item = store.get_info_item(trace_id)
-    now = store.timestamp_json(clock.now_millis())
-    created = dict(assessment)
-    created["trace_id"] = trace_id
-    created["assessment_id"] = created.get("assessment_id") or f"a-{uuid.uuid4().hex}"
-    created.setdefault("create_time", now)
-    created.setdefault("last_update_time", now)
-    created["valid"] = True
-    if not created.get("assessment_name"):
-        raise invalid("Missing value for required parameter 'assessment.assessment_name'.")
-    if ("feedback" in created) == ("expectation" in created):
-        raise invalid("Exactly one of `expectation` or `feedback` should be specified.")
+    created = assessments.canonical(assessment, trace_id, clock.now_millis())
     extra = {}
     if overrides := created.get("overrides"):
         previous = (item.get("assessments") or {}).get(overrides)
         if previous is None:
-            raise not_found(f"Assessment with ID '{overrides}' not found for trace '{trace_id}'")
+            raise _assessment_not_found(trace_id, overrides)
         extra[overrides] = {**json.loads(previous), "valid": False}
     _store_assessment(item, created, extra)
     return created
 
 
 def get_assessment(trace_id: str, assessment_id: str) -> dict[str, Any]:
-    return _load(store.get_info_item(trace_id), assessment_id)
+    return _load(_assessment_item(trace_id), assessment_id)
 
 
-def update_assessment(trace_id: str, assessment_id: str, changes: dict[str, Any], paths: list[str]) -> dict[str, Any]:
-    item = store.get_info_item(trace_id)
+def update_assessment(trace_id: str, assessment_id: str, changes: Any, paths: list[str]) -> dict[str, Any]:
+    item = _assessment_item(trace_id)
     existing = _load(item, assessment_id)
-    updated = dict(existing)
-    if "expectation" in paths and "feedback" in paths:
-        raise invalid("Cannot specify both `expectation` and `feedback` parameters.")
-    if "expectation" in paths and "expectation" not in existing:
-        raise invalid("Cannot update expectation value on a Feedback assessment.")
-    if "feedback" in paths and "feedback" not in existing:
-        raise invalid("Cannot update feedback value on an Expectation assessment.")
-    if "assessment_name" in paths:
-        updated["assessment_name"] = changes.get("assessment_name", "")
-    for field in ("expectation", "feedback", "rationale"):
-        if field in paths:
-            if changes.get(field) is None:
-                updated.pop(field, None)
-            else:
-                updated[field] = changes[field]
-    if "metadata" in paths:
-        merged = {**(existing.get("metadata") or {}), **(changes.get("metadata") or {})}
-        if merged:
-            updated["metadata"] = merged
-    if "valid" in paths:
-        updated["valid"] = bool(changes.get("valid", False))
-    updated["last_update_time"] = store.timestamp_json(clock.now_millis())
+    updated = assessments.updated(existing, changes, paths, trace_id, clock.now_millis())
     _store_assessment(item, updated)
     return updated
 
 
 def delete_assessment(trace_id: str, assessment_id: str) -> None:
-    item = store.get_info_item(trace_id)
+    """SqlAlchemyStore.delete_assessment: a no-op for an unknown trace or id."""
+    try:
+        item = store.get_info_item(trace_id)
+    except MlflowError:
+        return
     existing = (item.get("assessments") or {}).get(assessment_id)
     if existing is None:
-        return  # SqlAlchemyStore.delete_assessment is a no-op for an unknown id
+        return
     parsed = json.loads(existing)
     names = {"#a": assessment_id}
     expression = "REMOVE assessments.#a"
@@ -276,6 +234,6 @@ def delete_assessment(trace_id: str, assessment_id: str) -> None:
     if (overrides := parsed.get("overrides")) and overrides in (item.get("assessments") or {}):
         restored = {**json.loads(item["assessments"][overrides]), "valid": True}
         names["#o"] = overrides
-        values = {":o": json.dumps(restored, separators=(",", ":"))}
+        values = {":o": assessments.dumps(restored)}
         expression = "SET assessments.#o = :o REMOVE assessments.#a"
     _update_info(item, expression, names, values)

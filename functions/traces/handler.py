@@ -6,12 +6,23 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow.api import Request, build_app, dumps, lambda_entry
+from serverless_mlflow.api import Request, build_app, dumps, float_json, lambda_entry
+from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response
+from serverless_mlflow.request import key_values_of
 
-from . import changes, ingest, read, trace_data, v2
+from . import changes, v2
 from .messages import MESSAGES
+
+# Imported by the routes that use them: protobuf (OTLP, span data) and the search grammar stay out of a
+# cold start that serves tags or assessments.
+otlp = deferred("serverless_mlflow.otlp")
+ingest = deferred("traces.ingest")
+read = deferred("traces.read")
+trace_data = deferred("traces.trace_data")
+# Trace metrics and filter correlation (rollups, raw rows, the search grammar) for the Overview charts only.
+metrics = deferred("traces.metrics")
 
 
 def otlp_traces(req: Request) -> Response:
@@ -19,10 +30,10 @@ def otlp_traces(req: Request) -> Response:
     try:
         if not experiment_id:
             # FastAPI's answer to a missing required header.
-            raise ingest.OtlpError(422, "Missing required header: x-mlflow-experiment-id")
-        parsed = ingest.parse_otlp(req.raw_body, req.headers.get("content-type"), req.headers.get("content-encoding"))
+            raise otlp.OtlpError(422, "Missing required header: x-mlflow-experiment-id")
+        parsed = otlp.request_of(req)
         ingest.log_spans(experiment_id, parsed)
-    except ingest.OtlpError as error:
+    except otlp.OtlpError as error:
         status, body = ingest.otlp_error_body(error)
         return Response(status_code=status, content_type="application/json", body=dumps(body))
     # An empty ExportTraceServiceResponse, in the encoding the exporter sent.
@@ -78,6 +89,19 @@ def search_traces(req: Request) -> dict[str, Any]:
         experiment_ids, msg.get("filter") or None, msg.get("max_results"), msg.get("order_by"), msg.get("page_token") or None
     )
     return page_response("traces", traces, token)
+
+
+def query_trace_metrics(req: Request) -> dict[str, Any]:
+    points = metrics.query_trace_metrics(req.message(MESSAGES["query_trace_metrics"]))
+    return {"data_points": points} if points else {}
+
+
+def calculate_trace_filter_correlation(req: Request) -> dict[str, Any]:
+    msg = req.message(MESSAGES["calculate_trace_filter_correlation"])
+    result = metrics.calculate_filter_correlation(
+        msg["experiment_ids"], msg["filter_string1"], msg["filter_string2"], msg.get("base_filter")
+    )
+    return {name: float_json(value) if isinstance(value, float) else value for name, value in result.items()}
 
 
 def set_trace_tag(req: Request) -> dict[str, Any]:
@@ -157,6 +181,30 @@ def get_trace_info_v2(req: Request) -> dict[str, Any]:
     return {"trace_info": v2.info_v2(read.get_trace_info(_trace_id(req, "request_id")))}
 
 
+def _key_values(msg: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return key_values_of(msg.get(name) or [], name)
+
+
+def start_trace_v2(req: Request) -> dict[str, Any]:
+    msg = req.message(MESSAGES["start_trace_v2"])
+    info = v2.start_trace(
+        msg.get("experiment_id", ""), msg.get("timestamp_ms", 0), _key_values(msg, "request_metadata"), _key_values(msg, "tags")
+    )
+    return {"trace_info": info}
+
+
+def end_trace_v2(req: Request) -> dict[str, Any]:
+    msg = req.message(MESSAGES["end_trace_v2"])
+    info = v2.end_trace(
+        _trace_id(req, "request_id"),
+        msg.get("timestamp_ms", 0),
+        msg.get("status"),
+        _key_values(msg, "request_metadata"),
+        _key_values(msg, "tags"),
+    )
+    return {"trace_info": info}
+
+
 def search_traces_v2(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["search_traces_v2"])
     traces, token = read.search_traces(
@@ -179,7 +227,11 @@ app = build_app(
         "batch_get_traces": batch_get_traces,
         "batch_get_trace_infos": batch_get_trace_infos,
         "search_traces": search_traces,
+        "query_trace_metrics": query_trace_metrics,
+        "calculate_trace_filter_correlation": calculate_trace_filter_correlation,
         "search_traces_v2": search_traces_v2,
+        "start_trace_v2": start_trace_v2,
+        "end_trace_v2": end_trace_v2,
         "get_trace_info_v2": get_trace_info_v2,
         "get_trace_artifact": get_trace_artifact,
         "set_trace_tag": set_trace_tag,

@@ -11,20 +11,18 @@ A late span that completes the count sets the tag then.
 
 from __future__ import annotations
 
-import gzip
-import json
 import time
-import zlib
 from typing import Any
 
-from google.protobuf.json_format import ParseDict
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from serverless_mlflow import clock, s3, table
+from serverless_mlflow import assessments, clock, layout, s3, table
 from serverless_mlflow.errors import invalid
-from serverless_mlflow.schema import TTL_ATTRIBUTE
+from serverless_mlflow.otlp import OtlpError, mlflow_trace_id
+from serverless_mlflow.request import json_text
+from serverless_mlflow.schema import PK, SK, TTL_ATTRIBUTE
 from serverless_mlflow.store import experiments as experiment_store
+from serverless_mlflow.store import trace_partitions, trace_writes
 from serverless_mlflow.store import traces as store
 
 from . import retention
@@ -34,58 +32,6 @@ SPILL_BYTES = 300 * 1024
 SPILL_PREFIX = "trace-spans/"
 SPAN_WAIT_SECONDS = 2.0
 SPAN_POLL_SECONDS = 0.1
-
-
-class OtlpError(Exception):
-    """Bad OTLP input: answered as MLflow's OTLP endpoint answers it (status, detail)."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.detail = status, detail
-
-
-def parse_otlp(body: bytes, content_type: str | None, content_encoding: str | None) -> ExportTraceServiceRequest:
-    media_type = content_type.split(";")[0].strip() if content_type else None
-    if media_type not in ("application/x-protobuf", "application/json"):
-        raise OtlpError(400, f"Invalid Content-Type: {content_type}. Expected: application/x-protobuf or application/json")
-    try:
-        if content_encoding:
-            body = _decompress(body, content_encoding.lower())
-        request = ExportTraceServiceRequest()
-        if media_type == "application/json":
-            ParseDict(_hex_ids_to_base64(json.loads(body)), request, ignore_unknown_fields=True)
-        else:
-            request.ParseFromString(body)
-    except (DecodeError, ValueError, TypeError, AttributeError, OSError, zlib.error, Exception):
-        raise OtlpError(400, "Invalid OpenTelemetry format") from None
-    if not request.resource_spans:
-        raise OtlpError(400, "Invalid OpenTelemetry format - no spans found")
-    return request
-
-
-def _decompress(body: bytes, encoding: str) -> bytes:
-    if encoding == "gzip":
-        return gzip.decompress(body)
-    if encoding == "deflate":
-        return zlib.decompress(body)
-    raise OtlpError(400, f"Unsupported Content-Encoding: {encoding}")
-
-
-def _hex_ids_to_base64(data: Any) -> Any:
-    import base64
-
-    for resource_span in data.get("resourceSpans", []):
-        for scope_span in resource_span.get("scopeSpans", []):
-            for span in scope_span.get("spans", []):
-                for field in ("traceId", "spanId", "parentSpanId"):
-                    if value := span.get(field):
-                        span[field] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
-    return data
-
-
-def mlflow_trace_id(otel_trace_id: bytes) -> str:
-    # MLflow: "tr-" + the 128-bit OTel trace id in hex (generate_mlflow_trace_id_from_otel_trace_id).
-    return "tr-" + otel_trace_id.hex()
 
 
 def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
@@ -102,9 +48,10 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
     for trace_id, spans in spans_by_trace.items():
         new_spans = sum(_put_span(experiment_id, trace_id, span) for span in spans)
         first_start = min(span.start_time_unix_nano for span in spans) // 1_000_000
-        _count_spans(experiment_id, trace_id, new_spans, retention.expires_at(experiment_id, first_start))
         root = next((span for span in spans if not span.parent_span_id), None)
-        if root is not None:
+        claim = _root_claim(experiment_id, trace_id, root)
+        locator = _count_spans(experiment_id, trace_id, new_spans, retention.expires_at(experiment_id, first_start), claim)
+        if claim is not None and locator.get("info_time") == claim:
             _info_from_root_span(experiment, trace_id, root)
 
 
@@ -122,7 +69,7 @@ def _put_span(experiment_id: str, trace_id: str, span: Any) -> int:
         attributes["spill_key"] = key
     else:
         attributes["span"] = payload
-    item = store.SPAN.item(attributes, experiment_id=experiment_id, trace_id=trace_id, span_id=span_id)
+    item = store.SPAN.item(attributes, trace_id=trace_id, span_id=span_id)
     try:
         table.put(item, condition="attribute_not_exists(pk)")
         return 1
@@ -131,24 +78,39 @@ def _put_span(experiment_id: str, trace_id: str, span: Any) -> int:
         return 0
 
 
-def _count_spans(experiment_id: str, trace_id: str, new_spans: int, expires: int | None) -> None:
+def _root_claim(experiment_id: str, trace_id: str, root: Any) -> int | None:
+    """The request time an info made from ``root`` would be keyed with, unless the trace has a layout 1 info."""
+    if root is None:
+        return None
+    if layout.layout1_traces_possible() and table.get(store.TRACE_V1.key(experiment_id=experiment_id, trace_id=trace_id), projection="pk"):
+        return None
+    return int(root.start_time_unix_nano // 1_000_000)
+
+
+def _count_spans(experiment_id: str, trace_id: str, new_spans: int, expires: int | None, claim: int | None) -> dict[str, Any]:
+    """Add the new spans to the locator's count; with ``claim``, name that request time as the info's unless
+    an info was placed already. Returns the locator as it is now."""
     expression = "SET experiment_id = if_not_exists(experiment_id, :e), entity_type = :t"
     values: dict[str, Any] = {":e": experiment_id, ":n": new_spans, ":t": store.LOCATOR.name}
     if expires is not None:  # a trace whose info never arrives still expires
         expression, values[":x"] = expression + f", {TTL_ATTRIBUTE} = if_not_exists({TTL_ATTRIBUTE}, :x)", expires
+    if claim is not None:
+        expression, values[":c"] = expression + ", info_time = if_not_exists(info_time, :c)", claim
     locator = (
         table.update(store.LOCATOR.key(trace_id=trace_id), expression + " ADD span_count :n", values=values, return_values="ALL_NEW") or {}
     )
     expected = locator.get("expected_spans")
     if expected is not None and locator.get("span_count", 0) >= expected and new_spans:
-        _mark_spans_stored(locator["experiment_id"], trace_id)
+        _mark_spans_stored(trace_id, locator)
+    return locator
 
 
 def _info_from_root_span(experiment: dict[str, Any], trace_id: str, root: Any) -> None:
     """A trace info from its root span when none exists yet, as SqlAlchemyStore.log_spans creates one.
 
     Spans from any OTLP exporter (not only MLflow's, which also sends start_trace) make a searchable trace.
-    start_trace later replaces these fields with the client's (its conditional put finds this item and merges).
+    start_trace later replaces these fields with the client's (it merges this item, or moves it when the
+    client's request time differs).
     """
     from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
@@ -164,28 +126,36 @@ def _info_from_root_span(experiment: dict[str, Any], trace_id: str, root: Any) -
         "tags": {store.ARTIFACT_LOCATION_TAG: _artifact_location(experiment, trace_id), store.SPANS_LOCATION_TAG: store.TRACKING_STORE},
         TTL_ATTRIBUTE: retention.expires_at(experiment_id, request_time),
     }
-    item = store.TRACE.item(
-        attributes, experiment_id=experiment_id, trace_id=trace_id, request_time=request_time, state=attributes["state"]
-    )
+    item = trace_writes.info_item(attributes)
+    trace_partitions.ensure_partition(experiment_id, request_time, trace_id, attributes[TTL_ATTRIBUTE])
     try:
         table.put(item, condition="attribute_not_exists(pk)")
     except table.ConditionFailed:
         return  # start_trace (or an earlier copy of this span) wrote the info already
-    table.update(store.LOCATOR.key(trace_id=trace_id), "SET experiment_id = if_not_exists(experiment_id, :e)", values={":e": experiment_id})
+    # start_trace may have placed the info at another request time meanwhile (after our claim, before this put,
+    # finding nothing here to move): then this item is stale. Remove it unless something changed it since.
+    if (store.locate(trace_id) or {}).get("info_time") != request_time:
+        try:
+            table.delete({PK: item[PK], SK: item[SK]}, condition="attribute_not_exists(rev)")
+        except table.ConditionFailed:
+            pass
 
 
 def _artifact_location(experiment: dict[str, Any], trace_id: str) -> str:
     return "/".join([experiment["artifact_location"].rstrip("/"), store.TRACE_FOLDER, trace_id, store.ARTIFACTS_FOLDER])
 
 
-def _mark_spans_stored(experiment_id: str, trace_id: str) -> None:
+def _mark_spans_stored(trace_id: str, locator: dict[str, Any]) -> None:
+    key = store.info_key(locator, trace_id)
+    if key is None:
+        return  # start_trace has not placed the info yet; it reads the count itself
     try:
-        table.update(
-            store.TRACE.key(experiment_id=experiment_id, trace_id=trace_id),
+        trace_writes.update_info(
+            {**key, "trace_id": trace_id},
             "SET tags.#sl = :v",
             names={"#sl": store.SPANS_LOCATION_TAG},
             values={":v": store.TRACKING_STORE},
-            condition="attribute_exists(pk) AND attribute_exists(tags)",
+            condition="attribute_exists(tags)",
         )
     except table.ConditionFailed:
         pass  # start_trace has not written the info yet; it reads the count itself
@@ -196,7 +166,7 @@ def _mark_spans_stored(experiment_id: str, trace_id: str) -> None:
 
 def _expected_spans(metadata: dict[str, str]) -> int | None:
     try:
-        stats = json.loads(metadata.get(store.SIZE_STATS_METADATA, ""))
+        stats = json_text.loads(metadata.get(store.SIZE_STATS_METADATA, ""))
         value = stats.get("num_spans")
         return int(value) if isinstance(value, int) and value >= 0 else None
     except (ValueError, AttributeError, TypeError):
@@ -211,8 +181,11 @@ def _string_map(value: Any, field: str) -> dict[str, str]:
     return dict(value)
 
 
-def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
-    """SqlAlchemyStore.start_trace: record the info; answer it with the artifact and spans locations."""
+def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[str, Any]:
+    """SqlAlchemyStore.start_trace: record the info; answer it with the artifact and spans locations.
+
+    ``finalized=False`` for the v2 start/end of mlflow 2.x clients, which MLflow does not mark finalized.
+    A repeated call merges into the stored info (tags and metadata added since are kept)."""
     trace_id = trace_info.get("trace_id")
     if not isinstance(trace_id, str) or not trace_id:
         raise invalid("Missing value for required parameter 'trace.trace_info.trace_id'.")
@@ -227,7 +200,8 @@ def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
     if state not in store.STATES:
         raise invalid(f"Invalid value for state: {state!r}")
     trace_name = tags.pop(store.TRACE_NAME_TAG, None)
-    metadata[store.INFO_FINALIZED_METADATA] = "true"
+    if finalized:
+        metadata[store.INFO_FINALIZED_METADATA] = "true"
     tags[store.ARTIFACT_LOCATION_TAG] = _artifact_location(experiment, trace_id)
     tags.pop(store.SPANS_LOCATION_TAG, None)  # set by the store only, never by the client
     attributes: dict[str, Any] = {
@@ -243,37 +217,64 @@ def start_trace(trace_info: dict[str, Any]) -> dict[str, Any]:
         "trace_metadata": metadata,
         "tags": tags,
     }
-    attributes[TTL_ATTRIBUTE] = retention.expires_at(experiment_id, attributes["request_time"])
+    request_time = attributes["request_time"]
+    attributes[TTL_ATTRIBUTE] = retention.expires_at(experiment_id, request_time)
+    # The directory names the partition before any info is in it, and the locator names the info's request time
+    # before the info is written: a reader that finds either finds the info once it exists.
+    trace_partitions.ensure_partition(experiment_id, request_time, trace_id, attributes[TTL_ATTRIBUTE])
+    if carried := _carried_assessments(trace_id, trace_info.get("assessments")):
+        attributes["assessments"] = assessments.stored(carried)
     expected_spans = _expected_spans(metadata)
-    expression, values = "SET experiment_id = :e, entity_type = :t", {":e": experiment_id, ":t": store.LOCATOR.name}
+    expression = "SET experiment_id = :e, entity_type = :t, info_time = :r"
+    values: dict[str, Any] = {":e": experiment_id, ":t": store.LOCATOR.name, ":r": request_time}
     if attributes[TTL_ATTRIBUTE] is not None:
         expression, values[":x"] = expression + f", {TTL_ATTRIBUTE} = :x", attributes[TTL_ATTRIBUTE]
     if expected_spans is not None:
         expression, values[":n"] = expression + ", expected_spans = :n", expected_spans
-    locator = table.update(store.LOCATOR.key(trace_id=trace_id), expression, values=values, return_values="ALL_NEW") or {}
+    before = table.update(store.LOCATOR.key(trace_id=trace_id), expression, values=values, return_values="ALL_OLD") or {}
+    locator = {**before, "experiment_id": experiment_id, "info_time": request_time}
+    if expected_spans is not None:
+        locator["expected_spans"] = expected_spans
     if _all_spans_stored(trace_id, locator):
         tags[store.SPANS_LOCATION_TAG] = store.TRACKING_STORE
-    item = store.TRACE.item(
-        attributes,
-        experiment_id=experiment_id,
-        trace_id=trace_id,
-        request_time=attributes["request_time"],
-        state=state,
-        trace_name=trace_name,
-        changed_at=clock.now_millis(),
+    item = trace_writes.info_item(attributes, changed_at=clock.now_millis())
+    stored = trace_writes.save_info(
+        item, previous=_previous_info_key(trace_id, before), expect_existing=before.get("info_time") == request_time
     )
-    try:
-        table.put(item, condition="attribute_not_exists(pk)")
-    except table.ConditionFailed:
-        item = _merge_existing(item)
-        table.put(item)
-    if store.SPANS_LOCATION_TAG not in item["tags"] and expected_spans is not None:
+    if store.SPANS_LOCATION_TAG not in stored["tags"] and expected_spans is not None:
         # The last span may have completed the count after our last look but before the info existed, when
         # its own attempt to set the tag found no info: look once more (the answer keeps the client's upload).
         latest = store.locate(trace_id) or {}
         if latest.get("span_count", 0) >= expected_spans:
-            _mark_spans_stored(experiment_id, trace_id)
-    return store.info_json(item)
+            _mark_spans_stored(trace_id, latest)
+    return store.info_json(stored)
+
+
+def _previous_info_key(trace_id: str, locator: dict[str, Any]) -> dict[str, str] | None:
+    """Where the trace's info was before this start_trace, as the locator said (None: nowhere)."""
+    if not locator:
+        return None
+    return store.info_key(locator, trace_id)
+
+
+def _carried_assessments(trace_id: str, raw: Any) -> dict[str, dict[str, Any]]:
+    """Assessments logged while the trace was active (``log_feedback`` inside a traced call), by id.
+
+    A client that sends no id gets one derived from the assessment itself, so a retried ``StartTraceV3``
+    overwrites instead of adding a copy; ids a client assigns (3.18) are kept and upserted the same way.
+    """
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise invalid(f"Invalid value {raw!r} for parameter 'trace.trace_info.assessments' supplied.")
+    now = clock.now_millis()
+    out: dict[str, dict[str, Any]] = {}
+    for index, entry in enumerate(raw):
+        stable_id = assessments.content_id(trace_id, entry) if isinstance(entry, dict) else None
+        field = f"trace.trace_info.assessments[{index}]"
+        assessment = assessments.canonical(entry, trace_id, now, stable_id, field=field)
+        out[assessment["assessment_id"]] = assessment
+    return out
 
 
 def _all_spans_stored(trace_id: str, locator: dict[str, Any]) -> bool:
@@ -293,22 +294,6 @@ def _all_spans_stored(trace_id: str, locator: dict[str, Any]) -> bool:
         time.sleep(SPAN_POLL_SECONDS)
         locator = store.locate(trace_id) or {}
     return True
-
-
-def _merge_existing(item: dict[str, Any]) -> dict[str, Any]:
-    """A retried or repeated start_trace (or one after an info made from the root span) keeps what was added
-    since: tags, metadata, assessments, run links."""
-    existing = table.get({"pk": item["pk"], "sk": item["sk"]}) or {}
-    merged = dict(item)
-    # start_trace alone decides the spans location (an info made from the root span claims the spans stored).
-    existing_tags = {k: v for k, v in (existing.get("tags") or {}).items() if k != store.SPANS_LOCATION_TAG}
-    merged["tags"] = {**existing_tags, **item["tags"]}
-    merged["trace_metadata"] = {**(existing.get("trace_metadata") or {}), **item["trace_metadata"]}
-    if existing.get("assessments"):
-        merged["assessments"] = existing["assessments"]
-    if existing.get("linked_runs"):
-        merged["linked_runs"] = existing["linked_runs"]
-    return merged
 
 
 def otlp_error_body(error: OtlpError) -> tuple[int, dict[str, Any]]:

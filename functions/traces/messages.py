@@ -3,7 +3,16 @@
 
 from __future__ import annotations
 
-from serverless_mlflow.request import Message, array, intlike, item_type_string, less_than_or_equal, required, string
+from serverless_mlflow.request import (
+    Message,
+    array,
+    intlike,
+    item_type_string,
+    less_than_or_equal,
+    map_key_present,
+    required,
+    string,
+)
 
 _IDS = Message(
     {"trace_ids": "[string]", "experiment_ids": "[string]"},
@@ -25,6 +34,44 @@ MESSAGES: dict[str, Message] = {
             "page_token": [string],
         },
     ),
+    "query_trace_metrics": Message(
+        {
+            "experiment_ids": "[string]",
+            "view_type": "enum",
+            "metric_name": "string",
+            "aggregations": "[message]",
+            "dimensions": "[string]",
+            "filters": "[string]",
+            "time_interval_seconds": "int64",
+            "start_time_ms": "int64",
+            "end_time_ms": "int64",
+            "max_results": "int32",
+            "page_token": "string",
+        },
+        {
+            "experiment_ids": [array, required, item_type_string],
+            "view_type": [required],
+            "metric_name": [string, required],
+            "aggregations": [array, required],
+            "dimensions": [array, item_type_string],
+            "filters": [array, item_type_string],
+            "time_interval_seconds": [intlike],
+            "start_time_ms": [intlike],
+            "end_time_ms": [intlike],
+            "max_results": [intlike],
+            "page_token": [string],
+        },
+        int_ranges=True,
+    ),
+    "calculate_trace_filter_correlation": Message(
+        {"experiment_ids": "[string]", "filter_string1": "string", "filter_string2": "string", "base_filter": "string"},
+        {
+            "experiment_ids": [array, required, item_type_string],
+            "filter_string1": [string, required],
+            "filter_string2": [string, required],
+            "base_filter": [string],
+        },
+    ),
     "set_trace_tag": Message({"key": "string", "value": "string"}, {"key": [string, required], "value": [string]}),
     "delete_trace_tag": Message({"key": "string"}, {"key": [string, required]}),
     "delete_traces": Message(
@@ -41,8 +88,24 @@ MESSAGES: dict[str, Message] = {
     ),
     "create_assessment": Message({"assessment": "message"}, {"assessment": [required]}),
     "update_assessment": Message({"assessment": "message"}, {"assessment": [required], "update_mask": [required]}),
+    # mlflow 2.x clients (StartTrace / EndTrace of service.proto).
+    "start_trace_v2": Message(
+        {"experiment_id": "string", "timestamp_ms": "int64", "request_metadata": "[message]", "tags": "[message]"},
+        {"experiment_id": [string], "timestamp_ms": [intlike], "request_metadata": [map_key_present], "tags": [map_key_present]},
+    ),
+    "end_trace_v2": Message(
+        {"timestamp_ms": "int64", "status": "enum", "request_metadata": "[message]", "tags": "[message]"},
+        {"timestamp_ms": [intlike], "status": [string], "request_metadata": [map_key_present], "tags": [map_key_present]},
+    ),
     "search_traces_v2": Message(
         {"experiment_ids": "[string]", "filter": "string", "max_results": "int32", "order_by": "[string]", "page_token": "string"},
         {"experiment_ids": [array, item_type_string], "max_results": [intlike, less_than_or_equal(500)]},
     ),
+    # Path parameters, raw bodies and the UI's query, read by the handlers (declared for the request fuzz suite).
+    "otlp_traces": Message({"resourceSpans": "[message]"}),
+    "get_trace_info": Message({}),
+    "get_assessment": Message({}),
+    "delete_assessment": Message({}),
+    "get_trace_info_v2": Message({}),
+    "get_trace_artifact": Message({"request_id": "string"}),
 }

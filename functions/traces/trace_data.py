@@ -7,65 +7,18 @@ clients) is answered with a redirect to the artifacts route that serves that fil
 
 from __future__ import annotations
 
-import base64
 import json
-from typing import Any
 from urllib.parse import quote
-
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from serverless_mlflow import artifact_locations
 from serverless_mlflow.errors import MlflowError, not_found
+from serverless_mlflow.span_content import span_dict
 from serverless_mlflow.store import traces as store
 
 from . import read
 
 TRACE_DATA_FILE = "traces.json"
 ARTIFACTS_ROUTE = "/api/2.0/mlflow-artifacts/artifacts"
-REQUEST_ID_ATTRIBUTE = "mlflow.traceRequestId"
-_STATUS_NAMES = {
-    Status.STATUS_CODE_UNSET: "STATUS_CODE_UNSET",
-    Status.STATUS_CODE_OK: "STATUS_CODE_OK",
-    Status.STATUS_CODE_ERROR: "STATUS_CODE_ERROR",
-}
-
-
-def _value(any_value: AnyValue) -> Any:
-    kind = any_value.WhichOneof("value")
-    if kind is None:
-        return None
-    if kind == "array_value":
-        return [_value(v) for v in any_value.array_value.values]
-    if kind == "kvlist_value":
-        return {kv.key: _value(kv.value) for kv in any_value.kvlist_value.values}
-    if kind == "bytes_value":
-        return base64.b64encode(any_value.bytes_value).decode("ascii")
-    return getattr(any_value, kind)
-
-
-def _b64(raw: bytes) -> str:
-    return base64.b64encode(raw).decode("ascii")
-
-
-def span_dict(span: Span, trace_id: str) -> dict[str, Any]:
-    attributes = {kv.key: json.dumps(_value(kv.value), ensure_ascii=False) for kv in span.attributes}
-    attributes[REQUEST_ID_ATTRIBUTE] = json.dumps(trace_id)
-    return {
-        "trace_id": _b64(span.trace_id),
-        "span_id": _b64(span.span_id),
-        "parent_span_id": _b64(span.parent_span_id) if span.parent_span_id else None,
-        "name": span.name,
-        "start_time_unix_nano": span.start_time_unix_nano,
-        "end_time_unix_nano": span.end_time_unix_nano,
-        "events": [
-            {"name": e.name, "time_unix_nano": e.time_unix_nano, "attributes": {kv.key: _value(kv.value) for kv in e.attributes}}
-            for e in span.events
-        ],
-        "status": {"code": _STATUS_NAMES.get(span.status.code, "STATUS_CODE_UNSET"), "message": span.status.message},
-        "attributes": attributes,
-        "links": [],
-    }
 
 
 def trace_data(request_id: str | None) -> bytes | str:

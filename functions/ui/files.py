@@ -38,8 +38,11 @@ def _etags(header: str) -> set[str]:
 @lru_cache(maxsize=1024)
 def _from_directory(directory: str, relative: str) -> StaticFile | None:
     root = Path(directory).resolve()
-    path = (root / relative).resolve()
-    if not path.is_file() or root not in path.parents:
+    try:
+        path = (root / relative).resolve()
+        if not path.is_file() or root not in path.parents:
+            return None
+    except (OSError, ValueError):  # a name too long for the file system, a NUL in it: no such file
         return None
     gzipped = compress(path.read_bytes())
     return StaticFile(gzipped, f'"{hashlib.sha256(gzipped).hexdigest()[:32]}"')
@@ -55,7 +58,7 @@ def _from_bucket(relative: str, if_none_match: str | None) -> StaticFile | None:
         code = s3.error_code(error)
         if code == "304":
             raise NotModified from None
-        if code in ("NoSuchKey", "404", "AccessDenied", "403"):
+        if code in ("NoSuchKey", "404", "AccessDenied", "403", "KeyTooLongError"):
             # A key outside the deployed build is AccessDenied when the role may not list: the same 404.
             return None
         raise

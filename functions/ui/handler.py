@@ -14,7 +14,8 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow import auth
-from serverless_mlflow.api import Request, build_app, lambda_entry
+from serverless_mlflow.api import Request, build_app, error_response, lambda_entry
+from serverless_mlflow.errors import not_found
 from serverless_mlflow.static_files import INDEX, INDEX_CACHE_CONTROL, STATIC_CACHE_CONTROL, content_type
 
 from . import files
@@ -66,7 +67,8 @@ def _binary(kind: str, body: bytes, headers: dict[str, str]) -> Response:
 
 
 def _not_found() -> Response:
-    return Response(status_code=404, content_type="text/plain", body="Not Found")
+    # MLflow's Flask app answers its HTML 404 page here; every error here is MLflow's JSON shape.
+    return error_response(not_found("The requested static file was not found."))
 
 
 def stage_root_redirect(event: dict[str, Any]) -> dict[str, Any] | None:

@@ -83,14 +83,23 @@ def gateway_runtime_code() -> lambda_.Code:
 STAGED_CODE = {gateway_catalog.GATEWAY_PACKAGE: gateway_code, gateway_catalog.RUNTIME_PACKAGE: gateway_runtime_code}
 
 
-def grant_table(role: iam.IGrantable, table: dynamodb.ITable, actions: tuple[str, ...]) -> None:
+def grant_table(role: iam.IGrantable, table: dynamodb.ITable, actions: tuple[str, ...], leading_keys: tuple[str, ...] = ()) -> None:
     if not actions:
         return
     resources = [table.table_arn]
     if "dynamodb:Query" in actions:
         # Queries may name an index: this table's index ARNs are the only wildcard the roles carry.
         resources.append(index_arns(table))
-    iam.Grant.add_to_principal(grantee=role, actions=list(actions), resource_arns=resources)
+    if not leading_keys:
+        iam.Grant.add_to_principal(grantee=role, actions=list(actions), resource_arns=resources)
+        return
+    role.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=list(actions),
+            resources=resources,
+            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(leading_keys)}},
+        )
+    )
 
 
 def index_arns(table: dynamodb.ITable) -> str:
@@ -142,7 +151,7 @@ class ServerlessFunction(Construct):
             actions=["logs:CreateLogStream", "logs:PutLogEvents"],
             resource_arns=[self.log_group.log_group_arn],
         )
-        grant_table(self.role, shared.table, access.table_actions)
+        grant_table(self.role, shared.table, access.table_actions, access.table_leading_keys)
         bucket = shared.bucket_for(access)
         if access.bucket:
             grant_bucket(self.role, bucket, access)
@@ -216,6 +225,8 @@ def _feature_environment(feature: str, config: StackConfig) -> dict[str, str]:
     """Settings only one feature reads."""
     if feature in (gateway_catalog.GATEWAY_PACKAGE, gateway_catalog.RUNTIME_PACKAGE) and config.gateway_allowed_providers:
         return {"MLFLOW_GATEWAY_ALLOWED_PROVIDERS": config.gateway_allowed_providers}
+    if feature == "webhooks":
+        return config.webhook_settings  # create/update check targets; `test` sends to them
     return {}
 
 

@@ -1,9 +1,11 @@
-"""The stream indexer: table stream -> ``functions/indexer`` -> derived items (RANK, FTS).
+"""The stream indexer: table stream -> ``functions/indexer`` -> derived items (RANK, FTS, summaries, digests).
 
 Lambda event filtering passes only records of the source entities the indexer derives from
-(``derived.SOURCE_TYPES``): the indexer's own writes never re-trigger indexing, and the bulk of the
-table's writes (metric history, tags, ...) cost no invocations. Failed records are
-bisected and retried a bounded number of times, then their stream coordinates go to an SQS queue.
+(``derived.STREAM_TYPES``; removals: ``derived.REMOVAL_STREAM_TYPES``): the indexer's own writes never re-trigger
+indexing, and the bulk of the table's writes (metric history, ...) cost no invocations. A batching window lets a
+training loop's points gather into one batch, which the indexer coalesces per item and per run (one RANK move,
+one summary, one metrics marker per run and batch, not per point). Failed records are bisected and retried a
+bounded number of times, then their stream coordinates go to an SQS queue.
 """
 
 from __future__ import annotations
@@ -23,11 +25,18 @@ INDEXER = "indexer"
 RETRY_ATTEMPTS = 5
 MAX_RECORD_AGE = Duration.days(1)
 BATCH_SIZE = 100
+# Records gather for up to this long (or BATCH_SIZE records) before an invocation: searches stay exact meanwhile
+# (LSI5 flags, metrics markers), and a run logging every step is indexed once per window instead of per point.
+BATCHING_WINDOW_SECONDS = 1
 INDEXER_TIMEOUT = Duration.seconds(120)
 
 
 def source_entity_types() -> list[str]:
-    return sorted(derived.SOURCE_TYPES)
+    return sorted(derived.STREAM_TYPES)
+
+
+def removal_source_entity_types() -> list[str]:
+    return sorted(derived.REMOVAL_STREAM_TYPES)
 
 
 def stream_filters() -> list[dict[str, Any]]:
@@ -37,9 +46,10 @@ def stream_filters() -> list[dict[str, Any]]:
     changes (it is part of what the key means), so checking the image that exists is enough.
     """
     source = {schema.ENTITY_TYPE: {"S": source_entity_types()}}
+    removed = {schema.ENTITY_TYPE: {"S": removal_source_entity_types()}}
     return [
         lambda_.FilterCriteria.filter({"eventName": ["INSERT", "MODIFY"], "dynamodb": {"NewImage": source}}),
-        lambda_.FilterCriteria.filter({"eventName": ["REMOVE"], "dynamodb": {"OldImage": source}}),
+        lambda_.FilterCriteria.filter({"eventName": ["REMOVE"], "dynamodb": {"OldImage": removed}}),
     ]
 
 
@@ -68,6 +78,7 @@ class StreamIndexer(Construct):
             shared.table,
             starting_position=lambda_.StartingPosition.TRIM_HORIZON,
             batch_size=BATCH_SIZE,
+            max_batching_window=Duration.seconds(BATCHING_WINDOW_SECONDS),
             # The handler reports failed records individually; bisecting isolates a poison record.
             report_batch_item_failures=True,
             bisect_batch_on_error=True,

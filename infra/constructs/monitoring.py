@@ -52,6 +52,8 @@ class Monitoring(Construct):
         functions: Mapping[str, lambda_.IFunction],
         indexer: lambda_.IFunction,
         dead_letter_queue: sqs.IQueue,
+        webhook_dead_letters: sqs.IQueue | None = None,
+        workers: Mapping[str, lambda_.IFunction] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.topic = self._topic(config)
@@ -65,6 +67,14 @@ class Monitoring(Construct):
             description="Stream records the indexer gave up on are waiting in its dead-letter queue: see docs/indexer.md, "
             "then `make reindex` after fixing the cause.",
         )
+        if webhook_dead_letters is not None:
+            self._alarm(
+                "WebhookDeadLetters",
+                webhook_dead_letters.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
+                threshold=1,
+                description="Webhook deliveries failed for good (receiver refused, unreachable after every retry, or a "
+                "blocked address): the messages in the webhooks' dead-letter queue say which and why (attribute 'reason').",
+            )
         iterator_age = indexer.metric("IteratorAge", period=PERIOD, statistic="Maximum")
         self._alarm(
             "IndexerIteratorAge",
@@ -90,7 +100,7 @@ class Monitoring(Construct):
         )
         throttles = table.metric_throttled_requests_for_operations(operations=list(TABLE_OPERATIONS), period=PERIOD)
         self._alarm("TableThrottles", throttles, threshold=1, description="DynamoDB throttled requests on the table.")
-        for name, function in sorted({**functions, "indexer": indexer}.items()):
+        for name, function in sorted({**functions, "indexer": indexer, **(workers or {})}.items()):
             failures = cloudwatch.MathExpression(
                 expression="errors + throttles",
                 using_metrics={

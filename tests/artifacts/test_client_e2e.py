@@ -87,7 +87,12 @@ def test_logging_calls_store_in_s3_and_read_back(client: Any, mlflow_run: Any, t
     mlflow.log_image(np.zeros((8, 8, 3), dtype=np.uint8), "plots/black.png")
 
     assert _paths(client, run_id) == [
-        ("cfg", True), ("copies", True), ("hello.txt", False), ("notes", True), ("plots", True), ("tree", True)
+        ("cfg", True),
+        ("copies", True),
+        ("hello.txt", False),
+        ("notes", True),
+        ("plots", True),
+        ("tree", True),
     ]
     assert _paths(client, run_id, "tree") == [("tree/nested", True), ("tree/one.csv", False)]
     assert [(f.path, f.file_size) for f in _list(client, run_id, "tree/nested")] == [("tree/nested/two.bin", 10240)]
@@ -106,7 +111,9 @@ def test_logging_calls_store_in_s3_and_read_back(client: Any, mlflow_run: Any, t
 
 
 @needs_tracking
-def test_small_put_path_when_threshold_unset(client: Any, mlflow_run: Any, tmp_path: Path, meter: LambdaMeter, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_small_put_path_when_threshold_unset(
+    client: Any, mlflow_run: Any, tmp_path: Path, meter: LambdaMeter, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import mlflow
 
     monkeypatch.delenv("MLFLOW_MULTIPART_UPLOAD_MINIMUM_FILE_SIZE", raising=False)
@@ -169,7 +176,9 @@ def test_run_deleted_during_an_upload_refuses_complete_and_drops_the_parts(clien
 
 
 @needs_tracking
-def test_s3_experiment_keeps_working_in_direct_mode(client: Any, tmp_path: Path, meter: LambdaMeter, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_s3_experiment_keeps_working_in_direct_mode(
+    client: Any, tmp_path: Path, meter: LambdaMeter, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import mlflow
 
     # The client talks to S3 itself (here: the runtime's moto), with its own credentials.
@@ -186,9 +195,10 @@ def test_s3_experiment_keeps_working_in_direct_mode(client: Any, tmp_path: Path,
     assert json.loads(body) == {"direct": 1}
     assert [f.path for f in _list(client, run.info.run_id, "d")] == ["d/x.json"]
     assert mlflow.artifacts.load_dict(f"runs:/{run.info.run_id}/d/x.json") == {"direct": 1}
-    assert not any(r.operation in {
-        "upload_artifact", "create_multipart_upload", "complete_multipart_upload", "presigned_download", "list_artifacts"
-    } for r in meter.invocations)
+    assert not any(
+        r.operation in {"upload_artifact", "create_multipart_upload", "complete_multipart_upload", "presigned_download", "list_artifacts"}
+        for r in meter.invocations
+    )
 
 
 def _iris() -> tuple[Any, Any, Any]:

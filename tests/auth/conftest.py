@@ -16,15 +16,16 @@ import pytest
 from tests.conftest import runtime_process, unique
 from tools.server_process import stop_process, wait_healthy
 
+# The modules that compare with MLflow's own basic-auth server share one (it takes a minute to start).
+WITH_MLFLOW = pytest.mark.xdist_group("mlflow-basic-auth")
+
 ADMIN = "admin"
 ADMIN_PASSWORD = "admin-password-" + os.urandom(6).hex()
 
 
-@contextmanager
-def basic_runtime(avoid_ports: frozenset[int] = frozenset()) -> Iterator[str]:
-    """Our runtime in basic mode, in its own process with its own table and bucket (on the session's
-    DynamoDB Local and S3), on a free port not in ``avoid_ports``."""
-    env = {
+def basic_env() -> dict[str, str]:
+    """The environment of a basic-mode runtime with a table and bucket of its own."""
+    return {
         "TABLE_NAME": unique("auth"),
         "BUCKET_NAME": unique("auth"),
         "AUTHORIZATION": "basic",
@@ -32,6 +33,13 @@ def basic_runtime(avoid_ports: frozenset[int] = frozenset()) -> Iterator[str]:
         # Password changes and deletions take effect at once (the cache itself is tested on its own).
         "AUTHORIZER_CACHE_SECONDS": "0",
     }
+
+
+@contextmanager
+def basic_runtime(avoid_ports: frozenset[int] = frozenset(), env: dict[str, str] | None = None) -> Iterator[str]:
+    """Our runtime in basic mode, in its own process with its own table and bucket (on the session's
+    DynamoDB Local and S3), on a free port not in ``avoid_ports``."""
+    env = env if env is not None else basic_env()
     with runtime_process(env, drop=("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"), avoid_ports=avoid_ports) as url:
         yield url
 
@@ -51,10 +59,13 @@ def mlflow_server() -> Iterator[str]:
     workdir = Path(tempfile.mkdtemp(prefix="mlflow-basic-auth-"))
     env = dict(os.environ)
     # A KEK passphrase of its own, as ours never uses a default one (the gateway's secrets config says so).
+    # No job execution: it starts a job runner and seven huey consumers, each importing mlflow, which starved the
+    # server's own start past its timeout on a loaded 2-core machine; no request of these tests runs a job.
     env.update(
         MLFLOW_AUTH_ADMIN_PASSWORD=ADMIN_PASSWORD,
         MLFLOW_FLASK_SERVER_SECRET_KEY=os.urandom(16).hex(),
         MLFLOW_CRYPTO_KEK_PASSPHRASE=os.urandom(16).hex(),
+        MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
     )
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
         env.pop(name, None)

@@ -9,6 +9,7 @@ import requests
 
 from serverless_mlflow.auth.rules import RULES
 from serverless_mlflow.routes import ROUTES, Route
+from tests.auth.conftest import ADMIN, ADMIN_PASSWORD
 
 PROTECTED = [route for route in ROUTES if not route.public]
 PUBLIC = [route for route in ROUTES if route.public]
@@ -74,6 +75,23 @@ def test_public_routes_answer_without_credentials(basic_server: str, route: Rout
         assert response.status_code == 302 and response.headers["Location"] == "login"
     else:
         assert response.status_code == 200
+
+
+@pytest.mark.parametrize("route", PUBLIC, ids=[r.route_key for r in PUBLIC])
+@pytest.mark.parametrize(
+    "credentials", [("admin", "not-the-password"), ("nobody", "some-password-1")], ids=["wrong password", "unknown user"]
+)
+def test_public_routes_never_accept_wrong_credentials(basic_server: str, route: Route, credentials: tuple[str, str]) -> None:
+    # Public routes need no credentials, but credentials that are sent are checked (MLflow's "/" answers so).
+    path = "/static-files/favicon.ico" if route.operation == "static_file" else _concrete(route.path)
+    response = requests.request(route.method, basic_server + path, auth=credentials, allow_redirects=False, timeout=60)
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"] == 'Basic realm="mlflow"'
+
+
+def test_public_routes_accept_right_credentials(basic_server: str) -> None:
+    for path in ("/", "/health", "/static-files/favicon.ico", "/api/3.0/mlflow/server-info"):
+        assert requests.get(basic_server + path, auth=(ADMIN, ADMIN_PASSWORD), timeout=60).status_code == 200, path
 
 
 def test_every_protected_operation_has_a_rule() -> None:

@@ -67,10 +67,12 @@ def test_get_by_name_missing_is_none_and_404(client: mlflow.MlflowClient, server
 
 def test_get_errors(server: str) -> None:
     assert call(server, "GET", "experiments/get", query="?experiment_id=99999999") == (
-        404, {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "No Experiment with id=99999999 exists"}
+        404,
+        {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "No Experiment with id=99999999 exists"},
     )
     assert call(server, "GET", "experiments/get", query="?experiment_id=abc") == (
-        400, {"error_code": "INVALID_PARAMETER_VALUE", "message": "Invalid experiment ID 'abc'. Experiment ID must be a valid integer."}
+        400,
+        {"error_code": "INVALID_PARAMETER_VALUE", "message": "Invalid experiment ID 'abc'. Experiment ID must be a valid integer."},
     )
     status, body = call(server, "GET", "experiments/get")
     assert status == 400 and body["message"].startswith("Missing value for required parameter 'experiment_id'.")
@@ -121,15 +123,21 @@ def test_delete_restore(client: mlflow.MlflowClient, server: str) -> None:
     assert deleted.lifecycle_stage == "deleted"
     assert client.get_experiment_by_name(name).lifecycle_stage == "deleted"
     # Deleted experiments cannot be renamed, tagged or deleted again.
-    # INVALID_STATE answers 500 (the client reports its retries giving up), as MLflow's server does.
+    # MLflow's server answers INVALID_STATE with 500; a request this server can tell is wrong answers 400 (issue 22:
+    # never a 500 on bad input), with MLflow's error code and message.
     assert call(server, "POST", "experiments/update", {"experiment_id": experiment_id, "new_name": unique("x")}) == (
-        500, {"error_code": "INVALID_STATE", "message": "Cannot rename a non-active experiment."}
+        400,
+        {"error_code": "INVALID_STATE", "message": "Cannot rename a non-active experiment."},
     )
     with pytest.raises(MlflowException) as error:
         client.set_experiment_tag(experiment_id, "k", "v")
-    assert error.value.message == f"INVALID_PARAMETER_VALUE: The experiment {experiment_id} must be in the 'active' state. Current state is deleted."
+    assert (
+        error.value.message
+        == f"INVALID_PARAMETER_VALUE: The experiment {experiment_id} must be in the 'active' state. Current state is deleted."
+    )
     assert call(server, "POST", "experiments/delete", {"experiment_id": experiment_id}) == (
-        404, {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"No Experiment with id={experiment_id} exists"}
+        404,
+        {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"No Experiment with id={experiment_id} exists"},
     )
     # A new experiment may not take the name of a deleted one.
     with pytest.raises(MlflowException) as error:
@@ -157,11 +165,14 @@ def test_tags(client: mlflow.MlflowClient, server: str) -> None:
     client.delete_experiment_tag(experiment_id, "a")
     assert client.get_experiment(experiment_id).tags == {"b": "2"}
     assert call(server, "POST", "experiments/delete-experiment-tag", {"experiment_id": experiment_id, "key": "a"}) == (
-        404, {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"No tag with name: a in experiment with id {experiment_id}"}
+        404,
+        {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"No tag with name: a in experiment with id {experiment_id}"},
     )
     status, body = call(server, "POST", "experiments/set-experiment-tag", {"experiment_id": experiment_id, "key": "../x", "value": "v"})
     assert status == 400 and "Names may be treated as files" in body["message"]
-    status, body = call(server, "POST", "experiments/set-experiment-tag", {"experiment_id": experiment_id, "key": "k", "value": "v" * 20001})
+    status, body = call(
+        server, "POST", "experiments/set-experiment-tag", {"experiment_id": experiment_id, "key": "k", "value": "v" * 20001}
+    )
     assert (status, body["message"]) == (400, "'value' exceeds the maximum length of 20000 characters")
 
 
@@ -255,7 +266,9 @@ def test_search_pages(client: mlflow.MlflowClient) -> None:
     page = client.search_experiments(filter_string=f"name LIKE '{prefix}%'", max_results=2, order_by=["name ASC"])
     seen = [e.experiment_id for e in page]
     while page.token:
-        page = client.search_experiments(filter_string=f"name LIKE '{prefix}%'", max_results=2, order_by=["name ASC"], page_token=page.token)
+        page = client.search_experiments(
+            filter_string=f"name LIKE '{prefix}%'", max_results=2, order_by=["name ASC"], page_token=page.token
+        )
         seen += [e.experiment_id for e in page]
     assert seen == ids
 

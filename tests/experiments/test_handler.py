@@ -33,12 +33,23 @@ def _table(server: str) -> None:
 
 def test_create_get_response_shape() -> None:
     name = unique("h")
-    status, created = invoke("POST", f"{M2}/experiments/create", {"name": name, "tags": [{"key": "b", "value": "2"}, {"key": "a", "value": "1"}]})
+    status, created = invoke(
+        "POST", f"{M2}/experiments/create", {"name": name, "tags": [{"key": "b", "value": "2"}, {"key": "a", "value": "1"}]}
+    )
     assert status == 200 and set(created) == {"experiment_id"}
     status, body = invoke("GET", f"{M2}/experiments/get", query=f"experiment_id={created['experiment_id']}")
     experiment = body["experiment"]
     assert status == 200
-    assert list(experiment) == ["experiment_id", "name", "artifact_location", "lifecycle_stage", "last_update_time", "creation_time", "tags", "workspace"]
+    assert list(experiment) == [
+        "experiment_id",
+        "name",
+        "artifact_location",
+        "lifecycle_stage",
+        "last_update_time",
+        "creation_time",
+        "tags",
+        "workspace",
+    ]
     assert experiment["tags"] == [{"key": "a", "value": "1"}, {"key": "b", "value": "2"}]
     assert isinstance(experiment["creation_time"], int) and isinstance(experiment["experiment_id"], str)
 
@@ -60,7 +71,9 @@ def test_read_costs() -> None:
 
 def test_bad_input_writes_nothing() -> None:
     table.STATS.reset()
-    status, body = invoke("POST", f"{M2}/experiments/create", {"name": unique("bad"), "tags": [{"key": "ok", "value": "v"}, {"key": "", "value": "v"}]})
+    status, body = invoke(
+        "POST", f"{M2}/experiments/create", {"name": unique("bad"), "tags": [{"key": "ok", "value": "v"}, {"key": "", "value": "v"}]}
+    )
     assert status == 400 and body["error_code"] == "INVALID_PARAMETER_VALUE"
     assert table.STATS.snapshot()["items_written"] == 0
     status, body = invoke("POST", f"{M2}/experiments/create", {"name": 5})

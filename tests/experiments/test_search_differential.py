@@ -108,7 +108,11 @@ def test_search_experiments_matches_sqlalchemy_store(fresh_server: str, tmp_path
     # Every filter under every view type, and every ordering paged by 3 (moto's Query walks the whole
     # table, so the combinations are sampled rather than fully crossed).
     rng = random.Random(11)
-    cases = [(v, f, rng.choice(ORDERS), rng.choice((3, 1000))) for v in (ViewType.ACTIVE_ONLY, ViewType.DELETED_ONLY, ViewType.ALL) for f in FILTERS]
+    cases = [
+        (v, f, rng.choice(ORDERS), rng.choice((3, 1000)))
+        for v in (ViewType.ACTIVE_ONLY, ViewType.DELETED_ONLY, ViewType.ALL)
+        for f in FILTERS
+    ]
     cases += [(ViewType.ALL, rng.choice(FILTERS[:8]), order, 3) for order in ORDERS]
     for view_type, filter_string, order_by, max_results in cases:
         kwargs = {"view_type": view_type, "filter_string": filter_string, "order_by": order_by, "max_results": max_results}
@@ -126,7 +130,10 @@ def test_search_errors_match_sqlalchemy_store(fresh_server: str, tmp_path: Path)
         with pytest.raises(MlflowException) as actual:
             client.search_experiments(filter_string=filter_string, order_by=order_by)
         assert actual.value.error_code == expected.value.error_code
-        assert _canonical(actual.value.message) == _canonical(f"{expected.value.error_code}: {expected.value.message}"), (filter_string, order_by)
+        assert _canonical(actual.value.message) == _canonical(f"{expected.value.error_code}: {expected.value.message}"), (
+            filter_string,
+            order_by,
+        )
 
 
 def _canonical(message: str) -> str:

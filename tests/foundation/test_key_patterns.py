@@ -83,8 +83,13 @@ def test_entity_parse_reads_table_and_index_keys() -> None:
     history = schema.ENTITY["metric_history"]
     values = {"experiment_id": "3", "run_id": "f" * 32, "key": "loss#ü\x00", "timestamp": -5, "step": 2**40, "value": -math.inf}
     item = history.item({}, **values)
-    assert history.parse(item[schema.SK]) == {k: v for k, v in values.items() if k != "experiment_id"}
-    assert history.parse_pk(item[schema.PK]) == {"experiment_id": "3"}
+    assert history.parse(item[schema.SK]) == {k: v for k, v in values.items() if k in ("timestamp", "step", "value")}
+    assert history.parse_pk(item[schema.PK]) == {"run_id": "f" * 32, "key": "loss#ü\x00"}
+    legacy = schema.LEGACY["metric_history"]
+    item = legacy.item({}, **values)
+    assert item[schema.ENTITY_TYPE] == "metric_history"  # a layout-1 shape carries its successor's type
+    assert legacy.parse(item[schema.SK]) == {k: v for k, v in values.items() if k != "experiment_id"}
+    assert legacy.parse_pk(item[schema.PK]) == {"experiment_id": "3"}
     run = schema.ENTITY["run"]
     run_values = {
         "experiment_id": "3",
@@ -141,20 +146,21 @@ def test_query_builder_prefix_stops_at_the_first_missing_field_and_encodes_user_
     assert with_data.query(experiment_id="1")["sk_prefix"] == "R#"
     assert with_data.query(experiment_id="1", run_id="r1")["sk_prefix"] == "R#r1"
     name = "a#b\x00"
-    by_name = schema.ENTITY["trace"].query("by_name", experiment_id="1", trace_name=name)
+    by_name = schema.ENTITY["trace"].query("by_name", experiment_id="1", bucket=7, shard=0, trace_name=name)
     assert by_name["sk_prefix"] == "T#" + keys.text(name)
     with pytest.raises(KeyError):
         schema.ENTITY["run"].query("by_status", status="RUNNING")  # the partition is required
 
 
 def test_query_builder_ranges() -> None:
-    by_time = schema.ENTITY["trace"].query("by_request_time", experiment_id="1")
+    trace = schema.ENTITY["trace"]
+    by_time = trace.query("by_request_time", experiment_id="1", bucket=0, shard=3)
     ranged = by_time.range({"request_time": 10}, {"request_time": 20})
     low, high = ranged["sk_between"]
     assert "sk_prefix" not in ranged
-    inside = schema.ENTITY["trace"].index_sk("lsi2", request_time=20, trace_id="tr-\uffef")
-    assert low <= schema.ENTITY["trace"].index_sk("lsi2", request_time=10, trace_id="tr-0") <= inside <= high
-    assert not low <= schema.ENTITY["trace"].index_sk("lsi2", request_time=21, trace_id="tr-0") <= high
+    inside = trace.sk.render({"request_time": 20, "trace_id": "tr-\uffef"})
+    assert low <= trace.sk.render({"request_time": 10, "trace_id": "tr-0"}) <= inside <= high
+    assert not low <= trace.sk.render({"request_time": 21, "trace_id": "tr-0"}) <= high
     open_ended = by_time.range(high={"request_time": None})
     assert open_ended["sk_between"] == ("T#", "T#" + schema.HIGH)
     versions = schema.ENTITY["registered_model"].query("head", model_name="m").below()

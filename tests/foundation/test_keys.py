@@ -12,7 +12,27 @@ from hypothesis import strategies as st
 
 from serverless_mlflow import keys
 
-ADVERSARIAL = ["", "a", "a#", "a#b", "a!", "a ", "a\x00", "a\x01", "a\x02", "a\x03", "a\x04", "#", "##", "a#\x01", "é", "日本", "😀", "a%", "a_"]
+ADVERSARIAL = [
+    "",
+    "a",
+    "a#",
+    "a#b",
+    "a!",
+    "a ",
+    "a\x00",
+    "a\x01",
+    "a\x02",
+    "a\x03",
+    "a\x04",
+    "#",
+    "##",
+    "a#\x01",
+    "é",
+    "日本",
+    "😀",
+    "a%",
+    "a_",
+]
 
 
 @given(st.text(), st.text())

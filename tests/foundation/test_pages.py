@@ -40,3 +40,11 @@ def test_mlflow_messages_for_a_token_that_does_not_decode(token: str, message: s
     with pytest.raises(MlflowError) as raised:
         token_json(token)
     assert (raised.value.error_code, raised.value.message) == ("INVALID_PARAMETER_VALUE", message)
+
+
+@pytest.mark.parametrize("depth", [150, 900, 50_000])
+def test_a_token_nested_past_the_cap_is_refused_not_a_crash(depth: int) -> None:
+    token = base64.b64encode(("[" * depth + "]" * depth).encode()).decode()
+    with pytest.raises(MlflowError) as raised:
+        token_json(token)
+    assert raised.value.error_code == "INVALID_PARAMETER_VALUE"

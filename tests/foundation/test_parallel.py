@@ -19,16 +19,18 @@ def test_results_keep_input_order_whatever_finishes_first() -> None:
 
 
 def test_no_more_than_the_given_workers_run_at_once() -> None:
+    """Each call waits until three run together (so three do, however slow the machine), and never more do."""
     running = 0
     peak = 0
     lock = threading.Lock()
+    together = threading.Barrier(3, timeout=60)
 
     def call(_: int) -> None:
         nonlocal running, peak
         with lock:
             running += 1
             peak = max(peak, running)
-        time.sleep(0.01)
+        together.wait()
         with lock:
             running -= 1
 

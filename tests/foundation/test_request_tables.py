@@ -11,7 +11,7 @@ from serverless_mlflow import routes
 from serverless_mlflow.errors import MlflowError
 from serverless_mlflow.request import Message, parse_message
 
-FEATURES = ("artifacts", "evaluation", "experiments", "gateway", "logged_models", "registry", "runs", "traces")
+FEATURES = tuple(routes.features())
 SCALARS = {"string", "int32", "int64", "double", "bool", "enum", "message", "map"}
 
 

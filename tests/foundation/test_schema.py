@@ -82,13 +82,18 @@ def test_user_strings_never_make_a_key_a_prefix_of_another(entity_name: str, fie
 
 
 def test_metric_history_prefix_of_one_key_never_matches_another() -> None:
-    history = schema.ENTITY["metric_history"]
     base = {"experiment_id": "1", "run_id": "f" * 32, "step": 0, "timestamp": 0, "value": 0.0}
-    prefix = history.sk_prefix(run_id=base["run_id"], key="a")
+    # Layout 2: one partition per run and key, distinct for every key.
+    history = schema.ENTITY["metric_history"]
+    partitions = {name: history.key(**base, key=name)["pk"] for name in NASTY_NAMES}
+    assert len(set(partitions.values())) == len(NASTY_NAMES)
+    # Layout 1 (read until migrated): one key's prefix never matches another's points.
+    legacy = schema.LEGACY["metric_history"]
+    prefix = legacy.sk_prefix(run_id=base["run_id"], key="a")
     for other in NASTY_NAMES:
         if other != "a":
-            assert not history.key(**base, key=other)["sk"].startswith(prefix)
-    assert history.key(**base, key="a")["sk"].startswith(prefix)
+            assert not legacy.key(**base, key=other)["sk"].startswith(prefix)
+    assert legacy.key(**base, key="a")["sk"].startswith(prefix)
 
 
 def test_model_names_with_separators_get_distinct_partitions() -> None:

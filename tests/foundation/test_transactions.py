@@ -1,5 +1,5 @@
 """A cancelled transaction is read by its cancellation reasons: only a failed condition is a conflict;
-contention and throttling are retried, then answered 503 - never a conflict that did not happen."""
+contention and throttling are retried, then answered 429 REQUEST_LIMIT_EXCEEDED - never a conflict that did not happen."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def test_request_tokens_are_scoped_to_the_table(monkeypatch: pytest.MonkeyPatch)
     assert table.request_token("create-experiment-1") != first
 
 
-def test_capacity_errors_answer_503() -> None:
+def test_capacity_errors_are_capacity_failures() -> None:
     from botocore.exceptions import ClientError
 
     throttled = ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}, "PutItem")

@@ -133,11 +133,12 @@ def test_endpoint_lifecycle_matches_mlflow(sides: list[Side]) -> None:
     _same(mappings, sides)
     attached = _same([side.store.get_gateway_endpoint(endpoint_id=e.endpoint_id) for side, e in zip(sides, created, strict=True)], sides)
     assert attached["last_updated_by"] == "carol" and len(attached["model_mappings"]) == 2
-    # In use: MLflow answers INVALID_STATE, whose HTTP status is 500 (so the client only sees a failed call).
+    # In use: MLflow answers INVALID_STATE, whose HTTP status is 500; a request refused for what it asks is a 400 here
+    # (issue 22), with MLflow's code and text.
     refused = [
         _raw(side, "DELETE", "model-definitions/delete", {"model_definition_id": pair[1]}) for side, pair in zip(sides, ids, strict=True)
     ]
-    assert refused[0] == refused[1] and refused[0][:2] == (500, "INVALID_STATE")
+    assert refused[1][:2] == (500, "INVALID_STATE") and refused[0] == (400, "INVALID_STATE", *refused[1][2:])
     for side, e, pair in zip(sides, created, ids, strict=True):
         side.store.detach_model_from_endpoint(e.endpoint_id, pair[1])
         side.store.delete_gateway_model_definition(pair[1])  # no longer in use

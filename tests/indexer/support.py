@@ -18,7 +18,7 @@ import boto3
 
 from local.events import LambdaContext
 from local.streams import lambda_stream_record
-from serverless_mlflow import schema, table
+from serverless_mlflow import metric_marks, run_metrics, schema, table
 from serverless_mlflow.schema import ENTITY
 
 WS = "default"
@@ -38,9 +38,10 @@ class Stream:
         out: list[dict[str, Any]] = []
         for shard in self.client.describe_stream(StreamArn=self.arn)["StreamDescription"].get("Shards", []):
             shard_id = shard["ShardId"]
-            iterator = self.iterators.get(shard_id) or self.client.get_shard_iterator(
-                StreamArn=self.arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
-            )["ShardIterator"]
+            iterator = (
+                self.iterators.get(shard_id)
+                or self.client.get_shard_iterator(StreamArn=self.arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+            )
             while iterator:
                 page = self.client.get_records(ShardIterator=iterator, Limit=1000)
                 records = page.get("Records", [])
@@ -97,6 +98,7 @@ def private_table(endpoint: str) -> Iterator[Stream]:
 
 # --- writers (the source-item contract) ----------------------------------------------------------
 
+
 class Clock:
     def __init__(self) -> None:
         self.now = 1_700_000_000_000
@@ -108,30 +110,42 @@ class Clock:
 
 def put_experiment(experiment_id: str, name: str, at: int) -> None:
     attrs = {
-        "experiment_id": experiment_id, "name": name, "artifact_location": f"s3://b/{experiment_id}",
-        "lifecycle_stage": "active", "creation_time": at, "last_update_time": at, "workspace": WS,
+        "experiment_id": experiment_id,
+        "name": name,
+        "artifact_location": f"s3://b/{experiment_id}",
+        "lifecycle_stage": "active",
+        "creation_time": at,
+        "last_update_time": at,
+        "workspace": WS,
     }
     # E#META and its copy in the consistent collection, in one transaction as create/rename write them.
-    table.transact([
-        table.put_op(ENTITY["experiment"].item(attrs, **attrs, experiment_num=int(experiment_id))),
-        table.put_op(ENTITY["experiment_entry"].item(attrs, **attrs, experiment_num=int(experiment_id))),
-    ])
+    table.transact(
+        [
+            table.put_op(ENTITY["experiment"].item(attrs, **attrs, experiment_num=int(experiment_id))),
+            table.put_op(ENTITY["experiment_entry"].item(attrs, **attrs, experiment_num=int(experiment_id))),
+        ]
+    )
 
 
 def put_run(experiment_id: str, run_id: str, name: str | None, at: int, start_time: int | None = None) -> None:
     attrs = {
-        "run_id": run_id, "experiment_id": experiment_id, "run_name": name, "user_id": "u", "status": "RUNNING",
-        "start_time": start_time if start_time is not None else at, "lifecycle_stage": "active", "artifact_uri": "x",
+        "run_id": run_id,
+        "experiment_id": experiment_id,
+        "run_name": name,
+        "user_id": "u",
+        "status": "RUNNING",
+        "start_time": start_time if start_time is not None else at,
+        "lifecycle_stage": "active",
+        "artifact_uri": "x",
     }
     table.put(ENTITY["run"].item({k: v for k, v in attrs.items() if v is not None}, **attrs, last_update_time=at))
 
 
 def log_metric(experiment_id: str, run_id: str, key: str, value: float, at: int) -> None:
-    item = ENTITY["latest_metric"].item(
-        {"key": key, "value": repr(float(value)), "timestamp": at, "step": 0},
-        experiment_id=experiment_id, run_id=run_id, key=key, changed_at=at,
-    )
-    table.put(item)
+    # The run marked for the indexer, the latest value in the run's partition, the write counted (metric_marks).
+    ensured = metric_marks.before_write(experiment_id, run_id, *metric_marks.read(experiment_id, run_id))
+    table.put(run_metrics.latest_item(experiment_id, run_id, {"key": key, "value": float(value), "timestamp": at, "step": 0}))
+    metric_marks.after_write(experiment_id, run_id, ensured)
 
 
 def log_param(experiment_id: str, run_id: str, key: str, value: str, at: int) -> None:
@@ -143,8 +157,11 @@ def log_param(experiment_id: str, run_id: str, key: str, value: str, at: int) ->
 
 
 def delete_run(experiment_id: str, run_id: str) -> None:
-    pk = f"EXP#{experiment_id}"
-    for item in table.query(pk, f"R#{run_id}"):
+    """A run deleted for good: its range and its latest metric values."""
+    for item in [
+        *table.query(**ENTITY["run"].query("with_data", experiment_id=experiment_id, run_id=run_id)),
+        *run_metrics.read_latest(run_id),
+    ]:
         table.delete({"pk": item["pk"], "sk": item["sk"]})
 
 
@@ -157,6 +174,10 @@ def delete_model(name: str) -> None:
 
 
 def set_trace_name(experiment_id: str, trace_id: str, name: str) -> None:
-    # Trace tags live in the trace item; its name is the trace_name attribute (FTS source, lsi5 flag).
-    attributes = {"trace_id": trace_id, "experiment_id": experiment_id, "request_time": 0, "trace_name": name}
-    table.put(ENTITY["trace"].item(attributes, experiment_id=experiment_id, trace_id=trace_id, request_time=0, trace_name=name, changed_at=1))
+    # Trace tags live in the trace item; its name is the trace_name attribute (FTS source, lsi5 flag). The item is
+    # in its trace partition, which the experiment's directory lists (as start_trace writes them).
+    from serverless_mlflow.store import trace_partitions, trace_writes
+
+    attributes = {"trace_id": trace_id, "experiment_id": experiment_id, "request_time": 0, "trace_name": name, "state": "OK"}
+    trace_partitions.ensure_partition(experiment_id, 0, trace_id, None)
+    table.put(trace_writes.info_item(attributes, changed_at=1))

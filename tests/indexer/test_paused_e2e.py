@@ -19,7 +19,13 @@ pytestmark = pytest.mark.e2e
 
 
 def _entries() -> dict[str, str]:
-    return {i["experiment_id"]: i["name"] for i in table.query(fts.experiments_scope("default"), "E#") if i["entity_type"] == "experiment_entry"}
+    return {
+        i["experiment_id"]: i["name"] for i in table.query(fts.experiments_scope("default"), "E#") if i["entity_type"] == "experiment_entry"
+    }
+
+
+def _metric_ranks(experiment_id: str, key: str) -> list[dict]:
+    return table.query(**ranks.METRIC_RANK.query("by_value", experiment_id=experiment_id, key=key))
 
 
 def _run_names(experiment_id: str) -> dict[str, str]:
@@ -67,7 +73,9 @@ def check_models(client, prefix: str) -> None:
             candidates = fts.registered_model_candidates("default", pattern)
             assert candidates is not None
             # Candidates may name models renamed or deleted since (stale postings): the caller reads them.
-            existing = {i["name"] for i in table.query(fts.registered_models_collection("default")) if i["entity_type"] == "registered_model_entry"}
+            existing = {
+                i["name"] for i in table.query(fts.registered_models_collection("default")) if i["entity_type"] == "registered_model_entry"
+            }
             assert {c for c in candidates if c in existing and like_match(c, pattern, comparator == "LIKE")} == expected
 
 
@@ -79,7 +87,9 @@ def test_indexed_searches_correct_while_indexer_paused(paused_runtime) -> None:
     ids = [client.create_experiment(f"{prefix} {name}") for name in ["Training", "train eval", "retraining", "other", "TRAINING ab"]]
     experiment_id = ids[0]
     run_ids = []
-    for i, (name, value, param) in enumerate([("train-a", 1.0, "b"), ("eval", 3.0, "a"), ("Retrain", math.nan, "c"), ("x", 3.0, "a"), ("plain", -2.0, None)]):
+    for i, (name, value, param) in enumerate(
+        [("train-a", 1.0, "b"), ("eval", 3.0, "a"), ("Retrain", math.nan, "c"), ("x", 3.0, "a"), ("plain", -2.0, None)]
+    ):
         run = client.create_run(experiment_id, run_name=name, start_time=1000 + (i % 2))
         client.log_metric(run.info.run_id, "m", value, step=0, timestamp=1)
         if param is not None:
@@ -89,8 +99,8 @@ def test_indexed_searches_correct_while_indexer_paused(paused_runtime) -> None:
     client.create_registered_model(f"{prefix} Fraud Model")
     client.create_registered_model(f"{prefix} other")
 
-    # Nothing indexed yet: everything is answered through the "not yet indexed" flags.
-    assert table.query(f"EXP#{experiment_id}", "RANK#") == []
+    # Nothing indexed yet: everything is answered through the "not yet indexed" flags and metrics markers.
+    assert table.query(f"EXP#{experiment_id}", "RANK#") == [] and _metric_ranks(experiment_id, "m") == []
     check_experiments(client, prefix)
     check_runs(client, experiment_id)
     check_models(client, prefix)
@@ -99,7 +109,7 @@ def test_indexed_searches_correct_while_indexer_paused(paused_runtime) -> None:
     paused_runtime.drain_stream()
     report = admin.verify()
     assert report.differences == 0 and report.pending == 0, report.summary()
-    assert len(table.query(f"EXP#{experiment_id}", "RANK#m#")) == 5
+    assert len(_metric_ranks(experiment_id, "m")) == 5
     check_experiments(client, prefix)
     check_runs(client, experiment_id)
     check_models(client, prefix)

@@ -16,6 +16,13 @@ from . import support as s
 
 EXPERIMENTS = ["1", "2"]
 RUNS = [f"{i:032x}" for i in range(1, 3)]  # few ids: operations keep hitting the same items
+
+
+def _run(experiment_id: str, run: str) -> str:
+    """A run id belongs to one experiment (MLflow's ids are unique; a run's partition is keyed by its id alone)."""
+    return experiment_id + run[1:]
+
+
 NAMES = st.text(alphabet="abcAB_%# é\x00", min_size=0, max_size=9)
 VALUES = st.sampled_from([0.0, -1.5, 2.0, 2.0, float("nan"), float("inf"), float("-inf"), 1e-300])
 
@@ -41,13 +48,13 @@ def apply(op: tuple, clock: s.Clock) -> None:
     if kind == "experiment":
         s.put_experiment(op[1], op[2] or "x", clock.tick())
     elif kind == "run":
-        s.put_run(op[1], op[2], op[3] or None, clock.tick())
+        s.put_run(op[1], _run(op[1], op[2]), op[3] or None, clock.tick())
     elif kind == "metric":
-        s.log_metric(op[1], op[2], op[3], op[4], clock.tick())
+        s.log_metric(op[1], _run(op[1], op[2]), op[3], op[4], clock.tick())
     elif kind == "param":
-        s.log_param(op[1], op[2], op[3], op[4], clock.tick())
+        s.log_param(op[1], _run(op[1], op[2]), op[3], op[4], clock.tick())
     elif kind == "delete_run":
-        s.delete_run(op[1], op[2])
+        s.delete_run(op[1], _run(op[1], op[2]))
     elif kind == "model":
         s.put_model(op[1], clock.tick())
     elif kind == "delete_model":
@@ -113,7 +120,9 @@ def test_verify_detects_and_reindex_repairs(dynamodb_endpoint: str) -> None:
         s.log_metric("1", RUNS[0], "m", 1.0, clock.tick())
         s.drain(stream)
         assert admin.verify().differences == 0
-        rank = table.query("EXP#1", "RANK#m#")[0]
+        from serverless_mlflow import ranks
+
+        rank = table.query(**ranks.METRIC_RANK.query("by_value", experiment_id="1", key="m"))[0]
         posting = table.query("EXP#1", "FTS#")[0]
         table.delete({"pk": rank["pk"], "sk": rank["sk"]})
         table.put({**posting, "sk": posting["sk"] + "zz"})  # a stray posting

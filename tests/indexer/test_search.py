@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mlflow.utils.search_utils import _ilike, _like
 
-from serverless_mlflow import fts, ranks, table
+from serverless_mlflow import fts, ranks, run_metrics, table
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.search.like import like_match
 
@@ -171,7 +171,9 @@ def test_rank_order_matches_sqlalchemy_store_also_while_paused(stream: s.Stream,
     def check() -> None:
         for ascending in (True, False):
             direction = "ASC" if ascending else "DESC"
-            assert _our_order("metrics", "m", ascending) == _mlflow_order(mlflow_store, experiment_id, f"metrics.m {direction}", having_metric)
+            assert _our_order("metrics", "m", ascending) == _mlflow_order(
+                mlflow_store, experiment_id, f"metrics.m {direction}", having_metric
+            )
             assert _our_order("params", "p", ascending) == _mlflow_order(mlflow_store, experiment_id, f"params.p {direction}", having_param)
             _check_resume(ascending)
 
@@ -183,7 +185,9 @@ def test_rank_order_matches_sqlalchemy_store_also_while_paused(stream: s.Stream,
         order = list(ranks.order_runs(metric_groups, ranks.load_runs_consistent))
         for i, run in enumerate(order):
             value = next(r.value for r in full if r.run_id == run["run_id"])
-            resumed = [x["run_id"] for x in ranks.order_runs(ranks.iter_metric_groups(["1"], "m", ascending, value), ranks.load_runs_consistent)]
+            resumed = [
+                x["run_id"] for x in ranks.order_runs(ranks.iter_metric_groups(["1"], "m", ascending, value), ranks.load_runs_consistent)
+            ]
             seen = {x["run_id"] for x in order[:i]}
             assert [r for r in resumed if r not in seen] == [x["run_id"] for x in order[i:]]
         param_groups = list(ranks.iter_param_groups(["1"], "p", ascending))
@@ -191,7 +195,9 @@ def test_rank_order_matches_sqlalchemy_store_also_while_paused(stream: s.Stream,
         order = list(ranks.order_runs(param_groups, ranks.load_runs_consistent))
         for i, run in enumerate(order):
             value = next(r.value for r in full if r.run_id == run["run_id"])
-            resumed = [x["run_id"] for x in ranks.order_runs(ranks.iter_param_groups(["1"], "p", ascending, value), ranks.load_runs_consistent)]
+            resumed = [
+                x["run_id"] for x in ranks.order_runs(ranks.iter_param_groups(["1"], "p", ascending, value), ranks.load_runs_consistent)
+            ]
             seen = {x["run_id"] for x in order[:i]}
             assert [r for r in resumed if r not in seen] == [x["run_id"] for x in order[i:]]
 
@@ -217,9 +223,17 @@ def test_top10_reads_few_items(stream: s.Stream) -> None:
     items = []
     for i in range(300):
         run_id = f"{i:032x}"
-        items.append(ENTITY["run"].item({"run_id": run_id, "experiment_id": "1", "start_time": i, "lifecycle_stage": "active"},
-                                        experiment_id="1", run_id=run_id, start_time=i, lifecycle_stage="active"))
-        items.append(ranks.metric_rank_item({"pk": "EXP#1", "sk": f"R#{run_id}#M#loss\x01", "key": "loss", "value": str(i / 7)}))
+        items.append(
+            ENTITY["run"].item(
+                {"run_id": run_id, "experiment_id": "1", "start_time": i, "lifecycle_stage": "active"},
+                experiment_id="1",
+                run_id=run_id,
+                start_time=i,
+                lifecycle_stage="active",
+            )
+        )
+        latest = run_metrics.latest_item("1", run_id, {"key": "loss", "value": i / 7, "timestamp": 1, "step": 0})
+        items.append(ranks.metric_rank_item(latest))
     table.batch_write(puts=items)
     table.STATS.reset()
     top = list(_take(ranks.iter_run_ids_by_metric(["1"], "loss", False), 10))

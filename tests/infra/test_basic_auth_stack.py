@@ -12,6 +12,7 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from infra.constructs.api import AUTHORIZER_CACHE_SECONDS
 from local.authorizer import CACHE_SECONDS
 from serverless_mlflow import routes
+from serverless_mlflow.auth.authorizer import DEFAULT_CACHE_SECONDS
 from tests.infra.test_stack import NAG_ID, Synth, policy_statements_of
 
 pytestmark = pytest.mark.xdist_group("infra")
@@ -36,6 +37,8 @@ def test_cached_lambda_authorizer_on_the_authorization_header(basic_synth: Synth
     assert props["AuthorizerResultTtlInSeconds"] == AUTHORIZER_CACHE_SECONDS > 0
     # The local runtime emulates the same cache period.
     assert CACHE_SECONDS == AUTHORIZER_CACHE_SECONDS
+    # Public routes check credentials in the function, caching answers as long as API Gateway does.
+    assert DEFAULT_CACHE_SECONDS == AUTHORIZER_CACHE_SECONDS
     function_id = basic_synth.logical_id(basic_synth.stack.basic_auth.authorizer.function)
     assert function_id in str(props["AuthorizerUri"])
 
@@ -81,14 +84,25 @@ def test_admin_password_is_generated_and_only_the_bootstrap_reads_it(basic_synth
     assert "AdminSecretArn" in basic_synth.json["Outputs"]
 
 
-def test_authorizer_reads_user_items_only(basic_synth: Synth) -> None:
-    role_id = basic_synth.logical_id(basic_synth.stack.basic_auth.authorizer.role)
-    actions = set()
-    for policy in basic_synth.resources("AWS::IAM::Policy").values():
-        if policy["Properties"]["Roles"] == [{"Ref": role_id}]:
-            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-                actions.update(statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]])
-    assert {a for a in actions if a.startswith("dynamodb:")} == {"dynamodb:GetItem"}
+def _table_statements(synth: Synth, role: object) -> list[dict[str, Any]]:
+    role_id = synth.logical_id(role)
+    return [
+        statement
+        for policy in synth.resources("AWS::IAM::Policy").values()
+        if policy["Properties"]["Roles"] == [{"Ref": role_id}]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if any(a.startswith("dynamodb:") for a in (statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]))
+    ]
+
+
+@pytest.mark.parametrize("function", ["authorizer", "ui"])
+def test_credential_checkers_read_user_items_only(basic_synth: Synth, function: str) -> None:
+    # The authorizer, and the UI function checking credentials sent to its public pages: GetItem on USER#
+    # partitions, nothing else of the table.
+    role = (basic_synth.stack.basic_auth.authorizer if function == "authorizer" else basic_synth.stack.features.functions[function]).role
+    (statement,) = _table_statements(basic_synth, role)
+    assert statement["Action"] == "dynamodb:GetItem"
+    assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["USER#*"]}}
     assert policy_statements_of(basic_synth, "auth")
 
 

@@ -19,7 +19,7 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 import infra
 from infra.config import StackConfig
-from infra.constructs.indexer import RETRY_ATTEMPTS, source_entity_types
+from infra.constructs.indexer import BATCHING_WINDOW_SECONDS, RETRY_ATTEMPTS, removal_source_entity_types, source_entity_types
 from infra.constructs.layer import RUNTIME_PROVIDED, vendored_distributions
 from infra.permissions import ACCESS, TABLE_WRITE, access_for
 from infra.stack import MlflowServerlessStack
@@ -29,7 +29,9 @@ pytestmark = pytest.mark.xdist_group("infra")
 
 STACK_NAME = "MlflowServerlessTest"
 API_FEATURES = routes.features()
-ALL_FUNCTIONS = [*API_FEATURES, "indexer"]
+# The API's features plus the stream and queue workers (the deploy-time bootstrap and authorizer aside).
+WORKERS = ["indexer", "webhook_events", "webhook_delivery"]
+ALL_FUNCTIONS = [*API_FEATURES, *WORKERS]
 
 
 class Synth:
@@ -72,14 +74,23 @@ def open_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     )
 
 
+def construct_of(synth: Synth, name: str) -> Any:
+    workers = {
+        "indexer": synth.stack.indexer.function,
+        "webhook_events": synth.stack.registry_events.events_function,
+        "webhook_delivery": synth.stack.registry_events.delivery_function,
+    }
+    return workers[name] if name in workers else synth.stack.features.functions[name]
+
+
 def function_of(synth: Synth, name: str) -> tuple[str, dict[str, Any]]:
-    construct = synth.stack.indexer.function if name == "indexer" else synth.stack.features.functions[name]
+    construct = construct_of(synth, name)
     logical_id = synth.logical_id(construct.function)
     return logical_id, synth.json["Resources"][logical_id]
 
 
 def policy_statements_of(synth: Synth, name: str) -> list[dict[str, Any]]:
-    construct = synth.stack.indexer.function if name == "indexer" else synth.stack.features.functions[name]
+    construct = construct_of(synth, name)
     role_id = synth.logical_id(construct.role)
     statements = []
     for policy in synth.resources("AWS::IAM::Policy").values():
@@ -151,8 +162,8 @@ def test_one_function_per_feature_all_on_one_layer(synth: Synth) -> None:
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
 
     functions = own_resources(synth, "AWS::Lambda::Function")
-    # API features + indexer + the deploy-time bootstrap writer.
-    assert len(functions) == len(API_FEATURES) + 2
+    # API features + workers + the deploy-time bootstrap writer.
+    assert len(functions) == len(API_FEATURES) + len(WORKERS) + 1
     handlers = {f["Properties"]["Handler"] for f in functions.values()}
     assert {f"{name}.handler.lambda_handler" for name in ALL_FUNCTIONS} <= handlers
     runtime = layer["Properties"]["CompatibleRuntimes"][0]
@@ -329,9 +340,11 @@ def _record(event_name: str, entity_type: str) -> dict[str, Any]:
 
 
 def test_indexer_event_source_mapping(synth: Synth) -> None:
-    ((_, mapping),) = synth.resources("AWS::Lambda::EventSourceMapping").items()
-    props = mapping["Properties"]
     indexer, _ = function_of(synth, "indexer")
+    (mapping,) = [
+        m for m in synth.resources("AWS::Lambda::EventSourceMapping").values() if m["Properties"]["FunctionName"] == {"Ref": indexer}
+    ]
+    props = mapping["Properties"]
     assert props["FunctionName"] == {"Ref": indexer}
     assert props["EventSourceArn"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.table), "StreamArn"]}
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
@@ -339,6 +352,8 @@ def test_indexer_event_source_mapping(synth: Synth) -> None:
     assert props["MaximumRetryAttempts"] == RETRY_ATTEMPTS
     assert 0 < props["MaximumRecordAgeInSeconds"] <= 86400
     assert props["StartingPosition"] == "TRIM_HORIZON"
+    # A training loop's records gather into one batch (coalesced per item and run by the indexer).
+    assert props["MaximumBatchingWindowInSeconds"] == BATCHING_WINDOW_SECONDS > 0
     queue_id = synth.logical_id(synth.stack.indexer.dead_letter_queue)
     assert props["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [queue_id, "Arn"]}
 
@@ -347,20 +362,27 @@ def test_indexer_event_source_mapping(synth: Synth) -> None:
     def passes(record: dict[str, Any]) -> bool:
         return any(_matches(pattern, record) for pattern in patterns)
 
-    sources = source_entity_types()
+    sources, removals = source_entity_types(), removal_source_entity_types()
     assert sources and not {e.name for e in schema.ENTITIES if e.derived} & set(sources)
+    # A metrics marker starts the indexer's pass; its removal is the indexer's own doing.
+    assert "run_metrics_marker" in sources and "run_metrics_marker" not in removals
     for event_name in ("INSERT", "MODIFY", "REMOVE"):
         for entity in schema.ENTITIES:
-            assert passes(_record(event_name, entity.name)) is (entity.name in sources), (event_name, entity.name)
+            wanted = entity.name in (removals if event_name == "REMOVE" else sources)
+            assert passes(_record(event_name, entity.name)) is wanted, (event_name, entity.name)
     assert not passes(_record("INSERT", "metric_history"))
 
 
-def test_dead_letter_queue_is_encrypted_and_tls_only(synth: Synth) -> None:
-    ((_, queue),) = synth.resources("AWS::SQS::Queue").items()
-    assert queue["Properties"]["SqsManagedSseEnabled"] is True
-    ((_, policy),) = synth.resources("AWS::SQS::QueuePolicy").items()
-    statements = policy["Properties"]["PolicyDocument"]["Statement"]
-    assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements)
+def test_queues_are_encrypted_and_tls_only(synth: Synth) -> None:
+    queues = synth.resources("AWS::SQS::Queue")
+    assert synth.logical_id(synth.stack.indexer.dead_letter_queue) in queues
+    policies = synth.resources("AWS::SQS::QueuePolicy")
+    assert len(policies) == len(queues) == 3  # stream dead letters, webhook deliveries and their dead letters
+    for queue in queues.values():
+        assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    for policy in policies.values():
+        statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements)
 
 
 # --- bucket ----------------------------------------------------------------------------------------
@@ -404,7 +426,7 @@ def test_web_ui_build_is_deployed_gzipped_to_its_own_bucket(synth: Synth) -> Non
     assert props["DestinationBucketKeyPrefix"] == "ui/"
     assert props["Prune"] is True and props["RetainOnDelete"] is False
     assert props["SystemMetadata"] == {"content-encoding": "gzip"}
-    # The staged asset is the installed (pinned) mlflow's build, every file gzipped.
+    # The staged asset is the build of the pinned UI wheel (static_files.UI_MLFLOW_VERSION), every file gzipped.
     (asset_key,) = props["SourceObjectKeys"]
     staged = synth.asset_dir(asset_key)
     assert (staged / "index.html").is_file() and list((staged / "static" / "js").glob("main.*.js"))
@@ -427,7 +449,8 @@ def test_web_ui_routes_and_ui_function(synth: Synth) -> None:
     variables = ui["Properties"]["Environment"]["Variables"]
     assert variables["BUCKET_NAME"] == {"Ref": synth.logical_id(synth.stack.web_ui.bucket)}
     logs_and_traces = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "logs:CreateLogStream", "logs:PutLogEvents"}
-    assert actions_of(policy_statements_of(synth, "ui")) - logs_and_traces == {"s3:GetObject"}
+    # Its files, and the user items that check credentials sent to its public pages under basic auth.
+    assert actions_of(policy_statements_of(synth, "ui")) - logs_and_traces == {"s3:GetObject", "dynamodb:GetItem"}
 
 
 # --- IAM -------------------------------------------------------------------------------------------
@@ -477,9 +500,10 @@ def test_table_actions_follow_the_declared_access(synth: Synth) -> None:
     assert {a for a in actions_of(policy_statements_of(synth, "meta")) if a.startswith("dynamodb:")} == {"dynamodb:GetItem"}
 
 
-def test_kms_rights_only_for_the_gateway_and_only_on_its_key(synth: Synth) -> None:
-    """The gateway encrypts secret values with the stack's key (rotated yearly, retained); it cannot decrypt.
-    Only the gateway runtime decrypts, and no other function can use the key."""
+def test_kms_rights_only_as_declared_and_only_on_the_stack_key(synth: Synth) -> None:
+    """The gateway encrypts secret values with the stack's key (rotated yearly, retained) and cannot decrypt;
+    the gateway runtime only decrypts them; webhooks encrypt (and decrypt for ``test``) their secrets, the
+    delivery worker only decrypts; no other function can use the key."""
     keys = synth.resources("AWS::KMS::Key")
     assert len(keys) == 1
     ((key_id, key),) = keys.items()
@@ -493,6 +517,7 @@ def test_kms_rights_only_for_the_gateway_and_only_on_its_key(synth: Synth) -> No
         assert ("GATEWAY_KMS_KEY_ID" in environment) is bool(access_for(name).kms), name
     assert access_for("gateway").kms == ("kms:Encrypt",)
     assert access_for("gateway_runtime").kms == ("kms:Decrypt",)
+    assert access_for("webhook_delivery").kms == ("kms:Decrypt",)
 
 
 def test_no_wildcard_resources_beyond_index_arns(synth: Synth) -> None:
@@ -567,7 +592,7 @@ def test_layer_hash_depends_on_content_only(tmp_path: Path) -> None:
 
 def test_alarms_cover_dlq_iterator_age_5xx_throttles_and_every_function(synth: Synth) -> None:
     alarms = synth.resources("AWS::CloudWatch::Alarm")
-    expected = {"IndexerDeadLetters", "IndexerIteratorAge", "ApiServerErrorRate", "TableThrottles"}
+    expected = {"IndexerDeadLetters", "IndexerIteratorAge", "ApiServerErrorRate", "TableThrottles", "WebhookDeadLetters"}
     expected |= {f"{''.join(p.capitalize() for p in name.split('_'))}Failures" for name in ALL_FUNCTIONS}
     assert set(synth.stack.monitoring.alarms) == expected
     assert len(alarms) == len(expected)
@@ -729,7 +754,7 @@ def _reached_layer_modules(feature: str) -> set[str]:
 
 # Features that reach the table module only through the shared resolver's basic-auth enforcement, which answers
 # their (public) operations without a read: granting them table access would only widen their role.
-_TABLE_FREE_BY_DESIGN = {"ui": "index and static files are public operations"}
+_TABLE_FREE_BY_DESIGN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("feature", ALL_FUNCTIONS)

@@ -559,6 +559,7 @@ def test_local_retries_and_batches_match_the_deployed_mapping() -> None:
 
     assert streams.MAX_ATTEMPTS == 1 + indexer.RETRY_ATTEMPTS
     assert streams.BATCH_SIZE == indexer.BATCH_SIZE
+    assert streams.BATCHING_WINDOW_SECONDS == indexer.BATCHING_WINDOW_SECONDS
 
 
 def test_only_the_indexer_s_source_records_reach_it_and_the_checkpoint_passes_the_others(stream: s.Stream) -> None:
@@ -579,7 +580,7 @@ def test_only_the_indexer_s_source_records_reach_it_and_the_checkpoint_passes_th
         r["dynamodb"]["SequenceNumber"]: (r["dynamodb"].get("NewImage") or r["dynamodb"].get("OldImage"))["entity_type"]["S"]
         for r in everything
     }
-    assert recorder.sequences == [q for q, kind in kinds.items() if kind in derived.SOURCE_TYPES]
+    assert recorder.sequences == [q for q, kind in kinds.items() if kind in derived.STREAM_TYPES]
     assert delivered == len(recorder.sequences) < len(kinds)
     assert follower.shards[next(iter(follower.shards))].last_sequence == everything[-1]["dynamodb"]["SequenceNumber"]
     assert follower.drain() == 0
@@ -725,6 +726,10 @@ def test_make_serve_restarted_on_its_persistent_database_resumes_the_stream(
     monkeypatch.setenv("DYNAMODB_LOCAL_DB_PATH", str(tmp_path / "db"))
     monkeypatch.setenv("STREAM_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
     monkeypatch.setenv("TABLE_NAME", unique("persistent"))
+    # The runtimes below point the process's webhook queue and bus at their own; the session's come back after.
+    for name in ("SQS_ENDPOINT_URL", "EVENTS_ENDPOINT_URL", "WEBHOOK_QUEUE_URL", "WEBHOOK_DEAD_LETTER_QUEUE_URL", "EVENT_BUS_NAME"):
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
     prefix = unique("persisted")
     try:
         first = LocalRuntime(port=0).start()
@@ -734,7 +739,9 @@ def test_make_serve_restarted_on_its_persistent_database_resumes_the_stream(
             stream_arn = first.follower.stream_arn
         finally:
             first.stop()
-        assert len(list((tmp_path / "checkpoints").iterdir())) == 1
+        # One checkpoint file per stream consumer: the indexer's and the webhook events'.
+        files = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+        assert len(files) == 2 and [f.endswith("-webhooks.json") for f in files].count(True) == 1, files
 
         monkeypatch.delenv("DYNAMODB_ENDPOINT_URL")  # the first runtime pointed it at its engine
         second = LocalRuntime(port=0).start()

@@ -8,6 +8,7 @@ carry the "not indexed yet" flag and every derived item they imply (RANK items, 
 
 from __future__ import annotations
 
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -140,3 +141,35 @@ def test_a_request_that_writes_nothing_for_the_indexer_does_not_wait_for_the_str
 )
 def test_which_dynamodb_calls_make_a_sync_request_wait(operation: str, params: dict[str, Any], reaches: bool) -> None:
     assert writes.reaches_indexer(operation, params) is reaches
+
+
+def test_stream_records_reach_the_indexer_dated_within_the_write_that_made_them(local_runtime: Any) -> None:
+    """The indexer's IteratorAgeMs is measured from ApproximateCreationDateTime, which DynamoDB Local truncates
+    to the minute (a sync indexer reported ages up to 60 s). The records of a write after an idle spell must
+    be dated within that write's request: never before it started, never after they were delivered."""
+    import time
+
+    import mlflow
+
+    client = mlflow.MlflowClient(local_runtime.url)
+    run_id = client.create_run(client.create_experiment(unique("age"))).info.run_id
+    follower = local_runtime.follower
+    delivered: list[tuple[float, list[dict[str, Any]]]] = []
+    original = follower.deliver
+
+    def recording(records: list[dict[str, Any]]) -> Any:
+        delivered.append((time.time(), records))
+        return original(records)
+
+    follower.deliver = recording
+    try:
+        time.sleep(2.5)  # idle: the engine's minute-truncated time is then seconds before the write
+        started = time.time()
+        client.set_tag(run_id, "k", "v")
+    finally:
+        follower.deliver = original
+    ours = [(at, r) for at, batch in delivered for r in batch if run_id in json.dumps(r["dynamodb"].get("Keys", {}))]
+    assert ours, "the tag's stream record was not delivered during the write"
+    for at, record in ours:
+        created = record["dynamodb"]["ApproximateCreationDateTime"]
+        assert started <= created <= at, (started, created, at)

@@ -43,7 +43,12 @@ def test_create_get_finalize(client: mlflow.MlflowClient, experiment_id: str) ->
     assert model.artifact_location == f"mlflow-artifacts:/{experiment_id}/models/{model.model_id}/artifacts"
     assert model.params == {"alpha": "0.5"} and model.tags == {"t": "1"} and model.model_type == "sklearn"
     fetched = client.get_logged_model(model.model_id)
-    assert (fetched.name, fetched.creation_timestamp, fetched.params, fetched.tags) == ("my_model", model.creation_timestamp, model.params, model.tags)
+    assert (fetched.name, fetched.creation_timestamp, fetched.params, fetched.tags) == (
+        "my_model",
+        model.creation_timestamp,
+        model.params,
+        model.tags,
+    )
     finalized = client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
     assert finalized.status == LoggedModelStatus.READY
     assert finalized.last_updated_timestamp >= model.last_updated_timestamp
@@ -63,11 +68,16 @@ def test_tags_and_params(client: mlflow.MlflowClient, experiment_id: str, server
     client.delete_logged_model_tag(model.model_id, "x")
     assert client.get_logged_model(model.model_id).tags == {"y#/ü": "2"}
     status, body = call(server, "DELETE", f"logged-models/{model.model_id}/tags/x")
-    assert (status, body) == (404, {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"No tag with key 'x' found for model with ID '{model.model_id}'."})
+    assert (status, body) == (
+        404,
+        {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"No tag with key 'x' found for model with ID '{model.model_id}'."},
+    )
     client.log_model_params(model.model_id, {"b": "2", "c": "3"})
     assert client.get_logged_model(model.model_id).params == {"a": "1", "b": "2", "c": "3"}
     # Params are immutable (SqlAlchemyStore: UNIQUE constraint -> BAD_REQUEST), even with the same value.
-    status, body = call(server, "POST", f"logged-models/{model.model_id}/params", {"model_id": model.model_id, "params": [{"key": "a", "value": "1"}]})
+    status, body = call(
+        server, "POST", f"logged-models/{model.model_id}/params", {"model_id": model.model_id, "params": [{"key": "a", "value": "1"}]}
+    )
     assert status == 400 and body["error_code"] == "BAD_REQUEST"
 
 
@@ -76,13 +86,21 @@ def test_not_found_and_validation(client: mlflow.MlflowClient, experiment_id: st
     with pytest.raises(MlflowException) as error:
         client.get_logged_model(missing)
     assert error.value.error_code == "RESOURCE_DOES_NOT_EXIST"
-    assert call(server, "GET", f"logged-models/{missing}") == (404, {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"Logged model with ID '{missing}' not found."})
+    assert call(server, "GET", f"logged-models/{missing}") == (
+        404,
+        {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"Logged model with ID '{missing}' not found."},
+    )
     status, body = call(server, "POST", "logged-models", {"experiment_id": experiment_id, "name": "a.b"})
     assert status == 400 and body["message"].startswith("Invalid model name ('a.b') provided.")
     assert call(server, "POST", "logged-models", {"experiment_id": "999999"})[0] == 404
     status, body = call(server, "POST", "logged-models", {"experiment_id": "x"})
     assert (status, body["message"]) == (400, "Invalid experiment ID 'x'. Experiment ID must be a valid integer.")
-    status, body = call(server, "POST", "logged-models", {"experiment_id": experiment_id, "params": [{"key": "p", "value": "1"}, {"key": "p", "value": "2"}]})
+    status, body = call(
+        server,
+        "POST",
+        "logged-models",
+        {"experiment_id": experiment_id, "params": [{"key": "p", "value": "1"}, {"key": "p", "value": "2"}]},
+    )
     assert status == 400 and body["error_code"] == "BAD_REQUEST"
 
 
@@ -105,19 +123,25 @@ def test_delete(client: mlflow.MlflowClient, experiment_id: str, server: str) ->
 
 
 def test_search(client: mlflow.MlflowClient, experiment_id: str) -> None:
-    models = [client.create_logged_model(experiment_id, name=f"m{i}", params={"i": str(i)}, tags={"even": str(i % 2 == 0)}) for i in range(5)]
+    models = [
+        client.create_logged_model(experiment_id, name=f"m{i}", params={"i": str(i)}, tags={"even": str(i % 2 == 0)}) for i in range(5)
+    ]
     found = client.search_logged_models(experiment_ids=[experiment_id])
     # Default order: creation_timestamp DESC, then model_id ASC.
     expected = sorted(models, key=lambda m: (-m.creation_timestamp, m.model_id))
     assert [m.model_id for m in found] == [m.model_id for m in expected]
-    even = client.search_logged_models(experiment_ids=[experiment_id], filter_string="tags.even = 'True'", order_by=[{"field_name": "name", "ascending": True}])
+    even = client.search_logged_models(
+        experiment_ids=[experiment_id], filter_string="tags.even = 'True'", order_by=[{"field_name": "name", "ascending": True}]
+    )
     assert [m.name for m in even] == ["m0", "m2", "m4"]
     by_param = client.search_logged_models(experiment_ids=[experiment_id], filter_string="params.i = '3'")
     assert [m.name for m in by_param] == ["m3"]
     page = client.search_logged_models(experiment_ids=[experiment_id], max_results=2, order_by=[{"field_name": "name", "ascending": False}])
     names = [m.name for m in page]
     while page.token:
-        page = client.search_logged_models(experiment_ids=[experiment_id], max_results=2, order_by=[{"field_name": "name", "ascending": False}], page_token=page.token)
+        page = client.search_logged_models(
+            experiment_ids=[experiment_id], max_results=2, order_by=[{"field_name": "name", "ascending": False}], page_token=page.token
+        )
         names += [m.name for m in page]
     assert names == ["m4", "m3", "m2", "m1", "m0"]
 

@@ -68,9 +68,13 @@ def test_search_logged_models_matches_sqlalchemy_store(server: str, tmp_path: Pa
     our_exp = client.create_experiment(unique("lm-diff"))
     for index, (name, params, tags, model_type) in enumerate(MODELS):
         ref = reference.create_logged_model(
-            ref_exp, name=name, params=[LoggedModelParameter(k, v) for k, v in params.items()],
+            ref_exp,
+            name=name,
+            params=[LoggedModelParameter(k, v) for k, v in params.items()],
             # MLflow's REST handler passes the proto default "" for unset model_type / source_run_id.
-            tags=[LoggedModelTag(k, v) for k, v in tags.items()], model_type=model_type or "", source_run_id="",
+            tags=[LoggedModelTag(k, v) for k, v in tags.items()],
+            model_type=model_type or "",
+            source_run_id="",
         )
         ours = client.create_logged_model(our_exp, name=name, params=params, tags=tags, model_type=model_type)
         if index % 2 == 0:
@@ -83,6 +87,18 @@ def test_search_logged_models_matches_sqlalchemy_store(server: str, tmp_path: Pa
     for filter_string in FILTERS:
         for order_by in ORDERS:
             for max_results in (2, 100):
-                expected = names(reference.search_logged_models, experiment_ids=[ref_exp], filter_string=filter_string, order_by=order_by, max_results=max_results)
-                actual = names(client.search_logged_models, experiment_ids=[our_exp], filter_string=filter_string, order_by=order_by, max_results=max_results)
+                expected = names(
+                    reference.search_logged_models,
+                    experiment_ids=[ref_exp],
+                    filter_string=filter_string,
+                    order_by=order_by,
+                    max_results=max_results,
+                )
+                actual = names(
+                    client.search_logged_models,
+                    experiment_ids=[our_exp],
+                    filter_string=filter_string,
+                    order_by=order_by,
+                    max_results=max_results,
+                )
                 assert actual == expected, (filter_string, order_by, max_results)

@@ -31,11 +31,23 @@ def _seed(name: str) -> None:
     models.create_registered_model(name, {f"mt{i}": f"v{i}" for i in range(MODEL_TAGS)}, "big one")
     bulk = []
     for i in range(1, VERSIONS + 1):
-        bulk.append(items.version_item({
-            "name": name, "version": i, "creation_timestamp": i, "last_updated_timestamp": i, "description": "",
-            "current_stage": "None", "source": f"s3://b/{i}", "run_id": "", "run_link": "", "status": "READY",
-            "storage_location": f"s3://b/{i}",
-        }))
+        bulk.append(
+            items.version_item(
+                {
+                    "name": name,
+                    "version": i,
+                    "creation_timestamp": i,
+                    "last_updated_timestamp": i,
+                    "description": "",
+                    "current_stage": "None",
+                    "source": f"s3://b/{i}",
+                    "run_id": "",
+                    "run_link": "",
+                    "status": "READY",
+                    "storage_location": f"s3://b/{i}",
+                }
+            )
+        )
         bulk.append(items.version_tag_item(name, i, "n", str(i)))
     bulk += [items.alias_item(name, f"a{i}", i % VERSIONS + 1) for i in range(ALIASES)]
     table.batch_write(bulk)

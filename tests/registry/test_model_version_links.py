@@ -107,7 +107,9 @@ def test_unknown_model_id_writes_nothing(server: str, client: MlflowClient) -> N
     ref = reference_server()
     ref.call("POST", "/api/2.0/mlflow/registered-models/create", {"name": name})
     status, theirs = ref.call("POST", "/api/2.0/mlflow/model-versions/create", body)
-    # MLflow answers this with 500 INTERNAL_ERROR ("Unable to fetch model from model URI source ...").
-    assert (ours.status_code, ours.json()["error_code"]) == (status, theirs["error_code"])
+    # MLflow answers this with 500 INTERNAL_ERROR ("Unable to fetch model from model URI source ..."); bad input
+    # answers 400 here (issue 22: never a 500 on bad input), with MLflow's message.
+    assert (status, theirs["error_code"]) == (500, "INTERNAL_ERROR")
+    assert (ours.status_code, ours.json()["error_code"]) == (400, "INVALID_PARAMETER_VALUE")
     assert ours.json()["message"] == theirs["message"]
     assert client.search_model_versions(f"name = '{name}'") == []

@@ -33,16 +33,21 @@ def test_registry_operation_costs(server: str, record_property: Any) -> None:
     by_alias = _measure(lambda: versions.get_model_version_by_alias(name, "champion"))
     download = _measure(lambda: versions.get_model_version_download_uri(name, "2"))
     get_model = _measure(lambda: models.get_registered_model(name))
-    for label, stats in [("create_model_version", create), ("set_alias", alias), ("get_by_alias", by_alias),
-                         ("get_download_uri", download), ("get_registered_model", get_model)]:
+    for label, stats in [
+        ("create_model_version", create),
+        ("set_alias", alias),
+        ("get_by_alias", by_alias),
+        ("get_download_uri", download),
+        ("get_registered_model", get_model),
+    ]:
         record_property(label, stats)
         print(label, stats)
 
-    # create: GetItem META + one TransactWriteItems (META increment + version put).
+    # create: GetItem META + one TransactWriteItems (META increment + version put + its registry event).
     assert create["requests"] == {"GetItem": 1, "TransactWriteItems": 1}
-    assert create["items_written"] == 2
-    # set alias: one TransactWriteItems (2 condition checks + the alias put).
-    assert alias["requests"] == {"TransactWriteItems": 1} and alias["items_written"] == 1
+    assert create["items_written"] == 3
+    # set alias: one TransactWriteItems (2 condition checks + the alias put + its registry event).
+    assert alias["requests"] == {"TransactWriteItems": 1} and alias["items_written"] == 2
     # get by alias: Query (aliases + META) + Query (version + its tags).
     assert by_alias["requests"] == {"Query": 2}
     assert download["requests"] == {"Query": 2}

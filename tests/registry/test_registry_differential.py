@@ -121,7 +121,9 @@ class _HttpOps:
         self._post("/model-versions/create", body)
 
     def transition(self, name: str, version: int, stage: str) -> None:
-        self._post("/model-versions/transition-stage", {"name": name, "version": str(version), "stage": stage, "archive_existing_versions": False})
+        self._post(
+            "/model-versions/transition-stage", {"name": name, "version": str(version), "stage": stage, "archive_existing_versions": False}
+        )
 
     def update_model(self, name: str, description: str) -> None:
         self._post("/registered-models/update", {"name": name, "description": description}, "PATCH")

@@ -70,10 +70,19 @@ class Twin:
 
         def text(value: str) -> str:
             # Run ids (32 hex) are unique anywhere in a text; short experiment ids are only rewritten where
-            # they are ids (experiment_id fields, artifact URIs), never inside values such as "1".
+            # they are ids (experiment_id fields, artifact URIs, an error message's "experiment '12'" or
+            # "Experiment with id=12"), never inside values such as "1". Each side numbers experiments
+            # from its own counter, so the raw ids agree only while no earlier test made experiments on one side.
             for actual, name in long:
                 value = value.replace(actual, "{" + name + "}")
-            return re.sub(r"^.*/([^/]+)/(\{run\w*\}/artifacts)$", lambda m: f"ROOT/{{{short.get(m.group(1), m.group(1))}}}/{m.group(2)}", value)
+            value = _EXPERIMENT_IN_TEXT.sub(
+                lambda m: m.group(1) + ("{" + short[m.group(2)] + "}" if m.group(2) in short else m.group(2)), value
+            )
+            return re.sub(r"^.*/([^/]+)/(\{run\w*\}/artifacts)$", lambda m: f"ROOT/{_placeholder(m.group(1))}/{m.group(2)}", value)
+
+        def _placeholder(segment: str) -> str:
+            # The artifact-proxy rewrite above may already have made the experiment segment a placeholder.
+            return segment if segment.startswith("{") else "{" + short.get(segment, segment) + "}"
 
         def walk(value: Any, key: str | None = None) -> Any:
             if isinstance(value, str):
@@ -88,7 +97,13 @@ class Twin:
         return parsed if ordered else _sorted(parsed)
 
     def same(
-        self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None, ordered: bool = False, bind_run: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        ordered: bool = False,
+        bind_run: str | None = None,
     ) -> tuple[Answer, Answer]:
         """Call both and assert they agree (errors: status, error_code, message; 200: normalized body).
 
@@ -113,7 +128,9 @@ class Twin:
         if reference.status != 200:
             assert ours.body.get("error_code") == reference.body.get("error_code"), (context, ours, reference)
             assert self.normalize(ours.body.get("message"), "ours") == self.normalize(reference.body.get("message"), "reference"), (
-                context, ours, reference,
+                context,
+                ours,
+                reference,
             )
         else:
             # Tokens differ by design (ours are keyset positions, MLflow's offsets): compare presence.
@@ -122,6 +139,12 @@ class Twin:
                 if "next_page_token" in body:
                     body["next_page_token"] = "TOKEN"
             assert self.normalize(ours_body, "ours", ordered) == self.normalize(reference_body, "reference", ordered), context
+
+
+# An experiment id inside a message: "experiment '12'", "experiment 12", "Experiment with id=12", "experiment_id=12".
+# An experiment id where text names it as one: "experiment '12'", "Experiment with id=12", or the first segment of
+# an artifact URI under the artifact proxy ("mlflow-artifacts:/12/traces/...", a trace's artifactLocation tag).
+_EXPERIMENT_IN_TEXT = re.compile(r"(?i)(\bexperiment(?:_id)?(?: with id=| id=|=| '| )?|mlflow-artifacts:/)(\d+)\b")
 
 
 def _sorted(value: Any) -> Any:

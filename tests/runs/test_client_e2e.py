@@ -57,7 +57,8 @@ def test_tracking_workflow(client: mlflow.MlflowClient) -> None:
     assert df.loc[df["run_id"] == parent.info.run_id, "params.kernel"].item() == "rbf"
     assert df.loc[df["run_id"] == parent.info.run_id, "metrics.acc"].item() == 0.9
     filtered = mlflow.search_runs(
-        experiment_ids=[experiment.experiment_id], filter_string="params.kernel = 'rbf' and metrics.loss < 1 and datasets.context = 'training'"
+        experiment_ids=[experiment.experiment_id],
+        filter_string="params.kernel = 'rbf' and metrics.loss < 1 and datasets.context = 'training'",
     )
     assert list(filtered["run_id"]) == [parent.info.run_id]
     by_name = client.search_runs([experiment.experiment_id], "attributes.run_name = 'child'")
@@ -193,22 +194,36 @@ def test_log_model_outputs_and_model_inputs(client: mlflow.MlflowClient, server:
 
     run_id = client.create_run(client.create_experiment(unique("outputs"))).info.run_id
     api = f"{server}/api/2.0/mlflow"
-    assert requests.post(f"{api}/runs/outputs", json={"run_id": run_id, "models": [{"model_id": "m-1", "step": 4}]}, timeout=30).status_code == 200
+    assert (
+        requests.post(f"{api}/runs/outputs", json={"run_id": run_id, "models": [{"model_id": "m-1", "step": 4}]}, timeout=30).status_code
+        == 200
+    )
     assert requests.post(f"{api}/runs/log-inputs", json={"run_id": run_id, "models": [{"model_id": "m-2"}]}, timeout=30).status_code == 200
     run = client.get_run(run_id)
     assert [(o.model_id, o.step) for o in run.outputs.model_outputs] == [("m-1", 4)]
     assert [i.model_id for i in run.inputs.model_inputs] == ["m-2"]
-    model_json = '{"artifact_path": "model", "flavors": {"python_function": {"config": {"a": 1}, "loader_module": "x"}}, ' \
-                 f'"utc_time_created": "2024-01-01 00:00:00.000000", "run_id": "{run_id}"}}'
+    model_json = (
+        '{"artifact_path": "model", "flavors": {"python_function": {"config": {"a": 1}, "loader_module": "x"}}, '
+        f'"utc_time_created": "2024-01-01 00:00:00.000000", "run_id": "{run_id}"}}'
+    )
     for _ in range(2):
         assert requests.post(f"{api}/runs/log-model", json={"run_id": run_id, "model_json": model_json}, timeout=30).status_code == 200
     history = client.get_run(run_id).data.tags["mlflow.log-model.history"]
     import json
 
-    assert json.loads(history) == [
-        {"run_id": run_id, "artifact_path": "model", "utc_time_created": "2024-01-01 00:00:00.000000", "model_uuid": None,
-         "flavors": {"python_function": {"loader_module": "x"}}}
-    ] * 2
+    assert (
+        json.loads(history)
+        == [
+            {
+                "run_id": run_id,
+                "artifact_path": "model",
+                "utc_time_created": "2024-01-01 00:00:00.000000",
+                "model_uuid": None,
+                "flavors": {"python_function": {"loader_module": "x"}},
+            }
+        ]
+        * 2
+    )
 
 
 def test_log_batch_with_run_name_tag_renames(client: mlflow.MlflowClient) -> None:

@@ -41,7 +41,12 @@ def test_concurrent_log_metric_keeps_the_latest_metric_rule(server: str) -> None
     run_id = _run(server)
     rng = random.Random(7)
     points = [
-        {"key": "m", "value": rng.choice([rng.uniform(-5, 5), "NaN", "Infinity", 0.0]), "timestamp": rng.randint(1, 4), "step": rng.randint(0, 3)}
+        {
+            "key": "m",
+            "value": rng.choice([rng.uniform(-5, 5), "NaN", "Infinity", 0.0]),
+            "timestamp": rng.randint(1, 4),
+            "step": rng.randint(0, 3),
+        }
         for _ in range(48)
     ]
     # Distinct (step, timestamp, value) so the expected latest value is unique.
@@ -71,7 +76,11 @@ def test_concurrent_batches_over_shared_keys(server: str) -> None:
     latest = {m["key"]: m for m in _get_run(server, run_id)["data"]["metrics"]}
     for j in range(4):
         best = max((p for batch in batches for p in batch if p["key"] == f"k{j}"), key=_rank)
-        assert (latest[f"k{j}"]["step"], latest[f"k{j}"]["timestamp"], latest[f"k{j}"]["value"]) == (best["step"], best["timestamp"], best["value"])
+        assert (latest[f"k{j}"]["step"], latest[f"k{j}"]["timestamp"], latest[f"k{j}"]["value"]) == (
+            best["step"],
+            best["timestamp"],
+            best["value"],
+        )
 
 
 def test_concurrent_param_writes_have_one_winner(server: str) -> None:
@@ -95,7 +104,10 @@ def test_retried_requests_converge(server: str) -> None:
     for _ in range(3):  # the client retrying a request whose answer it never saw
         assert _post(server, "runs/log-batch", batch).status_code == 200
         assert _post(server, "runs/set-tag", {"run_id": run_id, "key": "t2", "value": "w"}).status_code == 200
-        assert _post(server, "runs/log-metric", {"run_id": run_id, "key": "single", "value": 1.5, "timestamp": 5, "step": 0}).status_code == 200
+        assert (
+            _post(server, "runs/log-metric", {"run_id": run_id, "key": "single", "value": 1.5, "timestamp": 5, "step": 0}).status_code
+            == 200
+        )
     # A late retry of an older point does not replace a newer latest value.
     assert _post(server, "runs/log-metric", {"run_id": run_id, "key": "m", "value": 0.0, "timestamp": 10, "step": 0}).status_code == 200
     run = _get_run(server, run_id)
@@ -104,5 +116,7 @@ def test_retried_requests_converge(server: str) -> None:
     assert run["data"]["params"] == [{"key": "p", "value": "1"}]
     history = requests.get(f"{server}{API}/metrics/get-history", params={"run_id": run_id, "metric_key": "m"}, timeout=60).json()["metrics"]
     assert len(history) == 30
-    single = requests.get(f"{server}{API}/metrics/get-history", params={"run_id": run_id, "metric_key": "single"}, timeout=60).json()["metrics"]
+    single = requests.get(f"{server}{API}/metrics/get-history", params={"run_id": run_id, "metric_key": "single"}, timeout=60).json()[
+        "metrics"
+    ]
     assert len(single) == 1

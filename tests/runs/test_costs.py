@@ -50,19 +50,33 @@ def test_search_without_filter_reads_about_one_item_per_run_returned(server: str
     assert stats["requests"] == {"Query": 2, "BatchGetItem": 1}, stats
 
 
-def test_get_run_and_log_batch_budgets(server: str) -> None:
+def test_get_run_and_log_batch_budgets(server: str, local_runtime: Any) -> None:
     experiment_id = _experiment(server)
     run_id = lifecycle.create_run({"experiment_id": experiment_id, "start_time": 1})["run"]["info"]["run_id"]
     metrics = [{"key": f"m{i % 5}", "value": float(i), "timestamp": 1000 + i, "step": i // 5} for i in range(1000)]
+    later = [{"key": f"m{k}", "value": float(2000 + k), "timestamp": 5000, "step": 500} for k in range(5)]
+    latest = {f"m{k}": float(2000 + k) for k in range(5)}
 
+    # The run, its metric state and marker in one read; the run's marker (the first write since the indexer's last
+    # pass); the points; the latest values (one transaction); the write counted.
     _, stats = _measure(data.log_batch, {"run_id": run_id, "metrics": metrics}, {})
     assert sum(stats["requests"].values()) <= 45, stats
-    assert stats["requests"] == {"GetItem": 1, "BatchWriteItem": 40, "TransactWriteItems": 1}, stats
+    assert stats["requests"] == {"BatchGetItem": 1, "PutItem": 1, "BatchWriteItem": 40, "TransactWriteItems": 1, "UpdateItem": 1}, stats
     assert stats["items_written"] / 1000 <= 1.1, stats
+    # The run is marked already: the next batch writes nothing to the experiment partition.
+    _, stats = _measure(data.log_batch, {"run_id": run_id, "metrics": later}, {})
+    assert stats["requests"] == {"BatchGetItem": 1, "BatchWriteItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}, stats
 
+    # Until the indexer's pass, the run's latest values are read from its partition: one more Query.
+    store.LOCATOR_CACHE.clear()
+    run, stats = _measure(lifecycle.get_run, {"run_id": run_id})
+    assert stats["requests"] == {"GetItem": 1, "Query": 2}, stats
+    assert {m["key"]: m["value"] for m in run["run"]["data"]["metrics"]} == latest
+
+    local_runtime.drain_stream()  # indexed, as deployed a moment later: the run's range holds its metrics digest
     store.LOCATOR_CACHE.clear()
     run, stats = _measure(lifecycle.get_run, {"run_id": run_id})
     assert stats["requests"] == {"GetItem": 1, "Query": 1}, stats
-    assert {m["key"]: m["value"] for m in run["run"]["data"]["metrics"]} == {f"m{k}": float(995 + k) for k in range(5)}
+    assert {m["key"]: m["value"] for m in run["run"]["data"]["metrics"]} == latest
     _, stats = _measure(lifecycle.get_run, {"run_id": run_id})
     assert stats["requests"] == {"Query": 1}, stats

@@ -19,7 +19,8 @@ def _setup(twin: Twin, runs: int = 1) -> None:
     twin.bind("exp", ours.body["experiment_id"], reference.body["experiment_id"])
     for i in range(1, runs + 1):
         twin.same(
-            "POST", "runs/create",
+            "POST",
+            "runs/create",
             {"experiment_id": "{exp}", "start_time": 100 + i, "run_name": f"r{i}", "user_id": "u", "tags": [{"key": "a", "value": "1"}]},
             bind_run=f"run{i}",
         )
@@ -33,7 +34,12 @@ def test_create_and_get(twin: Twin) -> None:
     twin.same("GET", "runs/get", query={"run_id": "deadbeef"})
     twin.same("GET", "runs/get", query={"run_id": "a#b"})
     twin.same("POST", "runs/create", {"experiment_id": "{exp}", "run_name": "x", "tags": [{"key": "mlflow.runName", "value": "y"}]})
-    twin.same("POST", "runs/create", {"experiment_id": "{exp}", "start_time": 5, "tags": [{"key": "mlflow.runName", "value": "from-tag"}]}, bind_run="run2")
+    twin.same(
+        "POST",
+        "runs/create",
+        {"experiment_id": "{exp}", "start_time": 5, "tags": [{"key": "mlflow.runName", "value": "from-tag"}]},
+        bind_run="run2",
+    )
     twin.same("GET", "runs/get", query={"run_id": "{run2}"})
     twin.same("POST", "runs/create", {"experiment_id": "abc"})
     twin.same("POST", "runs/create", {"experiment_id": "987654321"})
@@ -119,14 +125,29 @@ def test_params_and_tags(twin: Twin) -> None:
 def test_log_batch(twin: Twin) -> None:
     _setup(twin)
     metrics = [{"key": f"m{i % 3}", "value": i * 0.5, "timestamp": 1000 + i, "step": i // 3} for i in range(12)]
-    twin.same("POST", "runs/log-batch", {"run_id": "{run1}", "metrics": metrics, "params": [{"key": "p", "value": "1"}], "tags": [{"key": "t", "value": "1"}]})
+    twin.same(
+        "POST",
+        "runs/log-batch",
+        {"run_id": "{run1}", "metrics": metrics, "params": [{"key": "p", "value": "1"}], "tags": [{"key": "t", "value": "1"}]},
+    )
     # Same-rank ties: the first logged value wins; NaN compares as 0.
-    twin.same("POST", "runs/log-batch", {"run_id": "{run1}", "metrics": [
-        {"key": "tie", "value": 2, "timestamp": 5, "step": 1}, {"key": "tie", "value": 1, "timestamp": 5, "step": 1},
-        {"key": "nan", "value": 0, "timestamp": 5, "step": 1}, {"key": "nan", "value": "NaN", "timestamp": 5, "step": 1},
-        {"key": "nan2", "value": "NaN", "timestamp": 5, "step": 1}, {"key": "nan2", "value": -1, "timestamp": 5, "step": 1},
-        {"key": "inf", "value": "Infinity", "timestamp": 5, "step": 1}, {"key": "inf", "value": 1.7976931348623157e308, "timestamp": 5, "step": 1},
-    ]})
+    twin.same(
+        "POST",
+        "runs/log-batch",
+        {
+            "run_id": "{run1}",
+            "metrics": [
+                {"key": "tie", "value": 2, "timestamp": 5, "step": 1},
+                {"key": "tie", "value": 1, "timestamp": 5, "step": 1},
+                {"key": "nan", "value": 0, "timestamp": 5, "step": 1},
+                {"key": "nan", "value": "NaN", "timestamp": 5, "step": 1},
+                {"key": "nan2", "value": "NaN", "timestamp": 5, "step": 1},
+                {"key": "nan2", "value": -1, "timestamp": 5, "step": 1},
+                {"key": "inf", "value": "Infinity", "timestamp": 5, "step": 1},
+                {"key": "inf", "value": 1.7976931348623157e308, "timestamp": 5, "step": 1},
+            ],
+        },
+    )
     for body in (
         {"run_id": "{run1}", "params": [{"key": "a", "value": "1"}, {"key": "a", "value": "2"}]},
         {"run_id": "{run1}", "params": [{"key": "q", "value": "1"}, {"key": "p", "value": "9"}]},
@@ -137,7 +158,10 @@ def test_log_batch(twin: Twin) -> None:
         {"run_id": "{run1}", "metrics": [{"key": "ok", "value": 1}]},
         {"run_id": "{run1}", "metrics": [{"key": "ok", "timestamp": 1}]},
         {"run_id": "{run1}", "params": [{"value": "1"}]},
-        {"run_id": "{run1}", "tags": [{"key": "mlflow.runName", "value": "batch-name"}, {"key": "x", "value": "1"}, {"key": "x", "value": "2"}]},
+        {
+            "run_id": "{run1}",
+            "tags": [{"key": "mlflow.runName", "value": "batch-name"}, {"key": "x", "value": "1"}, {"key": "x", "value": "2"}],
+        },
         {"run_id": "{run1}", "metrics": "nope"},
         {"run_id": "bad id!"},
         {"metrics": []},
@@ -176,7 +200,11 @@ def test_history_pages_and_bulk_interval(twin: Twin) -> None:
     tokens: dict[str, str | None] = {"ours": None, "reference": None}
     for side in ("ours", "reference"):
         while True:
-            query = {"run_id": twin.ours_values["run1"] if side == "ours" else twin.reference_values["run1"], "metric_key": "h", "max_results": 7}
+            query = {
+                "run_id": twin.ours_values["run1"] if side == "ours" else twin.reference_values["run1"],
+                "metric_key": "h",
+                "max_results": 7,
+            }
             if tokens[side]:
                 query["page_token"] = tokens[side]
             if side == "ours":
@@ -189,7 +217,9 @@ def test_history_pages_and_bulk_interval(twin: Twin) -> None:
                 break
     assert collected["ours"] == collected["reference"]
     assert [len(page) for page in collected["ours"]] == [7, 7, 7, 7, 2]
-    ours, _ = twin.same("GET", "metrics/get-history-bulk-interval", query={"run_ids": ["{run1}"], "metric_key": "h", "max_results": 4}, ordered=True)
+    ours, _ = twin.same(
+        "GET", "metrics/get-history-bulk-interval", query={"run_ids": ["{run1}"], "metric_key": "h", "max_results": 4}, ordered=True
+    )
     assert len(ours.body["metrics"]) == 4 and ours.body["metrics"][0]["run_id"] == twin.ours_values["run1"]
     for query in (
         {"run_ids": ["{run1}"], "metric_key": "h"},
@@ -252,7 +282,10 @@ def test_inputs_outputs_and_log_model(twin: Twin) -> None:
         {"run_id": "{run1}", "datasets": [{"dataset": dataset, "tags": [{"key": "mlflow.data.context", "value": "eval"}]}]},
         # Same name and digest from another run: the experiment's first copy (source /x) wins.
         {"run_id": "{run2}", "datasets": [{"dataset": {**dataset, "source": "/y"}}, {"dataset": {**dataset, "source": "/z"}}]},
-        {"run_id": "{run2}", "datasets": [{"dataset": {"name": "e", "digest": "d2", "source_type": "s3", "source": "s3://b/k", "profile": "{}"}}]},
+        {
+            "run_id": "{run2}",
+            "datasets": [{"dataset": {"name": "e", "digest": "d2", "source_type": "s3", "source": "s3://b/k", "profile": "{}"}}],
+        },
         {"run_id": "{run1}", "datasets": [{"dataset": {"name": "n" * 501, "digest": "x", "source_type": "s", "source": "s"}}]},
         {"run_id": "{run1}", "datasets": [{"dataset": {**dataset, "name": "f"}, "tags": [{"key": "k", "value": "v" * 501}]}]},
         {"run_id": "{run1}", "datasets": [{"dataset": {"name": "g"}}]},

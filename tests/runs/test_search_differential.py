@@ -87,7 +87,9 @@ def build(world: World, rng: random.Random) -> None:
         datasets = []
         for name, digest in rng.sample(DATASETS, rng.choice([0, 0, 1, 2])):
             context = rng.choice(CONTEXTS)
-            datasets.append(DatasetInput(Dataset(name, digest, "local", "src"), [InputTag("mlflow.data.context", context)] if context else []))
+            datasets.append(
+                DatasetInput(Dataset(name, digest, "local", "src"), [InputTag("mlflow.data.context", context)] if context else [])
+            )
         status = rng.choice([None, RunStatus.FINISHED, RunStatus.FAILED, RunStatus.KILLED])
         end_time = rng.choice([None, 2500, 6000, 6000])
         new_name = rng.choice(STRINGS) if rng.random() < 0.2 else None
@@ -127,7 +129,8 @@ def _logical(run: Any) -> dict[str, Any]:
         "params": run.data.params,
         "tags": run.data.tags,
         "datasets": sorted(
-            (d.dataset.name, d.dataset.digest, d.dataset.source, tuple(sorted((t.key, t.value) for t in d.tags))) for d in run.inputs.dataset_inputs
+            (d.dataset.name, d.dataset.digest, d.dataset.source, tuple(sorted((t.key, t.value) for t in d.tags)))
+            for d in run.inputs.dataset_inputs
         ),
     }
 
@@ -135,8 +138,13 @@ def _logical(run: Any) -> dict[str, Any]:
 def _term_values(run: Any, order_by: search.OrderBy) -> tuple[Any, ...]:
     """A run's values for every ORDER BY term except the final run_id tie-breaker, from its JSON."""
     entity = {
-        "info": {"start_time": run.info.start_time, "end_time": run.info.end_time, "run_name": run.info.run_name, "status": run.info.status,
-                 "user_id": run.info.user_id},
+        "info": {
+            "start_time": run.info.start_time,
+            "end_time": run.info.end_time,
+            "run_name": run.info.run_name,
+            "status": run.info.status,
+            "user_id": run.info.user_id,
+        },
         "metrics": run.data.metrics,
         "params": run.data.params,
         "tags": run.data.tags,
@@ -193,8 +201,17 @@ def _order_by(rng: random.Random) -> list[str] | None:
     """Orderings whose values are the same on both sides (ids and artifact URIs differ by construction)."""
     if rng.random() < 0.3:
         return rng.choice([None, ["attributes.start_time ASC"], ["start_time DESC"], ["created"]])
-    pool = [*(f"metrics.{k if '.' not in k else '`' + k + '`'}" for k in METRIC_KEYS), "params.p1", "params.`p 3`", "tags.t1",
-            "tags.`mlflow.runName`", "attributes.start_time", "attributes.end_time", "attributes.run_name", "status"]
+    pool = [
+        *(f"metrics.{k if '.' not in k else '`' + k + '`'}" for k in METRIC_KEYS),
+        "params.p1",
+        "params.`p 3`",
+        "tags.t1",
+        "tags.`mlflow.runName`",
+        "attributes.start_time",
+        "attributes.end_time",
+        "attributes.run_name",
+        "status",
+    ]
     return [f"{t} {rng.choice(['ASC', 'DESC', ''])}".strip() for t in rng.sample(pool, rng.choice([1, 1, 2, 3]))]
 
 

@@ -3,14 +3,18 @@ paged. Every matching run comes back exactly once, in MLflow's order (SqlAlchemy
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from mlflow.entities import Metric, Param, RunTag, ViewType
 
+from tests.conftest import runtime_process, unique
 from tests.runs.test_search_differential import REF, World, _compare_search
 
-pytestmark = pytest.mark.e2e
+# One world (a fresh runtime and its reference store) serves every ordering: searches change nothing, and building
+# it is most of the time. Its tests run on one worker.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("missing-order-key")]
 
 N_RUNS = 48
 
@@ -34,6 +38,12 @@ def _world(url: str, tmp: Path) -> World:
     return world
 
 
+@pytest.fixture(scope="module")
+def world(server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with runtime_process({"TABLE_NAME": unique("fresh"), "BUCKET_NAME": unique("fresh")}) as url:
+        yield _world(url, tmp_path_factory.mktemp("missing-key"))
+
+
 @pytest.mark.parametrize(
     "order_by",
     [
@@ -44,8 +54,7 @@ def _world(url: str, tmp: Path) -> World:
         ["metrics.m DESC", "attributes.start_time ASC"],
     ],
 )
-def test_ordering_by_a_key_runs_lack_keeps_every_run_once(fresh_server: str, tmp_path: Path, order_by: list[str]) -> None:
-    world = _world(fresh_server, tmp_path)
+def test_ordering_by_a_key_runs_lack_keeps_every_run_once(world: World, order_by: list[str]) -> None:
     for filter_string in ("params.p = 'a'", "attributes.start_time > 0", ""):
         for size in (5, 7, 40):
             assert _compare_search(world, filter_string, order_by, ViewType.ACTIVE_ONLY, size, f"{filter_string} {order_by} {size}")

@@ -15,7 +15,8 @@ from runs import search
 from serverless_mlflow import table
 from tests.conftest import unique
 
-pytestmark = pytest.mark.e2e
+# The module's world is built once, on one worker (xdist would otherwise build it on each).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("summary-costs")]
 
 N_RUNS, PAGE, PAGES = 300, 25, 4
 

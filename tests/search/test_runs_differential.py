@@ -21,6 +21,8 @@ from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 from serverless_mlflow import search
 from tests.search.helpers import LIKE_PATTERNS, STRINGS, assert_same, drain_mlflow, drain_ours, outcome, quoted
 
+# The module's stores are built once, on one worker (xdist would otherwise build them on each).
+pytestmark = pytest.mark.xdist_group("runs-differential")
 SEED = 20261122
 N_RUNS = 150
 N_QUERIES = 260

@@ -205,3 +205,32 @@ def test_delete_traces_matches_sqlalchemy_store(server: str, reference_uri: str)
     reference = _deletions(reference_uri)
     assert ours == reference
     assert ours["left"] == [3, 4]
+
+
+def _inline_assessments(uri: str) -> dict[str, Any]:
+    """Feedback and expectations logged *inside* a traced call travel with StartTraceV3 (trace_info.assessments)."""
+    mlflow.set_tracking_uri(uri)
+    experiment_id = mlflow.create_experiment(unique("inline-assess"))
+    mlflow.set_experiment(experiment_id=experiment_id)
+    human = AssessmentSource(source_type=AssessmentSourceType.HUMAN, source_id="alice")
+
+    @mlflow.trace(name="answer")
+    def answer(question: str) -> str:
+        trace_id = mlflow.get_active_trace_id()
+        mlflow.log_feedback(trace_id=trace_id, name="relevance", value=0.75, rationale="on topic", metadata={"judge": "v1"})
+        mlflow.log_expectation(trace_id=trace_id, name="expected", value={"answer": "Paris", "sources": ["wiki"]}, source=human)
+        mlflow.log_feedback(trace_id=trace_id, name="ok", value=True, source=human)
+        return "Paris"
+
+    answer("capital of France?")
+    trace_id = mlflow.get_last_active_trace_id()
+    trace = MlflowClient(uri).get_trace(trace_id)
+    listed = mlflow.search_traces(locations=[experiment_id], return_type="list")
+    return {"trace": trace_view(trace), "listed": [sorted(a.name for a in t.info.assessments) for t in listed]}
+
+
+def test_assessments_logged_inside_a_trace_match_sqlalchemy_store(server: str, reference_uri: str) -> None:
+    ours = _inline_assessments(server)
+    reference = _inline_assessments(reference_uri)
+    assert ours == reference
+    assert ours["listed"] == [["expected", "ok", "relevance"]]

@@ -10,7 +10,9 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from serverless_mlflow import table
-from serverless_mlflow.schema import TTL_ATTRIBUTE
+from serverless_mlflow.schema import TTL_ATTRIBUTE, trace_bucket, trace_shard
+from serverless_mlflow.store import trace_partitions
+from serverless_mlflow.store import traces as store
 from tests.conftest import unique
 
 pytestmark = pytest.mark.usefixtures("tracing")
@@ -26,10 +28,13 @@ def _trace_started(minutes_ago: float, name: str) -> str:
 
 
 def _items(experiment_id: str, trace_id: str) -> list[dict]:
-    return [
-        *table.query(f"EXP#{experiment_id}", f"T#{trace_id}"),
-        table.get({"pk": f"TRACE#{trace_id}", "sk": "TRACE"}),
-    ]
+    """The trace's info, spans and locator, and the directory entry of the info's partition."""
+    locator = store.locate(trace_id)
+    info = table.get(store.info_key(locator, trace_id))
+    directory = table.get(
+        trace_partitions.BUCKET.key(experiment_id=experiment_id, bucket=trace_bucket(info["request_time"]), shard=trace_shard(trace_id))
+    )
+    return [info, *table.query(**store.SPAN.query("of_trace", trace_id=trace_id)), locator, directory]
 
 
 def test_experiment_retention_expires_old_traces_and_sets_ttl(server: str) -> None:
@@ -51,10 +56,12 @@ def test_experiment_retention_expires_old_traces_and_sets_ttl(server: str) -> No
     # Every item of both traces (info, spans, locator) carries the TTL attribute DynamoDB deletes by.
     now = time.time()
     for trace_id, minutes_left in ((old, -30), (fresh, 29)):
-        items = _items(experiment_id, trace_id)
-        assert len(items) == 4
-        for item in items:
+        info, *others, directory = _items(experiment_id, trace_id)
+        assert len(others) == 3
+        for item in (info, *others):
             assert abs(item[TTL_ATTRIBUTE] - (now + minutes_left * 60)) < 120, item["sk"]
+        # The directory entry outlives every trace its hour can hold (same retention).
+        assert info[TTL_ATTRIBUTE] <= directory[TTL_ATTRIBUTE] <= info[TTL_ATTRIBUTE] + 3600
 
 
 def test_without_retention_traces_do_not_expire(server: str) -> None:

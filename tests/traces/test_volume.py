@@ -11,10 +11,11 @@ from mlflow import MlflowClient
 
 from serverless_mlflow import s3, table
 from serverless_mlflow.item_size import MAX_ITEM_BYTES, item_bytes
-from serverless_mlflow.schema import PK, SK
+from serverless_mlflow.schema import ENTITY, PK, SK
 from tests.conftest import unique
 
 SPANS = 1000
+SPAN = ENTITY["trace_spans"]
 PAYLOAD_PER_SPAN = 5 * 1024 * 1024 // SPANS  # 1,000 spans carrying 5 MB together
 
 
@@ -25,12 +26,13 @@ def _experiment(server: str) -> str:
     return experiment_id
 
 
-def _stored_span_items(experiment_id: str, trace_id: str) -> list[dict]:
+def _stored_span_items(trace_id: str) -> list[dict]:
+    """The raw span items in the trace's own partition (wire format, as DynamoDB stores them)."""
     raw = table.client().query(
         TableName=table.table_name(),
         KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
         ExpressionAttributeNames={"#pk": PK, "#sk": SK},
-        ExpressionAttributeValues={":pk": {"S": f"EXP#{experiment_id}"}, ":prefix": {"S": f"T#{trace_id}#S#"}},
+        ExpressionAttributeValues={":pk": {"S": SPAN.pk.render({"trace_id": trace_id})}, ":prefix": {"S": SPAN.sk_prefix()}},
     )
     return raw["Items"]
 
@@ -71,7 +73,7 @@ def test_span_over_the_item_limit_is_spilled_to_s3_and_reads_back(server: str) -
     trace = MlflowClient().get_trace(trace_id)
     assert trace.data.spans[0].inputs == {"text": payload}
     assert trace.data.spans[0].outputs == len(payload)
-    items = _stored_span_items(experiment_id, trace_id)
+    items = _stored_span_items(trace_id)
     assert len(items) == 1
     assert "spill_key" in items[0] and "span" not in items[0]
     assert item_bytes(items[0]) < MAX_ITEM_BYTES
@@ -83,7 +85,7 @@ def test_span_over_the_item_limit_is_spilled_to_s3_and_reads_back(server: str) -
     with pytest.raises(Exception) as missing:
         s3.client().head_object(Bucket=s3.bucket_name(), Key=spill_key)
     assert s3.error_code(missing.value) in ("404", "NoSuchKey")
-    assert _stored_span_items(experiment_id, trace_id) == []
+    assert _stored_span_items(trace_id) == []
 
 
 def test_fifty_traces_logged_concurrently_all_arrive(server: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,7 +27,9 @@ def _log(client: Any, name: str) -> dict[str, Any]:
             client.log_metric(run_id, "loss", (index + 1) / (step + 1), step=step, timestamp=100 + step)
             client.log_metric(run_id, "loss", 7.0, step=step, timestamp=100 + step)  # same time and step, other value
         dataset = Dataset(f"ds-{index % 2}", f"digest{index % 2}", "local", '{"uri": "x"}')
-        client.log_inputs(run_id, [DatasetInput(dataset, [InputTag("mlflow.data.context", "training")])])
+        # Contexts: ds-0 is logged for training and for evaluation, ds-1 without a context tag.
+        tags = [[InputTag("mlflow.data.context", "training")], [], [InputTag("mlflow.data.context", "eval")]][index]
+        client.log_inputs(run_id, [DatasetInput(dataset, tags)])
         run_ids.append(run_id)
     return {"experiment_id": experiment_id, "run_ids": run_ids}
 
@@ -94,12 +96,17 @@ def test_search_datasets(pair: dict[str, Any]) -> None:
     ours = requests.post(f"{pair['server']}{path}", json={"experiment_ids": [pair["ours"]["experiment_id"]]}, timeout=30)
     theirs = pair["reference"].post(path, json={"experiment_ids": [pair["theirs"]["experiment_id"]]})
 
-    def summaries(body: dict[str, Any]) -> list[tuple[str, str]]:
-        return sorted((s["name"], s["digest"]) for s in body["dataset_summaries"])
+    def summaries(body: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return sorted(tuple(sorted((k, v) for k, v in s.items() if k != "experiment_id")) for s in body["dataset_summaries"])
 
     assert ours.status_code == theirs.status_code == 200
-    # Same datasets; MLflow also names each input's context (see functions/runs/datasets.py).
-    assert summaries(ours.json()) == summaries(json.loads(theirs.data)) == [("ds-0", "digest0"), ("ds-1", "digest1")]
+    # One summary per (dataset, context), as MLflow's join of datasets, inputs and input tags answers.
+    assert summaries(ours.json()) == summaries(json.loads(theirs.data))
+    assert sorted((dict(s)["name"], dict(s).get("context")) for s in summaries(ours.json())) == [
+        ("ds-0", "eval"),
+        ("ds-0", "training"),
+        ("ds-1", None),
+    ]
     for body in ({"experiment_ids": []}, {"experiment_ids": [str(i) for i in range(21)]}):
         ours = requests.post(f"{pair['server']}{path}", json=body, timeout=30)
         theirs = pair["reference"].post(path, json=body)

@@ -35,8 +35,37 @@ def same(ref_fn: Callable[..., Any], our_fn: Callable[..., Any], *args: Any, **k
 
 
 NAMES = [
-    "a", "a b", "a/b", "a:b", "a.b", "a-b_c", "ü", "日本", "a#b", "a%b", "a'b", "", ".", "..", "./a", "a/", "/a",
-    "a//b", "a/./b", "a/../b", "../a", "...", "..a", "a..", " a", "a\nb", "a\tb", "a" * 251, "a" * 250, "x$", "tab\x00",
+    "a",
+    "a b",
+    "a/b",
+    "a:b",
+    "a.b",
+    "a-b_c",
+    "ü",
+    "日本",
+    "a#b",
+    "a%b",
+    "a'b",
+    "",
+    ".",
+    "..",
+    "./a",
+    "a/",
+    "/a",
+    "a//b",
+    "a/./b",
+    "a/../b",
+    "../a",
+    "...",
+    "..a",
+    "a..",
+    " a",
+    "a\nb",
+    "a\tb",
+    "a" * 251,
+    "a" * 250,
+    "x$",
+    "tab\x00",
 ]
 
 
@@ -55,9 +84,20 @@ def test_param_and_tag_names(name: str | None) -> None:
 @pytest.mark.parametrize(
     ("key", "value", "timestamp", "step"),
     [
-        ("m", 1.0, 0, 0), ("m", math.nan, 1, -5), ("m", math.inf, 1, 2**63 - 1), ("m", -math.inf, 1, 0),
-        ("m", None, 1, 0), ("m", "1.0", 1, 0), ("m", True, 1, 0), ("m", 1, -1, 0), ("m", 1.5, None, 0),
-        ("m", 1.5, 3, None), ("m", 1.5, 3, "x"), ("a" * 251, 1.0, 0, 0), ("bad*", 1.0, 0, 0), (None, 1.0, 0, 0),
+        ("m", 1.0, 0, 0),
+        ("m", math.nan, 1, -5),
+        ("m", math.inf, 1, 2**63 - 1),
+        ("m", -math.inf, 1, 0),
+        ("m", None, 1, 0),
+        ("m", "1.0", 1, 0),
+        ("m", True, 1, 0),
+        ("m", 1, -1, 0),
+        ("m", 1.5, None, 0),
+        ("m", 1.5, 3, None),
+        ("m", 1.5, 3, "x"),
+        ("a" * 251, 1.0, 0, 0),
+        ("bad*", 1.0, 0, 0),
+        (None, 1.0, 0, 0),
         ("m", math.nan, -1, 0),
     ],
 )
@@ -69,7 +109,17 @@ def test_metric(key: Any, value: Any, timestamp: Any, step: Any) -> None:
 @pytest.mark.parametrize("truncate", ["true", "false"])
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("p", "v"), ("p", "x" * 6000), ("p", "x" * 6001), ("p", "é" * 9000), ("k" * 251, "v"), ("k" * 250, "v"), ("p", None), ("p/../q", "v"), (None, "v")],
+    [
+        ("p", "v"),
+        ("p", "x" * 6000),
+        ("p", "x" * 6001),
+        ("p", "é" * 9000),
+        ("k" * 251, "v"),
+        ("k" * 250, "v"),
+        ("p", None),
+        ("p/../q", "v"),
+        (None, "v"),
+    ],
 )
 def test_param(monkeypatch: pytest.MonkeyPatch, truncate: str, key: Any, value: Any) -> None:
     monkeypatch.setenv("MLFLOW_TRUNCATE_LONG_VALUES", truncate)
@@ -96,7 +146,12 @@ def test_tag(monkeypatch: pytest.MonkeyPatch, truncate: str, key: Any, value: An
 @pytest.mark.parametrize(
     ("key", "value"),
     [
-        ("k", "v"), ("k" * 251, "v"), ("k", "v" * 20001), ("k", "v" * 20000), ("a/../b", "v"), (None, "v"),
+        ("k", "v"),
+        ("k" * 251, "v"),
+        ("k", "v" * 20001),
+        ("k", "v" * 20000),
+        ("a/../b", "v"),
+        (None, "v"),
         ("mlflow.trace.archivalRetention", '{"type": "duration", "value": "30d"}'),
         ("mlflow.trace.archivalRetention", '{"type": "duration", "value": "0d"}'),
         ("mlflow.trace.archivalRetention", '{"type": "other", "value": "3d"}'),
@@ -202,7 +257,9 @@ def test_alias(alias: Any) -> None:
         same(ref._validate_model_alias_name_reserved, ours.validate_model_alias_name_reserved, alias)
 
 
-@pytest.mark.parametrize(("key", "value"), [("k", "v"), ("k" * 251, "v"), ("k", "v" * 100_001), ("k", None), ("mlflow.prompt.text", "x" * 100_001)])
+@pytest.mark.parametrize(
+    ("key", "value"), [("k", "v"), ("k" * 251, "v"), ("k", "v" * 100_001), ("k", None), ("mlflow.prompt.text", "x" * 100_001)]
+)
 def test_registry_tags(key: str, value: Any) -> None:
     same(ref._validate_registered_model_tag, ours.validate_registered_model_tag, key, value)
     same(ref._validate_model_version_tag, ours.validate_model_version_tag, key, value)
@@ -250,7 +307,11 @@ def test_max_results(tmp_path: Any, max_results: Any) -> None:
 
     store = SqlAlchemyStore.__new__(SqlAlchemyStore)  # the check needs no database
     same(store._validate_max_results_param, ours.validate_max_results_param, max_results)
-    same(lambda m: store._validate_max_results_param(m, allow_null=True), lambda m: ours.validate_max_results_param(m, allow_null=True), max_results)
+    same(
+        lambda m: store._validate_max_results_param(m, allow_null=True),
+        lambda m: ours.validate_max_results_param(m, allow_null=True),
+        max_results,
+    )
 
 
 def test_users_and_tag_value() -> None:

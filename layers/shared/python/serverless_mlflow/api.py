@@ -12,26 +12,29 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 
 from serverless_mlflow import auth
 from serverless_mlflow import request as request_parsing
-from serverless_mlflow.auth import enforce
-from serverless_mlflow.errors import MlflowError, Unavailable, endpoint_not_found, invalid
-from serverless_mlflow.routes import AJAX_PREFIX, match, operation_path, routes_for
+from serverless_mlflow.deferred import deferred
+from serverless_mlflow.errors import MlflowError, Unavailable, endpoint_not_found, invalid, method_not_allowed
+from serverless_mlflow.observability import Observed
+from serverless_mlflow.request import json_text
+from serverless_mlflow.routes import AJAX_PREFIX, allowed_methods, family_of, match, operation_path, routes_for
 
-logger = Logger(service="mlflow-serverless")
-tracer = Tracer(service="mlflow-serverless")
-metrics = Metrics(namespace="MlflowServerless", service="mlflow-serverless")
+observed = Observed("mlflow-serverless")
+# MLflow's permission rules run only in basic-auth mode: a function of an IAM-authorized stack never imports them.
+enforce = deferred("serverless_mlflow.auth.enforce")
+logger = observed.logger
 
 JSON_CONTENT_TYPE = "application/json"
 
@@ -50,21 +53,18 @@ class Request:
     # Basic auth: who is calling (serverless_mlflow.auth.checks.Identity), from the authorizer's context.
     identity: Any = None
     _json: Any = field(default=None, init=False)
+    # What parsers keep of this request so it is parsed once (the OTLP export read by auth and the feature).
+    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def json(self) -> dict[str, Any]:
-        """The JSON body; malformed JSON reads as ``{}`` as in MLflow (``get_json(silent=True)``)."""
+        """The JSON body; malformed JSON reads as ``{}`` as in MLflow (``get_json(silent=True)``), JSON nested
+        past protobuf's limit is refused (MLflow's server fails on it)."""
         if self._json is None:
-            try:
-                parsed = json.loads(self.raw_body or b"{}")
-            except ValueError:
-                parsed = {}
+            parsed = _body_json(self.raw_body or b"{}")
             # Old clients double-encode the body as a JSON string.
             if isinstance(parsed, str):
-                try:
-                    parsed = json.loads(parsed)
-                except ValueError:
-                    parsed = {}
+                parsed = _body_json(parsed)
             self._json = parsed if isinstance(parsed, dict) else {}
         return self._json
 
@@ -101,6 +101,15 @@ class Request:
             raise invalid(f"Bad Request. Content-Type must be one of ['{JSON_CONTENT_TYPE}'].")
 
 
+def _body_json(text: str | bytes) -> Any:
+    try:
+        return json_text.loads(text)
+    except json_text.TooDeep:
+        raise invalid(f"The request body is not valid: its JSON is nested more than {json_text.MAX_DEPTH} levels deep.") from None
+    except ValueError:
+        return {}
+
+
 def json_response(body: Any, status: int = 200) -> Response:
     return Response(status_code=status, content_type=JSON_CONTENT_TYPE, body=dumps(body))
 
@@ -124,8 +133,34 @@ def float_json(value: float) -> float | str:
     return value
 
 
+def unrouted(method: str, path: str, query: str = "") -> Response:
+    """What MLflow's server answers a request the route table has no operation for: ENDPOINT_NOT_FOUND for an
+    unknown path; for a known one 405 with its methods (204 to OPTIONS, which lists them)."""
+    merged = re.sub(r"/{2,}", "/", path)
+    if merged != path and match(method, merged) is not None:
+        # Werkzeug's merge_slashes: MLflow's server redirects ``//x`` to the route ``/x`` (308 keeps the method).
+        location = merged + (f"?{query}" if query else "")
+        return Response(status_code=308, content_type="text/plain", body="", headers={"Location": location})
+    allowed = allowed_methods(path)
+    if not allowed:
+        return error_response(endpoint_not_found(method, path))
+    headers = {"Allow": ", ".join(allowed)}
+    if method == "OPTIONS":
+        return Response(status_code=204, content_type=None, body="", headers=headers)
+    response = error_response(method_not_allowed(method, path, allowed))
+    response.headers.update(headers)
+    return response
+
+
+# An error's message echoes the request's values; the answer must stay far below Lambda's 6 MB response cap.
+MAX_ERROR_MESSAGE_CHARS = 100_000
+
+
 def error_response(error: MlflowError) -> Response:
-    return json_response(error.to_json(), error.http_status)
+    body = error.to_json()
+    if len(body["message"]) > MAX_ERROR_MESSAGE_CHARS:
+        body["message"] = body["message"][:MAX_ERROR_MESSAGE_CHARS] + " ... (truncated)"
+    return json_response(body, error.http_status)
 
 
 def _request_from(app: APIGatewayHttpResolver) -> Request:
@@ -158,7 +193,7 @@ def build_app(feature: str, operations: dict[str, Operation]) -> APIGatewayHttpR
         event = app.current_event
         if auth.basic_enabled() and enforce.identity_of(event.raw_event) is None:
             return enforce.unauthenticated()  # MLflow authenticates before it routes
-        return error_response(endpoint_not_found(event.request_context.http.method, event.get("rawPath") or event.path))
+        return unrouted(event.request_context.http.method.upper(), event.get("rawPath") or event.path, event.get("rawQueryString") or "")
 
     @app.exception_handler(MlflowError)
     def _mlflow_error(error: MlflowError) -> Response:
@@ -169,14 +204,16 @@ def build_app(feature: str, operations: dict[str, Operation]) -> APIGatewayHttpR
     @app.exception_handler(Exception)
     def _unexpected(error: Exception) -> Response:
         if is_capacity_failure(error):
+            # 429 (not 503): MLflow's client retries a POST on 408 and 429 only, and nothing was written.
             logger.warning("DynamoDB refused the request for capacity after retries", exc_info=True)
-            return error_response(MlflowError("The tracking store is busy; retry the request.", "TEMPORARILY_UNAVAILABLE"))
+            return error_response(MlflowError(REQUEST_LIMIT_MESSAGE, "REQUEST_LIMIT_EXCEEDED"))
         logger.exception("unexpected failure")
         return error_response(MlflowError("An internal error occurred. See the server logs for the correlation id.", "INTERNAL_ERROR"))
 
     return app
 
 
+REQUEST_LIMIT_MESSAGE = "The tracking store is busy (its request rate limit was reached); retry the request."
 # DynamoDB's answers to "too much at once", once botocore's own retries are spent: nothing was written.
 _CAPACITY_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 
@@ -206,23 +243,41 @@ def _adapt(app: APIGatewayHttpResolver, name: str, operation: Operation) -> Call
 def lambda_entry(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda handler for a feature: structured logs with correlation id, traces, metrics."""
 
-    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
-    @tracer.capture_lambda_handler(capture_response=False)
-    @metrics.log_metrics
+    @observed.handler(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, capture_response=False)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return app.resolve(ajax_to_api(event), context)
+        return within_response_limit(app.resolve(ajax_to_api(event), context))
 
     return handler
 
 
+# Lambda refuses a response over 6 MB (6,291,456 bytes of JSON), and API Gateway then answers a bare
+# {"message": "Internal Server Error"}: the function answers MLflow's error instead.
+MAX_RESPONSE_BYTES = 6 * 1024 * 1024
+RESPONSE_TOO_LARGE = "The answer is larger than the 6 MB an AWS Lambda function can return; ask for less (a smaller page, fewer runs)."
+
+
+def within_response_limit(response: dict[str, Any]) -> dict[str, Any]:
+    if len(json.dumps(response)) <= MAX_RESPONSE_BYTES:
+        return response
+    logger.error("the response exceeds Lambda's 6 MB payload limit")
+    error = MlflowError(RESPONSE_TOO_LARGE, "INTERNAL_ERROR")
+    return {
+        "statusCode": error.http_status,
+        "headers": {"Content-Type": JSON_CONTENT_TYPE},
+        "body": dumps(error.to_json()),
+        "isBase64Encoded": False,
+    }
+
+
 def ajax_to_api(event: dict[str, Any]) -> dict[str, Any]:
-    """The event of an ``/ajax-api/...`` request (the UI's paths, reaching the function through a greedy
-    group route) as if it had come in on the ``/api/...`` route: path mapped, path parameters of that route."""
+    """The event of a request that reached the function through a greedy route (an ``/ajax-api/...`` group,
+    the UI's paths, or a ``GREEDY_FAMILIES`` prefix) as if it had come in on the table's own route: an ajax
+    path mapped to ``/api/...``, and the path parameters of the table route (not API Gateway's ``proxy``)."""
     raw_path = event.get("rawPath") or ""
     stage = (event.get("requestContext") or {}).get("stage", "$default")
     stage_prefix = f"/{stage}" if stage != "$default" and raw_path.startswith(f"/{stage}/") else ""
     path = raw_path[len(stage_prefix) :]
-    if not path.startswith(AJAX_PREFIX):
+    if not path.startswith(AJAX_PREFIX) and family_of(path) is None:
         return event
     method = str((event.get("requestContext") or {}).get("http", {}).get("method", "GET")).upper()
     mapped = operation_path(method, path)

@@ -1,7 +1,9 @@
 """Source item -> the derived items it implies. Pure: used by the stream indexer and by ``admin verify``.
 
-Derived items (RANK and FTS) are a function of one source item each, so the indexer can rebuild
-them from any image of that item and verify can recompute all of them from the source items.
+Derived items (RANK, FTS postings, a trace's issue links) are a function of one source item each, so the indexer
+can rebuild them from any image of that item and verify can recompute all of them from the source items. (Run
+summaries and metric digests are functions of a run: ``run_summaries``, ``run_metrics``; a trace's metric rollups
+and content signature are functions of the trace: ``trace_aggregates``.)
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import fts, ranks
+from serverless_mlflow import fts, issue_links, ranks
 from serverless_mlflow.run_summaries import SUMMARISED_TYPES
 from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
 
@@ -18,9 +20,20 @@ Key = tuple[str, str]
 
 # Source entity types the indexer reacts to; everything else (derived items, config, locators...)
 # is ignored so the indexer's own writes never cause more indexing work.
-# Every item of a run's range feeds the run's summary (inputs and outputs derive nothing else).
-SOURCE_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"}) | SUMMARISED_TYPES
-DERIVED_TYPES = frozenset(entity.name for entity in ENTITY.values() if entity.derived)
+# Every item of a run's range feeds the run's summary (inputs and outputs derive nothing else); a run's metrics
+# marker starts its metric pass (metric_marks: the digest, then the marker's removal).
+SOURCE_TYPES = (
+    frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace", "run_metrics_marker"})
+    | SUMMARISED_TYPES
+) - {"run_metrics_digest"}
+# Sources whose removal the indexer needs to see (a marker's removal is the indexer's own doing).
+REMOVAL_SOURCE_TYPES = SOURCE_TYPES - {"run_metrics_marker"}
+# What the stream delivers to the indexer: the sources, and the span items a trace's aggregates (rollups, content
+# signature: serverless_mlflow.trace_aggregates) are rebuilt from (their removals too).
+TRACE_AGGREGATE_TYPES = frozenset({"trace_spans"})
+STREAM_TYPES = SOURCE_TYPES | TRACE_AGGREGATE_TYPES
+REMOVAL_STREAM_TYPES = REMOVAL_SOURCE_TYPES | TRACE_AGGREGATE_TYPES
+DERIVED_TYPES = frozenset(entity.type_name for entity in ENTITY.values() if entity.derived)
 # Sources that carry the "not yet indexed" LSI5 flag (lsi5sk), removed by the indexer.
 FLAGGED_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"})
 FLAG_ATTRIBUTE = COLLECTIONS["unindexed"].sk_attr
@@ -68,6 +81,8 @@ def derive(item: Item | None) -> dict[Key, Item]:
         out.append(ranks.param_rank_item(item))
     elif entity_type == "run_tag":
         out.append(ranks.tag_rank_item(item))
+    if entity_type == "trace":
+        out.extend(issue_links.trace_links(item))
     source = name_source(item)
     if source is not None:
         for level, token in sorted(fts.name_tokens(source.name)):

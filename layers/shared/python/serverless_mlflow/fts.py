@@ -110,6 +110,7 @@ def pattern_tokens(pattern: str) -> list[str] | None:
 
 # --- scopes ------------------------------------------------------------------------------------
 
+
 def experiments_scope(workspace: str) -> str:
     return ENTITY["experiment_entry"].pk.render({"workspace": workspace})
 
@@ -128,10 +129,8 @@ def runs_scope(experiment_id: str) -> str:
     return ENTITY["run"].pk.render({"experiment_id": experiment_id})
 
 
-traces_scope = runs_scope
-
-
 # --- items -------------------------------------------------------------------------------------
+
 
 def posting_items(scope: str, kind: str, entity_id: str, level: str, token: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The forward and reverse items of one posting."""
@@ -150,6 +149,7 @@ def indexed_postings(scope: str, kind: str, entity_id: str) -> list[dict[str, An
 
 
 # --- search ------------------------------------------------------------------------------------
+
 
 def _posting_ids(scope: str, kind: str, level: str, token: str) -> set[str]:
     prefix = FORWARD.sk_prefix(level=level, token=token, entity_kind=kind)
@@ -260,10 +260,6 @@ def candidates_in(scopes: Iterable[str], kind: str, pattern: str, pending_scope:
 
 def run_candidates(experiment_ids: Iterable[str], pattern: str) -> set[str] | None:
     return candidates_in((runs_scope(e) for e in experiment_ids), RUN, pattern)
-
-
-def trace_candidates(experiment_ids: Iterable[str], pattern: str) -> set[str] | None:
-    return candidates_in((traces_scope(e) for e in experiment_ids), TRACE, pattern)
 
 
 def filter_candidates(comparisons: Any, scopes: Iterable[str], kind: str, pending_scope: str | None = None) -> set[str] | None:

@@ -39,11 +39,27 @@ INT64_MAX = 2**63 - 1
 def text(value: str, budget: int = DEFAULT_TEXT_BUDGET) -> str:
     """Encode a user string so it sorts like the raw string and is never a prefix of another."""
     escaped = "".join(_ESCAPES.get(ch, ch) for ch in value) if _needs_escape(value) else value
-    if len(escaped.encode("utf-8")) + 1 <= budget:
+    # surrogatepass: a string with a lone surrogate still encodes (such a key is never stored: dynamo_limits).
+    if len(escaped.encode("utf-8", "surrogatepass")) + 1 <= budget:
         return escaped + TERMINATOR
-    digest = hashlib.sha256(value.encode("utf-8")).hexdigest()[:24]
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:24]
     head = _cut_utf8(escaped, budget - len(digest) - 2)
     return head + _TRUNCATED + digest + TERMINATOR
+
+
+# An id written raw into a key (``{run_id}``) is server-made and short; one longer than this (from a hostile
+# request) is cut and tagged with a digest like ``text()`` does, so that a key holding two of them still
+# fits DynamoDB's 1,024-byte sort key. Every real id and ``text()``'s own 300-byte value keys stay as they are.
+RAW_ID_BUDGET = 400
+
+
+def raw_id(value: str) -> str:
+    """A raw key segment: the value itself, unless it is longer than ``RAW_ID_BUDGET`` bytes."""
+    encoded = value.encode("utf-8", "surrogatepass")
+    if len(encoded) <= RAW_ID_BUDGET:
+        return value
+    digest = hashlib.sha256(encoded).hexdigest()[:24]
+    return encoded[: RAW_ID_BUDGET - len(digest) - 1].decode("utf-8", errors="ignore") + _TRUNCATED + digest
 
 
 def decode_text(encoded: str) -> str:
@@ -69,7 +85,7 @@ def _needs_escape(value: str) -> bool:
 
 
 def _cut_utf8(value: str, max_bytes: int) -> str:
-    cut = value.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
+    cut = value.encode("utf-8", "surrogatepass")[:max_bytes].decode("utf-8", errors="ignore")
     # Never split an escape pair.
     if cut.endswith(_ESCAPE):
         cut = cut[:-1]

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import base64
-import binascii
-import json
 from typing import Any
 
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.request import json_text
 
 
 def page_response(field: str, rows: Any, token: str | None) -> dict[str, Any]:
@@ -26,9 +25,9 @@ def token_json(page_token: str) -> Any:
     caller checks the parsed value and answers "Invalid page token, parsed value=..." itself)."""
     try:
         decoded = base64.b64decode(page_token)
-    except (TypeError, binascii.Error):
+    except (TypeError, ValueError):  # binascii.Error is a ValueError; so is a token with non-ASCII characters
         raise invalid("Invalid page token, could not base64-decode") from None
     try:
-        return json.loads(decoded)
+        return json_text.loads(decoded)
     except ValueError:
         raise invalid(f"Invalid page token, decoded value={decoded}") from None

@@ -6,7 +6,8 @@ either all 1,000 runs' values of m or a walk of m's order until 100 of them are 
 a walk of one key range.
 
 Pairs are opt-in per experiment (``tools/pair_index.py``): every change of m then rewrites one item per
-declared pair naming m. The declaration (``pair_index``, ``PX#META``) lists each pair and whether it is
+declared pair naming m. A pair's items have a partition of their own (``PRANK#<experiment>#<pair>``), not the
+experiment's: a training loop moves them at every indexer batch. The declaration (``pair_index``, ``PX#META``) lists each pair and whether it is
 ``ready``: backfilled for every run, so searches may use it. The run summary rebuild (``run_summaries``)
 writes a run's pair items in the same transaction as its summary, which lists them (``pair_entries``): a
 run's pair items always match its summary, and a reader trusts both only while the run has no flagged
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from serverless_mlflow import keys, ranks, table
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow.schema import ENTITY, PK, SK
+from serverless_mlflow.store.runs import RunView
 
 PAIR_INDEX = ENTITY["pair_index"]
 PAIR_RANK = ENTITY["pair_rank"]
@@ -73,10 +75,12 @@ def ready_pair(experiment_ids: Iterable[str], param: str, metric: str) -> Pair |
 # --- the items of one run (built with its summary) ----------------------------------------------------------
 
 
-def entries(experiment_id: str, run_id: str, range_items: list[Item], pairs: list[Pair]) -> list[Item]:
-    """The pair items of a run, from its range (the run item and its data items)."""
-    params = {item["key"]: str(item["value"]) for item in range_items if item.get(ENTITY_TYPE) == "param"}
-    metrics = {item["key"]: ranks.metric_value(item["value"]) for item in range_items if item.get(ENTITY_TYPE) == "latest_metric"}
+def entries(experiment_id: str, run_id: str, view: RunView | None, pairs: list[Pair]) -> list[Item]:
+    """The pair items of a run, from the run as its range gives it (None: no run, no items)."""
+    if view is None:
+        return []
+    params = {key: str(value) for key, value in view.params.items()}
+    metrics = {key: ranks.metric_value(item["value"]) for key, item in view.metrics.items()}
     out = []
     for pair in pairs:
         if pair.param not in params:
@@ -100,24 +104,26 @@ def entries(experiment_id: str, run_id: str, range_items: list[Item], pairs: lis
 
 
 def listing(items: list[Item]) -> list[list[str]]:
-    """What a summary records of its run's pair items: [sort key, value] each (value "" when missing)."""
-    return sorted([item[SK], item.get("value", "")] for item in items)
+    """What a summary records of its run's pair items: [partition key, sort key, value] each (value "" when missing)."""
+    return sorted([item[PK], item[SK], item.get("value", "")] for item in items)
 
 
 def changes(experiment_id: str, old_listing: list[list[str]], items: list[Item]) -> tuple[list[Item], list[dict[str, str]]]:
     """(items to put, keys to delete) that turn the pair items an old summary listed into ``items``."""
-    had = {sk: value for sk, value in old_listing}
-    pk = PAIR_RANK.pk.render({"experiment_id": experiment_id})
-    puts = [item for item in items if had.get(item[SK]) != item.get("value", "")]
-    keep = {item[SK] for item in items}
-    deletes = [{PK: pk, SK: sk} for sk in had if sk not in keep]
+    had = {(pk, sk): value for pk, sk, value in old_listing}
+    puts = [item for item in items if had.get((item[PK], item[SK])) != item.get("value", "")]
+    keep = {(item[PK], item[SK]) for item in items}
+    deletes = [{PK: pk, SK: sk} for pk, sk in had if (pk, sk) not in keep]
     return puts, deletes
 
 
 # --- reading ---------------------------------------------------------------------------------------------
 
 
-def value_range(experiment_id: str, pair: Pair, param_value: str, skip: frozenset[str], overrides: tuple[tuple[str, float | None], ...]) -> ranks.ValueRange:
+def value_range(
+    experiment_id: str, pair: Pair, param_value: str, skip: frozenset[str], overrides: tuple[tuple[str, float | None], ...]
+) -> ranks.ValueRange:
     """The runs having ``param_value`` in metric order; ``skip``/``overrides``: runs whose pair items may be stale."""
-    prefix = PAIR_RANK.sk_prefix(experiment_id=experiment_id, pair_id=pair.pair_id, value_key=ranks.param_value_key(param_value))
-    return ranks.ValueRange(experiment_id, prefix, skip, overrides, with_missing=True)
+    value_key = ranks.param_value_key(param_value)
+    query = PAIR_RANK.query("by_value", experiment_id=experiment_id, pair_id=pair.pair_id, value_key=value_key)
+    return ranks.ValueRange(experiment_id, query.pk_value, query.bound(), skip, overrides, with_missing=True)

@@ -2,7 +2,8 @@
 
 A filter comparison on a metric (``<``, ``<=``, ``>``, ``>=``, ``=``), or on a param or tag (``=``,
 case-sensitive ``LIKE`` with a literal prefix) names a key range of RANK items: every run that satisfies it
-has an item in that range, or has a source item not indexed yet (LSI5 flag set), which is added too. The
+has an item in that range, or has a source item not indexed yet (LSI5 flag set; for metrics, a run marked by
+``metric_marks``), which is added too. The
 range may hold more (stale items, the boundary values of strict comparisons): callers apply MLflow's exact
 filter to the candidates, so the result is never missing a run and never has a wrong one.
 
@@ -19,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import keys, ranks, table
+from serverless_mlflow import keys, metric_marks, ranks, table
 from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, SK
 from serverless_mlflow.search.filters import compare
 from serverless_mlflow.search.like import like_prefix
@@ -57,21 +58,23 @@ class RankTerm:
         bounding = _METRIC_UPPER if ascending else _METRIC_LOWER
         return any(c in bounding and not compare(c, value, v) for c, v in self.comparisons)
 
-    def ranges(self, experiment_id: str) -> list[dict[str, Any]]:
-        """Query arguments (``table.query_pages``) of the key ranges holding every indexed match."""
+    def ranges(self, experiment_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """(partition, query arguments of ``table.query_pages``) of the key ranges holding every indexed match."""
         if self.key_type == "metric":
-            prefix = ranks.METRIC_RANK.sk_prefix(experiment_id=experiment_id, key=self.key)
+            query = ranks.METRIC_RANK.query("by_value", experiment_id=experiment_id, key=self.key)
+            prefix = query.bound()
             low, high = self.metric_bounds()
             lo = prefix if low is None else prefix + keys.float64(low)
             hi = prefix + keys.float64(math.nan) if high is None else prefix + keys.float64(high) + "#~"
-            return [{"sk_between": (lo, hi)}] if lo <= hi else []
+            return [(query.pk_value, {"sk_between": (lo, hi)})] if lo <= hi else []
         rank_entity, _ = ranks.STRING_RANKS[self.key_type]
-        prefix = rank_entity.sk_prefix(experiment_id=experiment_id, key=self.key)
+        query = rank_entity.query("by_value", experiment_id=experiment_id, key=self.key)
+        prefix = query.bound()
         exact = _exact_values(self.comparisons)
         if exact is not None:
-            return [{"sk_prefix": prefix + ranks.param_value_key(v)} for v in sorted(exact)]
+            return [(query.pk_value, {"sk_prefix": prefix + ranks.param_value_key(v)}) for v in sorted(exact)]
         literal = max((like_prefix(v) for c, v in self.comparisons if c == "LIKE"), key=len)
-        return [{"sk_prefix": prefix + keys.text(literal)[: -len(keys.TERMINATOR)]}]
+        return [(query.pk_value, {"sk_prefix": prefix + keys.text(literal)[: -len(keys.TERMINATOR)]})]
 
 
 def _exact_values(comparisons: Iterable[tuple[str, Any]]) -> set[str] | None:
@@ -133,12 +136,16 @@ class Flagged:
         return [item for experiment_id in self.experiment_ids for item in self.items(experiment_id)]
 
     def run_ids(self, term: RankTerm) -> set[tuple[str, str]]:
-        """(experiment id, run id) of the flagged sources of the term's key: candidates whatever their value."""
+        """(experiment id, run id) of the flagged sources of the term's key (for a metric: the marked runs, and
+        layout-1 latest values still flagged): candidates whatever their value."""
         out: set[tuple[str, str]] = set()
         for experiment_id in self.experiment_ids:
-            for item in self.items(experiment_id):
+            items = self.items(experiment_id)
+            for item in items:
                 if item.get(ENTITY_TYPE) == term.source_type and item.get("key") == term.key:
                     out.add((experiment_id, ranks.run_id_of(item)))
+            if term.key_type == "metric":
+                out |= {(experiment_id, run_id) for run_id in metric_marks.marked_runs(items)}
         return out
 
 
@@ -152,8 +159,7 @@ def _range_pages(term: RankTerm, experiment_ids: list[str], first_page: int | No
     """(experiment id, run id) -> value of the term's RANK items, one growing page at a time (every range in turn)."""
     sizes = _page_sizes(first_page)
     for experiment_id in experiment_ids:
-        pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
-        for query in term.ranges(experiment_id):
+        for pk, query in term.ranges(experiment_id):
             start: dict[str, Any] | None = None
             while True:
                 page: Found = {}
@@ -217,7 +223,8 @@ def race(terms: list[RankTerm], experiment_ids: list[str], flagged: Flagged, cap
 
 
 def source_key(experiment_id: str, run_id: str, key_type: str, key: str) -> dict[str, str]:
-    """The key of the source item holding a run's value for ``key`` (latest metric, param or tag)."""
+    """The key of the source item holding a run's value for ``key`` (latest metric: in the run's partition; param
+    or tag: in the experiment's)."""
     return ENTITY[_SOURCE_TYPES[key_type]].key(experiment_id=experiment_id, run_id=run_id, key=key)
 
 
@@ -227,4 +234,5 @@ def source_kind(item: dict[str, Any]) -> str | None:
 
 
 def run_id_of(item: dict[str, Any]) -> str:
-    return item[SK].split("#")[1]
+    """The run of a source item read by ``source_key`` (a latest metric names it; a param or tag's key does)."""
+    return item["run_id"] if "run_id" in item else item[SK].split("#")[1]

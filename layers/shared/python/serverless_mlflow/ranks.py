@@ -1,14 +1,15 @@
 """RANK items: each run's latest metric value and each param value, in value order per experiment.
 
-``RANK#m#<key><f64 value>#<run_id>`` and ``RANK#p#<key><text(value, 300)><run_id>`` live in the
-experiment partition and are maintained by the stream indexer. Readers walk them in key order and
+``<f64 value>#<run_id>`` in the partition of the experiment and metric key (``MRANK#<experiment>#<key>``) and
+``RANK#p#<key><text(value, 300)><run_id>`` in the experiment partition are maintained by the stream indexer. Readers walk them in key order and
 yield *groups* of runs with an equal value in MLflow's order (``order_by metrics.k`` puts NaN after
 every number in both directions; runs lacking the key come last and are not yielded here). Ties
 inside a group are MLflow's ``start_time DESC, run_uuid``: ``order_runs`` does that with the run
 items the caller loads anyway (to filter lifecycle stage).
 
-The index may lag: a latest_metric/param item whose LSI5 flag is still set (not indexed yet) is
-read from the source instead, and its possibly stale RANK item is skipped.
+The index may lag: a param item whose LSI5 flag is still set (not indexed yet), or a run carrying a
+``run_metrics_marker`` (its latest metrics changed since the indexer's last pass), is read from the source
+instead, and its possibly stale RANK item is skipped.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import keys, table
-from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow import keys, metric_marks, run_metrics, table
+from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, LEGACY, PK, SK
 
 METRIC_RANK = ENTITY["metric_rank"]
+METRIC_RANK_V1 = LEGACY["metric_rank"]
 PARAM_RANK = ENTITY["param_rank"]
 TAG_RANK = ENTITY["tag_rank"]
 # Value-ordered string items: (rank entity, source entity type) per search key type.
@@ -56,10 +58,14 @@ def experiment_id_of(source: dict[str, Any]) -> str:
 
 
 def metric_rank_item(source: dict[str, Any]) -> dict[str, Any]:
+    """The RANK item of a latest metric value: in its own partition, or (a layout-1 value) in the experiment's."""
     value = metric_value(source["value"])
-    run_id = run_id_of(source)
+    if run_metrics.is_legacy_latest(source):
+        run_id, experiment_id, entity = run_id_of(source), experiment_id_of(source), METRIC_RANK_V1
+    else:
+        run_id, experiment_id, entity = source["run_id"], str(source["experiment_id"]), METRIC_RANK
     attributes = {"run_id": run_id, "key": source["key"], "value": repr(value), "is_nan": math.isnan(value)}
-    return METRIC_RANK.item(attributes, experiment_id=experiment_id_of(source), key=source["key"], value=rank_value(value), run_id=run_id)
+    return entity.item(attributes, experiment_id=experiment_id, key=source["key"], value=rank_value(value), run_id=run_id)
 
 
 def param_value_key(value: str) -> str:
@@ -70,17 +76,32 @@ def param_rank_item(source: dict[str, Any]) -> dict[str, Any]:
     run_id = run_id_of(source)
     value = str(source["value"])
     attributes = {"run_id": run_id, "key": source["key"], "value": value}
-    return PARAM_RANK.item(attributes, experiment_id=experiment_id_of(source), key=source["key"], value_key=param_value_key(value), run_id=run_id)
+    return PARAM_RANK.item(
+        attributes, experiment_id=experiment_id_of(source), key=source["key"], value_key=param_value_key(value), run_id=run_id
+    )
 
 
 def tag_rank_item(source: dict[str, Any]) -> dict[str, Any]:
     run_id = run_id_of(source)
     value = str(source["value"])
     attributes = {"run_id": run_id, "key": source["key"], "value": value}
-    return TAG_RANK.item(attributes, experiment_id=experiment_id_of(source), key=source["key"], value_key=param_value_key(value), run_id=run_id)
+    return TAG_RANK.item(
+        attributes, experiment_id=experiment_id_of(source), key=source["key"], value_key=param_value_key(value), run_id=run_id
+    )
 
 
 # --- reading -----------------------------------------------------------------------------------
+
+
+def marked_latest(experiment_id: str, key: str, unindexed: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Run id -> the current latest value of metric ``key`` of each marked run (``metric_marks``) that has one: one
+    BatchGetItem of their ``RUN#<run>`` items (none when no run is marked)."""
+    runs = sorted(metric_marks.marked_runs(unindexed))
+    if not runs:
+        return {}
+    found = table.batch_get([run_metrics.LATEST.key(run_id=run_id, key=key) for run_id in runs])
+    return {item["run_id"]: item for item in found if str(item.get("experiment_id")) == experiment_id}
+
 
 @dataclass(frozen=True)
 class Ranked:
@@ -139,6 +160,13 @@ def flagged_sources(experiment_id: str, entity_type: str, key: str, unindexed: U
     }
 
 
+def stale_metric_runs(experiment_id: str, key: str, unindexed: Unindexed | None = None) -> tuple[frozenset[str], dict[str, dict[str, Any]]]:
+    """(runs whose RANK item of metric ``key`` may be stale, the current latest value of those that have one)."""
+    items = (unindexed or _read_unindexed)(experiment_id)
+    marked = marked_latest(experiment_id, key, items)
+    return frozenset(metric_marks.marked_runs(items)), marked
+
+
 def metric_sort_key(value: float | None, ascending: bool) -> tuple[int, float]:
     """Where a run with this latest value (None: lacking the metric) sorts in MLflow's order of the metric."""
     if value is None:
@@ -157,11 +185,13 @@ Stream = Iterator[tuple[tuple[int, float], Ranked]]
 
 @dataclass(frozen=True)
 class ValueRange:
-    """One experiment's items ordered by a metric value under ``prefix`` (RANK#m#<key>, or a pair's
-    RANK#pm#<pair><param value>), with the sources not indexed yet: their items are skipped (``skip``) and
-    their current values merged in (``overrides``: run id -> value, None for a run lacking the metric)."""
+    """One experiment's items ordered by a metric value under ``prefix`` in partition ``pk`` (a metric's RANK
+    partition, or a pair's, under <param value>), with the sources not indexed yet: their items are skipped
+    (``skip``) and their current values merged in (``overrides``: run id -> value, None for a run lacking the
+    metric)."""
 
     experiment_id: str
+    pk: str
     prefix: str
     skip: frozenset[str] = frozenset()
     overrides: tuple[tuple[str, float | None], ...] = ()
@@ -186,8 +216,7 @@ def value_stream(
         key=lambda pair: (pair[0], pair[1].run_id),
     )
     overrides = [pair for pair in overrides if start_key is None or pair[0] >= start_key]
-    prefix = source.prefix
-    pk = ENTITY["run"].pk.render({"experiment_id": source.experiment_id})
+    prefix, pk = source.prefix, source.pk
     numbers = (prefix, prefix + _NAN_KEY)
     if start_key is not None and start_key[0] == 0:
         # Resume at the start value (inclusive: its whole tie group is read again).
@@ -221,12 +250,14 @@ def value_stream(
 
 def metric_range(experiment_id: str, key: str, unindexed: Unindexed | None = None) -> ValueRange:
     """One experiment's runs by their latest value of metric ``key`` (sources not indexed yet merged in)."""
-    flagged = flagged_sources(experiment_id, "latest_metric", key, unindexed)
+    skip, current = stale_metric_runs(experiment_id, key, unindexed)
+    query = METRIC_RANK.query("by_value", experiment_id=experiment_id, key=key)
     return ValueRange(
         experiment_id,
-        METRIC_RANK.sk_prefix(experiment_id=experiment_id, key=key),
-        frozenset(flagged),
-        tuple((run_id, metric_value(item["value"])) for run_id, item in flagged.items()),
+        query.pk_value,
+        query.bound(),
+        skip,
+        tuple((run_id, metric_value(item["value"])) for run_id, item in current.items()),
     )
 
 
@@ -361,7 +392,9 @@ def iter_param_groups(
     ``start_value`` resumes a later page (see ``iter_metric_groups``); values before it that share
     its long-value key head may be yielded too: the caller's page-token check drops them.
     """
-    streams = [_string_stream(experiment_id, key, ascending, start_value, "parameter", first_page, unindexed) for experiment_id in experiment_ids]
+    streams = [
+        _string_stream(experiment_id, key, ascending, start_value, "parameter", first_page, unindexed) for experiment_id in experiment_ids
+    ]
     return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
 
 

@@ -65,6 +65,11 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M3}/server-info", "meta", "server_info"),
     ("GET", f"{AJAX3}/ui-telemetry", "meta", "get_ui_telemetry"),
     ("POST", f"{AJAX3}/ui-telemetry", "meta", "post_ui_telemetry"),
+    # The runs table probes the AI gateway's endpoints; the assistant panel reads its (empty) configuration.
+    ("GET", f"{AJAX2}/gateway-proxy", "meta", "gateway_proxy"),
+    ("POST", f"{AJAX2}/gateway-proxy", "meta", "gateway_proxy"),
+    ("GET", f"{AJAX3}/assistant/config", "meta", "get_assistant_config"),
+    ("GET", f"{AJAX3}/assistant/providers", "meta", "get_assistant_providers"),
     # --- web UI: the static build of the mlflow wheel (index.html at the root) ---------------------
     ("GET", "/", "ui", "index"),
     ("GET", "/static-files/{path+}", "ui", "static_file"),
@@ -154,6 +159,28 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("DELETE", f"{M3}/scorers/delete", "evaluation", "delete_scorer"),
     ("GET", f"{M3}/scorers/online-configs", "evaluation", "get_online_scoring_configs"),
     ("PUT", f"{M3}/scorers/online-config", "evaluation", "upsert_online_scoring_config"),
+    # --- GenAI review: label schemas, review queues, issues (greedy families: GREEDY_FAMILIES) ---
+    ("POST", f"{M3}/label-schemas/create", "review", "create_label_schema"),
+    ("GET", f"{M3}/label-schemas/get", "review", "get_label_schema"),
+    ("GET", f"{M3}/label-schemas/get-by-name", "review", "get_label_schema_by_name"),
+    ("GET", f"{M3}/label-schemas/list", "review", "list_label_schemas"),
+    ("PATCH", f"{M3}/label-schemas/update", "review", "update_label_schema"),
+    ("DELETE", f"{M3}/label-schemas/delete", "review", "delete_label_schema"),
+    ("POST", f"{M3}/review-queues/create", "review", "create_review_queue"),
+    ("POST", f"{M3}/review-queues/get-or-create-user", "review", "get_or_create_user_queue"),
+    ("GET", f"{M3}/review-queues/get", "review", "get_review_queue"),
+    ("GET", f"{M3}/review-queues/get-by-name", "review", "get_review_queue_by_name"),
+    ("GET", f"{M3}/review-queues/list", "review", "list_review_queues"),
+    ("POST", f"{M3}/review-queues/update", "review", "update_review_queue"),
+    ("POST", f"{M3}/review-queues/delete", "review", "delete_review_queue"),
+    ("POST", f"{M3}/review-queues/items/add", "review", "add_items_to_review_queue"),
+    ("POST", f"{M3}/review-queues/items/remove", "review", "remove_items_from_review_queue"),
+    ("GET", f"{M3}/review-queues/items/list", "review", "list_review_queue_items"),
+    ("POST", f"{M3}/review-queues/items/set-status", "review", "set_review_queue_item_status"),
+    ("POST", f"{M3}/issues", "review", "create_issue"),
+    ("POST", f"{M3}/issues/search", "review", "search_issues"),
+    ("GET", f"{M3}/issues/{{issue_id}}", "review", "get_issue"),
+    ("PATCH", f"{M3}/issues/{{issue_id}}", "review", "update_issue"),
     # --- AI gateway configuration (secrets stored KMS-encrypted) -------------------------------
     ("POST", f"{M3}/gateway/secrets/create", "gateway", "create_gateway_secret"),
     ("GET", f"{M3}/gateway/secrets/get", "gateway", "get_gateway_secret"),
@@ -212,6 +239,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M3}/traces/batchGet", "traces", "batch_get_traces"),
     ("POST", f"{M3}/traces/batchGetInfos", "traces", "batch_get_trace_infos"),
     ("POST", f"{M3}/traces/search", "traces", "search_traces"),
+    ("POST", f"{M3}/traces/metrics", "traces", "query_trace_metrics"),
+    ("POST", f"{M3}/traces/calculate-filter-correlation", "traces", "calculate_trace_filter_correlation"),
     ("PATCH", f"{M3}/traces/{{trace_id}}/tags", "traces", "set_trace_tag"),
     ("DELETE", f"{M3}/traces/{{trace_id}}/tags", "traces", "delete_trace_tag"),
     ("POST", f"{M3}/traces/delete-traces", "traces", "delete_traces"),
@@ -220,6 +249,9 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("PATCH", f"{M3}/traces/{{trace_id}}/assessments/{{assessment_id}}", "traces", "update_assessment"),
     ("DELETE", f"{M3}/traces/{{trace_id}}/assessments/{{assessment_id}}", "traces", "delete_assessment"),
     ("GET", f"{M2}/traces", "traces", "search_traces_v2"),
+    # mlflow 2.x clients start and end each trace over these (the spans go to its traces.json artifact).
+    ("POST", f"{M2}/traces", "traces", "start_trace_v2"),
+    ("PATCH", f"{M2}/traces/{{request_id}}", "traces", "end_trace_v2"),
     ("GET", f"{M2}/traces/{{request_id}}/info", "traces", "get_trace_info_v2"),
     ("PATCH", f"{M2}/traces/{{request_id}}/tags", "traces", "set_trace_tag"),
     ("DELETE", f"{M2}/traces/{{request_id}}/tags", "traces", "delete_trace_tag"),
@@ -230,6 +262,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", "/ajax-api/3.0/mlflow/get-trace-artifact", "traces", "get_trace_artifact"),
     # --- artifacts (presigned S3; no artifact bytes through Lambda beyond small PUTs) ---------
     ("GET", f"{M2}/artifacts/list", "artifacts", "list_run_artifacts"),
+    ("POST", f"{M2}/artifacts/presigned-upload-url", "artifacts", "create_presigned_upload_url"),
+    ("POST", f"{M2}/artifacts/presigned-download-url", "artifacts", "create_presigned_download_url"),
     ("GET", f"{M2}/logged-models/{{model_id}}/artifacts/directories", "artifacts", "list_logged_model_artifacts"),
     ("GET", f"{ART}/artifacts", "artifacts", "list_artifacts"),
     ("GET", f"{ART}/artifacts/{{path+}}", "artifacts", "download_artifact"),
@@ -243,7 +277,25 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", "/get-artifact", "artifacts", "get_run_artifact"),
     ("GET", "/model-versions/get-artifact", "artifacts", "get_model_version_artifact"),
     ("GET", f"{AJAX2}/logged-models/{{model_id}}/artifacts/files", "artifacts", "get_logged_model_artifact"),
+    # --- webhooks (MLflow's registry webhooks; events are delivered from the table's stream) ---------
+    ("POST", f"{M2}/webhooks", "webhooks", "create_webhook"),
+    ("GET", f"{M2}/webhooks", "webhooks", "list_webhooks"),
+    ("GET", f"{M2}/webhooks/{{webhook_id}}", "webhooks", "get_webhook"),
+    ("PATCH", f"{M2}/webhooks/{{webhook_id}}", "webhooks", "update_webhook"),
+    ("DELETE", f"{M2}/webhooks/{{webhook_id}}", "webhooks", "delete_webhook"),
+    ("POST", f"{M2}/webhooks/{{webhook_id}}/test", "webhooks", "test_webhook"),
 )
+
+# Route families served by one feature behind two greedy API Gateway routes (``ANY <prefix>`` and
+# ``ANY <prefix>/{proxy+}``) instead of one route per REST route: the HTTP API allows 300 routes and each
+# is a CloudFormation resource. The feature's own resolver tells its operations apart (and answers a known
+# path with another method as MLflow does). Every table route under a family's prefix must be the family's.
+GREEDY_FAMILIES: dict[str, str] = {
+    f"{M2}/webhooks": "webhooks",
+    f"{M3}/label-schemas": "review",
+    f"{M3}/review-queues": "review",
+    f"{M3}/issues": "review",
+}
 
 ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in _TABLE)
 
@@ -283,10 +335,16 @@ def _match_operation(method: str, path: str) -> tuple[Route, dict[str, str]] | N
 
 
 def operation_path(method: str, path: str) -> str:
-    """The path a feature matches: ``/ajax-api/...`` is ``/api/...`` unless the table names the ajax path."""
-    if path.startswith(AJAX_PREFIX) and _match_operation(method, path) is None:
+    """The path a feature matches: ``/ajax-api/...`` is ``/api/...`` unless the table names the ajax path (for
+    any method: an ajax-only route asked with another method keeps its path, and its 405)."""
+    if path.startswith(AJAX_PREFIX) and not any(_match_operation(m, path) for m in _table_methods()):
         return API_PREFIX + path[len(AJAX_PREFIX) :]
     return path
+
+
+@cache
+def _table_methods() -> tuple[str, ...]:
+    return tuple(sorted({route.method for route in ROUTES}))
 
 
 def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
@@ -294,7 +352,22 @@ def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
     return _match_operation(method, operation_path(method, path))
 
 
+def allowed_methods(path: str) -> list[str]:
+    """The methods the table routes for ``path`` (with OPTIONS, which MLflow's server answers for any of
+    them); empty for a path the table does not know."""
+    found = sorted({route.method for route in ROUTES if match(route.method, path) is not None})
+    return [*found, "OPTIONS"] if found else []
+
+
 # --- what API Gateway holds ---------------------------------------------------------------------
+
+
+def family_of(path: str) -> str | None:
+    """The greedy family prefix a table path belongs to, if any."""
+    for prefix in GREEDY_FAMILIES:
+        if path == prefix or path.startswith(prefix + "/"):
+            return prefix
+    return None
 
 
 @dataclass(frozen=True)
@@ -332,7 +405,13 @@ def _ajax_groups() -> dict[str, list[tuple[Route, str]]]:
 def gateway_routes() -> tuple[GatewayRoute, ...]:
     """The HTTP API's routes: the table's own paths, plus the ajax groups (greedy, to the group's main
     feature; a route of another feature in a group keeps an exact route, which API Gateway prefers)."""
-    out = [GatewayRoute(r.method, r.path, r.feature, r.public) for r in ROUTES if not r.path.startswith(AJAX_PREFIX)]
+    out = [
+        GatewayRoute(r.method, r.path, r.feature, r.public)
+        for r in ROUTES
+        if not r.path.startswith(AJAX_PREFIX) and family_of(r.path) is None
+    ]
+    for prefix, feature in GREEDY_FAMILIES.items():
+        out += [GatewayRoute("ANY", prefix, feature), GatewayRoute("ANY", prefix + "/{proxy+}", feature)]
     for prefix, members in sorted(_ajax_groups().items()):
         counts: dict[str, int] = {}
         for route, _ in members:

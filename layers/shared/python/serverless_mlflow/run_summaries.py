@@ -1,16 +1,20 @@
 """Run summaries: a run's item and every item of its ``R#<run>#`` range, copied into one derived item.
 
 A search page needs each returned run whole (and a filter needs every candidate's values). Read from
-the run's range that is one Query of about 14 items per run (5 metrics, 5 params, 3 tags, the run);
-read from the summary it is one item, and a page's summaries come in one BatchGetItem.
+the run's range that is one Query of about 10 items per run (5 params, 3 tags, the metrics digest, the run);
+read from the summary it is one item, and a page's summaries come in one BatchGetItem. Summaries live in
+their run's partition (``RUN#<run>`` / ``S``): they are read by key only, and a rebuild per run and indexer
+batch stays out of the experiment partition.
 
 The stream indexer rebuilds a run's summary from the run's range whenever it is told about a change of
 one of the run's items. A reader trusts a summary only while none of the run's items carries the LSI5
-"not indexed yet" flag: every write to a run's range flags the item it writes (run, latest metric,
-param, tag) or flags the run item in the same request (``flag_run``: a deleted tag, inputs, outputs),
-and the indexer clears a flag only after rebuilding the summary from a read that saw the flagged
-version. Flagged runs, runs without a summary (written before summaries existed) and runs too large
-for one item are read from their range: always exact, a little dearer.
+"not indexed yet" flag and the run has no ``run_metrics_marker``: every write to a run's range flags the
+item it writes (run, param, tag) or flags the run item in the same request (``flag_run``: a deleted tag,
+inputs, outputs), every metric write marks the run (``metric_marks``), and the indexer clears a flag or a
+marker only after rebuilding the summary from a read that saw the flagged version. The run's latest metrics
+come into the range as the indexer's digest (``run_metrics``), written before the summary in the same pass.
+Flagged or marked runs, runs without a summary (written before summaries existed, or before a migration
+rebuilt them) and runs too large for one item are read from their range: always exact, a little dearer.
 
 Rebuilds are optimistic: a summary carries ``rev`` and is written as rev + 1 only if ``rev`` is still
 what the rebuild read before it read the range, so a slow rebuild that read an older range can never
@@ -23,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from serverless_mlflow import clock, pair_ranks, parallel, table
+from serverless_mlflow import clock, metric_marks, pair_ranks, parallel, table
 from serverless_mlflow.item_size import MAX_ITEM_BYTES, item_bytes
 from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
 from serverless_mlflow.store import runs as store
@@ -33,8 +37,11 @@ RUN_SUMMARY = ENTITY["run_summary"]
 FLAG_ATTRIBUTE = COLLECTIONS["unindexed"].sk_attr
 # Room below DynamoDB's 400 KB for the summary's own keys and attributes.
 MAX_SUMMARY_BYTES = MAX_ITEM_BYTES - 4 * 1024
-# Every item of a run's range the summary copies: the run item and its data items.
-SUMMARISED_TYPES = frozenset({"run", "latest_metric", "param", "run_tag", "run_input", "run_input_part", "run_model_input", "run_output"})
+# Every item of a run's range the summary copies: the run item and its data items (latest_metric: layout 1's,
+# in the range until migrated).
+SUMMARISED_TYPES = frozenset(
+    {"run", "latest_metric", "run_metrics_digest", "param", "run_tag", "run_input", "run_input_part", "run_model_input", "run_output"}
+)
 _REBUILD_ATTEMPTS = 8
 _READ_WORKERS = 16
 
@@ -46,18 +53,27 @@ def key(experiment_id: str, run_id: str) -> dict[str, str]:
 
 
 def run_of(item: dict[str, Any]) -> tuple[str, str] | None:
-    """(experiment id, run id) whose summary an item of a run's range feeds (None for any other item)."""
-    if item.get(ENTITY_TYPE) not in SUMMARISED_TYPES:
+    """(experiment id, run id) whose summary an item feeds: an item of a run's range, its marker, or one of its
+    latest metric values in its partition (None for any other item)."""
+    kind = item.get(ENTITY_TYPE)
+    if kind == store.LATEST_METRIC.type_name and "run_id" in item and "experiment_id" in item:
+        return str(item["experiment_id"]), item["run_id"]
+    if kind not in SUMMARISED_TYPES and kind != metric_marks.MARKER.type_name:
         return None
-    return store.RUN.parse_pk(item["pk"])["experiment_id"], store.run_id_of_sk(item[SK])
+    return store.RUN.parse_pk(item[PK])["experiment_id"], store.run_id_of_sk(item[SK])
 
 
 # --- building (the indexer) ------------------------------------------------------------------------------
 
 
 def content(range_items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What a summary holds: the range's items without their flags (a summary is read only when none is set)."""
-    return [{name: value for name, value in item.items() if name != FLAG_ATTRIBUTE} for item in range_items]
+    """What a summary holds: the range's items without their flags and the run's marker (a summary is read only
+    when none is set)."""
+    return [
+        {name: value for name, value in item.items() if name != FLAG_ATTRIBUTE}
+        for item in range_items
+        if item.get(ENTITY_TYPE) != metric_marks.MARKER.type_name
+    ]
 
 
 def summary_item(
@@ -66,7 +82,7 @@ def summary_item(
     """The summary of a run from its range (``oversize``, holding nothing, when the copy would not fit one item).
 
     ``pair_items``: the run's pair index items (``pair_ranks``), which the summary lists."""
-    attributes: dict[str, Any] = {"run_id": run_id, "rev": rev}
+    attributes: dict[str, Any] = {"run_id": run_id, "experiment_id": experiment_id, "rev": rev}
     if pair_items:
         attributes["pair_entries"] = pair_ranks.listing(pair_items)
     item = RUN_SUMMARY.item({**attributes, "items": content(range_items)}, experiment_id=experiment_id, run_id=run_id)
@@ -111,7 +127,8 @@ def rebuild(experiment_id: str, run_id: str) -> bool:
                 _, deletes = pair_ranks.changes(experiment_id, old_pairs, [])
                 table.transact([table.delete_op(summary_key, condition, names, values), *map(table.delete_op, deletes)])
                 return True
-            pair_items = pair_ranks.entries(experiment_id, run_id, range_items, pairs)
+            views = store.assemble_runs(range_items)
+            pair_items = pair_ranks.entries(experiment_id, run_id, views[0] if views else None, pairs)
             new = summary_item(experiment_id, run_id, range_items, rev + 1, pair_items)
             if same_content(old, new):
                 return False
@@ -152,8 +169,11 @@ def flag_run(run: dict[str, Any]) -> None:
 
 
 def flagged_runs(unindexed: Iterable[dict[str, Any]]) -> set[str]:
-    """Run ids whose summary may miss a change: those with a flagged item (``unindexed``: LSI5 items)."""
-    return {store.run_id_of_sk(item[SK]) for item in unindexed if item.get(ENTITY_TYPE) in SUMMARISED_TYPES}
+    """Run ids whose summary may miss a change: those with a flagged item or a metrics marker (``unindexed``:
+    an experiment's LSI5 items)."""
+    items = list(unindexed)
+    flagged = {store.run_id_of_sk(item[SK]) for item in items if item.get(ENTITY_TYPE) in SUMMARISED_TYPES}
+    return flagged | metric_marks.marked_runs(items)
 
 
 def read(runs: Runs, flagged: set[str]) -> dict[str, RunView]:

@@ -1,5 +1,10 @@
 """The web UI's static files: the React build shipped in the mlflow wheel (``mlflow/server/js/build``).
 
+``UI_MLFLOW_VERSION`` is the one pin of the bundled UI: the synth and the local runtime both take the build from
+that wheel (downloaded once with pip into ``build/ui-wheel/``), whatever mlflow the project itself runs (3.17.2,
+since 3.18.0's own dependencies are not on the package index yet). It moves to the newest release whose client tests
+(``make test-clients``) and browser tests (``make test-ui``) pass.
+
 Deployed, the build is staged at synth (every file gzipped, deterministically) and copied to the stack's
 bucket under ``UI_PREFIX`` by a CDK BucketDeployment; the ``ui`` function serves the gzipped bytes as they
 are (``Content-Encoding: gzip``). That keeps the 4.4 MB main bundle (1.2 MB gzipped, 1.6 MB base64) far
@@ -14,9 +19,17 @@ cache headers. It never imports mlflow (the Lambda layer has none); it only loca
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import mimetypes
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
 from pathlib import Path
+
+# The mlflow release whose web UI the stack serves (see the module docstring).
+UI_MLFLOW_VERSION = "3.18.0"
+_WHEEL_BUILD = "mlflow/server/js/build/"
 
 # Key prefix of the staged build in the stack's bucket (the ui function may read nothing else).
 UI_PREFIX = "ui/"
@@ -56,14 +69,42 @@ def compress(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=9, mtime=0)
 
 
-def wheel_build_dir() -> Path:
-    """The UI build inside the installed mlflow package (located without importing mlflow)."""
-    spec = importlib.util.find_spec("mlflow")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("mlflow is not installed: the web UI is served from its wheel (pip install -r requirements-dev.txt)")
-    build = Path(next(iter(spec.submodule_search_locations))) / "server" / "js" / "build"
+def wheel_build_dir(version: str = UI_MLFLOW_VERSION) -> Path:
+    """The UI build of the pinned mlflow wheel, extracted once under ``build/ui-wheel/<version>`` (``UI_WHEEL_CACHE``
+    moves it). Runs at synth and in the local runtime only, never in a Lambda function."""
+    cache = Path(os.environ.get("UI_WHEEL_CACHE") or Path.cwd() / "build" / "ui-wheel") / version
+    build = cache / _WHEEL_BUILD
+    if (build / INDEX).is_file():
+        return build
+    with tempfile.TemporaryDirectory() as download:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--disable-pip-version-check",
+                f"mlflow=={version}",
+                "-d",
+                download,
+            ],
+            check=True,
+        )
+        (wheel,) = Path(download).glob("mlflow-*.whl")
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        # Extract beside the cache and rename: concurrent first starts (test workers) each finish or find it done.
+        staging = Path(tempfile.mkdtemp(dir=cache.parent, prefix=f".{version}-"))
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(staging, [name for name in archive.namelist() if name.startswith(_WHEEL_BUILD)])
+        try:
+            staging.rename(cache)
+        except OSError:
+            if not (build / INDEX).is_file():
+                raise
     if not (build / INDEX).is_file():
-        raise RuntimeError(f"the installed mlflow has no UI build at {build}")
+        raise RuntimeError(f"the mlflow {version} wheel has no UI build at {_WHEEL_BUILD}")
     return build
 
 

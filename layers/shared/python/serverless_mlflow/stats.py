@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+# Set in the local runtime's background workers (webhook events and deliveries): deployed, they are other
+# functions' invocations, so their work must not blur the per-request figures a test or benchmark reads.
+_uncounted: contextvars.ContextVar[bool] = contextvars.ContextVar("stats_uncounted", default=False)
+
+
+@contextmanager
+def uncounted() -> Iterator[None]:
+    token = _uncounted.set(True)
+    try:
+        yield
+    finally:
+        _uncounted.reset(token)
 
 
 @dataclass
@@ -17,6 +33,8 @@ class Stats:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, operation: str, read: int = 0, written: int = 0) -> None:
+        if _uncounted.get():
+            return
         with self._lock:
             self.requests[operation] = self.requests.get(operation, 0) + 1
             self.items_read += read

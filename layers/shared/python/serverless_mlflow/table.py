@@ -14,12 +14,14 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from serverless_mlflow.errors import Unavailable
-from serverless_mlflow.item_size import require_storable
-from serverless_mlflow.schema import PK, SK
+from serverless_mlflow import dynamo_limits
+from serverless_mlflow.dynamo_limits import key_can_exist, require_storable_key, require_storable_value
+from serverless_mlflow.errors import CollectionFull, Unavailable, invalid
+from serverless_mlflow.item_size import require_storable as require_item_size
+from serverless_mlflow.schema import PK, SK, describe_partition
 from serverless_mlflow.stats import Stats
 
 Item = dict[str, Any]
@@ -28,12 +30,15 @@ BATCH_WRITE_LIMIT = 25
 BATCH_GET_LIMIT = 100
 TRANSACTION_LIMIT = 100
 MAX_UNPROCESSED_RETRIES = 12
+# A Query's Limit is a 32-bit integer; a page is at most 1 MB anyway, so a larger limit reads page by page.
+MAX_QUERY_LIMIT = 2**31 - 1
 
 
 STATS = Stats()
 
 
 # --- codec ---------------------------------------------------------------------------------
+
 
 def to_attr(value: Any) -> dict[str, Any]:
     if isinstance(value, bool):
@@ -59,7 +64,7 @@ def from_attr(attr: dict[str, Any]) -> Any:
     if not attr:
         # DynamoDB Local's stream images render an empty map as {} instead of {"M": {}}.
         return {}
-    (kind, value), = attr.items()
+    ((kind, value),) = attr.items()
     if kind == "S":
         return value
     if kind == "N":
@@ -136,7 +141,8 @@ def table_name() -> str:
     return os.environ["TABLE_NAME"]
 
 
-def _backoff(attempt: int) -> None:
+def backoff(attempt: int) -> None:
+    """Sleep a random (full-jitter) share of an exponentially growing wait, capped at 2 s."""
     time.sleep(min(2.0, 0.02 * (2**attempt)) * random.random())
 
 
@@ -156,6 +162,20 @@ def _is_condition_failure(error: Exception) -> bool:
     return _error_code(error) == "ConditionalCheckFailedException"
 
 
+_COLLECTION_FULL = "ItemCollectionSizeLimitExceededException"
+
+
+def _collection_full(error: Exception, keys: Iterable[dict[str, Any]]) -> CollectionFull | None:
+    """The MLflow error for DynamoDB's 10 GB item-collection limit (``keys``: the wire keys the write named)."""
+    if _error_code(error) != _COLLECTION_FULL:
+        return None
+    return CollectionFull(_described(keys))
+
+
+def _described(keys: Iterable[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(describe_partition(key[PK]["S"]) for key in keys if PK in key))
+
+
 # Cancellation reasons that say "try again": the transaction lost a race with another one, or was throttled.
 _TRANSIENT_REASONS = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
 _TOKEN_NAMESPACE = uuid.UUID("5d3a6a0e-3f7c-4b8e-9a41-7c2b1f0e9d11")
@@ -172,7 +192,10 @@ def request_token(token: str) -> str:
 
 # --- single-item operations -------------------------------------------------------------
 
+
 def get(key: dict[str, str], consistent: bool = True, projection: str | None = None, names: dict[str, str] | None = None) -> Item | None:
+    if not key_can_exist(key):
+        return None  # an id past DynamoDB's key limits was never stored
     kwargs: dict[str, Any] = {"TableName": table_name(), "Key": to_item(key), "ConsistentRead": consistent}
     if projection:
         kwargs["ProjectionExpression"] = projection
@@ -185,14 +208,17 @@ def get(key: dict[str, str], consistent: bool = True, projection: str | None = N
 
 def put(item: Item, condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> None:
     kwargs: dict[str, Any] = {"TableName": table_name(), "Item": to_item(item)}
-    require_storable(kwargs["Item"])
     _add_expression_args(kwargs, condition, names, values)
+    require_storable(kwargs["Item"], kwargs)
     try:
         client().put_item(**kwargs)
     except Exception as error:
         STATS.record("PutItem")
         if _is_condition_failure(error):
             raise ConditionFailed() from error
+        full = _collection_full(error, [kwargs["Item"]])
+        if full is not None:
+            raise full from error
         raise
     STATS.record("PutItem", written=1)
 
@@ -205,6 +231,8 @@ def update(
     condition: str | None = None,
     return_values: str = "NONE",
 ) -> Item | None:
+    if condition and not key_can_exist(key):
+        raise ConditionFailed()  # no item has this key: its condition cannot hold
     kwargs: dict[str, Any] = {
         "TableName": table_name(),
         "Key": to_item(key),
@@ -219,13 +247,23 @@ def update(
         STATS.record("UpdateItem")
         if _is_condition_failure(error):
             raise ConditionFailed() from error
+        full = _collection_full(error, [kwargs["Key"]])
+        if full is not None:
+            raise full from error
         raise
     STATS.record("UpdateItem", written=1)
     attributes = response.get("Attributes")
     return from_item(attributes) if attributes else None
 
 
-def delete(key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> None:
+def delete(
+    key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> None:
+    if not key_can_exist(key):
+        # No such item: a conditional delete fails its condition, an unconditional one deletes nothing.
+        if condition:
+            raise ConditionFailed()
+        return
     kwargs: dict[str, Any] = {"TableName": table_name(), "Key": to_item(key)}
     _add_expression_args(kwargs, condition, names, values)
     try:
@@ -238,7 +276,18 @@ def delete(key: dict[str, str], condition: str | None = None, names: dict[str, s
     STATS.record("DeleteItem", written=1)
 
 
-def _add_expression_args(kwargs: dict[str, Any], condition: str | None, names: dict[str, str] | None, values: dict[str, Any] | None) -> None:
+def require_storable(wire_item: dict[str, Any], request: dict[str, Any] | None = None) -> None:
+    """Refuse (400, before anything is written) an item DynamoDB would refuse: its size, keys and values,
+    and the values its condition compares with."""
+    dynamo_limits.require_storable_item(wire_item)
+    require_item_size(wire_item)
+    for value in ((request or {}).get("ExpressionAttributeValues") or {}).values():
+        require_storable_value(value)
+
+
+def _add_expression_args(
+    kwargs: dict[str, Any], condition: str | None, names: dict[str, str] | None, values: dict[str, Any] | None
+) -> None:
     if condition:
         kwargs["ConditionExpression"] = condition
     if names:
@@ -273,6 +322,35 @@ def prefix_successor(prefix: str) -> str | None:
     return "".join(chars)
 
 
+def _fitting_prefix(value: str) -> str:
+    """The longest prefix of ``value`` a sort key can hold: Unicode text of at most 1,024 bytes."""
+    text = value
+    length = dynamo_limits.utf8_length(text)
+    if length is None:
+        text = text[: next(i for i, ch in enumerate(text) if dynamo_limits.utf8_length(ch) is None)]
+    encoded = text.encode("utf-8")[: dynamo_limits.MAX_SORT_KEY_BYTES - 4]
+    return encoded.decode("utf-8", errors="ignore")
+
+
+def _fit_low(bound: str) -> tuple[str, bool]:
+    """(a lower range end a key can hold, at or below ``bound``; whether it is ``bound`` itself)."""
+    if dynamo_limits.key_value_fits(bound, dynamo_limits.MAX_SORT_KEY_BYTES):
+        return bound, True
+    return _fitting_prefix(bound) or "\x00", False
+
+
+def _fit_high(bound: str) -> tuple[str, bool]:
+    """(an upper range end a key can hold, above every key at or below ``bound``; whether it is ``bound``)."""
+    if dynamo_limits.key_value_fits(bound, dynamo_limits.MAX_SORT_KEY_BYTES):
+        return bound, True
+    # Every key at or below ``bound`` sorts below the successor of ``bound``'s prefix (or is that prefix).
+    return prefix_successor(_fitting_prefix(bound)) or HIGHEST_KEY, False
+
+
+# Above every sort key a range can end before (a key is at most 1,024 bytes).
+HIGHEST_KEY = "\U0010ffff" * 4
+
+
 def query_pages(
     pk_value: str,
     sk_prefix: str | None = None,
@@ -296,6 +374,36 @@ def query_pages(
 
     GSIs cannot be read consistently; callers that must see their own writes use the table or an LSI.
     """
+    if not dynamo_limits.key_value_fits(pk_value, dynamo_limits.MAX_PARTITION_KEY_BYTES) or (
+        sk_prefix and not dynamo_limits.key_value_fits(sk_prefix, dynamo_limits.MAX_SORT_KEY_BYTES)
+    ):
+        # A partition or a prefix no key can have (an id past DynamoDB's key limits): nothing to read.
+        yield [], None
+        return
+    # Range ends no key can hold are moved to ones that can (the range only grows); ``within`` drops the rest.
+    within: Callable[[str], bool] | None = None
+    if sk_between:
+        (low, low_exact), (high, high_exact) = _fit_low(sk_between[0]), _fit_high(sk_between[1])
+        if not (low_exact and high_exact):
+            bounds = sk_between
+            within = lambda sk: bounds[0] <= sk <= bounds[1]  # noqa: E731
+        sk_between = (low, high)
+    elif sk_after is not None:
+        after, exact = _fit_low(sk_after)
+        if not exact:
+            bound = sk_after
+            within = lambda sk: sk > bound  # noqa: E731
+        sk_after = after
+    elif sk_before is not None:
+        before, exact = _fit_high(sk_before)
+        if not exact:
+            bound = sk_before
+            within = lambda sk: sk < bound  # noqa: E731
+        sk_before = before
+    if start_key and not key_can_exist({name: from_attr(value) for name, value in start_key.items()}):
+        raise invalid("Invalid page token")
+    for value in (values or {}).values():
+        require_storable_value(to_attr(value))
     expr_names = {"#pk": pk_attr, **(names or {})}
     expr_values: dict[str, Any] = {":pk": pk_value, **(values or {})}
     condition = "#pk = :pk"
@@ -337,10 +445,10 @@ def query_pages(
     exclusive_start = start_key
     while True:
         if remaining is not None:
-            kwargs["Limit"] = remaining
+            kwargs["Limit"] = min(remaining, MAX_QUERY_LIMIT)
         elif page_size is not None:
             # Items per request for a lazy reader that usually stops early (a search page).
-            kwargs["Limit"] = page_size
+            kwargs["Limit"] = min(page_size, MAX_QUERY_LIMIT)
         if exclusive_start:
             kwargs["ExclusiveStartKey"] = exclusive_start
         response = client().query(**kwargs)
@@ -350,6 +458,8 @@ def query_pages(
         if past_prefix is not None:
             # BETWEEN is inclusive: the one key equal to the successor itself is outside the prefix.
             items = [item for item in items if item.get(sk_attr) != past_prefix]
+        if within is not None:
+            items = [item for item in items if within(item.get(sk_attr, ""))]
         last_key = response.get("LastEvaluatedKey")
         yield items, last_key
         if remaining is not None:
@@ -377,9 +487,10 @@ def iter_query(pk_value: str, sk_prefix: str | None = None, **kwargs: Any) -> It
 
 # --- batches and transactions -----------------------------------------------------------------
 
+
 def batch_get(keys: Iterable[dict[str, str]], consistent: bool = True) -> list[Item]:
     """Every existing item of ``keys`` (order not kept), retrying UnprocessedKeys."""
-    unique = list({(k[PK], k[SK]): k for k in keys}.values())
+    unique = list({(k[PK], k[SK]): k for k in keys if key_can_exist(k)}.values())
     found: list[Item] = []
     for start in range(0, len(unique), BATCH_GET_LIMIT):
         pending: dict[str, Any] = {
@@ -395,8 +506,8 @@ def batch_get(keys: Iterable[dict[str, str]], consistent: bool = True) -> list[I
             if pending:
                 attempt += 1
                 if attempt > MAX_UNPROCESSED_RETRIES:
-                    raise RuntimeError("BatchGetItem kept returning UnprocessedKeys")
-                _backoff(attempt)
+                    raise Unavailable("BatchGetItem kept returning UnprocessedKeys")
+                backoff(attempt)
     return found
 
 
@@ -405,20 +516,29 @@ def batch_write(puts: Iterable[Item] = (), deletes: Iterable[dict[str, str]] = (
     requests: list[dict[str, Any]] = [{"PutRequest": {"Item": to_item(item)}} for item in _dedupe(puts)]
     for request in requests:
         require_storable(request["PutRequest"]["Item"])
-    requests += [{"DeleteRequest": {"Key": to_item(key)}} for key in deletes]
+    # Deleting a key that cannot exist deletes nothing.
+    requests += [{"DeleteRequest": {"Key": to_item(key)}} for key in deletes if key_can_exist(key)]
     for start in range(0, len(requests), BATCH_WRITE_LIMIT):
         pending: list[dict[str, Any]] = requests[start : start + BATCH_WRITE_LIMIT]
         attempt = 0
         while pending:
-            response = client().batch_write_item(RequestItems={table_name(): pending})
+            try:
+                response = client().batch_write_item(RequestItems={table_name(): pending})
+            except Exception as error:
+                full = _collection_full(
+                    error, [r["PutRequest"]["Item"] if "PutRequest" in r else r["DeleteRequest"]["Key"] for r in pending]
+                )
+                if full is not None:
+                    raise full from error
+                raise
             unprocessed = (response.get("UnprocessedItems") or {}).get(table_name(), [])
             STATS.record("BatchWriteItem", written=len(pending) - len(unprocessed))
             pending = unprocessed
             if pending:
                 attempt += 1
                 if attempt > MAX_UNPROCESSED_RETRIES:
-                    raise RuntimeError("BatchWriteItem kept returning UnprocessedItems")
-                _backoff(attempt)
+                    raise Unavailable("BatchWriteItem kept returning UnprocessedItems")
+                backoff(attempt)
 
 
 def _dedupe(items: Iterable[Item]) -> list[Item]:
@@ -426,14 +546,22 @@ def _dedupe(items: Iterable[Item]) -> list[Item]:
     return list({(item[PK], item[SK]): item for item in items}.values())
 
 
-def put_op(item: Item, condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
+def put_op(
+    item: Item, condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
     op: dict[str, Any] = {"Put": {"TableName": table_name(), "Item": to_item(item)}}
-    require_storable(op["Put"]["Item"])
     _add_expression_args(op["Put"], condition, names, values)
+    require_storable(op["Put"]["Item"], op["Put"])
     return op
 
 
-def update_op(key: dict[str, str], expression: str, names: dict[str, str] | None = None, values: dict[str, Any] | None = None, condition: str | None = None) -> dict[str, Any]:
+def update_op(
+    key: dict[str, str],
+    expression: str,
+    names: dict[str, str] | None = None,
+    values: dict[str, Any] | None = None,
+    condition: str | None = None,
+) -> dict[str, Any]:
     op: dict[str, Any] = {"Update": {"TableName": table_name(), "Key": to_item(key), "UpdateExpression": expression}}
     _add_expression_args(op["Update"], condition, names, values)
     _require_storable_update(op["Update"])
@@ -446,16 +574,31 @@ def _require_storable_update(update: dict[str, Any]) -> None:
     require_storable({**update["Key"], **{f"v{i}": value for i, value in enumerate(values.values())}})
 
 
-def delete_op(key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
+def _require_storable_key(key: dict[str, Any]) -> None:
+    require_storable_key({name: value["S"] for name, value in key.items() if "S" in value})
+
+
+def delete_op(
+    key: dict[str, str], condition: str | None = None, names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
     op: dict[str, Any] = {"Delete": {"TableName": table_name(), "Key": to_item(key)}}
     _add_expression_args(op["Delete"], condition, names, values)
+    _require_storable_key(op["Delete"]["Key"])
     return op
 
 
-def check_op(key: dict[str, str], condition: str, names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> dict[str, Any]:
+def check_op(
+    key: dict[str, str], condition: str, names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
     op: dict[str, Any] = {"ConditionCheck": {"TableName": table_name(), "Key": to_item(key)}}
     _add_expression_args(op["ConditionCheck"], condition, names, values)
+    _require_storable_key(op["ConditionCheck"]["Key"])
     return op
+
+
+def _op_key(op: dict[str, Any]) -> dict[str, Any]:
+    ((_, body),) = op.items()
+    return body.get("Item") or body["Key"]
 
 
 def transact(operations: list[dict[str, Any]], token: str | None = None) -> None:
@@ -483,10 +626,13 @@ def transact(operations: list[dict[str, Any]], token: str | None = None) -> None
             # Only a failed condition is a conflict the caller reports (e.g. RESOURCE_ALREADY_EXISTS).
             if "ConditionalCheckFailed" in reasons:
                 raise ConditionFailed(reasons) from error
+            full = [op for op, reason in zip(operations, reasons, strict=False) if reason == "ItemCollectionSizeLimitExceeded"]
+            if full:
+                raise CollectionFull(_described(_op_key(op) for op in full)) from error
             if set(reasons) - {"None"} <= _TRANSIENT_REASONS:
                 attempt += 1
                 if attempt <= MAX_UNPROCESSED_RETRIES:
-                    _backoff(attempt)
+                    backoff(attempt)
                     continue
                 raise Unavailable(f"DynamoDB cancelled the transaction {attempt} times: {reasons}") from error
             raise

@@ -14,7 +14,7 @@ from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow import auth
 from serverless_mlflow.auth import enforce
-from serverless_mlflow.auth.authorizer import authorize
+from serverless_mlflow.auth.authorizer import authorize_cached
 
 if TYPE_CHECKING:
     from serverless_mlflow.api import Request
@@ -24,6 +24,6 @@ def challenge(req: Request) -> Response | None:
     """None when basic auth is off or the request carries valid credentials; else the 401 challenge."""
     if not auth.basic_enabled():
         return None
-    if authorize(req.headers.get("authorization"))["context"]["authenticated"]:
+    if authorize_cached(req.headers.get("authorization"))["context"]["authenticated"]:
         return None
     return enforce.unauthenticated()

@@ -62,6 +62,27 @@ def need(locate: Locator, action: str) -> Check:
     return check
 
 
+def needs(*requirements: tuple[Locator, str]) -> Check:
+    """Each ``(locator, action)`` on every resource its locator names, judged from one BatchGetItem: the
+    resource a request is addressed to and the ones it links to (``auth/links.py``). A locator that cannot
+    find what the request names denies (admins pass)."""
+
+    def check(req: Request, identity: Identity) -> bool:
+        wanted: list[tuple[Resource, str]] = []
+        for locate, action in requirements:
+            resources = locate(req)
+            if resources is None:
+                return is_admin(identity)
+            wanted += [(resource, action) for resource in resources]
+        if not wanted:
+            return True
+        permissions = permissions_on(identity, [resource for resource, _ in wanted])
+        return all(permission.allows(action) for permission, (_, action) in zip(permissions, wanted, strict=True))
+
+    check.__name__ = "needs_" + "_".join(action for _, action in requirements)
+    return check
+
+
 def admin(_req: Request, identity: Identity) -> bool:
     return is_admin(identity)
 

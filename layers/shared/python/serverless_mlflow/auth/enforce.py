@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import Response
 
+from serverless_mlflow.auth.authorizer import authorize_cached
 from serverless_mlflow.auth.checks import Identity, Unauthenticated, is_admin
 from serverless_mlflow.auth.rules import PUBLIC, rule_for
 from serverless_mlflow.errors import MlflowError
@@ -43,6 +44,10 @@ def identity_of(event: dict[str, Any]) -> Identity | None:
 
 def guarded(operation_name: str, run: Callable[[Request], Any], req: Request, identity: Identity | None) -> Any:
     if operation_name in PUBLIC:
+        # No credentials needed, but credentials that are sent must be right: a wrong password is never
+        # accepted, not even for a page anyone may see (MLflow answers its protected "/" so).
+        if req.headers.get("authorization") and not authorize_cached(req.headers["authorization"])["context"]["authenticated"]:
+            return unauthenticated()
         return run(req)
     if identity is None:
         return unauthenticated()

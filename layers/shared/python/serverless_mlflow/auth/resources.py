@@ -2,7 +2,8 @@
 
 Each locator takes the request and answers the ``(kind, resource id)`` whose permission governs it, or
 ``None`` when the resource cannot be found (MLflow then denies a non-admin: a 403 is no oracle for which
-run ids exist). Locators read parameters exactly where the feature reads them (query for GET, JSON body
+run ids exist). Label schemas, review queues and issues are the exception, as in MLflow: their checks
+(``review.py``) look the resource up first and a missing one answers 404. Locators read parameters exactly where the feature reads them (query for GET, JSON body
 otherwise, path parameters) and cost at most one GetItem.
 """
 
@@ -52,6 +53,12 @@ def experiment(req: Request) -> list[Resource]:
     return [(EXPERIMENT, str(param(req, "experiment_id")))]
 
 
+def optional_experiment(req: Request) -> list[Resource]:
+    """``experiment_id`` when the request names one (ListScorers), else nothing."""
+    experiment_id = optional_param(req, "experiment_id")
+    return [(EXPERIMENT, str(experiment_id))] if experiment_id else []
+
+
 def experiment_by_name(req: Request) -> list[Resource]:
     name = param(req, "experiment_name")
     claim = table.get(schema.entity("experiment_name").key(workspace="default", name=name)) if isinstance(name, str) else None
@@ -61,18 +68,19 @@ def experiment_by_name(req: Request) -> list[Resource]:
 
 
 def run(req: Request) -> list[Resource] | None:
-    return _runs([param(req, "run_id")])
+    return runs_of([param(req, "run_id")])
 
 
 def runs_param(name: str) -> Locator:
     def locate(req: Request) -> list[Resource] | None:
         ids = req.query.get(name, []) if req.method == "GET" else req.json.get(name) or []
-        return _runs(list(ids))
+        return runs_of(list(ids))
 
     return locate
 
 
-def _runs(run_ids: list[Any]) -> list[Resource] | None:
+def runs_of(run_ids: list[Any]) -> list[Resource] | None:
+    """The experiment of each run; None when one is not a run id (the request is then denied)."""
     from serverless_mlflow.store.runs import find_experiment_id
 
     out = []
@@ -89,6 +97,11 @@ def logged_model(req: Request) -> list[Resource] | None:
 
     experiment_id = experiment_of(str(param(req, "model_id")))
     return [(EXPERIMENT, experiment_id)] if experiment_id else None
+
+
+def run_or_logged_model(req: Request) -> list[Resource] | None:
+    """CreatePresignedUploadUrl names a run or a logged model."""
+    return run(req) if optional_param(req, "run_id") else logged_model(req)
 
 
 _ARTIFACT_EXPERIMENT = re.compile(r"^(\d+)(/|$)")
@@ -220,35 +233,3 @@ def dataset_experiments(req: Request) -> list[Resource] | None:
         return None
     links = table.query(**schema.entity("evaluation_dataset_experiment").query("of_dataset", dataset_id=dataset_id))
     return _nonempty([(EXPERIMENT, str(item["experiment_id"])) for item in links])
-
-
-# --- the web UI's GraphQL -------------------------------------------------------------------------
-
-# MLflow's schema names fields in snake_case; camelCase is accepted too.
-_GRAPHQL_EXPERIMENT_KEYS = ("experiment_id", "experiment_ids", "experimentId", "experimentIds")
-_GRAPHQL_RUN_KEYS = ("run_id", "run_ids", "run_uuid", "runId", "runIds")
-
-
-def _graphql_ids(value: Any, keys: tuple[str, ...]) -> list[str]:
-    """Every id under ``keys`` anywhere in the query's variables (the UI nests them under input/data)."""
-    found: list[str] = []
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            if key in keys:
-                found.extend(str(i) for i in (inner if isinstance(inner, list) else [inner]))
-            else:
-                found.extend(_graphql_ids(inner, keys))
-    elif isinstance(value, list):
-        for inner in value:
-            found.extend(_graphql_ids(inner, keys))
-    return found
-
-
-def graphql_resources(req: Request) -> list[Resource] | None:
-    """The experiments and runs a UI GraphQL operation reads (MLflow checks READ on each as it resolves them)."""
-    variables = req.json.get("variables")
-    experiments = [(EXPERIMENT, i) for i in _graphql_ids(variables, _GRAPHQL_EXPERIMENT_KEYS)]
-    runs = _runs(_graphql_ids(variables, _GRAPHQL_RUN_KEYS))
-    if runs is None:
-        return None
-    return _nonempty(experiments + runs)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from serverless_mlflow.auth import after, resources
+from serverless_mlflow.auth import after, links, resources, review
 from serverless_mlflow.auth.checks import (
     Check,
     Identity,
@@ -21,6 +21,7 @@ from serverless_mlflow.auth.checks import (
     authenticated,
     manage_grant_target,
     need,
+    needs,
     read_permission_of,
     self_or_admin,
 )
@@ -58,10 +59,6 @@ _READ_TRACE = need(resources.trace, READ_ACTION)
 _UPDATE_TRACE = need(resources.trace, UPDATE)
 _READ_DATASET = need(resources.dataset_experiments, READ_ACTION)
 _UPDATE_DATASET = need(resources.dataset_experiments, UPDATE)
-
-
-def _both(first: Check, second: Check) -> Check:
-    return lambda req, identity: first(req, identity) and second(req, identity)
 
 
 def _readable_experiments(req: Request, identity: Identity) -> Request | dict[str, Any]:
@@ -102,18 +99,19 @@ RULES: dict[str, Rule] = {
     "delete_run": Rule(need(resources.run, DELETE)),
     "restore_run": Rule(need(resources.run, DELETE)),
     "search_runs": Rule(authenticated, prepare=_readable_experiments),
-    "log_metric": Rule(_UPDATE_RUN),
+    # A metric, input or output naming a logged model writes onto that model too (_validate_can_update_run_and_models).
+    "log_metric": Rule(needs((resources.run, UPDATE), (links.metric_model, UPDATE))),
     "log_param": Rule(_UPDATE_RUN),
     "set_tag": Rule(_UPDATE_RUN),
     "delete_tag": Rule(_UPDATE_RUN),
-    "log_batch": Rule(_UPDATE_RUN),
-    "log_inputs": Rule(_UPDATE_RUN),
-    "log_outputs": Rule(_UPDATE_RUN),
+    "log_batch": Rule(needs((resources.run, UPDATE), (links.batch_metric_models, UPDATE))),
+    "log_inputs": Rule(needs((resources.run, UPDATE), (links.linked_models, UPDATE))),
+    "log_outputs": Rule(needs((resources.run, UPDATE), (links.linked_models, UPDATE))),
     "log_model_json": Rule(_UPDATE_RUN),
     "get_metric_history": Rule(_READ_RUN),
     "get_metric_history_bulk_interval": Rule(need(resources.runs_param("run_ids"), READ_ACTION)),
     # --- logged models ---------------------------------------------------------------------------
-    "create_logged_model": Rule(_UPDATE_EXPERIMENT),
+    "create_logged_model": Rule(needs((resources.experiment, UPDATE), (links.source_run, READ_ACTION))),
     "search_logged_models": Rule(authenticated, after=after.filtered("models", after.logged_model_row, 50)),
     "get_logged_model": Rule(_READ_LOGGED_MODEL),
     "finalize_logged_model": Rule(_UPDATE_LOGGED_MODEL),
@@ -131,10 +129,11 @@ RULES: dict[str, Rule] = {
     "get_latest_versions": Rule(_READ_VERSION),
     "set_registered_model_tag": Rule(_UPDATE_MODEL),
     "delete_registered_model_tag": Rule(_UPDATE_MODEL),
-    "set_registered_model_alias": Rule(_both(_UPDATE_MODEL, _READ_VERSION)),
-    "delete_registered_model_alias": Rule(_both(need(resources.registered_model, DELETE), _READ_VERSION)),
+    "set_registered_model_alias": Rule(needs((resources.registered_model, UPDATE), (resources.model_version_parent, READ_ACTION))),
+    "delete_registered_model_alias": Rule(needs((resources.registered_model, DELETE), (resources.model_version_parent, READ_ACTION))),
     "get_model_version_by_alias": Rule(_READ_VERSION),
-    "create_model_version": Rule(_UPDATE_VERSION),
+    # READ on what the version is registered from: its run, logged model, source model or source location.
+    "create_model_version": Rule(needs((resources.model_version_parent, UPDATE), (links.version_sources, READ_ACTION))),
     "update_model_version": Rule(_UPDATE_VERSION),
     "transition_model_version_stage": Rule(_UPDATE_VERSION),
     "delete_model_version": Rule(_DELETE_VERSION),
@@ -155,6 +154,9 @@ RULES: dict[str, Rule] = {
     "abort_multipart_upload": Rule(need(resources.artifact_path, UPDATE)),
     # --- run / logged-model / model-version artifacts read by the UI and older clients ----------------
     "list_run_artifacts": Rule(_READ_RUN),
+    # A presigned upload URL grants write access to its owner (a run, or a logged model); a download URL read access.
+    "create_presigned_upload_url": Rule(need(resources.run_or_logged_model, UPDATE)),
+    "create_presigned_download_url": Rule(_READ_RUN),
     "get_run_artifact": Rule(_READ_RUN),
     "list_logged_model_artifacts": Rule(_READ_LOGGED_MODEL),
     "get_logged_model_artifact": Rule(_READ_LOGGED_MODEL),
@@ -162,12 +164,18 @@ RULES: dict[str, Rule] = {
     # --- the web UI's own routes (index and static files are public, as MLflow's /static) --------------
     "get_ui_telemetry": Rule(authenticated),
     "post_ui_telemetry": Rule(authenticated),
+    # validate_gateway_proxy allows every signed-in user; the assistant routes require authentication.
+    "gateway_proxy": Rule(authenticated),
+    "get_assistant_config": Rule(authenticated),
+    "get_assistant_providers": Rule(authenticated),
     "get_metric_history_bulk": Rule(need(resources.runs_param("run_id"), READ_ACTION)),
     "search_datasets": Rule(need(resources.experiment_ids_param, READ_ACTION)),
-    "graphql": Rule(need(resources.graphql_resources, READ_ACTION)),
+    # Judged field by field inside the executor (auth/graphql_guard.py), as MLflow's GraphQL middleware does.
+    "graphql": Rule(authenticated),
     # --- traces (validate_can_*_trace: the trace's experiment governs) ----------------------------------
-    "otlp_traces": Rule(need(resources.otlp_experiment, UPDATE)),
-    "start_trace": Rule(need(resources.started_trace_experiment, UPDATE)),
+    # Spans or a trace info under an existing trace id change that trace: UPDATE on its experiment as well.
+    "otlp_traces": Rule(needs((resources.otlp_experiment, UPDATE), (links.exported_trace_owners, UPDATE))),
+    "start_trace": Rule(needs((resources.started_trace_experiment, UPDATE), (links.started_trace_owner, UPDATE))),
     "get_trace_info": Rule(_READ_TRACE),
     "get_trace_info_v2": Rule(_READ_TRACE),
     "get_trace": Rule(_READ_TRACE),
@@ -176,10 +184,15 @@ RULES: dict[str, Rule] = {
     "batch_get_trace_infos": Rule(need(resources.traces_param("trace_ids"), READ_ACTION)),
     "search_traces": Rule(need(resources.trace_search_experiments, READ_ACTION)),
     "search_traces_v2": Rule(need(resources.trace_search_experiments, READ_ACTION)),
+    "query_trace_metrics": Rule(need(resources.experiment_ids_param, READ_ACTION)),
+    "calculate_trace_filter_correlation": Rule(need(resources.experiment_ids_param, READ_ACTION)),
+    # mlflow 2.x: StartTrace names its experiment (validate_can_start_trace), EndTrace its trace.
+    "start_trace_v2": Rule(_UPDATE_EXPERIMENT),
+    "end_trace_v2": Rule(_UPDATE_TRACE),
     "set_trace_tag": Rule(_UPDATE_TRACE),
     "delete_trace_tag": Rule(_UPDATE_TRACE),
     "delete_traces": Rule(need(resources.experiment, DELETE)),
-    "link_traces_to_run": Rule(_both(_UPDATE_RUN, need(resources.traces_param("trace_ids"), READ_ACTION))),
+    "link_traces_to_run": Rule(needs((resources.run, UPDATE), (resources.traces_param("trace_ids"), READ_ACTION))),
     "create_assessment": Rule(_UPDATE_TRACE),
     "get_assessment": Rule(_READ_TRACE),
     "update_assessment": Rule(_UPDATE_TRACE),
@@ -195,14 +208,39 @@ RULES: dict[str, Rule] = {
     "upsert_dataset_records": Rule(_UPDATE_DATASET),
     "delete_dataset_records": Rule(_UPDATE_DATASET),
     "remove_dataset_from_experiments": Rule(_UPDATE_DATASET),
-    "add_dataset_to_experiments": Rule(_both(_UPDATE_DATASET, need(resources.experiment_ids_param, UPDATE))),
+    "add_dataset_to_experiments": Rule(needs((resources.dataset_experiments, UPDATE), (resources.experiment_ids_param, UPDATE))),
     "register_scorer": Rule(_UPDATE_EXPERIMENT),
-    "list_scorers": Rule(_READ_EXPERIMENT),
+    # One experiment: READ on it; none named (a listing across experiments): rows filtered (filter_list_scorers).
+    "list_scorers": Rule(
+        need(resources.optional_experiment, READ_ACTION), after=after.filtered("scorers", after.experiment_row, 0, refill=False)
+    ),
     "list_scorer_versions": Rule(_READ_EXPERIMENT),
     "get_scorer": Rule(_READ_EXPERIMENT),
     "delete_scorer": Rule(need(resources.experiment, DELETE)),
-    "get_online_scoring_configs": Rule(authenticated),
+    "get_online_scoring_configs": Rule(need(links.scoring_config_experiments, READ_ACTION)),
     "upsert_online_scoring_config": Rule(_UPDATE_EXPERIMENT),
+    # --- GenAI review (label schemas, review queues, issues): see auth/review.py --------------------------
+    "create_label_schema": Rule(need(resources.experiment, MANAGE_ACTION)),
+    "get_label_schema": Rule(need(review.label_schema_experiment, READ_ACTION)),
+    "get_label_schema_by_name": Rule(_READ_EXPERIMENT),
+    "list_label_schemas": Rule(_READ_EXPERIMENT),
+    "update_label_schema": Rule(need(review.label_schema_experiment, MANAGE_ACTION)),
+    "delete_label_schema": Rule(need(review.label_schema_experiment, MANAGE_ACTION)),
+    "create_review_queue": Rule(_UPDATE_EXPERIMENT),
+    "get_or_create_user_queue": Rule(_UPDATE_EXPERIMENT),
+    "get_review_queue": Rule(review.view_queue),
+    "get_review_queue_by_name": Rule(review.view_queue_by_name),
+    "list_review_queues": Rule(_READ_EXPERIMENT, after=review.visible_queues),
+    "update_review_queue": Rule(review.update_queue),
+    "delete_review_queue": Rule(review.prune_queue),
+    "add_items_to_review_queue": Rule(review.add_items),
+    "remove_items_from_review_queue": Rule(review.prune_queue),
+    "list_review_queue_items": Rule(review.view_queue),
+    "set_review_queue_item_status": Rule(review.review_item),
+    "create_issue": Rule(need(review.body_experiment, UPDATE)),
+    "get_issue": Rule(need(review.issue_experiment, READ_ACTION)),
+    "update_issue": Rule(need(review.issue_experiment, UPDATE)),
+    "search_issues": Rule(need(review.body_experiment, READ_ACTION)),
     # --- AI gateway configuration: per-resource gateway grants are not served; reads for every user
     # (secret values are never answered), changes for admins -------------------------------------------
     **{
@@ -242,6 +280,8 @@ RULES: dict[str, Rule] = {
             "delete_gateway_endpoint_tag",
         )
     },
+    # --- webhooks: MLflow's WEBHOOK_BEFORE_REQUEST_HANDLERS (sender_is_admin) ---------------------------
+    **{op: Rule(admin) for op in ("create_webhook", "list_webhooks", "get_webhook", "update_webhook", "delete_webhook", "test_webhook")},
     # --- users and permissions (mlflow/server/auth routes) ---------------------------------------------
     "create_user": Rule(admin),
     "get_user": Rule(self_or_admin()),

@@ -96,6 +96,8 @@ def _allocate_user_id() -> int:
 
 
 def get_user_or_none(username: str) -> User | None:
+    if not isinstance(username, str) or not username:
+        return None  # a JSON null or number names no user (MLflow's store finds none either)
     item = table.get(user_key(username))
     return _user_from(item) if item else None
 
@@ -142,9 +144,14 @@ def delete_user(username: str) -> None:
     table.transact([table.delete_op(user_key(username)), table.delete_op(USER_ENTRY.key(username=username))])
 
 
+def list_usernames() -> list[str]:
+    """Every user name (the user-name collection: one Query, never a Scan)."""
+    return [item["username"] for item in table.query(**USER_ENTRY.query("all"))]
+
+
 def list_users() -> list[User]:
     """Every user: the user-name collection (a Query, never a Scan), then the user items in batches."""
-    names = [item["username"] for item in table.query(**USER_ENTRY.query("all"))]
+    names = list_usernames()
     users = [_user_from(item) for item in table.batch_get([user_key(name) for name in names])]
     return sorted(users, key=lambda user: user.id)
 

@@ -21,6 +21,7 @@ from .checks import (
     item_type_string,
     length_at_most,
     less_than_or_equal,
+    map_key_present,
     required,
     string,
     validate,
@@ -39,7 +40,7 @@ from .enums import (
 )
 from .message import Message, parse_message
 from .nested import key_values_of, metrics_of, nested_error
-from .proto import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, NestedParseError, to_double, to_int64, to_string
+from .proto import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, NestedParseError, read_float, read_int32, to_double, to_int64, to_string
 
 __all__ = [
     "ACTIVE_ONLY",
@@ -69,9 +70,12 @@ __all__ = [
     "key_values_of",
     "length_at_most",
     "less_than_or_equal",
+    "map_key_present",
     "metrics_of",
     "nested_error",
     "parse_message",
+    "read_float",
+    "read_int32",
     "required",
     "run_status",
     "string",

@@ -49,8 +49,9 @@ def key_values_of(entries: list[Any], list_name: str) -> list[dict[str, Any]]:
             if value is None:
                 pair[name] = ""
                 continue
-            if not isinstance(value, str):
-                raise nested_error(f"{list_name}[{idx}].{name}", value)
-            pair[name] = value
+            try:
+                pair[name] = to_string(value)
+            except NestedParseError:
+                raise nested_error(f"{list_name}[{idx}].{name}", value) from None
         out.append(pair)
     return out

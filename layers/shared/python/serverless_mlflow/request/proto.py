@@ -21,10 +21,26 @@ INT32_MAX = 2**31 - 1
 INT_RANGES = {"int64": (INT64_MIN, INT64_MAX), "int32": (INT32_MIN, INT32_MAX)}
 
 
+def unpaired_surrogate(value: str) -> bool:
+    """Whether a string holds a lone UTF-16 surrogate (JSON text may write one, e.g. ``"\\ud800"``): not
+    Unicode text, so protobuf refuses it and DynamoDB cannot store it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+class Unpaired(ValueError):
+    """protobuf's "Unpaired surrogate": the field is left unset (its proto default)."""
+
+
 def _parse_scalar(kind: str, value: Any) -> Any:
     if kind == "string":
         if not isinstance(value, str):
             raise ValueError
+        if unpaired_surrogate(value):
+            raise Unpaired
         return value
     if kind in ("int64", "int32"):
         if isinstance(value, bool):
@@ -78,12 +94,22 @@ def parse(raw: Mapping[str, Any], fields: Mapping[str, str]) -> tuple[dict[str, 
         value = raw[name]
         try:
             if kind.startswith("["):
-                inner = kind[1:-1]
                 if not isinstance(value, list):
                     raise ValueError
-                message[name] = [_parse_scalar(inner, v) for v in value]
+                items: list[Any] = []
+                for v in value:
+                    try:
+                        items.append(_parse_scalar(kind[1:-1], v))
+                    except Unpaired:
+                        message[name] = items  # protobuf keeps the entries it read before the one it failed on
+                        raise
+                message[name] = items
             else:
                 message[name] = _parse_scalar(kind, value)
+        except Unpaired:
+            # A string field left unset: MLflow's handler reads its default, "".
+            message.setdefault(name, "")
+            ok = False
         except (ValueError, TypeError):
             ok = False
     return message, ok
@@ -151,7 +177,48 @@ def to_int64(value: Any) -> int:
     return value
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def read_float(value: Any, float32: bool = False) -> float | None:
+    """A float or double field inside a message as protobuf's JSON parser reads it; None when it refuses the
+    value and leaves the field unset (MLflow then sees its default). A JSON number that is not finite (a bare
+    ``NaN``, ``Infinity`` or ``1e309``) or past a float's range is refused; the strings "NaN", "Infinity" and
+    "-Infinity" are read; true/false read as 1.0/0.0."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        try:
+            number = float(value)
+        except OverflowError:
+            return None
+        if not math.isfinite(number) or (float32 and abs(number) > FLOAT32_MAX):
+            return None
+        return number
+    if isinstance(value, str) and value != "nan":
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        # A string past a float's range is stored as an infinity.
+        return math.copysign(math.inf, number) if float32 and abs(number) > FLOAT32_MAX else number
+    return None
+
+
+def read_int32(value: Any) -> int | None:
+    """An int32 field inside a message as protobuf's JSON parser reads it (an integer, an integral float, a
+    numeric string); None when it refuses the value and leaves the field unset."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = to_int64(value)
+    except NestedParseError:
+        return None
+    return number if INT32_MIN <= number <= INT32_MAX else None
+
+
 def to_string(value: Any) -> str:
     if not isinstance(value, str):
         raise NestedParseError
-    return value
+    # protobuf refuses a lone surrogate and leaves the field unset: MLflow then reads "".
+    return "" if unpaired_surrogate(value) else value

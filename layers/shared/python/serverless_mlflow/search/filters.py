@@ -27,7 +27,7 @@ from serverless_mlflow.search.grammar import (
     ModelVersionGrammar,
     RegisteredModelGrammar,
     RunGrammar,
-    _internal,
+    _unanswered_by_mlflow,
 )
 from serverless_mlflow.search.like import like_match
 
@@ -243,7 +243,7 @@ def compare(comparator: str, lhs: Any, value: Any) -> bool:
         return lhs in value
     if comparator == "NOT IN":
         return lhs not in value
-    raise _internal(f"Unsupported comparator '{comparator}'")
+    raise _unanswered_by_mlflow(f"Unsupported comparator '{comparator}'")
 
 
 def _cmp_nullable(comparator: str, lhs: Any, value: Any) -> bool:

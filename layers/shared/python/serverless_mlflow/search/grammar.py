@@ -7,7 +7,7 @@ messages verbatim. Lambda code may not import mlflow, hence the port. Parsed com
 `{"type", "key", "comparator", "value"}`, equal to what MLflow's parsers return.
 
 Error codes: MLflow raises some of these with no error code (`MlflowException(msg)`), which answers
-INTERNAL_ERROR/500; we keep that on purpose (`_internal`).
+INTERNAL_ERROR/500; we keep that on purpose (`_unanswered_by_mlflow`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,35 @@ _RUN_INFO_SEARCHABLE = ["artifact_uri", "end_time", "run_id", "run_name", "start
 _RUN_INFO_ORDERABLE = list(_RUN_INFO_SEARCHABLE)
 
 
-def _internal(message: str) -> MlflowError:
-    """MLflow's `MlflowException(message)` without an error code: INTERNAL_ERROR (HTTP 500)."""
-    return MlflowError(message, "INTERNAL_ERROR")
+# sqlparse groups nested brackets in time that grows with the cube of the depth (500 levels: seconds; 1,000:
+# fifteen seconds, then its recursion limit): a filter nested deeper than this is refused before it is parsed.
+MAX_SQL_NESTING = 100
+_OPENING, _CLOSING, _QUOTES = "([{", ")]}", "'\"`"
+
+
+def parse_sql(text: str) -> Any:
+    """``sqlparse.parse``, refusing (ValueError, as sqlparse refuses what it cannot parse) text whose brackets
+    outside quotes nest deeper than ``MAX_SQL_NESTING``."""
+    depth, deepest, quote = 0, 0, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in _QUOTES:
+            quote = ch
+        elif ch in _OPENING:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in _CLOSING:
+            depth -= 1
+    if deepest > MAX_SQL_NESTING:
+        raise ValueError(f"brackets nested more than {MAX_SQL_NESTING} levels deep")
+    return sqlparse.parse(text)
+
+
+def _unanswered_by_mlflow(message: str) -> MlflowError:
+    """MLflow raises these as ``MlflowException(message)`` without an error code, which its server answers as
+    a 500 INTERNAL_ERROR; they are bad input, answered INVALID_PARAMETER_VALUE (400) with MLflow's text."""
+    return invalid(message)
 
 
 def join_in_comparison_tokens(tokens: list[Any]) -> list[Any]:
@@ -239,7 +265,7 @@ class RunGrammar:
                     )
                 return cls._parse_list_from_sql_token(token)
             raise invalid(f"Expected a quoted string value for dataset attributes. Got value {token.value}")
-        raise _internal(f"Invalid identifier type. Expected one of {[cls._METRIC_IDENTIFIER, cls._PARAM_IDENTIFIER]}.")
+        raise _unanswered_by_mlflow(f"Invalid identifier type. Expected one of {[cls._METRIC_IDENTIFIER, cls._PARAM_IDENTIFIER]}.")
 
     @classmethod
     def _validate_comparison(cls, tokens: list[Any]) -> None:
@@ -292,7 +318,7 @@ class RunGrammar:
         if not filter_string:
             return []
         try:
-            parsed = sqlparse.parse(filter_string)
+            parsed = parse_sql(filter_string)
         except Exception:
             raise invalid(f"Error on parsing filter '{filter_string}'") from None
         if len(parsed) == 0 or not isinstance(parsed[0], Statement):
@@ -357,7 +383,7 @@ class RunGrammar:
     @classmethod
     def _validate_order_by_and_generate_token(cls, order_by: str) -> str:
         try:
-            parsed = sqlparse.parse(order_by)
+            parsed = parse_sql(order_by)
         except Exception:
             raise invalid(f"Error on parsing order_by clause '{order_by}'") from None
         if len(parsed) != 1 or not isinstance(parsed[0], Statement):

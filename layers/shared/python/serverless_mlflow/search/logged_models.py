@@ -26,13 +26,12 @@ import math
 import re
 from typing import Any
 
-import sqlparse
 from sqlparse.sql import Comparison as SqlComparison
 
 from serverless_mlflow.errors import MlflowError, invalid
 from serverless_mlflow.search import filters, ordering
 from serverless_mlflow.search.filters import LOGGED_MODEL, Filter, compare, metric_value
-from serverless_mlflow.search.grammar import join_in_comparison_tokens
+from serverless_mlflow.search.grammar import join_in_comparison_tokens, parse_sql
 from serverless_mlflow.search.ordering import OrderBy, OrderTerm
 from serverless_mlflow.search.paging import SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT, decode_page_token
 from serverless_mlflow.search.queries import SearchQuery
@@ -82,7 +81,7 @@ def _parse_logged_model_filter(filter_string: str | None, datasets: list[dict[st
     comparisons: list[dict[str, Any]] = []
     if filter_string:
         try:
-            parsed = sqlparse.parse(filter_string)
+            parsed = parse_sql(filter_string)
         except Exception as e:
             raise invalid(f"Invalid filter string: {filter_string!r}. {e!r}") from e
         if len(parsed) != 1:

@@ -27,7 +27,7 @@ from serverless_mlflow.search.filters import (
     RUN,
     metric_value,
 )
-from serverless_mlflow.search.grammar import ExperimentGrammar, ModelVersionGrammar, RunGrammar, _internal
+from serverless_mlflow.search.grammar import ExperimentGrammar, ModelVersionGrammar, RunGrammar, _unanswered_by_mlflow
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def parse_run_order_by(order_by: list[str] | None) -> OrderBy:
             if not (g.is_metric(key_type, "=") or g.is_tag(key_type, "=") or g.is_param(key_type, "=")):
                 raise invalid(f"Invalid identifier type '{key_type}'")
         if (key_type, key) in observed:
-            raise _internal(f"`order_by` contains duplicate fields: {order_by}")
+            raise _unanswered_by_mlflow(f"`order_by` contains duplicate fields: {order_by}")
         observed.add((key_type, key))
         terms.append(OrderTerm(key_type, key, ascending, True))
     if ("attribute", "start_time") not in observed:
@@ -116,7 +116,7 @@ def parse_registered_model_order_by(order_by: list[str] | None) -> OrderBy:
                 f"Invalid order by key '{token}' specified.Valid keys are '{RunGrammar.RECOMMENDED_ORDER_BY_KEYS_REGISTERED_MODELS}'"
             )
         if field in observed:
-            raise _internal(f"`order_by` contains duplicate fields: {order_by}")
+            raise _unanswered_by_mlflow(f"`order_by` contains duplicate fields: {order_by}")
         observed.add(field)
         terms.append(OrderTerm("attribute", field, ascending, False))
     if "name" not in observed:
@@ -144,7 +144,7 @@ def parse_model_version_order_by(order_by: list[str] | None) -> OrderBy:
             raise invalid(f"Invalid order by key '{key}' specified. Valid keys are {ModelVersionGrammar.VALID_ORDER_BY_ATTRIBUTE_KEYS}")
         field = _MV_FIELDS[key]
         if field in observed:
-            raise _internal(f"`order_by` contains duplicate fields: {order_by}")
+            raise _unanswered_by_mlflow(f"`order_by` contains duplicate fields: {order_by}")
         observed.add(field)
         terms.append(OrderTerm("attribute", field, ascending, False))
     if "name" not in observed:

@@ -2,22 +2,29 @@
 
 The grammar is the run grammar with the trace identifiers (``tag``, ``request_metadata``/``metadata``,
 ``attribute``/``trace``), the trace attribute keys and their aliases (``name`` -> the ``mlflow.traceName`` tag,
-``run_id`` -> the ``mlflow.sourceRun`` metadata, ``timestamp`` -> ``timestamp_ms`` ...). Span, assessment and
-issue filters need span/assessment joins that this store does not index: they are refused with
+``run_id`` -> the ``mlflow.sourceRun`` metadata, ``timestamp`` -> ``timestamp_ms`` ...). ``trace.text`` /
+``span.content`` and ``span.name/type/status`` are checked on the trace's spans (one span meeting every span
+clause, as the SQL store's subquery has it). Span attribute, assessment and issue filters are refused with
 INVALID_PARAMETER_VALUE rather than answered wrongly.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, ClassVar
 
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.keys import INT64_MAX, INT64_MIN
 from serverless_mlflow.search.grammar import RunGrammar
 from serverless_mlflow.search.like import like_match
 
 TRACE_NAME_TAG = "mlflow.traceName"
 SOURCE_RUN = "mlflow.sourceRun"
+SPAN_CONTENT = "content"
+SPAN_FIELDS = frozenset({"name", "type", "status"})
+VALID_SPAN_CONTENT_COMPARATORS = {"LIKE", "ILIKE"}
+VALID_SPAN_FIELD_COMPARATORS = {"!=", "=", "IN", "NOT IN", "LIKE", "ILIKE", "RLIKE"}
 
 
 class TraceGrammar(RunGrammar):
@@ -98,7 +105,15 @@ class TraceGrammar(RunGrammar):
             return cls._strip_quotes(token.value, expect_quoted_value=True)
         if identifier_type == cls._ATTRIBUTE_IDENTIFIER:
             return super()._get_value(identifier_type, key, token)
-        # span / feedback / expectation / issue values: kept raw; matching refuses them below.
+        if identifier_type == cls._SPAN_IDENTIFIER:
+            from sqlparse.sql import Identifier, Parenthesis
+
+            if token.ttype in cls.STRING_VALUE_TYPES or isinstance(token, Identifier):
+                return cls._strip_quotes(token.value, expect_quoted_value=True)
+            if isinstance(token, Parenthesis):
+                return cls._parse_list_from_sql_token(token)
+            raise invalid(f"Expected a quoted string value for {identifier_type} (e.g. 'my-value'). Got value {token.value}")
+        # feedback / expectation / issue values: kept raw; matching refuses them below.
         return cls._strip_quotes(token.value)
 
     @classmethod
@@ -150,6 +165,14 @@ def _check_comparator(clause: dict[str, Any]) -> None:
             if key in TraceGrammar.NUMERIC_ATTRIBUTES
             else TraceGrammar.VALID_STRING_ATTRIBUTE_COMPARATORS
         )
+    elif kind == "span" and key == SPAN_CONTENT:
+        allowed = VALID_SPAN_CONTENT_COMPARATORS
+        if comparator not in allowed:
+            raise invalid(f"span.{key} comparator '{comparator}' not one of '{allowed}'")
+    elif kind == "span" and key in SPAN_FIELDS:
+        allowed = VALID_SPAN_FIELD_COMPARATORS
+        if comparator not in allowed:
+            raise invalid(f"span.{key} comparator '{comparator}' not one of '{allowed}'")
     else:
         raise invalid(f"Filtering traces by '{kind}.{key}' is not supported by this tracking server.")
     if comparator not in allowed:
@@ -234,9 +257,27 @@ def _compare(comparator: str, lhs: Any, value: Any) -> bool:
     return False
 
 
+def span_clauses(clauses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The clauses one of a trace's spans must meet together (``span.content``, ``span.name/type/status``)."""
+    return [clause for clause in clauses if clause["type"] == "span"]
+
+
+def span_matches(fields: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
+    """Whether one span (``content``, ``name``, ``type``, ``status`` as MLflow's spans table holds them) meets
+    every span clause: SQL's comparison on that span's row."""
+    for clause in clauses:
+        lhs = fields.get(clause["key"])
+        if lhs is None or not _compare(clause["comparator"].upper(), lhs, clause["value"]):
+            return False
+    return True
+
+
 def matches(item: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
+    """The clauses a trace info answers (span clauses are checked on the trace's spans: ``span_matches``)."""
     for clause in clauses:
         kind, key, comparator, value = clause["type"], clause["key"], clause["comparator"].upper(), clause["value"]
+        if kind == "span":
+            continue
         if kind == "request_metadata" and key == SOURCE_RUN and comparator in ("=", "IN"):
             # A run's traces are those logged under it and those linked to it (link-to-run).
             linked = set(item.get("linked_runs") or ())
@@ -267,8 +308,11 @@ def time_bounds(clauses: list[dict[str, Any]]) -> tuple[int | None, int | None]:
         if clause["type"] != "attribute" or clause["key"] != "timestamp_ms":
             continue
         value, comparator = clause["value"], clause["comparator"]
-        if not isinstance(value, (int, float)):
-            continue
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            continue  # the filter itself still applies to every trace read
+        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            # MLflow's store fails on it ("Python int too large to convert to SQLite INTEGER", a 500).
+            raise invalid(f"Invalid value {value} for the trace timestamp filter: outside the 64-bit integer range.")
         if comparator in (">", ">="):
             bound = int(value) + 1 if comparator == ">" and float(value).is_integer() else int(-(-value // 1))
             low = bound if low is None else max(low, bound)
@@ -278,7 +322,8 @@ def time_bounds(clauses: list[dict[str, Any]]) -> tuple[int | None, int | None]:
         elif comparator == "=":
             low = int(value) if low is None else max(low, int(value))
             high = int(value) if high is None else min(high, int(value))
-    return low, high
+    # A bound past int64 (a timestamp no trace has) reads to the end of the key range; the filter decides.
+    return (None if low is None else min(max(low, INT64_MIN), INT64_MAX)), (None if high is None else min(max(high, INT64_MIN), INT64_MAX))
 
 
 def name_equals(clauses: list[dict[str, Any]]) -> list[str] | None:
@@ -311,21 +356,37 @@ def name_pattern(clauses: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def sort_key(order: list[tuple[str, str, bool]]) -> Any:
-    """MLflow's order: the given terms (NULLs last), then timestamp desc and request id asc."""
+Term = tuple[str, str, bool]  # (kind, key, ascending)
+TIMESTAMP: Term = ("attribute", "timestamp_ms", False)
+REQUEST_ID: Term = ("attribute", "request_id", True)
+
+
+def full_order(order: list[Term]) -> list[Term]:
+    """MLflow's complete order: the given terms, then timestamp desc and request id asc unless given."""
     terms = list(order)
     keys = {(kind, key) for kind, key, _ in terms}
-    if ("attribute", "timestamp_ms") not in keys:
-        terms.append(("attribute", "timestamp_ms", False))
-    if ("attribute", "request_id") not in keys:
-        terms.append(("attribute", "request_id", True))
+    for default in (TIMESTAMP, REQUEST_ID):
+        if default[:2] not in keys:
+            terms.append(default)
+    return terms
+
+
+def term_values(item: dict[str, Any], terms: list[Term]) -> list[Any]:
+    """The item's value of each order term (a page token keeps them as its position)."""
+    return [value_of(item, kind, key) for kind, key, _ in terms]
+
+
+def position_key(values: list[Any], terms: list[Term]) -> tuple[Any, ...]:
+    """The sort key of a position (term values), comparable with ``sort_key``'s."""
+    return tuple(_Ordered(value, ascending) for value, (_, _, ascending) in zip(values, terms, strict=True))
+
+
+def sort_key(order: list[Term]) -> Any:
+    """MLflow's order: the given terms (NULLs last), then timestamp desc and request id asc."""
+    terms = full_order(order)
 
     def key(item: dict[str, Any]) -> tuple[Any, ...]:
-        parts: list[Any] = []
-        for kind, name, ascending in terms:
-            value = value_of(item, kind, name)
-            parts.append(_Ordered(value, ascending))
-        return tuple(parts)
+        return position_key(term_values(item, terms), terms)
 
     return key
 

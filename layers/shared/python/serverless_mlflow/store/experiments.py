@@ -41,6 +41,7 @@ _EXPERIMENT_FIELDS = ("experiment_id", "name", "artifact_location", "lifecycle_s
 
 # --- item builders ----------------------------------------------------------------------------------
 
+
 def experiment_attributes(
     experiment_id: str,
     name: str,
@@ -87,7 +88,9 @@ def tag_item(experiment_id: str, key: str, value: str) -> dict[str, Any]:
 def entry_tag_item(experiment_id: str, key: str, value: str, workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any]:
     return EXPERIMENT_ENTRY_TAG.item(
         {"experiment_id": experiment_id, "key": key, "value": value},
-        workspace=workspace, experiment_num=int(experiment_id), key=key,
+        workspace=workspace,
+        experiment_num=int(experiment_id),
+        key=key,
     )
 
 
@@ -121,11 +124,14 @@ def counter_key() -> dict[str, str]:
 
 def default_experiment_items() -> list[dict[str, Any]]:
     created = clock.now_millis()
-    meta = experiment_item(DEFAULT_EXPERIMENT_ID, DEFAULT_EXPERIMENT_NAME, default_experiment_artifact_location(DEFAULT_EXPERIMENT_ID), created)
+    meta = experiment_item(
+        DEFAULT_EXPERIMENT_ID, DEFAULT_EXPERIMENT_NAME, default_experiment_artifact_location(DEFAULT_EXPERIMENT_ID), created
+    )
     return [meta, name_claim_item(DEFAULT_EXPERIMENT_ID, DEFAULT_EXPERIMENT_NAME), entry_item(meta)]
 
 
 # --- ids ----------------------------------------------------------------------------------------------
+
 
 def normalize_experiment_id(experiment_id: str | int | None) -> str:
     """The SQL store's rule: ids are integers (``"007"`` is experiment 7); other strings are 400."""
@@ -143,6 +149,7 @@ def _in_key_range(experiment_id: str) -> bool:
 
 
 # --- reads ---------------------------------------------------------------------------------------------
+
 
 def to_api(meta: dict[str, Any], tags: list[dict[str, Any]]) -> dict[str, Any]:
     """The Experiment message as MLflow's server writes it (ids as strings, times as numbers)."""
@@ -204,8 +211,7 @@ def check_experiment_active(experiment: dict[str, Any]) -> None:
     """SqlAlchemyStore._check_experiment_is_active (used by create_run, tags, logged models ...)."""
     if experiment["lifecycle_stage"] != ACTIVE:
         raise invalid(
-            f"The experiment {experiment['experiment_id']} must be in the 'active' state. "
-            f"Current state is {experiment['lifecycle_stage']}."
+            f"The experiment {experiment['experiment_id']} must be in the 'active' state. Current state is {experiment['lifecycle_stage']}."
         )
 
 
@@ -277,7 +283,9 @@ _TAGS_IN_CREATE_TRANSACTION = 48
 
 def duplicate_name(name: str) -> MlflowError:
     # SqlAlchemyStore appends the database's IntegrityError text; ours names the same constraint.
-    return already_exists(f"Experiment(name={name}) already exists. Error: UNIQUE constraint failed: experiments.workspace, experiments.name")
+    return already_exists(
+        f"Experiment(name={name}) already exists. Error: UNIQUE constraint failed: experiments.workspace, experiments.name"
+    )
 
 
 def create_experiment(name: str, artifact_location: str | None, tags: dict[str, str], workspace: str = DEFAULT_WORKSPACE) -> str:

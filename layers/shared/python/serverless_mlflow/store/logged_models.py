@@ -1,12 +1,14 @@
 """Logged model items (MLflow 3): reading a model with its tags, params and metrics.
 
 Shared because runs (outputs, metrics with ``model_id``) and artifacts (a model's artifact location)
-read logged models too. Layout (see ``schema.py``), all in the model's experiment partition:
+read logged models too. Layout (see ``schema.py``):
 
-* ``LM#<model_id> / LM``: locator, model id -> experiment id (GetItem, strongly consistent).
-* ``EXP#<id> / L#<model_id>``: the model; ``L#<model_id>#T#<key>`` tags, ``#P#<key>`` params,
-  ``#M#...`` metric points (written by the runs feature). One Query ``begins_with L#<model_id>`` reads
-  them all: model ids have a fixed length (``m-`` + 32 hex), so no id is a prefix of another.
+* ``LM#<model_id> / LM``: locator, model id -> experiment id (GetItem, strongly consistent); ``LM#<model_id> /
+  M#...``: the model's metric points (written by the runs feature: they grow with use, so they stay out of the
+  experiment partition). One Query ``begins_with M#`` reads them.
+* ``EXP#<id> / L#<model_id>``: the model; ``L#<model_id>#T#<key>`` tags, ``#P#<key>`` params. One Query
+  ``begins_with L#<model_id>`` reads them: model ids have a fixed length (``m-`` + 32 hex), so no id is a
+  prefix of another. Layout 1 kept the metric points there too (``#M#...``): they are merged in until moved.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import parallel, table
 from serverless_mlflow.errors import MlflowError, not_found
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
 
 LOGGED_MODEL = ENTITY["logged_model"]
 LOCATOR = ENTITY["logged_model_locator"]
@@ -30,6 +32,7 @@ DELETED = "deleted"
 STATUS_NAMES = {0: "LOGGED_MODEL_STATUS_UNSPECIFIED", 1: "LOGGED_MODEL_PENDING", 2: "LOGGED_MODEL_READY", 3: "LOGGED_MODEL_UPLOAD_FAILED"}
 STATUS_CODES = {name: code for code, name in STATUS_NAMES.items()}
 MODEL_ID_LENGTH = 34  # "m-" + 32 hex
+_METRIC_READ_WORKERS = 16
 # The model versions registered from a logged model: a JSON list of {"name", "version"} (mlflow.utils.mlflow_tags).
 MODEL_VERSIONS_TAG = "mlflow.modelVersions"
 
@@ -49,14 +52,15 @@ def _float(value: Any) -> float:
     return float(value)
 
 
-def assemble(items: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Group one model's items (model, tags, params, metrics) into the search package's model dict."""
+def assemble(items: list[dict[str, Any]], metric_items: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    """Group one model's items (model, tags, params, layout-1 metrics) and its metric points into the search
+    package's model dict. A point in both layouts (copied, not yet deleted by the migration) counts once."""
     model: dict[str, Any] | None = None
     tags: dict[str, str] = {}
     params: dict[str, str] = {}
-    metrics: list[dict[str, Any]] = []
-    for item in items:
-        kind = item.get("entity_type")
+    points: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for item in [*items, *(metric_items or [])]:
+        kind = item.get(ENTITY_TYPE)
         if kind == LOGGED_MODEL.name:
             model = item
         elif kind == TAG.name:
@@ -64,13 +68,24 @@ def assemble(items: list[dict[str, Any]]) -> dict[str, Any] | None:
         elif kind == PARAM.name:
             params[item["key"]] = item["value"]
         elif kind == METRIC.name:
-            metrics.append({
-                "key": item["key"], "value": _float(item["value"]), "timestamp": int(item["timestamp"]),
-                "step": int(item.get("step") or 0), "run_id": item.get("run_id"), "model_id": item.get("model_id"),
-                "dataset_name": item.get("dataset_name"), "dataset_digest": item.get("dataset_digest"),
-            })
+            identity = (item["key"], int(item.get("step") or 0), int(item["timestamp"]), item.get("run_id"))
+            points.setdefault(identity, item)
     if model is None:
         return None
+    metrics = [
+        {
+            "key": item["key"],
+            "value": _float(item["value"]),
+            "timestamp": int(item["timestamp"]),
+            "step": int(item.get("step") or 0),
+            "run_id": item.get("run_id"),
+            "model_id": item.get("model_id"),
+            "dataset_name": item.get("dataset_name"),
+            "dataset_digest": item.get("dataset_digest"),
+        }
+        # The model's key order (key, step, timestamp, run id), whichever layout a point came from.
+        for identity, item in sorted(points.items(), key=lambda pair: _metric_order(*pair[0]))
+    ]
     return {
         "model_id": model["model_id"],
         "experiment_id": str(model["experiment_id"]),
@@ -89,15 +104,40 @@ def assemble(items: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
+def _metric_order(key: str, step: int, timestamp: int, run_id: str | None) -> str:
+    return METRIC.sk.render({"key": key, "step": step, "timestamp": timestamp, "run_id": run_id or ""})
+
+
+def model_metrics(model_id: str) -> list[dict[str, Any]]:
+    """A model's metric points in its own partition (one strongly consistent Query)."""
+    return table.query(**METRIC.query("of_model", model_id=model_id))
+
+
 def read_model(experiment_id: str, model_id: str) -> dict[str, Any] | None:
-    """The model with tags/params/metrics: one strongly consistent Query on its experiment partition."""
-    return assemble(table.query(**LOGGED_MODEL.query("with_data", experiment_id=experiment_id, model_id=model_id)))
+    """The model with tags/params/metrics: one strongly consistent Query on its experiment partition, one on its own."""
+    items, metric_items = parallel.parallel_map(
+        lambda read: read(),
+        [
+            lambda: table.query(**LOGGED_MODEL.query("with_data", experiment_id=experiment_id, model_id=model_id)),
+            lambda: model_metrics(model_id),
+        ],
+    )
+    return assemble(items, metric_items)
 
 
 def find_model(model_id: str) -> dict[str, Any] | None:
-    """Locator + model (deleted ones included); None when unknown."""
-    experiment_id = experiment_of(model_id)
-    return read_model(experiment_id, model_id) if experiment_id is not None else None
+    """The model (deleted ones included), None when unknown: one Query of its own partition (locator and metric
+    points), then one of its experiment partition (the model, tags, params)."""
+    experiment_id: str | None = None
+    points: list[dict[str, Any]] = []
+    for item in table.query(**LOCATOR.query("with_metrics", model_id=model_id)):
+        if item.get(ENTITY_TYPE) == LOCATOR.type_name:
+            experiment_id = str(item["experiment_id"])
+        else:
+            points.append(item)
+    if experiment_id is None:
+        return None
+    return assemble(table.query(**LOGGED_MODEL.query("with_data", experiment_id=experiment_id, model_id=model_id)), points)
 
 
 def model_versions_tag_op(model_id: str, name: str, version: int) -> dict[str, Any] | None:
@@ -151,20 +191,15 @@ def get_logged_model(model_id: str, allow_deleted: bool = False) -> dict[str, An
 
 
 def list_models(experiment_id: str) -> list[dict[str, Any]]:
-    """Every model of an experiment with tags/params/metrics (one strongly consistent Query, paged)."""
-    models: list[dict[str, Any]] = []
-    group: list[dict[str, Any]] = []
-    current: str | None = None
+    """Every model of an experiment with tags/params/metrics: one strongly consistent Query (paged) of the
+    experiment partition, and one of each model's partition for its metric points (in parallel)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
     for item in table.iter_query(**LOGGED_MODEL.query("with_data", experiment_id=experiment_id)):
-        model_id = item["sk"][2 : 2 + MODEL_ID_LENGTH]
-        if model_id != current:
-            if group and (model := assemble(group)) is not None:
-                models.append(model)
-            group, current = [], model_id
-        group.append(item)
-    if group and (model := assemble(group)) is not None:
-        models.append(model)
-    return models
+        groups.setdefault(LOGGED_MODEL.parse(item[SK][: 2 + MODEL_ID_LENGTH])["model_id"], []).append(item)
+    model_ids = list(groups)
+    metrics = parallel.parallel_map(model_metrics, model_ids, workers=_METRIC_READ_WORKERS)
+    models = [assemble(groups[model_id], points) for model_id, points in zip(model_ids, metrics, strict=True)]
+    return [model for model in models if model is not None]
 
 
 def to_api(model: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +229,12 @@ def to_api(model: dict[str, Any]) -> dict[str, Any]:
 def _metric_json(metric: dict[str, Any]) -> dict[str, Any]:
     from serverless_mlflow.api import float_json
 
-    out: dict[str, Any] = {"key": metric["key"], "value": float_json(metric["value"]), "timestamp": metric["timestamp"], "step": metric["step"]}
+    out: dict[str, Any] = {
+        "key": metric["key"],
+        "value": float_json(metric["value"]),
+        "timestamp": metric["timestamp"],
+        "step": metric["step"],
+    }
     for field in ("dataset_name", "dataset_digest", "model_id", "run_id"):
         if metric.get(field) is not None:
             out[field] = metric[field]

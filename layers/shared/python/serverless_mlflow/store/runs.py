@@ -1,10 +1,12 @@
 """Run items shared by every feature that touches runs (runs, artifacts, registry, experiments).
 
-A run lives in its experiment's partition: ``R#<run_id>`` is the run (info) and
-``R#<run_id>#<kind>#...`` are its latest metrics, params, tags, inputs and outputs, so one
-strongly consistent Query returns a whole run. Metric history lives under ``H#`` and is not read
-here. ``RUN#<run_id>`` (the locator) maps a run id to its experiment; runs never move, so warm
-Lambdas keep that mapping in ``LOCATOR_CACHE``.
+A run lives in its experiment's partition: ``R#<run_id>`` is the run (info) and ``R#<run_id>#<kind>...`` are its
+params, tags, inputs, outputs and the indexer's digest of its latest metrics, so one strongly consistent Query
+returns a whole run. The latest metric values themselves live in the run's own partition (``RUN#<run_id>``,
+``run_metrics``): they are read there only while the run carries a ``run_metrics_marker`` (changed since the
+indexer's last pass) or its digest does not fit one item. Metric history lives elsewhere and is not read here.
+``RUN#<run_id>`` also holds the locator, which maps a run id to its experiment; runs never move, so warm Lambdas
+keep that mapping in ``LOCATOR_CACHE``.
 
 This module also renders runs as MLflow's server answers them (``Run.to_proto()`` through
 ``message_to_json``), so every feature returns the same JSON.
@@ -18,14 +20,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import clock, parallel, table
+from serverless_mlflow import clock, parallel, run_metrics, table
 from serverless_mlflow.errors import MlflowError, not_found
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
 
 RUN = ENTITY["run"]
 RUN_LOCATOR = ENTITY["run_locator"]
 LATEST_METRIC = ENTITY["latest_metric"]
-METRIC_HISTORY = ENTITY["metric_history"]
 PARAM = ENTITY["param"]
 RUN_TAG = ENTITY["run_tag"]
 RUN_INPUT = ENTITY["run_input"]
@@ -36,9 +37,9 @@ RUN_OUTPUT = ENTITY["run_output"]
 ACTIVE = "active"
 DELETED = "deleted"
 RUN_NAME_TAG = "mlflow.runName"
-# MLflow's SQL store cannot hold infinities: it stores (and so answers) +-max double instead.
-SQL_MAX_DOUBLE = 1.7976931348623157e308
+SQL_MAX_DOUBLE = run_metrics.SQL_MAX_DOUBLE
 RUN_ID_LENGTH = 32
+_LATEST_READ_WORKERS = 16
 
 # run id -> experiment id. Runs never move between experiments, so entries never go stale.
 LOCATOR_CACHE: dict[str, str] = {}
@@ -59,6 +60,7 @@ def run_not_active(run_id: str, lifecycle_stage: str) -> MlflowError:
 
 
 # --- locating a run --------------------------------------------------------------------------
+
 
 def find_experiment_id(run_id: str) -> str | None:
     """The experiment holding ``run_id``, or None. One consistent GetItem unless cached."""
@@ -106,9 +108,10 @@ def get_active_run_item(run_id: str) -> dict[str, Any]:
 
 # --- a run with its data -------------------------------------------------------------------------
 
+
 @dataclass
 class RunView:
-    """One run as read from its ``R#<run_id>`` range."""
+    """One run as read from its ``R#<run_id>`` range (its latest metrics from its partition when needed)."""
 
     info: dict[str, Any]
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -117,10 +120,25 @@ class RunView:
     dataset_inputs: list[dict[str, Any]] = field(default_factory=list)
     model_inputs: list[str] = field(default_factory=list)
     model_outputs: list[dict[str, Any]] = field(default_factory=list)
+    # The range's own latest values: layout-1 items and the digest's entries (``metrics`` is the newest of them).
+    range_metrics: list[dict[str, Any]] = field(default_factory=list)
+    marked: bool = False  # a run_metrics_marker: the digest may be stale
+    digest_oversize: bool = False
 
     @property
     def run_id(self) -> str:
         return self.info["run_id"]
+
+    @property
+    def metrics_exact(self) -> bool:
+        """Whether the range alone gives the run's latest metrics (else read ``RUN#<run>`` too: ``with_latest``)."""
+        return not self.marked and not self.digest_oversize
+
+    def with_latest(self, latest: list[dict[str, Any]]) -> RunView:
+        """The view with its latest metrics from the run's partition (merged with the range's layout-1 items)."""
+        self.metrics = run_metrics.newest([*self.range_metrics, *latest])
+        self.marked = self.digest_oversize = False
+        return self
 
 
 def run_id_of_sk(sk: str) -> str:
@@ -145,8 +163,14 @@ def assemble_runs(items: Iterable[dict[str, Any]]) -> list[RunView]:
         view = runs.get(run_id)
         if view is None:
             continue
-        if kind == "latest_metric":
-            view.metrics[item["key"]] = item
+        if kind == "latest_metric":  # layout 1: in the range
+            view.range_metrics.append(item)
+        elif kind == "run_metrics_digest":
+            entries = run_metrics.digested(item)
+            view.digest_oversize = entries is None
+            view.range_metrics.extend(entries or [])
+        elif kind == "run_metrics_marker":
+            view.marked = True
         elif kind == "param":
             view.params[item["key"]] = item.get("value", "")
         elif kind == "run_tag":
@@ -165,6 +189,8 @@ def assemble_runs(items: Iterable[dict[str, Any]]) -> list[RunView]:
             view.model_inputs.append(item["model_id"])
         elif kind == "run_output":
             view.model_outputs.append({"model_id": item["model_id"], "step": item.get("step", 0)})
+    for view in runs.values():
+        view.metrics = run_metrics.newest(view.range_metrics)
     return list(runs.values())
 
 
@@ -173,14 +199,26 @@ def run_range(experiment_id: str, run_id: str) -> list[dict[str, Any]]:
     return table.query(**RUN.query("with_data", experiment_id=experiment_id, run_id=run_id))
 
 
+def complete_metrics(views: list[RunView]) -> list[RunView]:
+    """Views whose range does not give their latest metrics (marked, oversize digest) get them from their
+    partitions (one Query per such run, in parallel)."""
+    wanting = [view for view in views if not view.metrics_exact]
+    if wanting:
+        latest = parallel.parallel_map(lambda view: run_metrics.read_latest(view.run_id), wanting, workers=_LATEST_READ_WORKERS)
+        for view, items in zip(wanting, latest, strict=True):
+            view.with_latest(items)
+    return views
+
+
 def read_run_in(experiment_id: str, run_id: str) -> RunView | None:
-    """A run of a known experiment with its data (None if it does not exist)."""
-    runs = assemble_runs(run_range(experiment_id, run_id))
+    """A run of a known experiment with its data (None if it does not exist): one Query of its range, and one
+    of its partition while its metrics wait for the indexer."""
+    runs = complete_metrics(assemble_runs(run_range(experiment_id, run_id)))
     return runs[0] if runs else None
 
 
 def read_run(run_id: str) -> RunView:
-    """A run with its data: locator (cached) + ONE consistent Query over ``R#<run_id>``."""
+    """A run with its data: locator (cached) + ONE consistent Query over ``R#<run_id>`` (+ ``read_run_in``'s)."""
     view = read_run_in(locate_run(run_id), run_id)
     if view is None:
         raise run_not_found(run_id)
@@ -193,11 +231,13 @@ def get_run(run_id: str) -> dict[str, Any]:
 
 
 def experiment_runs(experiment_id: str) -> list[RunView]:
-    """Every run of an experiment with its data: one paged consistent Query over ``R#``."""
-    return assemble_runs(table.iter_query(**RUN.query("with_data", experiment_id=experiment_id)))
+    """Every run of an experiment with its data: one paged consistent Query over ``R#`` (and the partitions of
+    the runs whose metrics wait for the indexer)."""
+    return complete_metrics(assemble_runs(table.iter_query(**RUN.query("with_data", experiment_id=experiment_id))))
 
 
 # --- JSON as MLflow's server writes it ----------------------------------------------------------------
+
 
 def metric_value_json(value: float, is_nan: bool = False) -> float | str:
     """What MLflow's server answers for a stored metric value: NaN as "NaN", +-inf as +-max double."""
@@ -262,14 +302,13 @@ def run_json(view: RunView, inputs: bool = True, outputs: bool = True, model_inp
 
 # --- run items and their index keys -----------------------------------------------------------------
 
+
 def run_item(attributes: dict[str, Any]) -> dict[str, Any]:
     """A complete run item (keys + LSI keys) from its attributes."""
     return RUN.item({k: v for k, v in attributes.items() if v is not None}, **attributes)
 
 
-def run_update(
-    current: dict[str, Any], changes: dict[str, Any], remove: Iterable[str] = ()
-) -> tuple[str, dict[str, str], dict[str, Any]]:
+def run_update(current: dict[str, Any], changes: dict[str, Any], remove: Iterable[str] = ()) -> tuple[str, dict[str, str], dict[str, Any]]:
     """An UpdateItem expression that sets ``changes`` and re-derives the index keys they feed.
 
     Only the changed attributes (and the index keys built from them plus immutable ones such as

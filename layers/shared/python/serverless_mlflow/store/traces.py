@@ -1,24 +1,29 @@
 """Trace items: the info item (tags, metadata, assessments inside), the locator, spans, and MLflow's JSON.
 
-Keys (schema.py): the info at ``EXP#<exp> / T#<trace_id>``, each span at ``T#<trace_id>#S#<span_id>`` in the
-same partition, and ``TRACE#<trace_id>`` locating the experiment. Times are kept in milliseconds and answered
-as protobuf ``Timestamp``/``Duration`` JSON, as MLflow's trace handlers do.
+Keys (schema.py): the info in its trace partition ``TB#<exp>#<hour>#<shard> / T#<request time>#<trace_id>``
+(``trace_partitions``), the locator ``TRACE#<trace_id> / TRACE`` naming the experiment and the request time the
+info's key was made with (``info_time``), and each span next to the locator at ``TRACE#<trace_id> / S#<span_id>``.
+A table from before the layout change may still hold layout 1 items (info ``EXP#<exp> / T#<trace_id>``, spans
+``EXP#<exp> / T#<trace_id>#S#<span_id>``) until the ``traces_v2`` migration moved them; while it may, readers
+look there too, layout 1 first, so an item the migration moves meanwhile is found in one place or the other.
+Times are kept in milliseconds and answered as protobuf ``Timestamp``/``Duration`` JSON, as MLflow's trace
+handlers do.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf.duration_pb2 import Duration
-from google.protobuf.timestamp_pb2 import Timestamp
-
-from serverless_mlflow import clock, table
+from serverless_mlflow import clock, layout, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
-from serverless_mlflow.schema import TTL_ATTRIBUTE, entity
+from serverless_mlflow.schema import ENTITY_TYPE, PK, SK, TTL_ATTRIBUTE, entity
+from serverless_mlflow.store import trace_partitions
 
 TRACE = entity("trace")
+TRACE_V1 = entity("trace_v1")
 LOCATOR = entity("trace_locator")
 SPAN = entity("trace_spans")
+SPAN_V1 = entity("trace_spans_v1")
 
 ARTIFACT_LOCATION_TAG = "mlflow.artifactLocation"
 SPANS_LOCATION_TAG = "mlflow.trace.spansLocation"
@@ -40,12 +45,16 @@ def trace_not_found(trace_id: str) -> MlflowError:
 
 
 def timestamp_json(millis: int) -> str:
+    from google.protobuf.timestamp_pb2 import Timestamp  # protobuf: only for routes that write or read trace infos
+
     stamp = Timestamp()
     stamp.FromMilliseconds(int(millis))
     return stamp.ToJsonString()
 
 
 def duration_json(millis: int) -> str:
+    from google.protobuf.duration_pb2 import Duration
+
     span = Duration()
     span.FromMilliseconds(int(millis))
     return span.ToJsonString()
@@ -56,6 +65,8 @@ def parse_timestamp_ms(value: Any, field: str) -> int:
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
         return value
+    from google.protobuf.timestamp_pb2 import Timestamp
+
     stamp = Timestamp()
     try:
         stamp.FromJsonString(str(value))
@@ -69,6 +80,8 @@ def parse_duration_ms(value: Any, field: str) -> int:
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
         return value
+    from google.protobuf.duration_pb2 import Duration
+
     span = Duration()
     try:
         span.FromJsonString(str(value))
@@ -77,20 +90,55 @@ def parse_duration_ms(value: Any, field: str) -> int:
     return span.ToMilliseconds()
 
 
-# --- reading ------------------------------------------------------------------------------------
+# --- reading ---------------------------------------------------------------------------------------
 
 
 def locate(trace_id: str) -> dict[str, Any] | None:
     return table.get(LOCATOR.key(trace_id=trace_id))
 
 
+def locator_trace_id(locator: dict[str, Any]) -> str:
+    return LOCATOR.parse_pk(locator[PK])["trace_id"]
+
+
+def info_key(locator: dict[str, Any], trace_id: str) -> dict[str, str] | None:
+    """Where the locator says the info is: its trace partition, else layout 1 while the table may hold it."""
+    if locator.get("info_time") is not None:
+        return trace_partitions.info_key(str(locator["experiment_id"]), int(locator["info_time"]), trace_id)
+    if layout.layout1_traces_possible():
+        return TRACE_V1.key(experiment_id=str(locator["experiment_id"]), trace_id=trace_id)
+    return None
+
+
+def entity_of(item: dict[str, Any]) -> Any:
+    """The schema entity (layout 2 ``trace`` or layout 1 ``trace_v1``) whose keys an info item has."""
+    return TRACE_V1 if item[SK] == TRACE_V1.sk.render({"trace_id": item["trace_id"]}) else TRACE
+
+
+def info_item_or_none(trace_id: str) -> dict[str, Any] | None:
+    """The info item of ``trace_id`` (None when there is none). A miss re-reads the locator once: an info that
+    moved meanwhile (the migration, or a start_trace with another request time) is read where it went."""
+    if not trace_id:
+        return None
+    locator = locate(trace_id)
+    for _ in range(3):
+        if locator is None:
+            return None
+        key = info_key(locator, trace_id)
+        item = table.get(key) if key else None
+        if item is not None:
+            return None if is_expired(item) else item
+        again = locate(trace_id)
+        if again is None or again.get("info_time") == locator.get("info_time"):
+            return None
+        locator = again
+    return None
+
+
 def get_info_item(trace_id: str) -> dict[str, Any]:
     """The info item of ``trace_id`` (404 as MLflow when there is none)."""
-    locator = locate(trace_id) if trace_id else None
-    if locator is None:
-        raise trace_not_found(trace_id)
-    item = table.get(TRACE.key(experiment_id=locator["experiment_id"], trace_id=trace_id))
-    if item is None or is_expired(item):
+    item = info_item_or_none(trace_id)
+    if item is None:
         raise trace_not_found(trace_id)
     return item
 
@@ -102,14 +150,60 @@ def is_expired(item: dict[str, Any]) -> bool:
 
 
 def info_items(trace_ids: list[str]) -> list[dict[str, Any]]:
-    """Info items of the ids that exist (any order): locators then infos, two batch reads."""
-    locators = table.batch_get([LOCATOR.key(trace_id=t) for t in dict.fromkeys(trace_ids)])
-    keys = [TRACE.key(experiment_id=loc["experiment_id"], trace_id=LOCATOR.parse_pk(loc["pk"])["trace_id"]) for loc in locators]
-    return [item for item in table.batch_get(keys) if not is_expired(item)]
+    """Info items of the ids that exist (any order): locators then infos, two batch reads (again for a moved one)."""
+    wanted = list(dict.fromkeys(t for t in trace_ids if t))
+    locators = {locator_trace_id(loc): loc for loc in table.batch_get([LOCATOR.key(trace_id=t) for t in wanted])}
+    found: dict[str, dict[str, Any]] = {}
+    for _ in range(3):
+        keys = {t: info_key(loc, t) for t, loc in locators.items()}
+        got = {(i[PK], i[SK]): i for i in table.batch_get([k for k in keys.values() if k])}
+        missing = []
+        for t, key in keys.items():
+            item = got.get((key[PK], key[SK])) if key else None
+            if item is None:
+                missing.append(t)
+            else:
+                found[t] = item
+        if not missing:
+            break
+        again = {locator_trace_id(loc): loc for loc in table.batch_get([LOCATOR.key(trace_id=t) for t in missing])}
+        locators = {t: loc for t, loc in again.items() if loc.get("info_time") != locators[t].get("info_time")}
+        if not locators:
+            break
+    return [item for item in found.values() if not is_expired(item)]
+
+
+def span_id_of(item: dict[str, Any]) -> str:
+    template = SPAN if item[SK].startswith(SPAN.sk_prefix()) else SPAN_V1
+    return template.parse(item[SK], fields=("span_id",))["span_id"]
 
 
 def span_items(experiment_id: str, trace_id: str) -> list[dict[str, Any]]:
-    return table.query(**SPAN.query("of_trace", experiment_id=experiment_id, trace_id=trace_id))
+    """Every stored span item of a trace, once each (layout 1 read first while the table may hold it)."""
+    out: dict[str, dict[str, Any]] = {}
+    if layout.layout1_traces_possible():
+        for item in table.query(**SPAN_V1.query("of_trace", experiment_id=experiment_id, trace_id=trace_id)):
+            out[span_id_of(item)] = item
+    for item in table.query(**SPAN.query("of_trace", trace_id=trace_id)):
+        out.setdefault(span_id_of(item), item)
+    return list(out.values())
+
+
+def info_and_spans(trace_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The info item and span items of a trace (404 as MLflow when there is no info): the locator and the spans
+    in one Query of the trace's partition, then the info."""
+    if layout.layout1_traces_possible():
+        info = get_info_item(trace_id)
+        return info, span_items(info["experiment_id"], trace_id)
+    items = table.query(**LOCATOR.query("with_spans", trace_id=trace_id)) if trace_id else []
+    locator = next((item for item in items if item.get(ENTITY_TYPE) == LOCATOR.name), None)
+    key = info_key(locator, trace_id) if locator is not None else None
+    info = table.get(key) if key else None
+    if info is None and locator is not None:
+        info = info_item_or_none(trace_id)  # moved since the locator was read
+    if info is None or is_expired(info):
+        raise trace_not_found(trace_id)
+    return info, [item for item in items if item.get(ENTITY_TYPE) == SPAN.name]
 
 
 # --- MLflow's JSON --------------------------------------------------------------------------------

@@ -1,25 +1,10 @@
-"""A small GraphQL executor for the queries the MLflow web UI sends (no graphene in the Lambdas).
-
-MLflow's ``/graphql`` runs a graphene schema generated from its protos. The UI's bundle sends a handful
-of fixed operations (``MlflowGetExperimentQuery``, ``GetRun``, ``SearchRuns``,
-``GetMetricHistoryBulkInterval``), so this module parses GraphQL documents (operations, variables with
-defaults, aliases, arguments, fragments, inline fragments, ``__typename``) and
-projects the selection onto plain values that resolvers build: dicts keyed by GraphQL field names, each
-object with its ``__typename``; a callable value is resolved lazily, only when selected.
-
-Answers have graphene's shape: ``{"data": ..., "errors": [messages] | None}``; a resolver's
-``MlflowError`` nulls that root field and adds its message; a document that does not parse or selects an
-unknown field answers ``data: null`` with the message (graphene's validation behaviour).
-"""
+"""GraphQL documents: the lexer, the parser and the nodes it builds (operations, fields, fragments, variables)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from serverless_mlflow.errors import MlflowError
 
 
 class GraphQLError(Exception):
@@ -69,6 +54,7 @@ class Field:
     arguments: dict[str, Any]
     directives: list[tuple[str, dict[str, Any]]]
     selections: list[Any] | None
+    aliased: bool = False  # written ``alias: name`` (what MLflow's alias limit counts)
 
 
 @dataclass
@@ -208,14 +194,14 @@ class _Parser:
                 type_condition = self.take(kind="name")
             return InlineFragment(type_condition, self.directives(), self.selection_set())
         name = self.take(kind="name")
-        alias = name
+        alias, aliased = name, False
         if self.peek(":"):
             self.take()
-            name = self.take(kind="name")
+            name, aliased = self.take(kind="name"), True
         arguments = self.arguments()
         directives = self.directives()
         selections = self.selection_set() if self.peek("{") else None
-        return Field(name, alias, arguments, directives, selections)
+        return Field(name, alias, arguments, directives, selections, aliased)
 
     def value(self, const: bool = False) -> Any:
         kind, token = self.tokens[self.index]
@@ -258,108 +244,3 @@ def _unescape(text: str) -> str:
 
 def parse(source: str) -> Document:
     return _Parser(source).document()
-
-
-# --- execution ---------------------------------------------------------------------------------------
-
-Resolver = Callable[[dict[str, Any], list[str]], Any]
-
-
-@dataclass
-class _Context:
-    variables: dict[str, Any]
-    fragments: dict[str, InlineFragment]
-    errors: list[str]
-
-
-def _substitute(value: Any, variables: dict[str, Any]) -> Any:
-    if isinstance(value, Variable):
-        return variables.get(value.name)
-    if isinstance(value, list):
-        return [_substitute(item, variables) for item in value]
-    if isinstance(value, dict):
-        return {key: _substitute(item, variables) for key, item in value.items()}
-    return value
-
-
-def _fields(selections: list[Any], typename: str, ctx: _Context) -> list[Field]:
-    """The selection flattened (fragments whose type condition fits ``typename`` merged in)."""
-    out: list[Field] = []
-    for selection in selections:
-        if isinstance(selection, Field):
-            out.append(selection)
-            continue
-        fragment = selection if isinstance(selection, InlineFragment) else ctx.fragments.get(selection.name)
-        if fragment is None:
-            raise GraphQLError(f"Unknown fragment '{selection.name}'.")
-        if fragment.type_condition in (None, typename):
-            out.extend(_fields(fragment.selections, typename, ctx))
-    return out
-
-
-def _project(value: Any, selections: list[Any] | None, ctx: _Context) -> Any:
-    if callable(value):
-        value = value()
-    if value is None:
-        return None
-    if isinstance(value, list):
-        return [_project(item, selections, ctx) for item in value]
-    if not isinstance(value, dict):
-        if selections:
-            raise GraphQLError("Field of a scalar type cannot have a selection.")
-        return value
-    typename = value.get("__typename", "")
-    if not selections:
-        raise GraphQLError(f"Field of type '{typename}' must have a selection of subfields.")
-    out: dict[str, Any] = {}
-    for selected in _fields(selections, typename, ctx):
-        if selected.name not in value:
-            raise GraphQLError(f"Cannot query field '{selected.name}' on type '{typename}'.")
-        out[selected.alias] = _project(value[selected.name], selected.selections, ctx)
-    return out
-
-
-def execute(
-    roots: dict[str, dict[str, Resolver]],
-    query: str | None,
-    variables: dict[str, Any] | None = None,
-    operation_name: str | None = None,
-) -> dict[str, Any]:
-    """Run ``query``: ``roots`` maps ``query``/``mutation`` to resolvers by root field name; a resolver
-    gets the field's arguments (variables substituted) and the error list (for messages about values it
-    answers anyway, as graphene reports a NaN Float), and returns the field's value (see the module doc)."""
-    try:
-        if not isinstance(query, str) or not query.strip():
-            raise GraphQLError("Must provide query string.")
-        document = parse(query)
-        candidates = [op for op in document.operations if operation_name in (None, op.name)]
-        if not candidates:
-            raise GraphQLError(f"Unknown operation named '{operation_name}'.")
-        if len(candidates) > 1:
-            raise GraphQLError("Must provide operation name if query contains multiple operations.")
-        operation = candidates[0]
-        resolvers = roots.get(operation.kind)
-        if resolvers is None:
-            raise GraphQLError(f"Schema is not configured for {operation.kind}s.")
-        given = variables if isinstance(variables, dict) else {}
-        ctx = _Context({name: given.get(name, default) for name, default in operation.variables.items()}, document.fragments, [])
-        root_type = "Query" if operation.kind == "query" else "Mutation"
-        selected = _fields(operation.selections, root_type, ctx)
-        for root in selected:
-            if root.name != "__typename" and root.name not in resolvers:
-                raise GraphQLError(f"Cannot query field '{root.name}' on type '{root_type}'.")
-        data: dict[str, Any] = {}
-        for root in selected:
-            if root.name == "__typename":
-                data[root.alias] = root_type
-                continue
-            try:
-                value = resolvers[root.name](_substitute(root.arguments, ctx.variables), ctx.errors)
-            except MlflowError as error:
-                data[root.alias] = None
-                ctx.errors.append(error.message)
-                continue
-            data[root.alias] = _project(value, root.selections, ctx)
-    except GraphQLError as error:
-        return {"data": None, "errors": [str(error)]}
-    return {"data": data, "errors": ctx.errors or None}

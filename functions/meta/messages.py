@@ -1,0 +1,17 @@
+"""Request messages of the meta routes: none of them reads a field (declared for the request fuzz suite)."""
+
+from __future__ import annotations
+
+from serverless_mlflow.request import Message
+
+MESSAGES: dict[str, Message] = {
+    "health": Message({}),
+    "version": Message({}),
+    "server_info": Message({}),
+    "get_ui_telemetry": Message({}),
+    "post_ui_telemetry": Message({"records": "[message]"}),
+    # MLflow reads gateway_path (and json_data) only when a deployments target is configured, which is never here.
+    "gateway_proxy": Message({"gateway_path": "string", "json_data": "message"}),
+    "get_assistant_config": Message({}),
+    "get_assistant_providers": Message({}),
+}

@@ -1,0 +1,61 @@
+"""Span clauses of a trace search (``trace.text`` / ``span.content``, ``span.name/type/status``), checked exactly
+on a trace's spans, after its content signature (``serverless_mlflow.trace_text``) rules it out or in.
+
+A trace matches when one of its spans meets every span clause (the SQL store's span subquery). The signature
+is read first (one small item next to the info): a trace whose signature lacks a trigram of a content pattern
+cannot match and its spans are never read. A trace without a signature (the indexer has not seen it yet) is
+always checked on its spans.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from serverless_mlflow import span_content, table, trace_text
+from serverless_mlflow.schema import ENTITY, trace_partition
+from serverless_mlflow.search import traces as grammar
+
+from . import read
+
+SIGNATURE = ENTITY["trace_text_signature"]
+
+
+def _tokens(clauses: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for clause in clauses:
+        if clause["key"] == grammar.SPAN_CONTENT and isinstance(clause["value"], str):
+            out.extend(trace_text.pattern_tokens(clause["value"]) or [])
+    return list(dict.fromkeys(out))
+
+
+def _ruled_out(info: dict[str, Any], tokens: list[str]) -> bool:
+    if not tokens:
+        return False
+    fields = trace_partition(str(info["experiment_id"]), int(info.get("request_time") or 0), info["trace_id"])
+    signature = table.get(SIGNATURE.key(**fields, request_time=int(info.get("request_time") or 0), trace_id=info["trace_id"]))
+    return signature is not None and not trace_text.may_contain(bytes(signature["bits"]), tokens)
+
+
+def matches(info: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
+    span_clauses = grammar.span_clauses(clauses)
+    if not span_clauses:
+        return True
+    if _ruled_out(info, _tokens(span_clauses)):
+        return False
+    trace_id = info["trace_id"]
+    for span in read.stored_spans(info):
+        row = {
+            grammar.SPAN_CONTENT: span_content.content(span, trace_id),
+            "name": span.name,
+            "type": _span_type(span),
+            "status": {0: "UNSET", 1: "OK", 2: "ERROR"}.get(span.status.code, "UNSET"),
+        }
+        if grammar.span_matches(row, span_clauses):
+            return True
+    return False
+
+
+def _span_type(span: Any) -> str | None:
+    from serverless_mlflow.trace_metrics import rows
+
+    return rows.span_row(span).type

@@ -1,0 +1,151 @@
+"""Rollup items: per experiment, family, hour and slice of dimension values, a summary per metric.
+
+Families (``FAMILY``): ``T`` trace rows by request hour; ``S`` span rows for span count/latency, by the
+trace's request hour (MLflow's time range for them) and grouped by the span's start hour (its time bucket);
+``C`` span costs by the span's start hour (range and bucket); ``A`` valid assessments by the trace's hour.
+A slice is one combination of the dimensions (and filterable fields) a family answers, so a query reads
+``hours x slices`` items and filters and groups them in memory.
+
+The indexer keeps them exact and replay-safe with a contribution record per trace (``trace_contribution``,
+in the trace's own partition): what the trace currently adds to which rollup items. Recomputing a trace
+gives its target contribution; the difference to the recorded one is applied to the rollup items and the
+record replaced, all in one transaction conditioned on the revisions read. Replaying any record re-derives
+the same target, finds no difference and writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from serverless_mlflow.schema import TRACE_BUCKET_MS, entity
+from serverless_mlflow.trace_metrics.rows import AssessmentRow, SpanRow, TraceRow
+from serverless_mlflow.trace_metrics.summary import Summary
+
+ROLLUP = entity("metric_rollup")
+META = entity("rollup_meta")
+TRACE_ROWS, SPAN_ROWS, COST_ROWS, ASSESSMENT_ROWS = "T", "S", "C", "A"
+FAMILY_DIMENSIONS = {
+    TRACE_ROWS: ("trace_name", "trace_status"),
+    SPAN_ROWS: ("span_name", "span_type", "span_status", "span_model_name", "span_model_provider", "trace_status"),
+    COST_ROWS: ("span_name", "span_type", "span_status", "span_model_name", "span_model_provider", "trace_status"),
+    ASSESSMENT_ROWS: ("assessment_name", "assessment_value", "assessment_type", "trace_status"),
+}
+COUNT = "count"
+
+
+def hour(ms: int) -> int:
+    return int(ms) // TRACE_BUCKET_MS
+
+
+@dataclass
+class Part:
+    """One rollup item's share of a trace: dimension values, row count, and values per metric."""
+
+    family: str
+    bucket: int
+    group_bucket: int
+    dims: dict[str, str | None]
+    count: int = 0
+    values: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def slice_id(self) -> str:
+        return hashlib.sha256(json.dumps([self.family, self.dims], sort_keys=True).encode()).hexdigest()[:16]
+
+    def sort_key(self) -> str:
+        return ROLLUP.sk.render({"family": self.family, "bucket": self.bucket, "group_bucket": self.group_bucket, "slice": self.slice_id})
+
+    def add(self, values: dict[str, float | int | None]) -> None:
+        self.count += 1
+        for metric, value in values.items():
+            if value is not None:
+                self.values.setdefault(metric, []).append(value)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"f": self.family, "b": self.bucket, "g": self.group_bucket, "d": self.dims, "n": self.count, "v": self.values}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Part:
+        return cls(data["f"], int(data["b"]), int(data["g"]), data["d"], int(data["n"]), {k: list(v) for k, v in data["v"].items()})
+
+
+def contribution(trace: TraceRow | None, spans: Iterable[SpanRow], assessments: Iterable[AssessmentRow]) -> dict[str, Part]:
+    """What one trace adds to the rollups, by rollup sort key (nothing while it has no info)."""
+    if trace is None:
+        return {}
+    parts: dict[str, Part] = {}
+
+    def part(family: str, bucket: int, group_bucket: int, dims: dict[str, str | None]) -> Part:
+        candidate = Part(family, bucket, group_bucket, dims)
+        return parts.setdefault(candidate.sort_key(), candidate)
+
+    trace_hour = hour(trace.timestamp_ms)
+    part(TRACE_ROWS, trace_hour, trace_hour, {"trace_name": trace.name, "trace_status": trace.status}).add(
+        {"latency": trace.latency, **trace.tokens}
+    )
+    for span in spans:
+        dims = {
+            "span_name": span.name,
+            "span_type": span.type,
+            "span_status": span.status,
+            "span_model_name": span.model_name,
+            "span_model_provider": span.model_provider,
+            "trace_status": trace.status,
+        }
+        part(SPAN_ROWS, trace_hour, hour(span.start_ms), dims).add({"latency": span.latency})
+        if span.costs:
+            part(COST_ROWS, hour(span.start_ms), hour(span.start_ms), dims).add(dict(span.costs))
+    for row in assessments:
+        dims = {"assessment_name": row.name, "assessment_value": row.value, "assessment_type": row.type, "trace_status": trace.status}
+        part(ASSESSMENT_ROWS, trace_hour, trace_hour, dims).add({"assessment_value": row.numeric})
+    return parts
+
+
+# --- rollup items --------------------------------------------------------------------------------
+
+
+@dataclass
+class Rollup:
+    """A rollup item's content: row count and a summary per metric."""
+
+    family: str
+    bucket: int
+    group_bucket: int
+    dims: dict[str, str | None]
+    count: int = 0
+    metrics: dict[str, Summary] = field(default_factory=dict)
+
+    def apply(self, part: Part, sign: int) -> None:
+        self.count += sign * part.count
+        for metric, values in part.values.items():
+            summary = self.metrics.setdefault(metric, Summary())
+            for value in values:
+                if sign > 0:
+                    summary.add(value)
+                else:
+                    summary.remove(value)
+            if summary.n == 0:
+                self.metrics.pop(metric)
+
+    @classmethod
+    def of_item(cls, item: dict[str, Any]) -> Rollup:
+        data = json.loads(item["data"])
+        return cls(
+            item["family"], int(item["bucket"]), int(item["group_bucket"]), data["dims"], int(data["count"]),
+            {name: Summary.from_json(value) for name, value in data["metrics"].items()},
+        )  # fmt: skip
+
+    @classmethod
+    def of_part(cls, part: Part) -> Rollup:
+        return cls(part.family, part.bucket, part.group_bucket, dict(part.dims))
+
+    def item(self, experiment_id: str, slice_id: str, rev: int) -> dict[str, Any]:
+        data = {"dims": self.dims, "count": self.count, "metrics": {name: s.to_json() for name, s in self.metrics.items()}}
+        attributes = {"family": self.family, "bucket": self.bucket, "group_bucket": self.group_bucket, "data": json.dumps(data), "rev": rev}
+        return ROLLUP.item(
+            attributes, experiment_id=experiment_id, family=self.family, bucket=self.bucket, group_bucket=self.group_bucket, slice=slice_id
+        )

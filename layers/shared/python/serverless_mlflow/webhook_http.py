@@ -1,0 +1,159 @@
+"""Sending a webhook request as MLflow does (mlflow/webhooks/delivery.py, ssrf.py, utils/validation.py).
+
+* The URL is checked as MLflow checks it: scheme in ``MLFLOW_WEBHOOK_ALLOWED_SCHEMES`` (default ``https``),
+  a hostname, and unless ``MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS`` every address it resolves to public.
+* The connection's peer address is checked again right after ``connect()``, before a byte is sent, so a
+  DNS answer that changes between the check and the request (rebinding) cannot reach a private address.
+* The body is MLflow's envelope ``{"entity", "action", "timestamp", "data"}``; the headers carry the delivery
+  id and timestamp, and ``X-MLflow-Signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`` when the
+  webhook has a secret.
+
+urllib3 comes with botocore, so the layer ships no HTTP library of its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import json
+import socket
+import time
+import urllib.parse
+from datetime import UTC, datetime
+from typing import Any
+
+from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.util import Timeout
+
+from serverless_mlflow import settings
+from serverless_mlflow.errors import invalid
+
+SIGNATURE_HEADER = "X-MLflow-Signature"
+TIMESTAMP_HEADER = "X-MLflow-Timestamp"
+DELIVERY_ID_HEADER = "X-MLflow-Delivery-Id"
+SIGNATURE_VERSION = "v1"
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+class BlockedAddress(Exception):
+    """The connection reached a non-public address: the delivery fails closed (never retried as sent)."""
+
+
+def is_public_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """MLflow's ``_is_public_ip``: IPv6 transition formats are judged by the IPv4 address they carry."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = ip.ipv4_mapped or ip.sixtofour
+        if embedded is None and ip in _NAT64:
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if embedded is not None:
+            ip = embedded
+    return ip.is_global
+
+
+def _allow_private() -> bool:
+    return bool(settings.get("MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS"))
+
+
+def validate_url(url: Any) -> None:
+    """MLflow's ``_validate_webhook_url``, with its messages."""
+    if not isinstance(url, str):
+        raise invalid(f"Webhook URL must be a string, got {type(url).__name__!r}")
+    if not url.strip():
+        raise invalid(f"Webhook URL cannot be empty or just whitespace: {url!r}")
+    try:
+        parsed = urllib.parse.urlparse(url)
+        hostname = parsed.hostname
+    except ValueError as error:
+        raise invalid(f"Invalid webhook URL {url!r}: {error!r}") from None
+    schemes = settings.get("MLFLOW_WEBHOOK_ALLOWED_SCHEMES")
+    if parsed.scheme not in schemes:
+        raise invalid(f"Invalid webhook URL scheme: {parsed.scheme!r}. Allowed schemes are: {', '.join(schemes)}.")
+    if not hostname:
+        raise invalid(f"Webhook URL must include a hostname: {url!r}")
+    if not _allow_private():
+        _require_public(hostname)
+
+
+def _require_public(hostname: str) -> None:
+    # A legacy numeric spelling (127.1) resolves like any name here; the connect-time check sees the real peer.
+    try:
+        infos = socket.getaddrinfo(hostname, None)
+    except (socket.gaierror, UnicodeError, ValueError) as error:
+        raise invalid(f"Cannot resolve Webhook URL hostname {hostname!r}: {error}") from None
+    for info in infos:
+        ip = ipaddress.ip_address(info[4][0])
+        if not is_public_ip(ip):
+            raise invalid(f"Webhook URL must not resolve to a non-public IP address. {hostname!r} resolves to {ip}.")
+
+
+def envelope(entity: str, action: str, payload: dict[str, Any]) -> str:
+    """The JSON body MLflow sends (``_send_webhook_request``), as text (the signature covers these bytes)."""
+    return json.dumps({"entity": entity, "action": action, "timestamp": datetime.now(UTC).isoformat(), "data": payload})
+
+
+def signature(secret: str, delivery_id: str, timestamp: str, body: str) -> str:
+    digest = hmac.new(secret.encode("utf-8"), f"{delivery_id}.{timestamp}.{body}".encode(), hashlib.sha256).digest()
+    return f"{SIGNATURE_VERSION},{base64.b64encode(digest).decode('utf-8')}"
+
+
+def headers(delivery_id: str, body: str, secret: str | None) -> dict[str, str]:
+    timestamp = str(int(time.time()))
+    out = {"Content-Type": "application/json", DELIVERY_ID_HEADER: delivery_id, TIMESTAMP_HEADER: timestamp}
+    if secret:
+        out[SIGNATURE_HEADER] = signature(secret, delivery_id, timestamp, body)
+    return out
+
+
+def _check_peer(sock: socket.socket) -> None:
+    if _allow_private():
+        return
+    try:
+        ip = ipaddress.ip_address(sock.getpeername()[0])
+    except (OSError, ValueError) as error:
+        sock.close()
+        raise BlockedAddress(f"Could not determine webhook connection peer address: {error}") from error
+    if not is_public_ip(ip):
+        sock.close()
+        raise BlockedAddress(f"Webhook connection blocked: {ip} is not a public IP address. This may indicate a DNS rebinding attempt.")
+
+
+class _CheckedHTTPConnection(HTTPConnection):
+    def _new_conn(self) -> socket.socket:
+        sock = super()._new_conn()
+        _check_peer(sock)
+        return sock
+
+
+class _CheckedHTTPSConnection(HTTPSConnection):
+    def _new_conn(self) -> socket.socket:
+        sock = super()._new_conn()
+        _check_peer(sock)
+        return sock
+
+
+class _CheckedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _CheckedHTTPConnection
+
+
+class _CheckedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _CheckedHTTPSConnection
+
+
+def post(url: str, body: str, request_headers: dict[str, str], timeout: float | None = None) -> tuple[int, str]:
+    """POST once (retries are the caller's: SQS redelivery); (status, body text). Raises on network errors."""
+    validate_url(url)
+    parsed = urllib.parse.urlparse(url)
+    pool_class = _CheckedHTTPSPool if parsed.scheme == "https" else _CheckedHTTPPool
+    seconds = float(timeout if timeout is not None else settings.get("MLFLOW_WEBHOOK_REQUEST_TIMEOUT"))
+    pool = pool_class(parsed.hostname, port=parsed.port, timeout=Timeout(connect=seconds, read=seconds), retries=False, maxsize=1)
+    target = parsed.path or "/"
+    if parsed.query:
+        target += "?" + parsed.query
+    try:
+        response = pool.urlopen("POST", target, body=body.encode("utf-8"), headers=request_headers, redirect=False, preload_content=True)
+        return response.status, response.data.decode("utf-8", errors="replace")
+    finally:
+        pool.close()

@@ -1,0 +1,167 @@
+"""The fuzz suite's runtimes: ``python -m local`` processes with their own table and bucket (plain, and
+``AUTHORIZATION=basic`` with the admin's credentials), seeded with one object of each kind the routes name.
+
+Bounded by default: ``FUZZ_EXAMPLES`` examples per route (``--long`` or ``FUZZ_LONG=1``: ``FUZZ_LONG_EXAMPLES``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import requests
+
+from tests.conftest import runtime_process, unique
+
+from .state import Snapshot
+
+ADMIN_PASSWORD = "fuzz-admin-" + os.urandom(6).hex()
+M2, M3 = "/api/2.0/mlflow", "/api/3.0/mlflow"
+WEBHOOK_URL = "https://127.0.0.1:9/fuzz-hook"
+
+
+@dataclass
+class Target:
+    """One fuzzed runtime: its URL, credentials (basic mode), seeded ids and the state last seen."""
+
+    mode: str
+    url: str
+    snapshot: Snapshot
+    headers: dict[str, str] = field(default_factory=dict)
+    seeds: dict[str, Any] = field(default_factory=dict)
+
+    def call(self, method: str, path: str, body: Any = None, params: Any = None) -> Any:
+        response = requests.request(method, self.url + path, json=body, params=params, headers=self.headers, timeout=60)
+        assert response.status_code < 300, f"seeding {method} {path}: {response.status_code} {response.text[:500]}"
+        return response.json() if response.content else {}
+
+    def settle(self) -> None:
+        """Read the table's stream to its end: what a request changes is what comes after."""
+        self.snapshot.changes()
+
+
+def seed(target: Target) -> None:
+    """One live object of each kind (re-created when a fuzzed request deleted it)."""
+    seeds, call = target.seeds, target.call
+    seeds["experiment_name"] = unique("fz-exp")
+    seeds["experiment_id"] = exp = call("POST", f"{M2}/experiments/create", {"name": seeds["experiment_name"]})["experiment_id"]
+    run = call("POST", f"{M2}/runs/create", {"experiment_id": exp})["run"]["info"]
+    seeds["run_id"] = run["run_id"]
+    call("POST", f"{M2}/runs/log-batch", {"run_id": run["run_id"], "metrics": [{"key": "m", "value": 1.0, "timestamp": 1, "step": 0}], "params": [{"key": "p", "value": "v"}], "tags": [{"key": "k", "value": "v"}]})  # fmt: skip
+    root = run["artifact_uri"].removeprefix("mlflow-artifacts:/")
+    seeds["artifact_path"] = f"{root}/model/MLmodel"
+    upload = requests.put(
+        f"{target.url}{M2}-artifacts/artifacts/{seeds['artifact_path']}", data=b"flavors: {}\n", headers=target.headers, timeout=60
+    )
+    assert upload.status_code == 200, upload.text
+    seeds["static_path"] = "favicon.ico"
+    seeds["model_id"] = call("POST", f"{M2}/logged-models", {"experiment_id": exp, "source_run_id": run["run_id"]})["model"]["info"][
+        "model_id"
+    ]
+    seeds["model_name"] = unique("fz-model")
+    call("POST", f"{M2}/registered-models/create", {"name": seeds["model_name"]})
+    version = call("POST", f"{M2}/model-versions/create", {"name": seeds["model_name"], "source": f"runs:/{run['run_id']}/model", "run_id": run["run_id"]})  # fmt: skip
+    seeds["model_version"] = version["model_version"]["version"]
+    call("POST", f"{M2}/registered-models/alias", {"name": seeds["model_name"], "alias": "champion", "version": seeds["model_version"]})
+    trace_id = f"tr-{uuid.uuid4().hex}"
+    location = {"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": exp}}
+    call("POST", f"{M3}/traces", {"trace": {"trace_info": {"trace_id": trace_id, "trace_location": location, "request_time": "2024-01-01T00:00:00Z", "state": "OK"}}})  # fmt: skip
+    seeds["trace_id"] = trace_id
+    assessment = {"assessment_name": "quality", "trace_id": trace_id, "source": {"source_type": "HUMAN", "source_id": "fuzz"}, "feedback": {"value": True}}  # fmt: skip
+    seeds["assessment_id"] = call("POST", f"{M3}/traces/{trace_id}/assessments", {"assessment": assessment})["assessment"]["assessment_id"]
+    seeds["dataset_id"] = dataset = call("POST", f"{M3}/datasets/create", {"name": unique("fz-ds"), "experiment_ids": [exp]})["dataset"][
+        "dataset_id"
+    ]
+    call("POST", f"{M3}/datasets/{dataset}/records", {"records": json.dumps([{"inputs": {"q": "a"}, "expectations": {"e": "b"}}])})
+    seeds["record_id"] = json.loads(call("GET", f"{M3}/datasets/{dataset}/records")["records"])[0]["dataset_record_id"]
+    seeds["scorer_name"] = "fz-scorer"
+    seeds["scorer_id"] = call("POST", f"{M3}/scorers/register", {"experiment_id": exp, "name": "fz-scorer", "serialized_scorer": json.dumps({"name": "fz-scorer"})})["scorer_id"]  # fmt: skip
+    seeds["issue_id"] = call("POST", f"{M3}/issues", {"experiment_id": exp, "name": "fz-issue", "description": "d"})["issue"]["issue_id"]
+    seeds["secret_id"] = secret = call("POST", f"{M3}/gateway/secrets/create", {"secret_name": unique("fz-secret"), "secret_value": {"api_key": "sk-fuzz"}, "provider": "openai"})["secret"]["secret_id"]  # fmt: skip
+    seeds["model_definition_id"] = definition = call("POST", f"{M3}/gateway/model-definitions/create", {"name": unique("fz-def"), "secret_id": secret, "provider": "openai", "model_name": "gpt-4o"})["model_definition"]["model_definition_id"]  # fmt: skip
+    seeds["endpoint_name"] = unique("fz-endpoint")
+    endpoint = call("POST", f"{M3}/gateway/endpoints/create", {"name": seeds["endpoint_name"], "model_configs": [{"model_definition_id": definition, "linkage_type": "PRIMARY", "weight": 1.0}], "usage_tracking": False})  # fmt: skip
+    seeds["endpoint_id"] = endpoint["endpoint"]["endpoint_id"]
+    events = [{"entity": "MODEL_VERSION", "action": "CREATED"}]
+    seeds["webhook_id"] = call("POST", f"{M2}/webhooks", {"name": unique("fz-hook"), "url": WEBHOOK_URL, "events": events})["webhook"]["webhook_id"]  # fmt: skip
+    if target.mode == "basic":
+        seeds["username"] = unique("fz-user")
+        call("POST", f"{M2}/users/create", {"username": seeds["username"], "password": "fuzz-password-0"})
+
+
+# Reads that fail once a seeded object was deleted (or renamed) by a fuzzed request that succeeded.
+_ALIVE = (
+    ("GET", M2 + "/experiments/get", "experiment_id", lambda body: body["experiment"]["lifecycle_stage"] == "active"),
+    ("GET", M2 + "/runs/get", "run_id", lambda body: body["run"]["info"]["lifecycle_stage"] == "active"),
+    ("GET", M2 + "/registered-models/get", "model_name", None),
+    ("GET", M2 + "/model-versions/get", None, None),
+    ("GET", M3 + "/gateway/endpoints/get", "endpoint_id", None),
+    ("GET", M3 + "/gateway/model-definitions/get", "model_definition_id", None),
+    ("GET", M3 + "/gateway/secrets/get", "secret_id", None),
+    ("GET", M3 + "/traces/get", "trace_id", None),
+)
+
+
+def ensure_seeds(target: Target) -> None:
+    """Seed again when a fuzzed request deleted, renamed or archived one of the seeded objects."""
+    seeds = target.seeds
+    queries = {
+        "experiment_id": {"experiment_id": seeds["experiment_id"]},
+        "run_id": {"run_id": seeds["run_id"]},
+        "model_name": {"name": seeds["model_name"]},
+        None: {"name": seeds["model_name"], "version": seeds["model_version"]},
+        "endpoint_id": {"endpoint_id": seeds["endpoint_id"]},
+        "model_definition_id": {"model_definition_id": seeds["model_definition_id"]},
+        "secret_id": {"secret_id": seeds["secret_id"]},
+        "trace_id": {"trace_id": seeds["trace_id"]},
+    }
+    checks = [(f"{M2}/logged-models/{seeds['model_id']}", {}, None), (f"{M3}/datasets/{seeds['dataset_id']}", {}, None)]
+    checks.append((f"{M2}/webhooks/{seeds['webhook_id']}", {}, None))
+    checks += [(path, queries[name], alive) for _, path, name, alive in _ALIVE]
+    for path, params, alive in checks:
+        response = requests.get(target.url + path, params=params, headers=target.headers, timeout=60)
+        if response.status_code != 200 or (alive is not None and not alive(response.json())):
+            seed(target)
+            break
+    target.settle()
+
+
+def long_mode(config: pytest.Config) -> bool:
+    return bool(config.getoption("--long", default=False)) or os.environ.get("FUZZ_LONG") == "1"
+
+
+def examples(config: pytest.Config, mode: str) -> int:
+    """Examples per route: bounded in ``make test`` (plain 10, basic-auth 3), many more with ``--long``."""
+    if long_mode(config):
+        return int(os.environ.get("FUZZ_LONG_EXAMPLES", "300" if mode == "plain" else "60"))
+    return int(os.environ.get("FUZZ_EXAMPLES" if mode == "plain" else "FUZZ_BASIC_EXAMPLES", "10" if mode == "plain" else "3"))
+
+
+def _runtime(mode: str) -> Iterator[Target]:
+    table, bucket = unique("fuzz"), unique("fuzz")
+    # Webhooks may name a loopback URL (port 9: refused at once), so the test route answers without the network.
+    env = {"TABLE_NAME": table, "BUCKET_NAME": bucket, "INDEXER_MODE": "sync", "MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS": "true"}
+    headers = {}
+    if mode == "basic":
+        env.update(AUTHORIZATION="basic", MLFLOW_AUTH_ADMIN_PASSWORD=ADMIN_PASSWORD, AUTHORIZER_CACHE_SECONDS="60")
+        headers["Authorization"] = "Basic " + base64.b64encode(f"admin:{ADMIN_PASSWORD}".encode()).decode()
+    with runtime_process(env, drop=("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")) as url:
+        target = Target(mode, url, Snapshot(table, bucket), headers)
+        seed(target)
+        yield target
+
+
+@pytest.fixture(scope="session")
+def plain_target(server: str) -> Iterator[Target]:
+    yield from _runtime("plain")
+
+
+@pytest.fixture(scope="session")
+def basic_target(server: str) -> Iterator[Target]:
+    yield from _runtime("basic")

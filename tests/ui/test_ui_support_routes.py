@@ -1,0 +1,100 @@
+"""Routes the stock web UI calls on every page, and small answers MLflow's REST tests check: each compared with
+MLflow's own server (its Flask app on sqlite) or with the installed mlflow's own code."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+import requests
+
+from tests.conftest import unique
+from tests.mlflow_reference import reference_server
+
+pytestmark = pytest.mark.e2e
+
+
+def _both(server: str, method: str, path: str, **kwargs: Any) -> list[tuple[int, Any]]:
+    out = []
+    for base in (server, reference_server().url):
+        response = requests.request(method, f"{base}{path}", timeout=30, **kwargs)
+        out.append((response.status_code, response.json()))
+    return out
+
+
+def test_gateway_proxy_answers_an_empty_gateway_as_mlflow(server: str) -> None:
+    # The runs table probes GET .../gateway-proxy?gateway_path=api/2.0/endpoints/ (no deployments target here).
+    path = "/ajax-api/2.0/mlflow/gateway-proxy"
+    for method, kwargs in (("GET", {"params": {"gateway_path": "api/2.0/endpoints/"}}), ("GET", {}), ("POST", {"json": {}})):
+        ours, theirs = _both(server, method, path, **kwargs)
+        assert ours == theirs == (200, {"endpoints": []})
+
+
+def test_assistant_answers_as_mlflow_with_no_provider(server: str) -> None:
+    from mlflow.assistant.providers import list_providers
+    from mlflow.server.assistant import api
+
+    providers = requests.get(f"{server}/ajax-api/3.0/mlflow/assistant/providers", timeout=30).json()
+    stock = asyncio.run(api.get_providers()).model_dump()
+    static = ("name", "display_name", "description", "requires_api_key", "has_api_key", "allows_remote_access", "client_tool_delivery")
+    assert [{k: p[k] for k in static} for p in providers["providers"]] == [{k: p[k] for k in static} for p in stock["providers"]]
+    assert [p["name"] for p in providers["providers"]] == [p.name for p in list_providers()]
+    # Nothing can run an agent next to a Lambda function: none available, none selected, nothing resolved.
+    assert {(p["available"], p["selected"], tuple(p["model_options"])) for p in providers["providers"]} == {(False, False, ())}
+    assert providers["resolved"] is None and providers["gateway_vendor_options"] == stock["gateway_vendor_options"]
+    config = requests.get(f"{server}/ajax-api/3.0/mlflow/assistant/config", timeout=30)
+    assert (config.status_code, config.json()) == (200, {"providers": {}, "projects": {}, "remote_access_allowed": False})
+
+
+def test_artifact_paths_are_validated_before_the_lookup_as_mlflow(server: str) -> None:
+    # MLflow's test_path_validation: "../path" is a 400 before the run or model version is looked up, and the
+    # double slash of "//model-versions/get-artifact" is merged (werkzeug answers 308 to the route).
+    import mlflow
+
+    answers = []
+    for base in (server, reference_server().url):
+        client = mlflow.MlflowClient(base)
+        run_id = client.create_run(client.create_experiment(unique("paths"))).info.run_id
+        got = []
+        for path, params in (
+            ("/api/2.0/mlflow/artifacts/list", {"run_id": run_id, "path": "../path"}),
+            ("/get-artifact", {"run_id": run_id, "path": "../path"}),
+            ("//model-versions/get-artifact", {"name": "model", "version": 1, "path": "../path"}),
+            ("/get-artifact", {"run_id": "no-such-run", "path": "../path"}),
+        ):
+            response = requests.get(f"{base}{path}", params=params, timeout=30)
+            body = response.json()
+            got.append((response.status_code, {"error_code": body["error_code"], "message": body["message"]}))
+        answers.append(got)
+    assert answers[0] == answers[1]
+    assert answers[0][0] == (400, {"error_code": "INVALID_PARAMETER_VALUE", "message": "Invalid path"})
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_dataset_search_without_max_results_as_mlflow(server: str, method: str) -> None:
+    kwargs: dict[str, Any] = {"json": {}} if method == "POST" else {}
+    ours, theirs = _both(server, method, "/api/3.0/mlflow/datasets/search", **kwargs)
+    assert ours[0] == theirs[0] == 200
+    zero: dict[str, Any] = {"json": {"max_results": 0}} if method == "POST" else {"params": {"max_results": 0}}
+    ours, theirs = _both(server, method, "/api/3.0/mlflow/datasets/search", **zero)
+    assert ours[0] == theirs[0] == 400
+    assert (ours[1]["error_code"], ours[1]["message"]) == (theirs[1]["error_code"], theirs[1]["message"])
+
+
+def test_search_datasets_shape_has_context(server: str) -> None:
+    import mlflow
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    answers = []
+    for base in (server, reference_server().url):
+        client = mlflow.MlflowClient(base)
+        experiment_id = client.create_experiment(unique("dsctx"))
+        run_id = client.create_run(experiment_id).info.run_id
+        client.log_inputs(run_id, [DatasetInput(Dataset("d", "x1", "local", "{}"), [InputTag("mlflow.data.context", "train")])])
+        body = requests.post(
+            f"{base}/ajax-api/2.0/mlflow/experiments/search-datasets", json={"experiment_ids": [experiment_id]}, timeout=30
+        ).json()
+        answers.append(json.dumps([{k: v for k, v in s.items() if k != "experiment_id"} for s in body["dataset_summaries"]]))
+    assert answers[0] == answers[1] == json.dumps([{"name": "d", "digest": "x1", "context": "train"}])

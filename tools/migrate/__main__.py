@@ -1,0 +1,5 @@
+import sys
+
+from tools.migrate import main
+
+sys.exit(main())
