@@ -16,7 +16,6 @@ from typing import Any
 
 from serverless_mlflow.auth import authorizer
 from serverless_mlflow.auth.checks import Identity, Unauthenticated, permissions_on
-from serverless_mlflow.auth.enforce import UNAUTHENTICATED_TEXT
 from serverless_mlflow.auth.permissions import GATEWAY_ENDPOINT, USE_ACTION
 from serverless_mlflow.errors import MlflowError
 from serverless_mlflow.llm_gateway import config as endpoint_config
@@ -57,6 +56,8 @@ def identify(headers: dict[str, str], context: dict[str, Any] | None) -> tuple[s
 
 
 def _unauthenticated() -> Answer:
+    from serverless_mlflow.auth.enforce import UNAUTHENTICATED_TEXT  # basic mode only: not at cold start
+
     return text(401, UNAUTHENTICATED_TEXT, {"WWW-Authenticate": 'Basic realm="mlflow"'})
 
 

@@ -213,12 +213,13 @@ def test_gateway_model_catalog_ships_with_the_gateway_function_only(synth: Synth
         assert not list(synth.asset_dir(s3_key).rglob(catalog_name))
 
 
-def test_gateway_allowed_providers_reach_the_gateway_function_only(synth: Synth, open_synth: Synth) -> None:
+def test_gateway_allowed_providers_reach_the_gateway_functions_only(synth: Synth, open_synth: Synth) -> None:
+    """The provider policy binds the configuration API and the runtime that calls providers, nothing else."""
     variable = "MLFLOW_GATEWAY_ALLOWED_PROVIDERS"
     for name in API_FEATURES:
         assert variable not in function_of(synth, name)[1]["Properties"]["Environment"]["Variables"]
         variables = function_of(open_synth, name)[1]["Properties"]["Environment"]["Variables"]
-        assert variables.get(variable) == ("openai,anthropic" if name == "gateway" else None)
+        assert variables.get(variable) == ("openai,anthropic" if name in ("gateway", "gateway_runtime") else None)
 
 
 def test_layer_vendors_third_party_packages_without_boto3(synth: Synth) -> None:

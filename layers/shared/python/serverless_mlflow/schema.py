@@ -1441,10 +1441,9 @@ ENTITIES: tuple[Entity, ...] = (
         "gateway_endpoint_permission",
         "USER#{username:str}",
         "U#GPERM#{endpoint_id:str}",
+        # No by-resource index yet: nothing moves or drops an endpoint's grants (endpoint ids are never reused).
         'User permission on an AI gateway endpoint (or "*"): USE lets the user invoke it',
-        indexes={"gsi4": ("GEPERM#{endpoint_id:str}", "USER#{username:str}")},
         attributes=("username", "resource_id", "permission"),
-        patterns={"by_resource": ("gsi4", "Every grant on one gateway endpoint (eventually consistent)")},
     ),
     _e(
         "config",
