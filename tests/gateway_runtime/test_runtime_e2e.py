@@ -149,15 +149,22 @@ def test_invocations_match_mlflow(server: str, reference: str, mock: MockLLM) ->
 
 
 def _traces(base: str, experiment_id: str, count: int) -> list[Any]:
+    """``count`` traces of the experiment with all their spans: both servers export spans apart from the trace
+    info (asynchronously), so a trace may be found before its spans have landed."""
     import mlflow
 
     client = mlflow.MlflowClient(base)
     deadline = time.monotonic() + 60
     while True:
         found = client.search_traces(locations=[experiment_id], max_results=100)
-        if len(found) >= count or time.monotonic() > deadline:
+        if (len(found) >= count and all(_complete(trace) for trace in found)) or time.monotonic() > deadline:
             return found
         time.sleep(0.5)
+
+
+def _complete(trace: Any) -> bool:
+    stats = json.loads(trace.info.trace_metadata.get("mlflow.trace.sizeStats") or "{}")
+    return len(trace.data.spans) >= stats.get("num_spans", 1)
 
 
 def test_usage_traces_match_mlflow(server: str, reference: str, mock: MockLLM) -> None:
