@@ -97,7 +97,9 @@ ACCESS: dict[str, Access] = {
     "experiments": Access(
         table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")
     ),
-    "runs": Access(table=(*TABLE_READ, *TABLE_WRITE)),
+    # Under the artifact prefix: listing (GraphQL's mlflowListArtifacts) and PutObject (the promptlab run's model
+    # files and evaluation table, a few KB written by the function).
+    "runs": Access(table=(*TABLE_READ, *TABLE_WRITE), objects=("s3:PutObject",), prefixes=(ARTIFACTS,), list_objects=True),
     "logged_models": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
     # BatchWriteItem: basic auth moves/drops a model's grants on rename/delete.
     "registry": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")),

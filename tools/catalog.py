@@ -661,7 +661,7 @@ PATTERNS: tuple[AccessPattern, ...] = (
         "table",
         "pk = TB#<exp>#<hour>#<shard> AND sk = T#<info_time>#<trace_id> (SET tags.<key>, ADD rev 1) IF attribute_exists(pk)",
         seed="Set trace tag",
-        note="assessments and run links are map/set entries of the same item, changed the same way",
+        note="assessments, run links and prompt links (link-prompts) are map/set entries of the same item, changed the same way",
     ),
     _p(
         "Traces",

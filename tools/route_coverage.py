@@ -156,19 +156,6 @@ FAMILIES: tuple[Family, ...] = (
         "runs judges and evaluations on the server (an execution path, see the execution issue)",
     ),
     Family(
-        r"/create-promptlab-run", "promptlab", "writes a promptlab model's files into the run's artifacts from the server; not built yet"
-    ),
-    Family(
-        r"/upload-artifact",
-        "UI upload-artifact",
-        "the UI's single-request upload (up to 10 MB through the server); artifacts reach S3 through presigned URLs only, not built yet",
-    ),
-    Family(
-        r"/link-prompts|/prompts/.*link|link-prompt",
-        "link prompts to traces",
-        "needs a trace-to-prompt-version association index (read by the prompt pages and trace filters); not built yet",
-    ),
-    Family(
         r"/signup|/users/create-ui|/users/.*ui",
         "basic-auth HTML forms",
         "MLflow's server-rendered forms; the API routes they post to are served",

@@ -15,10 +15,11 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
+from serverless_mlflow import artifact_listing
 from serverless_mlflow.api import JSON_CONTENT_TYPE, Request, build_app, dumps, lambda_entry
 from serverless_mlflow.errors import MlflowError, invalid
 
-from . import browse, presigned_urls, run_listing, storage
+from . import browse, presigned_urls, storage, ui_upload
 from .messages import MESSAGES
 
 # A Lambda response is capped at 6 MB; a gzipped body travels base64-encoded (4/3 larger).
@@ -44,19 +45,19 @@ def _path(req: Request) -> str:
 
 def list_artifacts(req: Request) -> Response:
     message = req.message(MESSAGES["list_artifacts"])
-    files = storage.list_artifacts(message.get("path"))
+    files = artifact_listing.list_directory(message.get("path"))
     # proto3 JSON leaves out an empty repeated field: an empty directory answers {} as MLflow does.
     return _sized_json({"files": files} if files else {}, req)
 
 
 def list_run_artifacts(req: Request) -> Response:
     message = req.message(MESSAGES["list_run_artifacts"])
-    return _sized_json(run_listing.list_run_artifacts(message["run_id"], message.get("path")), req)
+    return _sized_json(artifact_listing.list_run_artifacts(message["run_id"], message.get("path")), req)
 
 
 def list_logged_model_artifacts(req: Request) -> Response:
     message = req.message(MESSAGES["list_logged_model_artifacts"])
-    listing = run_listing.list_logged_model_artifacts(req.path_params.get("model_id", ""), message.get("artifact_directory_path"))
+    listing = artifact_listing.list_logged_model_artifacts(req.path_params.get("model_id", ""), message.get("artifact_directory_path"))
     return _sized_json(listing, req)
 
 
@@ -133,6 +134,19 @@ def get_logged_model_artifact(req: Request) -> Response:
     return _redirect(browse.logged_model_artifact_url(req.path_params.get("model_id", ""), path))
 
 
+def upload_run_artifact(req: Request) -> Response:
+    length = req.headers.get("content-length", "")
+    ui_upload.upload_run_artifact(
+        _query(req, "run_uuid"),
+        _query(req, "path"),
+        int(length) if length.isdigit() else None,
+        req.raw_body,
+        req.headers.get("content-type"),
+    )
+    # MLflow answers an empty 200 (no JSON body) with a JSON content type.
+    return Response(status_code=200, content_type=JSON_CONTENT_TYPE, body="")
+
+
 def create_presigned_upload_url(req: Request) -> dict[str, Any]:
     message = req.message(MESSAGES["create_presigned_upload_url"])
     raise presigned_urls.upload_url(message.get("run_id", ""), message.get("model_id", ""), message.get("path", ""))
@@ -157,6 +171,7 @@ app = build_app(
         "abort_multipart_upload": abort_multipart_upload,
         "presigned_download": presigned_download,
         "get_run_artifact": get_run_artifact,
+        "upload_run_artifact": upload_run_artifact,
         "create_presigned_upload_url": create_presigned_upload_url,
         "create_presigned_download_url": create_presigned_download_url,
         "get_model_version_artifact": get_model_version_artifact,

@@ -34,6 +34,8 @@ MESSAGES: dict[str, Message] = {
     "delete_artifact": Message({}),
     "presigned_download": Message({}),
     "get_run_artifact": Message({"run_id": "string", "run_uuid": "string", "path": "string"}),
+    # The UI's upload: run_uuid and path in the query string, the file as the raw body.
+    "upload_run_artifact": Message({"run_uuid": "string", "path": "string"}),
     "get_model_version_artifact": Message({"name": "string", "version": "string", "path": "string"}),
     "get_logged_model_artifact": Message({"artifact_file_path": "string"}),
 }

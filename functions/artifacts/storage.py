@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from serverless_mlflow import s3
-from serverless_mlflow.artifact_locations import artifact_key, artifacts_prefix, safe_relative_path
+from serverless_mlflow.artifact_locations import artifact_key, safe_relative_path
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 
 from .guard import check_writable
@@ -90,13 +90,6 @@ def _target(directory: str, local_path: str) -> str:
     return posixpath.join(safe_relative_path(directory), _file_name(local_path)).lstrip("/")
 
 
-def _dir_prefix(relative_dir: str) -> str:
-    if relative_dir:
-        return artifact_key(relative_dir) + "/"
-    prefix = artifacts_prefix()
-    return f"{prefix}/" if prefix else ""
-
-
 def _content_type(name: str) -> str:
     return mimetypes.guess_type(name)[0] or "application/octet-stream"
 
@@ -112,27 +105,6 @@ def _attachment(filename: str) -> str:
 
 
 # --- reads --------------------------------------------------------------------------------------
-
-
-def list_artifacts(path: str | None) -> list[dict[str, Any]]:
-    """Entries directly under ``path``: basenames, ``is_dir``, ``file_size`` for files (MLflow's
-    ``_list_artifacts_mlflow_artifacts``). A file path or a missing directory lists as empty."""
-    relative_dir = safe_relative_path(path) if path else ""
-    prefix = _dir_prefix(relative_dir)
-    files: list[dict[str, Any]] = []
-    paginator = s3.client().get_paginator("list_objects_v2")
-    # The paginator follows continuation tokens: directories of more than 1000 entries list completely.
-    for page in paginator.paginate(Bucket=s3.bucket_name(), Prefix=prefix, Delimiter="/"):
-        for common in page.get("CommonPrefixes", []):
-            name = common["Prefix"][len(prefix) :].rstrip("/")
-            if name:
-                files.append({"path": name, "is_dir": True})
-        for obj in page.get("Contents", []):
-            name = obj["Key"][len(prefix) :]
-            # Skip the directory's own marker object ("dir/") that some tools create.
-            if name and not name.endswith("/"):
-                files.append({"path": name, "is_dir": False, "file_size": int(obj["Size"])})
-    return sorted(files, key=lambda entry: entry["path"])
 
 
 def _head(key: str, relative: str) -> dict[str, Any]:

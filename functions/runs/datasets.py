@@ -7,6 +7,7 @@ from typing import Any
 from serverless_mlflow import table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.validation.experiments import parse_experiment_ids
 
 DATASET = ENTITY["dataset"]
 MAX_EXPERIMENT_IDS = 20
@@ -22,6 +23,8 @@ def search_datasets(experiment_ids: list[str]) -> dict[str, Any]:
         raise invalid(
             f"SearchDatasets request cannot specify more than {MAX_EXPERIMENT_IDS} experiment_ids. Received {len(experiment_ids)} experiment_ids."
         )
+    # The SQL store's check: every id must parse as an integer (the search answers 400 otherwise).
+    parse_experiment_ids(experiment_ids)
     summaries: list[dict[str, Any]] = []
     for experiment_id in dict.fromkeys(str(e) for e in experiment_ids):
         for item in table.query(**DATASET.query("with_parts", experiment_id=experiment_id)):

@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from serverless_mlflow import graphql
+from serverless_mlflow import artifact_listing, graphql
 from serverless_mlflow.request import parse_message
 from serverless_mlflow.store import experiments, model_versions
 from serverless_mlflow.store import runs as store
 
-from . import history, search
+from . import datasets, history, search
 from .messages import MESSAGES
 
 STR, LONG, FLOAT, NAN_FLOAT, ENUM, BOOL = "str", "long", "float", "nan_float", "enum", "bool"
@@ -90,6 +90,10 @@ TYPES: dict[str, dict[str, Any]] = {
     },
     "MlflowRunExtension": {"info": "MlflowRunInfo", "data": "MlflowRunData", "inputs": "MlflowRunInputs", "outputs": "MlflowRunOutputs"},
     "MlflowMetricWithRunId": {"key": STR, "value": FLOAT, "timestamp": LONG, "step": LONG, "run_id": STR},
+    "MlflowFileInfo": {"path": STR, "is_dir": BOOL, "file_size": LONG},
+    "MlflowListArtifactsResponse": {"root_uri": STR, "files": ["MlflowFileInfo"], "next_page_token": STR},
+    "MlflowDatasetSummary": {"experiment_id": STR, "name": STR, "digest": STR, "context": STR},
+    "MlflowSearchDatasetsResponse": {"dataset_summaries": ["MlflowDatasetSummary"]},
 }
 _DEFAULTS = {STR: "", LONG: "0", ENUM: None, BOOL: False}
 # Proto2 enum defaults: the first value.
@@ -194,14 +198,30 @@ def get_metric_history_bulk_interval(arguments: dict[str, Any], errors: list[str
     }
 
 
+def list_artifacts(arguments: dict[str, Any], errors: list[str]) -> dict[str, Any]:
+    # MLflow's list_artifacts_impl ignores page_token for a proxied (mlflow-artifacts:) root: one full listing.
+    given = graphql.input_of(arguments)
+    run_id = str(given.get("run_id") or given.get("run_uuid") or "")
+    path = given.get("path")
+    listing = artifact_listing.list_run_artifacts(run_id, str(path) if path is not None else None)
+    return {**shape("MlflowListArtifactsResponse", listing, errors), "apiError": None}
+
+
+def search_datasets(arguments: dict[str, Any], errors: list[str]) -> dict[str, Any]:
+    ids = graphql.input_of(arguments).get("experiment_ids") or []
+    found = datasets.search_datasets([str(i) for i in ids] if isinstance(ids, list) else [str(ids)])
+    return {**shape("MlflowSearchDatasetsResponse", found, errors), "apiError": None}
+
+
 ROOTS: dict[str, dict[str, graphql.Resolver]] = {
     "query": {
         "mlflowGetRun": get_run,
         "mlflowSearchRuns": search_runs,
         "mlflowGetExperiment": get_experiment,
         "mlflowGetMetricHistoryBulkInterval": get_metric_history_bulk_interval,
+        "mlflowListArtifacts": list_artifacts,
     },
-    "mutation": {"mlflowSearchRuns": search_runs},
+    "mutation": {"mlflowSearchRuns": search_runs, "mlflowSearchDatasets": search_datasets},
 }
 
 

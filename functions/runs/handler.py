@@ -11,7 +11,7 @@ from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import json_text
 
-from . import data, datasets, history, inputs, lifecycle
+from . import data, datasets, history, inputs, lifecycle, promptlab
 from .messages import MESSAGES
 
 # Searches and the UI's GraphQL need the search grammar (sqlparse): imported by those routes, not at cold start.
@@ -98,6 +98,10 @@ def search_datasets(req: Request) -> dict[str, Any]:
     return datasets.search_datasets(ids if isinstance(ids, list) else [ids])
 
 
+def create_promptlab_run(req: Request) -> dict[str, Any]:
+    return promptlab.create_promptlab_run(req.params())
+
+
 def graphql(req: Request) -> Response:
     if req.method == "GET":
         body: dict[str, Any] = {key: values[0] for key, values in req.query.items()}
@@ -132,6 +136,7 @@ app = build_app(
         "get_metric_history_bulk": get_metric_history_bulk,
         "search_datasets": search_datasets,
         "graphql": graphql,
+        "create_promptlab_run": create_promptlab_run,
     },
 )
 lambda_handler = lambda_entry(app)

@@ -86,6 +86,24 @@ MESSAGES: dict[str, Message] = {
             "tags": [array, each_has(("key",), "tags")],
         },
     ),
+    # The prompt engineering UI's run: MLflow's handler reads the raw JSON (request.json), checked in promptlab.py.
+    "create_promptlab_run": Message(
+        {
+            "experiment_id": "string",
+            "run_name": "string",
+            "tags": "[message]",
+            "prompt_template": "string",
+            "prompt_parameters": "[message]",
+            "model_route": "string",
+            "model_parameters": "[message]",
+            "model_input": "string",
+            "model_output": "string",
+            "model_output_parameters": "[message]",
+            "mlflow_version": "string",
+            "user_id": "string",
+            "start_time": "int64",
+        }
+    ),
     "log_model_json": _run({"run_id": "string", "model_json": "string"}, {"run_id": [string, required], "model_json": [string, required]}),
     "log_inputs": _run(
         {"run_id": "string", "datasets": "[message]", "models": "[message]"},

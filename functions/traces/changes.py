@@ -1,4 +1,4 @@
-"""Changing traces: tags, deletion (by ids or by age), run links and assessments (SqlAlchemyStore semantics).
+"""Changing traces: tags, deletion (by ids or by age), run and prompt links and assessments (SqlAlchemyStore semantics).
 
 Tags and assessments are map entries of the trace's info item, so each change is one conditional UpdateItem
 (``trace_writes.update_info``: atomic, following the info if it moved, and refused whole (400) if it would push
@@ -13,6 +13,7 @@ from typing import Any
 from serverless_mlflow import clock, s3, table
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.request import NestedParseError, to_string, type_error
 from serverless_mlflow.schema import COLLECTIONS, PK, SK
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import review_queues, trace_writes
@@ -143,6 +144,42 @@ def link_traces_to_run(trace_ids: list[str], run_id: str) -> None:
     run_store.get_run_item(run_id)
     for item in store.info_items(trace_ids):
         _update_info(item, "ADD linked_runs :r", {}, {":r": {run_id}})
+
+
+# --- prompt links ---------------------------------------------------------------------------------------
+
+
+def prompt_version_ids(refs: list[Any]) -> list[str]:
+    """``LinkPromptsToTrace.PromptVersionRef`` messages as MLflow's store names the linked versions:
+    ``"<name>/<version>"``, the version read as an integer (the handler's ``int(pv.version)``)."""
+    ids = []
+    for index, ref in enumerate(refs):
+        if not isinstance(ref, dict):
+            raise type_error(f"prompt_versions[{index}]", ref)
+        fields = {}
+        for name in ("name", "version"):
+            value = ref.get(name)
+            try:
+                fields[name] = "" if value is None else to_string(value)
+            except NestedParseError:
+                raise type_error(f"prompt_versions[{index}].{name}", value) from None
+        try:
+            version = int(fields["version"])
+        except ValueError:
+            # MLflow's handler fails here with a 500 (int() of the version string).
+            raise invalid(f"Invalid prompt version {fields['version']!r} in prompt_versions[{index}]: a version is an integer.") from None
+        ids.append(f"{fields['name']}/{version}")
+    return ids
+
+
+def link_prompts_to_trace(trace_id: str, prompt_version_ids: list[str]) -> None:
+    """SqlAlchemyStore.link_prompts_to_trace: an association per (trace, prompt version), kept once; the trace
+    must exist, the prompt versions need not. Stored as a set on the trace's info (the search filter
+    ``prompt = "name/version"`` reads it); the ``mlflow.linkedPrompts`` tag is the client's to write, as with
+    MLflow's server."""
+    if not prompt_version_ids:
+        return
+    _update_info(store.get_info_item(trace_id), "ADD linked_prompts :p", {}, {":p": set(prompt_version_ids)})
 
 
 # --- assessments ----------------------------------------------------------------------------------------

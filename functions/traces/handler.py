@@ -132,6 +132,12 @@ def link_traces_to_run(req: Request) -> dict[str, Any]:
     return {}
 
 
+def link_prompts_to_trace(req: Request) -> dict[str, Any]:
+    msg = req.message(MESSAGES["link_prompts_to_trace"])
+    changes.link_prompts_to_trace(msg["trace_id"], changes.prompt_version_ids(msg.get("prompt_versions") or []))
+    return {}
+
+
 def create_assessment(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["create_assessment"])
     return {"assessment": changes.create_assessment(_trace_id(req), msg["assessment"])}
@@ -238,6 +244,7 @@ app = build_app(
         "delete_trace_tag": delete_trace_tag,
         "delete_traces": delete_traces,
         "link_traces_to_run": link_traces_to_run,
+        "link_prompts_to_trace": link_prompts_to_trace,
         "create_assessment": create_assessment,
         "get_assessment": get_assessment,
         "update_assessment": update_assessment,

@@ -86,6 +86,9 @@ MESSAGES: dict[str, Message] = {
     "link_traces_to_run": Message(
         {"trace_ids": "[string]", "run_id": "string"}, {"trace_ids": [array, required, item_type_string], "run_id": [string, required]}
     ),
+    "link_prompts_to_trace": Message(
+        {"trace_id": "string", "prompt_versions": "[message]"}, {"trace_id": [string, required], "prompt_versions": [array, required]}
+    ),
     "create_assessment": Message({"assessment": "message"}, {"assessment": [required]}),
     "update_assessment": Message({"assessment": "message"}, {"assessment": [required], "update_mask": [required]}),
     # mlflow 2.x clients (StartTrace / EndTrace of service.proto).

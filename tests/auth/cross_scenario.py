@@ -129,6 +129,16 @@ STEPS: list[Step] = [
         lambda c: {"run_id": c["run"], "key": "m", "value": 1.0, "timestamp": 1, "step": 0},
     ),
     Step(
+        "xalice logs a dataset input",
+        ALICE,
+        "POST",
+        f"{M2}/runs/log-inputs",
+        lambda c: {
+            "run_id": c["run"],
+            "datasets": [{"dataset": {"name": CANARY, "digest": "d1", "source_type": "local", "source": "{}"}}],
+        },
+    ),
+    Step(
         "xalice creates a logged model",
         ALICE,
         "POST",
@@ -307,6 +317,36 @@ STEPS: list[Step] = [
         "POST",
         "/graphql",
         _gql('mutation {{ mlflowSearchRuns(input: {{experimentIds: ["{exp}"]}}) {{ runs {{ info {{ runName }} }} }} }}'),
+        compare_json=True,
+    ),
+    Step(
+        "graphql: list artifacts of her run beside his",
+        BOB,
+        "POST",
+        "/graphql",
+        _gql(
+            'query {{ hers: mlflowListArtifacts(input: {{runId: "{run}"}}) {{ files {{ path }} }} '
+            'his: mlflowListArtifacts(input: {{runUuid: "{bob_run}"}}) {{ files {{ path }} }} }}'
+        ),
+        compare_json=True,
+    ),
+    Step(
+        "graphql: search datasets of her experiment and his",
+        BOB,
+        "POST",
+        "/graphql",
+        _gql(
+            "mutation Q($e: [String]) {{ mlflowSearchDatasets(input: {{experimentIds: $e}}) {{ datasetSummaries {{ name }} }} }}",
+            lambda c: {"e": [c["exp"], c["bob_exp"]]},
+        ),
+        compare_json=True,
+    ),
+    Step(
+        "graphql: search datasets of her experiment only",
+        BOB,
+        "POST",
+        "/graphql",
+        _gql('mutation {{ mlflowSearchDatasets(input: {{experimentIds: ["{exp}"]}}) {{ datasetSummaries {{ name }} }} }}'),
         compare_json=True,
     ),
     Step(

@@ -46,7 +46,7 @@ AJAX2, AJAX3 = "/ajax-api/2.0/mlflow", "/ajax-api/3.0/mlflow"
 @dataclass(frozen=True)
 class Call:
     path: dict[str, str] = field(default_factory=dict)  # path parameters
-    params: Any = None  # the query (GET) or the JSON body (other methods)
+    params: Any = None  # the query (GET, or beside a raw body) or the JSON body (other methods)
     headers: dict[str, str] = field(default_factory=dict)
     raw: bytes | None = None  # sent as the body instead of ``params``
 
@@ -91,17 +91,18 @@ _GQL = (
     'r: mlflowGetRun(input: {{runId: "{run}"}}) ' + _GQL_RUN + " "
     "e: mlflowGetExperiment(input: {{experimentId: $e}}) {{ experiment {{ name }} }} "
     's: mlflowSearchRuns(input: {{experimentIds: ["{search}"]}}) {{ runs {{ info {{ runName }} }} }} '
-    'h: mlflowGetMetricHistoryBulkInterval(input: {{runIds: $runs, metricKey: "m"}}) {{ metrics {{ key value }} }} }}'
+    'h: mlflowGetMetricHistoryBulkInterval(input: {{runIds: $runs, metricKey: "m"}}) {{ metrics {{ key value }} }} '
+    'a: mlflowListArtifacts(input: {{runId: "{artifacts}"}}) {{ files {{ path isDir }} }} }}'
 )
 
 
 def _graphql_body(v: V) -> dict[str, Any]:
-    query = _GQL.format(run=v["run"], search=v["search"])
+    query = _GQL.format(run=v["run"], search=v["search"], artifacts=v["artifacts"])
     return {"query": query, "variables": {"e": v["experiment"], "runs": [v["runs"]]}}
 
 
-_GRAPHQL_IDS = {"run": RUN, "experiment": EXPERIMENT, "search": EXPERIMENT, "runs": RUN}
-_GRAPHQL_FIELDS = {"run": "r", "experiment": "e", "search": "s", "runs": "h"}
+_GRAPHQL_IDS = {"run": RUN, "experiment": EXPERIMENT, "search": EXPERIMENT, "runs": RUN, "artifacts": RUN}
+_GRAPHQL_FIELDS = {"run": "r", "experiment": "e", "search": "s", "runs": "h", "artifacts": "a"}
 
 
 def _otlp(v: V) -> Call:
@@ -440,6 +441,10 @@ SHAPES: dict[str, Shape] = {
     "POST /api/2.0/mlflow/traces/link-to-run": Shape(
         {"trace_id": TRACE, "run_id": RUN}, lambda v: Call(params={"trace_ids": [v["trace_id"]], "run_id": v["run_id"]})
     ),
+    # Prompt versions are named, not checked (MLflow's validate_can_update_trace_by_trace_id judges the trace only).
+    "POST /api/2.0/mlflow/traces/link-prompts": Shape(
+        {"trace_id": TRACE}, lambda v: Call(params={"trace_id": v["trace_id"], "prompt_versions": [{"name": "bob-prompt", "version": "1"}]})
+    ),
     "GET /ajax-api/2.0/mlflow/get-trace-artifact": Shape({"trace_id": TRACE}, _q(request_id="$trace_id")),
     "GET /ajax-api/3.0/mlflow/get-trace-artifact": Shape({"trace_id": TRACE}, _q(request_id="$trace_id")),
     # --- artifacts ------------------------------------------------------------------------------------
@@ -468,6 +473,24 @@ SHAPES: dict[str, Shape] = {
         {"path": ARTIFACT}, lambda v: Call(path={"path": v["path"] + ".mpu"}, params={"path": v["path"] + ".mpu", "upload_id": "x"})
     ),
     "GET /api/2.0/mlflow-artifacts/presigned/{path+}": Shape({"path": ARTIFACT}, lambda v: Call(path={"path": v["path"]})),
+    # The prompt engineering UI's run: created in the experiment named (validate_can_create_promptlab_run).
+    "POST /ajax-api/2.0/mlflow/runs/create-promptlab-run": Shape(
+        {"experiment_id": EXPERIMENT},
+        lambda v: Call(
+            params={
+                "experiment_id": v["experiment_id"],
+                "prompt_template": "Say {{ a }}",
+                "prompt_parameters": [{"key": "a", "value": "hi"}],
+                "model_route": "chat",
+                "model_input": "Say hi",
+                "mlflow_version": "3.17.2",
+            }
+        ),
+    ),
+    # The UI's one-request upload: the run in the query, the file as the body (validate_can_update_run_artifact).
+    "POST /ajax-api/2.0/mlflow/upload-artifact": Shape(
+        {"run_id": RUN}, lambda v: Call(params={"run_uuid": v["run_id"], "path": "bob.json"}, raw=b'{"by": "bob"}')
+    ),
     "GET /get-artifact": Shape({"run_id": RUN}, _q(run_id="$run_id", path="f.txt")),
     "GET /model-versions/get-artifact": Shape(
         {"name": MODEL}, lambda v: Call(params={"name": v["name"], "version": "1", "path": "MLmodel"})

@@ -85,6 +85,7 @@ class Server:
         kwargs: dict[str, Any] = {"auth": (user, PASSWORDS[user]), "timeout": 60, "allow_redirects": False, "headers": call.headers}
         if call.raw is not None:
             kwargs["data"] = call.raw
+            kwargs["params"] = call.params  # with a raw body, any params travel in the query
         elif method in ("GET", "HEAD"):
             kwargs["params"] = call.params
         else:

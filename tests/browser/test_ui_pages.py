@@ -52,9 +52,6 @@ EXPECTED_404 = (
     "/ajax-api/2.0/mlflow/users/current",
     # The AI assistant runs agents on the server's own machine (localhost-only FastAPI router): not offered.
     "/ajax-api/3.0/mlflow/assistant/",
-    # Trace metrics (QueryTraceMetrics: aggregations for the traces page's charts) are not served yet (README);
-    # the traces table and trace view work without them.
-    "/ajax-api/3.0/mlflow/traces/metrics",
 )
 
 
@@ -122,7 +119,12 @@ def _log_everything(ui_server: str, tmp_path_factory: pytest.TempPathFactory) ->
     client.create_model_version(model_name, f"{run.info.artifact_uri}/model", run_id=run_id)
     trace_name = f"browser-trace-{suffix}"
     _log_trace(ui_server, experiment_id, trace_name)
+    # A GenAI experiment (the kind the UI opens on its Overview, with the charts of traces/metrics).
+    genai_id = client.create_experiment(f"browser-genai-{suffix}", tags={"mlflow.experimentKind": "genai_development"})
+    for question in range(3):
+        _log_trace(ui_server, genai_id, f"browser-agent-{suffix}-{question}")
     return {
+        "genai_experiment_id": genai_id,
         "trace": trace_name,
         "experiment_id": experiment_id,
         "run_id": run_id,
@@ -273,3 +275,48 @@ def test_without_credentials_nothing_is_readable(ui_server: str, logged: dict[st
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
+
+
+def _charts_loaded(page: Any, name: str) -> None:
+    """Every chart of the page answered: its traces/metrics requests succeeded and none shows the UI's error."""
+    page.wait_for_timeout(4000)
+    metrics = [status for method, path, status, _ in requested if path.endswith("/mlflow/traces/metrics")]
+    assert metrics and set(metrics) == {200}, (name, metrics)
+    assert page.get_by_text("Failed to load chart data").count() == 0, name
+    page.screenshot(path=str(screenshot_dir() / f"{name}.png"), full_page=True)
+
+
+def test_genai_overview_charts(browser_page: tuple[Any, list[str]], logged: dict[str, Any]) -> None:
+    page, failures = browser_page
+    requested.clear()
+    _open(page, failures, "09-genai-overview", f"/#/experiments/{logged['genai_experiment_id']}/overview", "TRACE", "EVAL/TEST")
+    _charts_loaded(page, "09-genai-overview-charts")
+    assert not failures, failures
+
+
+def test_genai_dashboard_charts(browser_page: tuple[Any, list[str]], logged: dict[str, Any]) -> None:
+    page, failures = browser_page
+    requested.clear()
+    path = f"/#/experiments/{logged['genai_experiment_id']}/dashboard/usage"
+    _open(page, failures, "10-genai-dashboard", path, "Latency", "Errors", "Token Usage")
+    _charts_loaded(page, "10-genai-dashboard-charts")
+    assert not failures, failures
+
+
+def test_review_page_shows_the_user_queue(browser_page: tuple[Any, list[str]], ui_server: str, logged: dict[str, Any]) -> None:
+    """The Review page lists the signed-in user's queue. The 3.18 bundle served here creates it only on an action
+    (MLflow 3.17's created it on the first visit), so the test creates it as that action would."""
+    import requests
+
+    login = credentials()
+    created = requests.post(
+        f"{ui_server}/ajax-api/3.0/mlflow/review-queues/get-or-create-user",
+        json={"experiment_id": logged["genai_experiment_id"], "user": login["username"]},
+        auth=(login["username"], login["password"]),
+        timeout=60,
+    )
+    assert created.status_code == 200, created.text
+    page, failures = browser_page
+    path = f"/#/experiments/{logged['genai_experiment_id']}/review-queue"
+    _open(page, failures, "11-review", path, "Manage questions", "No traces in this queue yet")
+    assert page.get_by_text("Set up human review").count() == 0

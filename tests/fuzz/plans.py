@@ -156,6 +156,10 @@ def _nested(name: str, op: str, seeds: Mapping[str, Any]) -> st.SearchStrategy[A
         return st.fixed_dictionaries({"trace_info": info})
     if name == "locations":
         return st.just([{"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": exp}}])
+    if name in ("prompt_parameters", "model_parameters", "model_output_parameters"):
+        return st.lists(st.fixed_dictionaries({"key": _key(), "value": st.one_of(_text(), st.integers(0, 9))}), min_size=1, max_size=2)
+    if name == "prompt_versions":
+        return st.lists(st.fixed_dictionaries({"name": st.just("fz-prompt"), "version": st.sampled_from(("1", "2"))}), max_size=2)
     if name == "parts":
         return st.just([{"part_number": 1, "etag": "e"}])
     if name == "order_by" and op == "search_logged_models":

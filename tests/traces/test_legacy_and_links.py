@@ -124,3 +124,106 @@ def test_get_trace_artifact_answers_the_trace_data_the_client_reads(server: str)
 
     missing = requests.get(f"{server}/ajax-api/2.0/mlflow/get-trace-artifact", timeout=30)
     assert (missing.status_code, missing.json()["error_code"]) == (400, "BAD_REQUEST")
+
+
+def _prompts_linked(uri: str, prompt: str) -> dict[str, object]:
+    """Two traces linked to prompt versions with the client's call, then found by MLflow's prompt filter."""
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    client = MlflowClient(uri, registry_uri=uri)
+    experiment_id = mlflow.create_experiment(unique("prompts"))
+    mlflow.set_experiment(experiment_id=experiment_id)
+
+    @mlflow.trace
+    def f(x: int) -> int:
+        return x
+
+    f(1)
+    first = mlflow.get_last_active_trace_id()
+    f(2)
+    second = mlflow.get_last_active_trace_id()
+    client.register_prompt(name=prompt, template="Hello {{name}}")
+    client.register_prompt(name=prompt, template="Hi {{name}}")
+    v1, v2 = client.get_prompt_version(prompt, "1"), client.get_prompt_version(prompt, "2")
+    client.link_prompt_versions_to_trace([v1, v2], first)
+    client.link_prompt_versions_to_trace([v1], first)  # linked once, whatever the retries
+    client.link_prompt_versions_to_trace([v2], second)
+    names = {first: "first", second: "second"}
+
+    def found(filter_string: str) -> list[str]:
+        traces = mlflow.search_traces(locations=[experiment_id], filter_string=filter_string, return_type="list")
+        return sorted(names.get(t.info.trace_id, "other") for t in traces)
+
+    def refused(filter_string: str) -> str:
+        with pytest.raises(mlflow.MlflowException) as error:
+            found(filter_string)
+        # Over REST the client puts the error code in front of the message.
+        return error.value.message.removeprefix("INVALID_PARAMETER_VALUE: ")
+
+    return {
+        "tags": {names[t]: client.get_trace(t).info.tags.get("mlflow.linkedPrompts") for t in (first, second)},
+        "v1": found(f'prompt = "{prompt}/1"'),
+        "v2": found(f"prompt = '{prompt}/2'"),
+        "v2 as a tag": found(f'tags.`mlflow.linkedPrompts` = "{prompt}/2"'),
+        "v2 and a name": found(f'prompt = "{prompt}/2" AND name = "f"'),
+        "unknown": found('prompt = "nope/1"'),
+        "errors": [refused(f'prompt != "{prompt}/1"'), refused(f'prompt LIKE "{prompt}%"'), refused(f'prompt = "{prompt}"')],
+    }
+
+
+def test_link_prompts_to_trace_matches_sqlalchemy_store(server: str, reference_uri: str) -> None:
+    prompt = unique("linked-prompt")
+    ours = _prompts_linked(server, prompt)
+    assert ours == _prompts_linked(reference_uri, prompt)
+    assert ours["v1"] == ["first"] and ours["v2"] == ours["v2 and a name"] == ["first", "second"] and ours["unknown"] == []
+    assert json.loads(ours["tags"]["first"]) == [{"name": prompt, "version": "1"}, {"name": prompt, "version": "2"}]
+
+
+LINK_PROMPTS = "/api/2.0/mlflow/traces/link-prompts"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"prompt_versions": [{"name": "p", "version": "1"}]},
+        {"trace_id": "tr-" + "0" * 32},
+        {"trace_id": 5, "prompt_versions": []},
+        {"trace_id": "tr-x", "prompt_versions": "p/1"},
+        {"trace_id": "tr-" + "0" * 32, "prompt_versions": [{"name": "p", "version": "1"}]},
+        {"trace_id": "tr-" + "0" * 32, "prompt_versions": []},
+    ],
+    ids=["no-trace-id", "no-versions", "int-trace-id", "versions-not-a-list", "unknown-trace", "nothing-to-link"],
+)
+def test_link_prompts_answers_like_mlflow(server: str, body: dict[str, object]) -> None:
+    import requests
+
+    from tests.mlflow_reference import reference_server
+
+    ours = requests.post(f"{server}{LINK_PROMPTS}", json=body, timeout=30)
+    theirs = requests.post(f"{reference_server().url}{LINK_PROMPTS}", json=body, timeout=30)
+    assert ours.status_code == theirs.status_code
+    expected = theirs.json()
+    assert ours.json() == {key: expected[key] for key in ("error_code", "message") if key in expected}
+
+
+def test_link_prompts_refuses_what_mlflow_fails_on(server: str) -> None:
+    # MLflow's handler reads the version with int() and its protobuf parse refuses a number: both answer 500 there.
+    import requests
+
+    mlflow.set_tracking_uri(server)
+    mlflow.set_experiment(experiment_id=mlflow.create_experiment(unique("prompt-errors")))
+
+    @mlflow.trace
+    def f() -> int:
+        return 1
+
+    f()
+    trace_id = mlflow.get_last_active_trace_id()
+    for version in ("abc", None, 1):
+        ref = {"name": "p", **({"version": version} if version is not None else {})}
+        answer = requests.post(f"{server}{LINK_PROMPTS}", json={"trace_id": trace_id, "prompt_versions": [ref]}, timeout=30)
+        assert answer.status_code == 400 and answer.json()["error_code"] == "INVALID_PARAMETER_VALUE", (version, answer.text)
+    assert (
+        mlflow.search_traces(locations=[mlflow.get_trace(trace_id).info.experiment_id], filter_string='prompt = "p/0"', return_type="list")
+        == []
+    )

@@ -185,3 +185,92 @@ def test_graphql_over_get_and_ajax_free_paths(pair: dict[str, Any]) -> None:
     answer = requests.get(f"{pair['server']}/graphql", params={"query": query, "variables": variables}, timeout=30).json()
     assert answer["data"]["mlflowGetExperiment"]["experiment"]["name"].startswith("gql-")
     assert Path(wheel_build_dir()).is_dir()
+
+
+def _logged_files_and_inputs(client: Any, suffix: str, tmp: Path) -> dict[str, str]:
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    experiment_id = client.create_experiment(f"gql-files-{suffix}")
+    run_id = client.create_run(experiment_id).info.run_id
+    file_path = tmp / "test.txt"
+    file_path.write_text("hello world")
+    client.log_artifact(run_id, str(file_path))
+    client.log_artifact(run_id, str(file_path), "testDir")
+    context = [InputTag(key="mlflow.data.context", value="training")]
+    inputs = [
+        DatasetInput(Dataset(name="name1", digest="digest1", source_type="local", source="{}"), tags=context),
+        DatasetInput(Dataset(name="name2", digest="digest2", source_type="local", source="{}")),
+    ]
+    client.log_inputs(run_id, inputs)
+    return {"experiment_id": experiment_id, "run_id": run_id}
+
+
+@pytest.fixture(scope="module")
+def files_pair(server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    import mlflow
+
+    reference = reference_client()
+    suffix = unique("f")
+    ours = _logged_files_and_inputs(mlflow.MlflowClient(server), suffix, tmp_path_factory.mktemp("ours"))
+    store_uri = os.environ["_MLFLOW_SERVER_FILE_STORE"]
+    theirs = _logged_files_and_inputs(mlflow.MlflowClient(tracking_uri=store_uri), suffix, tmp_path_factory.mktemp("theirs"))
+    return {"server": server, "reference": reference, "ours": ours, "theirs": theirs}
+
+
+def test_list_artifacts_answers_like_mlflow(files_pair: dict[str, Any]) -> None:
+    # MLflow's test_list_artifacts_graphql (tests/tracking/test_rest_tracking.py), plus the fields it leaves out.
+    query = """
+      fragment FilesFragment on MlflowListArtifactsResponse { files { path isDir fileSize __typename } }
+      query testQuery($runId: String, $uuid: String) {
+        file: mlflowListArtifacts(input: { runId: $runId }) { ...FilesFragment rootUri nextPageToken apiError { code } __typename }
+        subdir: mlflowListArtifacts(input: { runUuid: $uuid, path: "testDir" }) { ...FilesFragment }
+        missing: mlflowListArtifacts(input: { runId: $runId, path: "nothing/here" }) { files { path } }
+      }
+    """
+    ours, theirs = _ask_both(files_pair, query, lambda ids: {"runId": ids["run_id"], "uuid": ids["run_id"]}, "testQuery")
+    ours_data, theirs_data = ours["data"], theirs["data"]
+    # The roots differ by store (mlflow-artifacts: here, a local directory there); both end in the run's path.
+    for data, ids in ((ours_data, files_pair["ours"]), (theirs_data, files_pair["theirs"])):
+        assert data["file"].pop("rootUri").endswith(f"/{ids['experiment_id']}/<run>/artifacts")
+    assert ours == theirs and ours["errors"] is None
+    # In MLflow's order (by path): asked again without the comparison's list sorting.
+    body = {"query": query, "variables": {"runId": files_pair["ours"]["run_id"], "uuid": files_pair["ours"]["run_id"]}}
+    ours_data = requests.post(f"{files_pair['server']}/graphql", json=body, timeout=30).json()["data"]
+    assert ours_data["file"]["files"] == [
+        {"path": "test.txt", "isDir": False, "fileSize": "11", "__typename": "MlflowFileInfo"},
+        {"path": "testDir", "isDir": True, "fileSize": "0", "__typename": "MlflowFileInfo"},
+    ]
+    assert ours_data["subdir"]["files"] == [{"path": "testDir/test.txt", "isDir": False, "fileSize": "11", "__typename": "MlflowFileInfo"}]
+    assert ours_data["missing"] == {"files": []}
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        lambda ids: {"runId": "0" * 32, "path": None},
+        lambda ids: {"runId": ids["run_id"], "path": "../outside"},
+        lambda ids: {"runId": None, "path": None},
+    ],
+    ids=["missing-run", "bad-path", "no-run-id"],
+)
+def test_list_artifacts_failures_answer_like_mlflow(files_pair: dict[str, Any], variables: Any) -> None:
+    query = "query Q($runId: String, $path: String) { mlflowListArtifacts(input: {runId: $runId, path: $path}) { files { path } } }"
+    ours, theirs = _ask_both(files_pair, query, variables, "Q")
+    assert ours == theirs and ours["data"] == {"mlflowListArtifacts": None} and ours["errors"], ours
+
+
+def test_search_datasets_answers_like_mlflow(files_pair: dict[str, Any]) -> None:
+    query = """
+      mutation SearchDatasets($ids: [String]) {
+        mlflowSearchDatasets(input: { experimentIds: $ids }) {
+          datasetSummaries { experimentId name digest context __typename } apiError { code } __typename
+        }
+      }
+    """
+    ours, theirs = _ask_both(files_pair, query, lambda ids: {"ids": [ids["experiment_id"]]}, "SearchDatasets")
+    assert ours == theirs and ours["errors"] is None
+    names = {(s["name"], s["context"]) for s in ours["data"]["mlflowSearchDatasets"]["datasetSummaries"]}
+    assert names == {("name1", "training"), ("name2", "")}
+    for variables in ({"ids": []}, {"ids": ["not-a-number"]}, {"ids": [str(i) for i in range(21)]}):
+        ours, theirs = _ask_both(files_pair, query, lambda ids, v=variables: v, "SearchDatasets")
+        assert ours == theirs and ours["data"] == {"mlflowSearchDatasets": None} and ours["errors"], variables

@@ -106,6 +106,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     # The UI's GraphQL queries (runs, their experiment and model versions, sampled metric history).
     ("POST", "/graphql", "runs", "graphql"),
     ("GET", "/graphql", "runs", "graphql"),
+    # The prompt engineering UI's run: a run, its params and tags, and the promptlab model's files in its artifacts.
+    ("POST", f"{AJAX2}/runs/create-promptlab-run", "runs", "create_promptlab_run"),
     # --- logged models ------------------------------------------------------------------------
     ("POST", f"{M2}/logged-models", "logged_models", "create_logged_model"),
     ("POST", f"{M2}/logged-models/search", "logged_models", "search_logged_models"),
@@ -257,6 +259,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("DELETE", f"{M2}/traces/{{request_id}}/tags", "traces", "delete_trace_tag"),
     ("POST", f"{M2}/traces/delete-traces", "traces", "delete_traces"),
     ("POST", f"{M2}/traces/link-to-run", "traces", "link_traces_to_run"),
+    ("POST", f"{M2}/traces/link-prompts", "traces", "link_prompts_to_trace"),
     # The UI's download of a trace's data (MLflow serves it on the ajax prefix only).
     ("GET", "/ajax-api/2.0/mlflow/get-trace-artifact", "traces", "get_trace_artifact"),
     ("GET", "/ajax-api/3.0/mlflow/get-trace-artifact", "traces", "get_trace_artifact"),
@@ -275,6 +278,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{ART}/presigned/{{path+}}", "artifacts", "presigned_download"),
     # What the UI's artifact browser reads: listing by run (above), then each file through a redirect to S3.
     ("GET", "/get-artifact", "artifacts", "get_run_artifact"),
+    # The UI's one-request upload of a small file into a run (written by the function, up to 4 MiB).
+    ("POST", f"{AJAX2}/upload-artifact", "artifacts", "upload_run_artifact"),
     ("GET", "/model-versions/get-artifact", "artifacts", "get_model_version_artifact"),
     ("GET", f"{AJAX2}/logged-models/{{model_id}}/artifacts/files", "artifacts", "get_logged_model_artifact"),
     # --- webhooks (MLflow's registry webhooks; events are delivered from the table's stream) ---------

@@ -724,6 +724,7 @@ ENTITIES: tuple[Entity, ...] = (
             "tags",
             "assessments",
             "linked_runs",
+            "linked_prompts",
             "rev",
         ),
         expires=True,

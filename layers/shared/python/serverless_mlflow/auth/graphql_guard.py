@@ -88,9 +88,9 @@ def _metric_history(guard: FieldGuard, arguments: dict[str, Any]) -> dict[str, A
     return arguments if _runs_readable(guard, run_ids) else None
 
 
-def _search_runs(guard: FieldGuard, arguments: dict[str, Any]) -> dict[str, Any] | None:
-    """The named experiments narrowed to the readable ones (MLflow rewrites ``input.experiment_ids``); none
-    readable answers null."""
+def _search_experiments(guard: FieldGuard, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """Searches of runs and of datasets: the named experiments narrowed to the readable ones (MLflow rewrites
+    ``input.experiment_ids``); none readable answers null."""
     given = input_of(arguments)
     experiment_ids = given.get("experiment_ids") or []
     if not isinstance(experiment_ids, list):
@@ -109,7 +109,9 @@ ROOT_FIELDS: dict[str, Judge] = {
     "mlflowGetExperiment": _get_experiment,
     "mlflowGetRun": _get_run,
     "mlflowGetMetricHistoryBulkInterval": _metric_history,
-    "mlflowSearchRuns": _search_runs,
+    "mlflowSearchRuns": _search_experiments,
+    "mlflowListArtifacts": _get_run,
+    "mlflowSearchDatasets": _search_experiments,
 }
 
 

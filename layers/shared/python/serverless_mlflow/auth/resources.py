@@ -71,6 +71,15 @@ def run(req: Request) -> list[Resource] | None:
     return runs_of([param(req, "run_id")])
 
 
+def run_in_query(req: Request) -> list[Resource] | None:
+    """MLflow's ``_run_id_or_uuid_param``: ``run_id`` or ``run_uuid`` of the query string whatever the method
+    (upload-artifact's body is the file itself)."""
+    values = req.query.get("run_id") or req.query.get("run_uuid")
+    if not values or not values[0]:
+        raise invalid("Request must specify run_id or run_uuid parameter")
+    return runs_of(values[:1])
+
+
 def runs_param(name: str) -> Locator:
     def locate(req: Request) -> list[Resource] | None:
         ids = req.query.get(name, []) if req.method == "GET" else req.json.get(name) or []

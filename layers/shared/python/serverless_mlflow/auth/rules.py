@@ -158,6 +158,8 @@ RULES: dict[str, Rule] = {
     "create_presigned_upload_url": Rule(need(resources.run_or_logged_model, UPDATE)),
     "create_presigned_download_url": Rule(_READ_RUN),
     "get_run_artifact": Rule(_READ_RUN),
+    # validate_can_update_run_artifact: UPDATE on the run named in the query.
+    "upload_run_artifact": Rule(need(resources.run_in_query, UPDATE)),
     "list_logged_model_artifacts": Rule(_READ_LOGGED_MODEL),
     "get_logged_model_artifact": Rule(_READ_LOGGED_MODEL),
     "get_model_version_artifact": Rule(_READ_VERSION),
@@ -170,6 +172,8 @@ RULES: dict[str, Rule] = {
     "get_assistant_providers": Rule(authenticated),
     "get_metric_history_bulk": Rule(need(resources.runs_param("run_id"), READ_ACTION)),
     "search_datasets": Rule(need(resources.experiment_ids_param, READ_ACTION)),
+    # validate_can_create_promptlab_run: a run created in the experiment (UPDATE on it, as create_run).
+    "create_promptlab_run": Rule(_UPDATE_EXPERIMENT),
     # Judged field by field inside the executor (auth/graphql_guard.py), as MLflow's GraphQL middleware does.
     "graphql": Rule(authenticated),
     # --- traces (validate_can_*_trace: the trace's experiment governs) ----------------------------------
@@ -193,6 +197,8 @@ RULES: dict[str, Rule] = {
     "delete_trace_tag": Rule(_UPDATE_TRACE),
     "delete_traces": Rule(need(resources.experiment, DELETE)),
     "link_traces_to_run": Rule(needs((resources.run, UPDATE), (resources.traces_param("trace_ids"), READ_ACTION))),
+    # validate_can_update_trace_by_trace_id: the trace's experiment governs.
+    "link_prompts_to_trace": Rule(_UPDATE_TRACE),
     "create_assessment": Rule(_UPDATE_TRACE),
     "get_assessment": Rule(_READ_TRACE),
     "update_assessment": Rule(_UPDATE_TRACE),

@@ -25,6 +25,8 @@ SPAN_CONTENT = "content"
 SPAN_FIELDS = frozenset({"name", "type", "status"})
 VALID_SPAN_CONTENT_COMPARATORS = {"LIKE", "ILIKE"}
 VALID_SPAN_FIELD_COMPARATORS = {"!=", "=", "IN", "NOT IN", "LIKE", "ILIKE", "RLIKE"}
+# ``prompt = "name/version"``: the prompt versions linked to the trace (link-prompts), not the tag's JSON text.
+LINKED_PROMPTS_TAG = "mlflow.linkedPrompts"
 
 
 class TraceGrammar(RunGrammar):
@@ -84,7 +86,7 @@ class TraceGrammar(RunGrammar):
     _IDENTIFIERS: ClassVar[list[str]] = ["tag", "request_metadata", "attribute", "span", "feedback", "expectation", "issue"]
     _VALID_IDENTIFIERS: ClassVar[set[str]] = set(_IDENTIFIERS) | set(_ALTERNATE_IDENTIFIERS)
 
-    SEARCH_KEY_TO_TAG: ClassVar[dict[str, str]] = {"name": TRACE_NAME_TAG, "prompt": "mlflow.linkedPrompts"}
+    SEARCH_KEY_TO_TAG: ClassVar[dict[str, str]] = {"name": TRACE_NAME_TAG, "prompt": LINKED_PROMPTS_TAG}
     SEARCH_KEY_TO_METADATA: ClassVar[dict[str, str]] = {"run_id": SOURCE_RUN}
     SEARCH_KEY_TO_ATTRIBUTE: ClassVar[dict[str, str]] = {
         "timestamp": "timestamp_ms",
@@ -177,6 +179,14 @@ def _check_comparator(clause: dict[str, Any]) -> None:
         raise invalid(f"Filtering traces by '{kind}.{key}' is not supported by this tracking server.")
     if comparator not in allowed:
         raise invalid(f"Invalid comparator '{comparator}' not one of '{allowed}'")
+    if kind == "tag" and key == LINKED_PROMPTS_TAG:
+        # SqlAlchemyStore reads the trace/prompt-version associations for this key, with these two checks.
+        if comparator != "=":
+            raise invalid(
+                f"Invalid comparator '{comparator}' for prompts filter. Only '=' is supported with format: prompt = \"name/version\""
+            )
+        if str(clause["value"]).count("/") != 1:
+            raise invalid(f"Invalid prompts filter value '{clause['value']}'. Expected format: prompt = \"name/version\"")
 
 
 def parse_order_by(order_by: list[str] | None) -> list[tuple[str, str, bool]]:
@@ -284,6 +294,10 @@ def matches(item: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
             runs = {(item.get("trace_metadata") or {}).get(SOURCE_RUN)} | linked
             wanted = {value} if comparator == "=" else set(value)
             if not runs & wanted:
+                return False
+            continue
+        if kind == "tag" and key == LINKED_PROMPTS_TAG:
+            if value not in (item.get("linked_prompts") or ()):
                 return False
             continue
         if comparator == "IS NULL":

@@ -41,7 +41,7 @@ def info_item(attributes: dict[str, Any], changed_at: int | None = None) -> dict
 
 def merged(item: dict[str, Any], earlier: list[dict[str, Any] | None]) -> dict[str, Any]:
     """``item`` keeping what was added to earlier versions of the trace's info since they were written: tags,
-    metadata, assessments, run links. ``item``'s own values win; the spans location is ``item``'s to decide."""
+    metadata, assessments, run and prompt links. ``item``'s own values win; the spans location is ``item``'s to decide."""
     out = dict(item)
     tags: dict[str, str] = {}
     metadata: dict[str, str] = {}
@@ -53,8 +53,9 @@ def merged(item: dict[str, Any], earlier: list[dict[str, Any] | None]) -> dict[s
         if old.get("assessments"):
             # Upserted by id: an assessment the new version carries (a retried StartTraceV3) replaces its copy.
             out["assessments"] = {**old["assessments"], **(out.get("assessments") or {})}
-        if old.get("linked_runs"):
-            out["linked_runs"] = set(out.get("linked_runs") or ()) | set(old["linked_runs"])
+        for links in ("linked_runs", "linked_prompts"):
+            if old.get(links):
+                out[links] = set(out.get(links) or ()) | set(old[links])
     out["tags"] = {**tags, **(item.get("tags") or {})}
     out["trace_metadata"] = {**metadata, **(item.get("trace_metadata") or {})}
     return out
