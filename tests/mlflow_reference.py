@@ -31,6 +31,17 @@ print(server.server_port, flush=True)
 server.serve_forever()
 """
 
+# MLflow's whole server as ``mlflow server`` runs it: the FastAPI app (MCP registry, assistant, jobs...) around
+# the Flask app, under uvicorn.
+_SERVE_ASGI = """
+import socket, uvicorn
+from mlflow.server.fastapi_app import app
+sock = socket.socket()
+sock.bind(("127.0.0.1", 0))
+print(sock.getsockname()[1], flush=True)
+uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+"""
+
 
 @dataclass
 class Reference:
@@ -51,6 +62,17 @@ class Reference:
 
 @cache
 def reference_server() -> Reference:
+    """MLflow's Flask app (every protobuf route)."""
+    return _start(_SERVE)
+
+
+@cache
+def asgi_reference_server() -> Reference:
+    """MLflow's FastAPI app around its Flask app: also the routes MLflow serves with FastAPI (the MCP registry)."""
+    return _start(_SERVE_ASGI)
+
+
+def _start(script: str) -> Reference:
     directory = Path(tempfile.mkdtemp(prefix="mlflow-reference-"))
     uri = f"sqlite:///{directory / 'mlflow.db'}"
     env = {
@@ -65,7 +87,7 @@ def reference_server() -> Reference:
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
         env.pop(name, None)
     process = subprocess.Popen(
-        [sys.executable, "-c", _SERVE], env=env, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        [sys.executable, "-c", script], env=env, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
     atexit.register(process.kill)
     port = int(process.stdout.readline())  # printed once the socket is bound

@@ -15,6 +15,7 @@ from serverless_mlflow.errors import MlflowError, invalid
 from serverless_mlflow.request import read_float, read_int32, to_string, type_error
 
 from . import budgets, catalog, endpoints, model_definitions, provider_auth, secrets, validation
+from .mcp.operations import OPERATIONS as MCP_OPERATIONS
 from .messages import DEFINITION_UPDATES, MESSAGES
 
 GATEWAY_DISABLED = "The AI Gateway feature is disabled. Set MLFLOW_ENABLE_AI_GATEWAY=true to enable it."
@@ -362,6 +363,8 @@ app = build_app(
         "list_gateway_supported_models": list_supported_models,
         "get_gateway_provider_config": get_provider_config,
         "get_gateway_secrets_config": get_secrets_config,
+        # The MCP server registry shares this function (small, admin-curated configuration like the gateway's).
+        **MCP_OPERATIONS,
     },
 )
 lambda_handler = lambda_entry(app)

@@ -8,6 +8,8 @@ from typing import Any
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import Message, required, string
 
+from .mcp.fields import MESSAGES as MCP_MESSAGES
+
 
 def _secret_value_present(value: Any) -> None:
     """MLflow's ``_assert_secret_value``: its own text, which never echoes the value."""
@@ -113,4 +115,6 @@ MESSAGES: dict[str, Message] = {
     "list_gateway_supported_models": Message({"provider": "string"}),
     "get_gateway_provider_config": Message({"provider": "string"}),
     "get_gateway_secrets_config": Message({}),
+    # --- the MCP server registry (FastAPI routes in MLflow; parsed by mcp/wire.py)
+    **MCP_MESSAGES,
 }

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from serverless_mlflow.routes import ROUTES
+
 # Kinds of resource a field can name (``test_every_route.World`` creates each for each user).
 EXPERIMENT = "experiment"  # id
 EXPERIMENT_NAME = "experiment_name"
@@ -650,6 +652,14 @@ NO_RESOURCE_ID: dict[str, str] = {
             ("DELETE", "/{webhook_id}"),
             ("POST", "/{webhook_id}/test"),
         )
+    },
+    **{
+        route.route_key: (
+            "the MCP server registry has no per-user owner here: changes are admin-only and reads are open to every "
+            "user (MLflow's per-server mcp_server grants are not served; rules.py), so there is no galice resource"
+        )
+        for route in ROUTES
+        if route.path.startswith(f"{M3}/mcp-servers")
     },
     **{
         f"GET /ajax-api/3.0/mlflow/gateway/{path}": "the provider/model catalog or the secrets setup: constant, for any logged-in user"

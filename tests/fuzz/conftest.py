@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -90,6 +91,12 @@ def seed(target: Target) -> None:
     seeds["endpoint_id"] = endpoint["endpoint"]["endpoint_id"]
     events = [{"entity": "MODEL_VERSION", "action": "CREATED"}]
     seeds["webhook_id"] = call("POST", f"{M2}/webhooks", {"name": unique("fz-hook"), "url": WEBHOOK_URL, "events": events})["webhook"]["webhook_id"]  # fmt: skip
+    # An MCP server with a draft version (deletable by a fuzzed request), an alias and an endpoint bound to it.
+    seeds["mcp_name"] = mcp = f"com.fuzz/{unique('fz-mcp')}"
+    mcp_path = f"{M3}/mcp-servers/{urllib.parse.quote(mcp, safe='')}"
+    call("POST", f"{mcp_path}/versions", {"server_json": {"name": mcp, "version": "1.0.0"}, "tools": [{"name": "t"}]})
+    call("POST", f"{mcp_path}/aliases", {"alias": "champion", "version": "1.0.0"})
+    seeds["mcp_endpoint_id"] = call("POST", f"{mcp_path}/endpoints", {"url": "https://mcp.example/mcp", "server_version": "1.0.0"})["id"]  # fmt: skip
     if target.mode == "basic":
         seeds["username"] = unique("fz-user")
         call("POST", f"{M2}/users/create", {"username": seeds["username"], "password": "fuzz-password-0"})
@@ -123,6 +130,8 @@ def ensure_seeds(target: Target) -> None:
     }
     checks = [(f"{M2}/logged-models/{seeds['model_id']}", {}, None), (f"{M3}/datasets/{seeds['dataset_id']}", {}, None)]
     checks.append((f"{M2}/webhooks/{seeds['webhook_id']}", {}, None))
+    mcp_path = f"{M3}/mcp-servers/{urllib.parse.quote(seeds['mcp_name'], safe='')}"
+    checks.append((f"{mcp_path}/endpoints/{seeds['mcp_endpoint_id']}", {}, None))
     checks += [(path, queries[name], alive) for _, path, name, alive in _ALIVE]
     for path, params, alive in checks:
         response = requests.get(target.url + path, params=params, headers=target.headers, timeout=60)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import urllib.parse
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -280,6 +281,14 @@ def good_path_param(name: str, route: routes.Route, seeds: Mapping[str, Any]) ->
         if route.feature == "gateway_runtime":
             return "mlflow/v1/chat/completions"  # the endpoint is named by the body's model
         return seeds["static_path"] if route.feature == "ui" else seeds["artifact_path"]
+    if route.operation.endswith(("mcp_server", "mcp_servers")) or "_mcp_" in route.operation:
+        return {
+            "name": urllib.parse.quote(seeds["mcp_name"], safe=""),
+            "version": "1.0.0",
+            "alias": "champion",
+            "endpoint_id": seeds["mcp_endpoint_id"],
+            "key": "k",
+        }[name]
     return {
         "model_id": seeds["model_id"],
         "dataset_id": seeds["dataset_id"],

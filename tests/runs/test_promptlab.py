@@ -75,8 +75,10 @@ def _created(base: str) -> dict[str, Any]:
     mlmodel = yaml.safe_load(texts["model/MLmodel"])
     assert mlmodel["run_id"] == run_id and history[0]["model_uuid"] == mlmodel["model_uuid"]
     mlmodel["flavors"]["python_function"].pop("python_version")
+    # Experiment ids are each server's own counter: compared with the id this side made, not across sides.
+    assert run["info"]["experiment_id"] == experiment_id
     return {
-        "info": {k: run["info"][k] for k in ("experiment_id", "run_name", "user_id", "status", "start_time", "lifecycle_stage")},
+        "info": {k: run["info"][k] for k in ("run_name", "user_id", "status", "start_time", "lifecycle_stage")},
         "same_as_get_run": run["info"]["status"] == fetched.info.status and run["info"]["end_time"] == fetched.info.end_time,
         "params": fetched.data.params,
         "tags": tags,

@@ -38,8 +38,12 @@ class Route:
 
     @property
     def powertools_rule(self) -> str:
-        """Powertools resolver rule: greedy params become ``.+`` (read them from pathParameters)."""
-        rule = re.sub(r"\{\w+\+\}", ".+", self.path)
+        """Powertools resolver rule: greedy params become ``(.+)`` groups (read them from pathParameters).
+
+        A group, so that Powertools counts the rule as dynamic: it tries rules without groups first, and a bare
+        ``.+`` (``GET mcp-servers/{name+}``) would then shadow ``mcp-servers/{name+}/endpoints/{endpoint_id}``.
+        Dynamic rules are tried in table order, which lists the most specific first."""
+        rule = re.sub(r"\{\w+\+\}", "(.+)", self.path)
         return re.sub(r"\{(\w+)\}", r"<\1>", rule)
 
 
@@ -50,6 +54,7 @@ PUBLIC_OPERATIONS: frozenset[str] = frozenset({"health", "server_info", "login",
 M2 = "/api/2.0/mlflow"
 M3 = "/api/3.0/mlflow"
 ART = "/api/2.0/mlflow-artifacts"
+MCP = f"{M3}/mcp-servers"
 API_PREFIX = "/api/"
 AJAX_PREFIX = "/ajax-api/"
 # UI-only routes MLflow serves under /ajax-api/ alone.
@@ -216,6 +221,31 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{AJAX3}/gateway/supported-models", "gateway", "list_gateway_supported_models"),
     ("GET", f"{AJAX3}/gateway/provider-config", "gateway", "get_gateway_provider_config"),
     ("GET", f"{AJAX3}/gateway/secrets/config", "gateway", "get_gateway_secrets_config"),
+    # --- MCP server registry (FastAPI routes in MLflow; names are ``<namespace>/<slug>``, so ``{name+}``).
+    # Listed in MLflow's registration order (most specific first): Powertools tries rules in table order.
+    ("POST", MCP, "gateway", "create_mcp_server"),
+    ("GET", MCP, "gateway", "search_mcp_servers"),
+    ("GET", f"{MCP}/endpoints", "gateway", "search_all_mcp_access_endpoints"),
+    ("POST", f"{MCP}/{{name+}}/versions/{{version+}}/tags", "gateway", "set_mcp_server_version_tag"),
+    ("DELETE", f"{MCP}/{{name+}}/versions/{{version+}}/tags/{{key+}}", "gateway", "delete_mcp_server_version_tag"),
+    ("GET", f"{MCP}/{{name+}}/versions/{{version+}}", "gateway", "get_mcp_server_version"),
+    ("PATCH", f"{MCP}/{{name+}}/versions/{{version+}}", "gateway", "update_mcp_server_version"),
+    ("DELETE", f"{MCP}/{{name+}}/versions/{{version+}}", "gateway", "delete_mcp_server_version"),
+    ("POST", f"{MCP}/{{name+}}/versions", "gateway", "create_mcp_server_version"),
+    ("GET", f"{MCP}/{{name+}}/versions", "gateway", "search_mcp_server_versions"),
+    ("POST", f"{MCP}/{{name+}}/endpoints", "gateway", "create_mcp_access_endpoint"),
+    ("GET", f"{MCP}/{{name+}}/endpoints/{{endpoint_id}}", "gateway", "get_mcp_access_endpoint"),
+    ("PATCH", f"{MCP}/{{name+}}/endpoints/{{endpoint_id}}", "gateway", "update_mcp_access_endpoint"),
+    ("DELETE", f"{MCP}/{{name+}}/endpoints/{{endpoint_id}}", "gateway", "delete_mcp_access_endpoint"),
+    ("GET", f"{MCP}/{{name+}}/endpoints", "gateway", "search_mcp_access_endpoints"),
+    ("POST", f"{MCP}/{{name+}}/tags", "gateway", "set_mcp_server_tag"),
+    ("DELETE", f"{MCP}/{{name+}}/tags/{{key+}}", "gateway", "delete_mcp_server_tag"),
+    ("POST", f"{MCP}/{{name+}}/aliases", "gateway", "set_mcp_server_alias"),
+    ("GET", f"{MCP}/{{name+}}/aliases/{{alias+}}", "gateway", "get_mcp_server_version_by_alias"),
+    ("DELETE", f"{MCP}/{{name+}}/aliases/{{alias+}}", "gateway", "delete_mcp_server_alias"),
+    ("GET", f"{MCP}/{{name+}}", "gateway", "get_mcp_server"),
+    ("PATCH", f"{MCP}/{{name+}}", "gateway", "update_mcp_server"),
+    ("DELETE", f"{MCP}/{{name+}}", "gateway", "delete_mcp_server"),
     # --- AI gateway runtime: MLflow's invocation routes (one greedy route per method; the function routes) ---
     ("POST", "/gateway/{path+}", "gateway_runtime", "invoke"),
     ("GET", "/gateway/{path+}", "gateway_runtime", "invoke"),
@@ -297,6 +327,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
 # path with another method as MLflow does). Every table route under a family's prefix must be the family's.
 GREEDY_FAMILIES: dict[str, str] = {
     f"{M2}/webhooks": "webhooks",
+    MCP: "gateway",
     f"{M3}/label-schemas": "review",
     f"{M3}/review-queues": "review",
     f"{M3}/issues": "review",

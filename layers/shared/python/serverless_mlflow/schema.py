@@ -389,6 +389,7 @@ LM = "LM#{model_id}"
 RM = "RM#{model_name:str}"
 EDS = "EDS#{dataset_id}"
 GW = "GW#{workspace}"
+MCP = "MCP#{workspace}"
 REVIEW = "REVIEW#{experiment_id}"
 TRACE_PARTITION = "TB#{experiment_id}#{bucket}#{shard}"
 
@@ -1355,6 +1356,74 @@ ENTITIES: tuple[Entity, ...] = (
         "Spend of one budget policy in one time window (the gateway runtime's usage record)",
         attributes=("budget_policy_id", "window_start", "window_end", "spend_nano_usd", "calls"),
         expires=True,
+    ),
+    # --- MCP server registry (one small partition per workspace, like the gateway's) ----------------
+    _e(
+        # A server's versions, tags, aliases and access endpoints sort under its own ``S#<name>`` prefix, so
+        # one Query reads a server whole and one Query reads the registry (searches sort and page in memory).
+        "mcp_server",
+        MCP,
+        "S#{name:str}",
+        "MCP server: display name, description, icons; its versions, tags, aliases and endpoints follow it",
+        attributes=("name", "display_name", "description", "icons", "created_by", "last_updated_by", "created_at", "last_updated_at"),
+        patterns={
+            "in_workspace": (None, "The whole MCP registry of a workspace (servers and everything under them)", "S#"),
+            "whole_server": (None, "One server with its versions, tags, aliases and access endpoints", "S#{name:str}"),
+        },
+    ),
+    _e("mcp_server_tag", MCP, "S#{name:str}#T#{key:str}", "MCP server tag", attributes=("server_name", "key", "value")),
+    _e(
+        "mcp_server_alias",
+        MCP,
+        "S#{name:str}#A#{alias:str}",
+        "MCP server alias -> version",
+        attributes=("server_name", "alias", "version"),
+    ),
+    _e(
+        "mcp_server_version",
+        MCP,
+        "S#{name:str}#V#{version:str}",
+        "MCP server version: server.json, status, tools, connect options; deleted versions stay as status=deleted",
+        attributes=(
+            "name",
+            "server_name",
+            "version",
+            "semver",
+            "server_json",
+            "status",
+            "tools",
+            "source",
+            "connect_options",
+            "created_by",
+            "last_updated_by",
+            "created_at",
+            "last_updated_at",
+        ),
+    ),
+    _e(
+        "mcp_server_version_tag",
+        MCP,
+        "S#{name:str}#V#{version:str}#T#{key:str}",
+        "MCP server version tag",
+        attributes=("server_name", "version", "key", "value"),
+    ),
+    _e(
+        "mcp_access_endpoint",
+        MCP,
+        "S#{name:str}#E#{endpoint_id}",
+        "MCP access endpoint: URL and transport, bound to a version or an alias of its server",
+        attributes=(
+            "endpoint_id",
+            "server_name",
+            "server_version",
+            "server_alias",
+            "url",
+            "transport_type",
+            "created_by",
+            "last_updated_by",
+            "created_at",
+            "last_updated_at",
+        ),
     ),
     # --- webhooks and registry events ----------------------------------------------------------
     _e(

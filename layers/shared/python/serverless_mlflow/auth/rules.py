@@ -286,6 +286,41 @@ RULES: dict[str, Rule] = {
             "delete_gateway_endpoint_tag",
         )
     },
+    # --- MCP server registry: MLflow's per-server grants (mcp_server, version tier) are not served yet; as for
+    # the gateway, reads for every signed-in user, changes for admins ---------------------------------------
+    **{
+        op: Rule(authenticated)
+        for op in (
+            "search_mcp_servers",
+            "get_mcp_server",
+            "search_mcp_server_versions",
+            "get_mcp_server_version",
+            "get_mcp_server_version_by_alias",
+            "search_mcp_access_endpoints",
+            "search_all_mcp_access_endpoints",
+            "get_mcp_access_endpoint",
+        )
+    },
+    **{
+        op: Rule(admin)
+        for op in (
+            "create_mcp_server",
+            "update_mcp_server",
+            "delete_mcp_server",
+            "create_mcp_server_version",
+            "update_mcp_server_version",
+            "delete_mcp_server_version",
+            "set_mcp_server_tag",
+            "delete_mcp_server_tag",
+            "set_mcp_server_version_tag",
+            "delete_mcp_server_version_tag",
+            "set_mcp_server_alias",
+            "delete_mcp_server_alias",
+            "create_mcp_access_endpoint",
+            "update_mcp_access_endpoint",
+            "delete_mcp_access_endpoint",
+        )
+    },
     # --- webhooks: MLflow's WEBHOOK_BEFORE_REQUEST_HANDLERS (sender_is_admin) ---------------------------
     **{op: Rule(admin) for op in ("create_webhook", "list_webhooks", "get_webhook", "update_webhook", "delete_webhook", "test_webhook")},
     # --- users and permissions (mlflow/server/auth routes) ---------------------------------------------
