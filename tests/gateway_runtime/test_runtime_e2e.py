@@ -163,8 +163,9 @@ def _traces(base: str, experiment_id: str, count: int) -> list[Any]:
 
 
 def _complete(trace: Any) -> bool:
-    stats = json.loads(trace.info.trace_metadata.get("mlflow.trace.sizeStats") or "{}")
-    return len(trace.data.spans) >= stats.get("num_spans", 1)
+    """The trace's info has landed (spans may arrive first: it then has no metadata yet) and all its spans."""
+    stats = trace.info.trace_metadata.get("mlflow.trace.sizeStats")
+    return stats is not None and len(trace.data.spans) >= json.loads(stats)["num_spans"]
 
 
 def test_usage_traces_match_mlflow(server: str, reference: str, mock: MockLLM) -> None:
