@@ -7,11 +7,12 @@ CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: help venv shell serve test test-clients test-ui fuzz-long lint format synth deploy destroy bench docs verify reindex migrate clean
+.PHONY: help venv shell serve test test-long test-clients test-ui fuzz-long lint format synth deploy destroy bench docs verify reindex migrate clean
 
 help:
 	@echo "make serve   - serve the MLflow API and web UI locally on http://127.0.0.1:$(PORT)"
-	@echo "make test    - ruff + the whole test suite"
+	@echo "make test    - ruff + the whole test suite but the long matrices"
+	@echo "make test-long - the long matrices and property runs (pytest -m long)"
 	@echo "make shell   - a shell with .venv's python and the mlflow client, MLFLOW_TRACKING_URI set"
 	@echo "make test-clients - the end-to-end core against every supported mlflow client (one venv each, build/clients)"
 	@echo "make test-ui - the web UI in headless Chromium (screenshots in build/ui-screenshots)"
@@ -45,7 +46,12 @@ serve:
 test:
 	@$(SETUP_DEV)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup -m "not long" $(PYTEST_ARGS)
+
+# The long matrices and property runs (minutes each; marked ``long``), kept out of `make test` for CI's time budget.
+test-long:
+	@$(SETUP_DEV)
+	$(PY) -m pytest -n 2 --dist loadgroup -m long $(PYTEST_ARGS)
 
 # Every supported mlflow client (tools/client_venvs.py lists them) runs tests/clients/core in its own venv under
 # build/clients/<version>, which the target creates on first use. mlflow 3.18.0's own dependencies mlflow-skinny and

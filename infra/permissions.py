@@ -149,8 +149,10 @@ ACCESS: dict[str, Access] = {
         prefixes=(TRACE_SPANS,),
         stream=True,
     ),
-    # Basic auth's users and grants (functions/auth): user items, the user-id counter, grants, their gsi4 listing.
-    "auth": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
+    # Basic auth's users, grants and roles (functions/auth): user items, the id counters, grants, their gsi4 listing,
+    # roles with their permissions and members (ConditionCheckItem: a permission or member is only added to a role
+    # that still exists).
+    "auth": Access(table=(*TABLE_READ, *TABLE_WRITE)),
     # The API Gateway Lambda authorizer (basic auth): reads one user item per uncached Authorization header.
     "authorizer": Access(table=("GetItem",), table_leading_keys=(USER_ITEMS,)),
     # Registry webhooks (admin-only API): their partition; secrets KMS-encrypted on write, decrypted for ``test``.

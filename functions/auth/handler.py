@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from auth import users
+from auth import roles, signup, users
 from serverless_mlflow import auth as auth_mode
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.auth import browser
@@ -25,6 +25,16 @@ def _basic_only(operation: Any) -> Any:
         return operation(req, _caller(req))
 
     run.__name__ = operation.__name__
+    return run
+
+
+def _basic_page(page: Any) -> Any:
+    def run(req: Request) -> Any:
+        if not auth_mode.basic_enabled():
+            raise endpoint_not_found(req.method, req.path)
+        return page(req)
+
+    run.__name__ = page.__name__
     return run
 
 
@@ -49,6 +59,8 @@ app = build_app(
     "auth",
     {
         "login": login,
+        "signup": _basic_page(signup.signup),
+        "create_user_ui": _basic_only(signup.create_user_ui),
         "create_user": _basic_only(users.create_user),
         "get_user": _basic_only(users.get_user),
         "get_current_user": _basic_only(users.get_current_user),
@@ -61,6 +73,24 @@ app = build_app(
         "get_user_permission": _basic_only(users.get_user_permission),
         "list_current_user_permissions": _basic_only(users.list_current_user_permissions),
         "list_user_permissions": _basic_only(users.list_user_permissions),
+        **{
+            name: _basic_only(getattr(roles, name))
+            for name in (
+                "create_role",
+                "get_role",
+                "list_roles",
+                "update_role",
+                "delete_role",
+                "add_role_permission",
+                "remove_role_permission",
+                "list_role_permissions",
+                "update_role_permission",
+                "assign_role",
+                "unassign_role",
+                "list_user_roles",
+                "list_role_users",
+            )
+        },
     },
 )
 lambda_handler = lambda_entry(app)

@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow.api import Request
-from serverless_mlflow.auth import store
+from serverless_mlflow.auth import roles, store
 from serverless_mlflow.auth.permissions import PROMPT, effective
 from serverless_mlflow.auth.resources import param
 from serverless_mlflow.errors import MlflowError, invalid
@@ -35,8 +35,18 @@ def get_current_user(_req: Request, caller: str) -> dict[str, Any]:
     return {"user": user.to_json(), "is_basic_auth": True}
 
 
-def list_users(_req: Request, _caller: str) -> dict[str, Any]:
-    return {"users": [{**user.to_json(), "roles": []} for user in store.list_users()]}
+def list_users(_req: Request, caller: str) -> dict[str, Any]:
+    """Every user with its roles: all of them for an admin and for the caller's own row, else those of the
+    workspaces the caller administers (MLflow's list_users)."""
+    everything = roles.list_roles()
+    admin_workspaces = None if store.get_user(caller).is_admin else roles.admin_workspaces(caller)
+    out = []
+    for user in store.list_users():
+        held = [role for role in everything if any(member.username == user.username for member in role.members)]
+        if admin_workspaces is not None and user.username != caller:
+            held = [role for role in held if role.workspace in admin_workspaces]
+        out.append({**user.to_json(), "roles": [role.to_json() for role in held]})
+    return {"users": out}
 
 
 def update_user_password(req: Request, caller: str) -> dict[str, Any]:
@@ -97,20 +107,35 @@ def get_user_permission(req: Request, _caller: str) -> dict[str, Any]:
         # MLflow's resolver has no per-prompt lookup for this API (only the wildcard reaches it).
         raise invalid(f"resource_type '{kind}' is not supported by the per-user permission convenience APIs.")
     # MLflow resolves this from grants and default_permission only: the is_admin flag does not enter it.
-    _user, grants = store.access(username, kind, [resource_id])
+    _user, grants = roles.access(username, kind, [resource_id])
     permission = effective(False, grants[resource_id])
     return {"allowed": permission.can_use, "permission": permission.name}
 
 
-def _permission_rows(username: str) -> dict[str, Any]:
+def _permission_rows(username: str) -> tuple[bool, list[dict[str, Any]]]:
+    """Every grant the user holds: its own (MLflow's synthetic ``__user_<id>__`` role), then its roles'."""
     user = store.get_user(username)
-    role = {"role_id": user.id, "role_name": f"__user_{user.id}__", "workspace": "default"}
-    return {"is_admin": user.is_admin, "permissions": [{**role, **row} for row in store.user_grants(username)]}
+    own = {"role_id": user.id, "role_name": f"__user_{user.id}__", "workspace": roles.DEFAULT_WORKSPACE}
+    rows = [{**own, **row} for row in store.user_grants(username)]
+    for role in roles.user_roles(username):
+        held = {"role_id": role.id, "role_name": role.name, "workspace": role.workspace}
+        rows += [
+            {**held, "resource_type": p.resource_type, "resource_pattern": p.resource_pattern, "permission": p.permission}
+            for p in role.permissions
+        ]
+    return user.is_admin, rows
 
 
 def list_current_user_permissions(_req: Request, caller: str) -> dict[str, Any]:
-    return _permission_rows(caller)
+    is_admin, rows = _permission_rows(caller)
+    return {"is_admin": is_admin, "permissions": rows}
 
 
-def list_user_permissions(req: Request, _caller: str) -> dict[str, Any]:
-    return _permission_rows(param(req, "username"))
+def list_user_permissions(req: Request, caller: str) -> dict[str, Any]:
+    username = param(req, "username")
+    is_admin, rows = _permission_rows(username)
+    if username != caller and not store.get_user(caller).is_admin:
+        # A workspace admin sees the rows of the workspaces it administers.
+        workspaces = roles.admin_workspaces(caller)
+        rows = [row for row in rows if row["workspace"] in workspaces]
+    return {"is_admin": is_admin, "permissions": rows}

@@ -374,6 +374,7 @@ SHAPES: dict[str, Shape] = {
         {"username": USER}, lambda v: Call(params={"username": v["username"], "resource_type": "experiment", "resource_id": "0"})
     ),
     "GET /api/3.0/mlflow/users/permissions/list": Shape({"username": USER}, _q(username="$username")),
+    "GET /api/3.0/mlflow/users/roles/list": Shape({"username": USER}, _q(username="$username")),
     # --- traces ---------------------------------------------------------------------------------------
     "POST /v1/traces": Shape(
         {"experiment": EXPERIMENT, "trace": TRACE_HEX}, _otlp, closes="MLflow appends spans to galice's trace from gbob's experiment"
@@ -584,6 +585,8 @@ NO_RESOURCE_ID: dict[str, str] = {
     "GET /": _PUBLIC,
     "GET /static-files/{path+}": _PUBLIC + " (the path is a file of the UI build)",
     "GET /login": _PUBLIC,
+    "GET /signup": "the sign-up form (asks for credentials itself), for admins and workspace admins",
+    "POST /api/2.0/mlflow/users/create-ui": "the sign-up form's POST creates a user: admins only (tests/auth/test_signup.py)",
     "GET /version": "the server's version, for any logged-in user",
     "GET /ajax-api/3.0/mlflow/ui-telemetry": "the UI's telemetry settings (constant), for any logged-in user",
     "POST /ajax-api/3.0/mlflow/ui-telemetry": "accepted and dropped (no telemetry is collected), for any logged-in user",
@@ -604,6 +607,24 @@ NO_RESOURCE_ID: dict[str, str] = {
             ("PATCH", "/{webhook_id}"),
             ("DELETE", "/{webhook_id}"),
             ("POST", "/{webhook_id}/test"),
+        )
+    },
+    **{
+        f"{method} /api/3.0/mlflow/roles/{path}": "roles name no per-user resource: admins and the role's workspace admins "
+        "change them, its members read them (tests/auth/test_roles.py plays them against MLflow's app)"
+        for method, path in (
+            ("POST", "create"),
+            ("GET", "get"),
+            ("GET", "list"),
+            ("PATCH", "update"),
+            ("DELETE", "delete"),
+            ("POST", "permissions/add"),
+            ("DELETE", "permissions/remove"),
+            ("GET", "permissions/list"),
+            ("PATCH", "permissions/update"),
+            ("POST", "assign"),
+            ("DELETE", "unassign"),
+            ("GET", "users/list"),
         )
     },
     **{

@@ -522,3 +522,12 @@ def play(base_url: str, steps: list[Step] = STEPS, passwords: dict[str, str] = P
         if step.keep is not None and response.status_code == 200:
             step.keep(ctx, body)
     return out
+
+
+def assert_same_answer(step: Step, ours: Answer, theirs: Answer) -> None:
+    """Same status; the same JSON where the step compares it, else the same MLflow error code."""
+    assert ours.status == theirs.status, f"{step.name}: ours {ours.status} {ours.body!r} vs MLflow {theirs.status} {theirs.body!r}"
+    if step.compare_json:
+        assert ours.body == theirs.body
+    elif isinstance(theirs.body, dict) and "error_code" in theirs.body:
+        assert isinstance(ours.body, dict) and ours.body.get("error_code") == theirs.body["error_code"], (ours.body, theirs.body)

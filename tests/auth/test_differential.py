@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.auth.conftest import WITH_MLFLOW, basic_runtime
-from tests.auth.scenario import STEPS, Answer, play
+from tests.auth.scenario import STEPS, Answer, assert_same_answer, play
 
 pytestmark = WITH_MLFLOW
 
@@ -29,9 +29,4 @@ def _relative_user_ids(answers: dict[str, Answer]) -> dict[str, Answer]:
 
 @pytest.mark.parametrize("step", STEPS, ids=[s.name for s in STEPS])
 def test_same_answer_as_mlflow(answers: tuple[dict[str, Answer], dict[str, Answer]], step) -> None:
-    ours, theirs = (side[step.name] for side in answers)
-    assert ours.status == theirs.status, f"{step.name}: ours {ours.status} {ours.body!r} vs MLflow {theirs.status} {theirs.body!r}"
-    if step.compare_json:
-        assert ours.body == theirs.body
-    elif isinstance(theirs.body, dict) and "error_code" in theirs.body:
-        assert isinstance(ours.body, dict) and ours.body.get("error_code") == theirs.body["error_code"], (ours.body, theirs.body)
+    assert_same_answer(step, *(side[step.name] for side in answers))

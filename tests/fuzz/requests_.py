@@ -14,8 +14,9 @@ from . import values, wire
 from .conftest import Target
 from .plans import RoutePlan, messages, path_params
 
-# Answers a stock MLflow server gives as text that ours copies (MLflow's basic-auth app's create_user).
-TEXT_ANSWERS = {("POST", "/api/2.0/mlflow/users/create")}
+# Answers a stock MLflow server gives as text that ours copies (MLflow's basic-auth app's create_user, and its
+# sign-up form's POST, which answers HTML as a browser form's target does).
+TEXT_ANSWERS = {("POST", "/api/2.0/mlflow/users/create"), ("POST", "/api/2.0/mlflow/users/create-ui")}
 GATEWAY_RUNTIME = "/gateway/"
 
 

@@ -77,6 +77,7 @@ def _compare(client: Any, store: Any, pair: tuple[str, str]) -> int:
     return compared
 
 
+@pytest.mark.long
 def test_candidates_ordered_by_another_key_match_reference_page_by_page(paused_runtime: Any, tmp_path: Any) -> None:
     import mlflow
     from mlflow.entities import Metric, RunTag

@@ -107,6 +107,7 @@ def _costs(experiment_id: str, filter_string: str, order_by: tuple[str, ...], si
             return out
 
 
+@pytest.mark.long
 def test_pair_index_answers_as_mlflow_while_the_indexer_lags(paused_runtime: Any, tmp_path: Path) -> None:
     import mlflow
     from mlflow.entities import Metric, Param, RunStatus, RunTag

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -78,6 +79,7 @@ def deliver_randomly(stream: s.Stream, rng: random.Random, delivered: list[list[
             s.invoke_indexer(copy.deepcopy(rng.choice(delivered)))
 
 
+@pytest.mark.long
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(operations=st.lists(OPERATION, min_size=1, max_size=25), seed=st.integers(0, 2**16))
 def test_random_operations_and_redeliveries_verify_clean(dynamodb_endpoint: str, operations: list[tuple], seed: int) -> None:

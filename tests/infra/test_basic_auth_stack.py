@@ -49,7 +49,16 @@ def test_every_route_but_the_public_ones_carries_the_authorizer(basic_synth: Syn
     assert set(by_key) == {route.route_key for route in routes.gateway_routes()} | {"$default"}
     public = {route.route_key for route in routes.gateway_routes() if route.public}
     # The UI's index and bundle are public (MLflow's /static-files are); the index sends a browser to /login.
-    assert public == {"GET /health", "HEAD /health", "GET /api/3.0/mlflow/server-info", "GET /login", "GET /", "GET /static-files/{path+}"}
+    # /signup checks credentials itself, as /login does (it challenges a browser, then serves admins only).
+    assert public == {
+        "GET /health",
+        "HEAD /health",
+        "GET /api/3.0/mlflow/server-info",
+        "GET /login",
+        "GET /signup",
+        "GET /",
+        "GET /static-files/{path+}",
+    }
     for key, props in by_key.items():
         if key in public:
             assert props["AuthorizationType"] == "NONE", key

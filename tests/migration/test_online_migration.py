@@ -192,6 +192,7 @@ def _traces(url: str, experiment_id: str) -> dict[str, tuple[str, int]]:
     return {t: (client.get_trace(t).info.tags.get("mlflow.traceName", ""), len(client.get_trace(t).data.spans)) for t in ids}
 
 
+@pytest.mark.long
 def test_online_migration_of_a_previous_release_table(server: str, v1_tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import mlflow
 

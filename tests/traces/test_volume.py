@@ -37,6 +37,7 @@ def _stored_span_items(trace_id: str) -> list[dict]:
     return raw["Items"]
 
 
+@pytest.mark.long
 @pytest.mark.usefixtures("tracing")
 def test_thousand_spans_carrying_five_megabytes_round_trip(server: str) -> None:
     experiment_id = _experiment(server)

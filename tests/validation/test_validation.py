@@ -190,6 +190,13 @@ def test_parse_experiment_ids() -> None:
     same(ref._parse_experiment_id, ours.parse_experiment_id, None)
 
 
+def test_an_infinite_experiment_id_is_refused_not_a_500() -> None:
+    # JSON's 1e309 arrives as float('inf'); MLflow's int() raises OverflowError there (a 500). Ours is a 400.
+    with pytest.raises(MlflowError) as refused:
+        ours.parse_experiment_ids([float("inf")])
+    assert refused.value.error_code == "INVALID_PARAMETER_VALUE"
+
+
 @pytest.mark.parametrize(("m", "p", "t"), [(1000, 0, 0), (1001, 0, 0), (0, 101, 0), (0, 0, 101), (900, 100, 1), (900, 50, 50)])
 def test_batch_limits(m: int, p: int, t: int) -> None:
     same(ref._validate_batch_log_limits, ours.validate_batch_log_limits, [0] * m, [0] * p, [0] * t)

@@ -49,7 +49,7 @@ class Route:
 
 # Operations that answer without credentials under basic auth (MLflow's unprotected routes: health checks,
 # capability discovery) plus the browser's login entry point, which asks for credentials itself.
-PUBLIC_OPERATIONS: frozenset[str] = frozenset({"health", "server_info", "login", "index", "static_file"})
+PUBLIC_OPERATIONS: frozenset[str] = frozenset({"health", "server_info", "login", "signup", "index", "static_file"})
 
 M2 = "/api/2.0/mlflow"
 M3 = "/api/3.0/mlflow"
@@ -251,6 +251,9 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", "/gateway/{path+}", "gateway_runtime", "invoke"),
     # --- users and permissions (MLflow's basic-auth app; ENDPOINT_NOT_FOUND unless authorization=basic) ---
     ("GET", "/login", "auth", "login"),
+    # MLflow's server-rendered sign-up form and its POST (public: the form asks for credentials itself).
+    ("GET", "/signup", "auth", "signup"),
+    ("POST", f"{M2}/users/create-ui", "auth", "create_user_ui"),
     ("POST", f"{M2}/users/create", "auth", "create_user"),
     ("GET", f"{M2}/users/get", "auth", "get_user"),
     ("GET", f"{M2}/users/current", "auth", "get_current_user"),
@@ -263,6 +266,20 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M3}/users/permissions/get", "auth", "get_user_permission"),
     ("GET", f"{M3}/users/permissions/list", "auth", "list_user_permissions"),
     ("GET", f"{M3}/users/current/permissions", "auth", "list_current_user_permissions"),
+    ("GET", f"{M3}/users/roles/list", "auth", "list_user_roles"),
+    # Roles (MLflow 3's RBAC), behind the greedy ``{M3}/roles`` family.
+    ("POST", f"{M3}/roles/create", "auth", "create_role"),
+    ("GET", f"{M3}/roles/get", "auth", "get_role"),
+    ("GET", f"{M3}/roles/list", "auth", "list_roles"),
+    ("PATCH", f"{M3}/roles/update", "auth", "update_role"),
+    ("DELETE", f"{M3}/roles/delete", "auth", "delete_role"),
+    ("POST", f"{M3}/roles/permissions/add", "auth", "add_role_permission"),
+    ("DELETE", f"{M3}/roles/permissions/remove", "auth", "remove_role_permission"),
+    ("GET", f"{M3}/roles/permissions/list", "auth", "list_role_permissions"),
+    ("PATCH", f"{M3}/roles/permissions/update", "auth", "update_role_permission"),
+    ("POST", f"{M3}/roles/assign", "auth", "assign_role"),
+    ("DELETE", f"{M3}/roles/unassign", "auth", "unassign_role"),
+    ("GET", f"{M3}/roles/users/list", "auth", "list_role_users"),
     # --- traces (MLflow 3 tracing; tags, delete-traces and link-to-run stay on /api/2.0 in the client) ---
     ("POST", "/v1/traces", "traces", "otlp_traces"),
     ("POST", f"{M3}/traces", "traces", "start_trace"),
@@ -331,6 +348,8 @@ GREEDY_FAMILIES: dict[str, str] = {
     f"{M3}/label-schemas": "review",
     f"{M3}/review-queues": "review",
     f"{M3}/issues": "review",
+    f"{M3}/roles": "auth",
+    f"{M3}/users": "auth",
 }
 
 ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in _TABLE)

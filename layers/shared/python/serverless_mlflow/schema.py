@@ -1507,6 +1507,62 @@ ENTITIES: tuple[Entity, ...] = (
         attributes=("username", "resource_id", "permission"),
         patterns={"by_resource": ("gsi4", "Every grant on one prompt (eventually consistent)")},
     ),
+    # Roles (MLflow 3's basic-auth RBAC). A role's definition, its permissions and its members share the role's
+    # partition; ROLELIST lists roles and claims each name once per workspace; a member is also an item of the
+    # user's partition (the user item keeps the ids of its ``default``-workspace roles, so authorizing a request
+    # still starts from one BatchGetItem).
+    _e(
+        "role",
+        "ROLE#{role_id}",
+        "R#META",
+        "A role of a workspace: a named set of permissions assigned to users",
+        attributes=("role_id", "name", "workspace", "description"),
+        patterns={"with_grants": (None, "A role, its permissions and its members", "R#")},
+    ),
+    _e(
+        "role_permission",
+        "ROLE#{role_id}",
+        "R#P#{resource_type}#{resource_pattern:str}",
+        "A role's permission on a resource type and pattern (one per role, type and pattern)",
+        attributes=("role_permission_id", "role_id", "resource_type", "resource_pattern", "permission"),
+    ),
+    _e(
+        "role_member",
+        "ROLE#{role_id}",
+        "R#U#{username:str}",
+        "A user assigned to the role (the role's side of a role_assignment)",
+        attributes=("assignment_id", "user_id", "role_id", "username"),
+    ),
+    _e(
+        "role_permission_ref",
+        "ROLEPERM#{role_permission_id}",
+        "RP#META",
+        "Where a role permission lives, by its id (MLflow's API names role permissions by id)",
+        attributes=("role_permission_id", "role_id", "resource_type", "resource_pattern"),
+    ),
+    _e(
+        "role_entry",
+        "ROLELIST",
+        "R#{workspace:str}{role_id:i64}",
+        "Collection of roles by workspace (list roles without a Scan)",
+        attributes=("role_id", "workspace"),
+        patterns={"all": (None, "Every role, by workspace then id", "R#"), "in_workspace": (None, "The roles of one workspace, by id")},
+    ),
+    _e(
+        "role_name",
+        "ROLELIST",
+        "N#{workspace:str}{name:str}",
+        "A role name claimed in its workspace (names are unique per workspace)",
+        attributes=("role_id",),
+    ),
+    _e(
+        "role_assignment",
+        "USER#{username:str}",
+        "U#ROLE#{role_id}",
+        "A role assigned to the user (the user's side of a role_member)",
+        attributes=("assignment_id", "user_id", "role_id", "workspace", "username"),
+        patterns={"of_user": (None, "The roles assigned to one user")},
+    ),
     _e(
         "gateway_endpoint_permission",
         "USER#{username:str}",
@@ -1670,7 +1726,8 @@ COLLECTION_BOUNDS: dict[str, tuple[str, str]] = {
         "the names indexed in that scope",
     ),
     "RM#{model_name:str}": ("a registered model's versions, tags and aliases", "its versions"),
-    "USER#{username:str}": ("a user's credentials and grants", "the user's grants"),
+    "USER#{username:str}": ("a user's credentials, grants and role assignments", "the user's grants"),
+    "ROLE#{role_id}": ("a role, its permissions and its members", "its permissions and members"),
     "CONFIG": ("counters, watermarks, the layout version, migration checkpoints", "a fixed set of items"),
 }
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from serverless_mlflow.auth import store
+from serverless_mlflow.auth import roles, store
 from serverless_mlflow.auth.permissions import MANAGE_ACTION, Permission, effective
 from serverless_mlflow.auth.resources import Locator, Resource, param
+from serverless_mlflow.errors import invalid
 
 if TYPE_CHECKING:
     from serverless_mlflow.api import Request
@@ -31,7 +32,7 @@ def permissions_on(identity: Identity, resources: list[Resource]) -> list[Permis
         by_kind.setdefault(kind, []).append(resource_id)
     out: dict[Resource, Permission] = {}
     for kind, ids in by_kind.items():
-        user, grants = store.access(identity.username, kind, ids)
+        user, grants = roles.access(identity.username, kind, ids)
         if user is None:
             raise Unauthenticated()
         for resource_id in ids:
@@ -101,15 +102,98 @@ def self_or_admin(field: str = "username") -> Check:
 
 
 def manage_grant_target(req: Request, identity: Identity) -> bool:
-    """grant/revoke: MANAGE on the resource; a wildcard grant is for admins only (``validate_can_manage_resource``)."""
+    """grant/revoke: MANAGE on the resource; a wildcard grant is for admins and the workspace's admins, as the
+    role API that writes the same rows (``validate_can_manage_resource``)."""
     kind = store.check_kind(param(req, "resource_type"))
     resource_id = str(param(req, "resource_id"))
     if resource_id == "*":
-        return is_admin(identity)
+        return is_admin(identity) or roles.DEFAULT_WORKSPACE in roles.admin_workspaces(identity.username)
     return permissions_on(identity, [(kind, resource_id)])[0].allows(MANAGE_ACTION)
 
 
 def read_permission_of(req: Request, identity: Identity) -> bool:
-    """get_user_permission: admin or the user asking about themself (``validate_can_get_user_permission``)."""
+    """get_user_permission: admin, the user asking about themself, or an admin of the resource's workspace
+    (``validate_can_get_user_permission``)."""
     store.check_kind(param(req, "resource_type"))
-    return is_admin(identity) or param(req, "username") == identity.username
+    if is_admin(identity):
+        return True
+    target = param(req, "username")
+    if target == identity.username:
+        return True
+    if store.get_user_or_none(target) is None:
+        return False
+    return roles.DEFAULT_WORKSPACE in roles.admin_workspaces(identity.username)
+
+
+# --- roles (validate_can_manage_roles and its siblings) ---------------------------------------------
+
+
+def int_param(name: str, raw: Any) -> int:
+    """MLflow's ``_coerce_int_param``: an integer, or a string of one."""
+    try:
+        return int(raw)
+    except (TypeError, ValueError, OverflowError):
+        raise invalid(f"Parameter '{name}' must be an integer. Got: {raw!r}") from None
+
+
+def _request_params(req: Request) -> dict[str, Any]:
+    if req.method == "GET" or (req.method == "DELETE" and not req.raw_body):
+        return {key: values[0] for key, values in req.query.items()}
+    return dict(req.json)
+
+
+def _role_workspace(req: Request) -> str | None:
+    """The workspace a role request targets: its role's, its role permission's role's, or the one it names;
+    None when the role or role permission does not exist (a non-admin is then denied, not told)."""
+    params = _request_params(req)
+    if "role_id" in params:
+        role = roles.role_or_none(int_param("role_id", params["role_id"]))
+        return role.workspace if role is not None else None
+    if "role_permission_id" in params:
+        role = roles.role_of_permission(int_param("role_permission_id", params["role_permission_id"]))
+        return role.workspace if role is not None else None
+    if "workspace" in params:
+        workspace = params["workspace"]
+        if not isinstance(workspace, str) or not workspace.strip():
+            raise invalid("Parameter 'workspace' must be a non-empty string.")
+        return workspace
+    raise invalid("Request must include one of: role_id, role_permission_id, workspace.")
+
+
+def manage_roles(req: Request, identity: Identity) -> bool:
+    if is_admin(identity):
+        return True
+    workspace = _role_workspace(req)
+    return workspace is not None and workspace in roles.admin_workspaces(identity.username)
+
+
+def view_roles(req: Request, identity: Identity) -> bool:
+    if is_admin(identity):
+        return True
+    workspace = _role_workspace(req)
+    return workspace is not None and workspace in roles.present_workspaces(identity.username)
+
+
+def list_roles(req: Request, identity: Identity) -> bool:
+    """Unscoped: admins only; scoped: a role in every workspace asked for."""
+    if is_admin(identity):
+        return True
+    requested = {w.strip() for w in req.query.get("workspace", []) if w.strip()}
+    return bool(requested) and requested <= roles.present_workspaces(identity.username)
+
+
+def view_user_roles(req: Request, identity: Identity) -> bool:
+    """Admins, the user themself, or an admin of a workspace where the user holds a role."""
+    if is_admin(identity):
+        return True
+    target = param(req, "username")
+    if target == identity.username:
+        return True
+    if not isinstance(target, str) or store.get_user_or_none(target) is None:
+        return False
+    return bool(roles.admin_workspaces(identity.username) & roles.present_workspaces(target))
+
+
+def create_user(_req: Request, identity: Identity) -> bool:
+    """Admins, and workspace admins seeding an account for a role (``validate_can_create_user``)."""
+    return is_admin(identity) or bool(roles.admin_workspaces(identity.username))

@@ -19,11 +19,16 @@ from serverless_mlflow.auth.checks import (
     Identity,
     admin,
     authenticated,
+    create_user,
+    list_roles,
     manage_grant_target,
+    manage_roles,
     need,
     needs,
     read_permission_of,
     self_or_admin,
+    view_roles,
+    view_user_roles,
 )
 from serverless_mlflow.auth.permissions import DELETE, EXPERIMENT, MANAGE_ACTION, NOT_DENIED, READ_ACTION, UPDATE
 from serverless_mlflow.routes import PUBLIC_OPERATIONS
@@ -324,7 +329,9 @@ RULES: dict[str, Rule] = {
     # --- webhooks: MLflow's WEBHOOK_BEFORE_REQUEST_HANDLERS (sender_is_admin) ---------------------------
     **{op: Rule(admin) for op in ("create_webhook", "list_webhooks", "get_webhook", "update_webhook", "delete_webhook", "test_webhook")},
     # --- users and permissions (mlflow/server/auth routes) ---------------------------------------------
-    "create_user": Rule(admin),
+    "create_user": Rule(create_user),
+    # The sign-up form's POST has no validator in MLflow's app: admins only (its fail-closed default).
+    "create_user_ui": Rule(admin),
     "get_user": Rule(self_or_admin()),
     "get_current_user": Rule(authenticated),
     "list_users": Rule(authenticated),
@@ -335,7 +342,26 @@ RULES: dict[str, Rule] = {
     "revoke_user_permission": Rule(manage_grant_target),
     "get_user_permission": Rule(read_permission_of),
     "list_current_user_permissions": Rule(authenticated),
-    "list_user_permissions": Rule(self_or_admin()),
+    "list_user_permissions": Rule(view_user_roles),
+    # --- roles (MLflow 3's RBAC: admins, the role's workspace admins; its members may read it) ----------
+    **{
+        op: Rule(manage_roles)
+        for op in (
+            "create_role",
+            "update_role",
+            "delete_role",
+            "add_role_permission",
+            "remove_role_permission",
+            "update_role_permission",
+            "assign_role",
+            "unassign_role",
+            "list_role_users",
+        )
+    },
+    "get_role": Rule(view_roles),
+    "list_role_permissions": Rule(view_roles),
+    "list_roles": Rule(list_roles),
+    "list_user_roles": Rule(view_user_roles),
 }
 
 FAIL_CLOSED = Rule(admin)

@@ -18,6 +18,8 @@ from serverless_mlflow.errors import already_exists, invalid, not_found
 
 USER = schema.entity("user")
 USER_ENTRY = schema.entity("user_entry")
+ROLE_MEMBER = schema.entity("role_member")
+ROLE_ASSIGNMENT = schema.entity("role_assignment")
 _GRANT_ENTITY = {
     EXPERIMENT: schema.entity("experiment_permission"),
     REGISTERED_MODEL: schema.entity("registered_model_permission"),
@@ -36,13 +38,17 @@ class User:
     username: str
     is_admin: bool
     password_hash: str
+    # Its roles in the ``default`` workspace (role ids as strings), whose grants apply with its own.
+    role_ids: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "username": self.username, "is_admin": self.is_admin}
 
 
 def _user_from(item: dict[str, Any]) -> User:
-    return User(int(item["user_id"]), item["username"], bool(item.get("is_admin")), item["password_hash"])
+    return User(
+        int(item["user_id"]), item["username"], bool(item.get("is_admin")), item["password_hash"], frozenset(item.get("role_ids") or ())
+    )
 
 
 def user_key(username: str) -> dict[str, str]:
@@ -67,7 +73,7 @@ def create_user(username: Any, password: Any, is_admin: bool = False) -> User:
     validate_password(password)
     if get_user_or_none(username) is not None:
         raise already_exists(f"User (username={username}) already exists.")
-    user_id = _allocate_user_id()
+    user_id = allocate_id(USER_COUNTER_KEY)
     item = USER.item(
         {"username": username, "user_id": user_id, "password_hash": passwords.hash_password(password), "is_admin": is_admin},
         username=username,
@@ -84,9 +90,10 @@ def create_user(username: Any, password: Any, is_admin: bool = False) -> User:
     return _user_from(item)
 
 
-def _allocate_user_id() -> int:
+def allocate_id(counter: str) -> int:
+    """The next id of a sequence (MLflow's autoincrement ids: users, roles, role permissions, assignments)."""
     updated = table.update(
-        schema.entity("config").key(key=USER_COUNTER_KEY),
+        schema.entity("config").key(key=counter),
         "ADD #v :one SET entity_type = :type",
         names={"#v": "value"},
         values={":one": 1, ":type": "config"},
@@ -135,12 +142,18 @@ def _update_user(username: str, expression: str, values: dict[str, Any]) -> None
 
 
 def delete_user(username: str) -> None:
-    """The user and every grant it holds (all items of its partition)."""
+    """The user, every grant it holds and its role assignments (all items of its partition, and the roles'
+    side of each assignment)."""
     get_user(username)
     items = table.query(**USER.query("with_grants", username=username))
     # Grants first: a retry after a failure part-way still finds the user item and finishes the job.
     grants = [table.key_of(item) for item in items if item[schema.ENTITY_TYPE] != USER.name]
-    table.batch_write(deletes=grants)
+    members = [
+        ROLE_MEMBER.key(role_id=int(item["role_id"]), username=username)
+        for item in items
+        if item[schema.ENTITY_TYPE] == ROLE_ASSIGNMENT.name
+    ]
+    table.batch_write(deletes=members + grants)
     table.transact([table.delete_op(user_key(username)), table.delete_op(USER_ENTRY.key(username=username))])
 
 
@@ -214,6 +227,14 @@ def user_grants(username: str) -> list[dict[str, Any]]:
         if kind is not None:
             out.append({"resource_type": kind, "resource_pattern": item["resource_id"], "permission": item["permission"]})
     return out
+
+
+def has_grants(username: str) -> bool:
+    """Whether the user holds any grant of its own: MLflow keeps them in the user's ``__user_<id>__`` role of
+    ``default``, which makes the user present in that workspace (it may read the workspace's roles). Stops at the
+    first grant (a user may hold many)."""
+    items = table.iter_query(**USER.query("with_grants", username=username), page_size=4)
+    return any(item[schema.ENTITY_TYPE] in _KIND_OF_ENTITY for item in items)
 
 
 def _grants_of_resource(kind: str, resource_id: str) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ def parse_experiment_id(experiment_id: str | int | None) -> int:
     """The SQL store's rule: an experiment id must parse as an integer."""
     try:
         return int(experiment_id)  # type: ignore[arg-type]
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):  # OverflowError: a JSON 1e309 arrives as float('inf')
         raise invalid(f"Invalid experiment ID '{experiment_id}'. Experiment ID must be a valid integer.") from None
 
 

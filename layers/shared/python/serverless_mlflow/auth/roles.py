@@ -1,0 +1,456 @@
+"""Roles of MLflow 3's basic-auth RBAC as items (mlflow/server/auth/sqlalchemy_store.py's role methods).
+
+A role lives in its own partition (``ROLE#<id>``: its definition, its permissions and its members); ROLELIST
+lists roles by workspace and claims each role name once per workspace; an assignment is also an item of the
+user's partition. The user item keeps the ids of its roles in the ``default`` workspace (``role_ids``), the
+only workspace whose grants apply on this server, so authorizing a request of a user without roles costs what
+it did before roles existed, and one more BatchGetItem for a user with roles.
+
+Roles may name any workspace, as on an MLflow server without workspaces: such a role is stored and listed,
+but its grants never apply (MLflow resolves every grant in ``default`` then).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from serverless_mlflow import schema, table
+from serverless_mlflow.auth import store
+from serverless_mlflow.auth.permissions import ALL, GRANTABLE, KINDS, MANAGE
+from serverless_mlflow.errors import already_exists, invalid, not_found
+
+ROLE = schema.entity("role")
+ROLE_PERMISSION = schema.entity("role_permission")
+ROLE_MEMBER = schema.entity("role_member")
+ROLE_PERMISSION_REF = schema.entity("role_permission_ref")
+ROLE_ENTRY = schema.entity("role_entry")
+ROLE_NAME = schema.entity("role_name")
+ROLE_ASSIGNMENT = schema.entity("role_assignment")
+
+DEFAULT_WORKSPACE = "default"
+WORKSPACE = "workspace"
+# The per-user grants' role name space (MLflow's ``__user_<id>__`` synthetic roles) is reserved.
+RESERVED_PREFIX = "__user_"
+# MLflow's permissions.WORKSPACE_GRANTABLE_PERMISSIONS.
+WORKSPACE_GRANTABLE = ("MANAGE", "USE")
+# The resource types whose grants this server enforces. MLflow also takes sub-resource and gateway types; a
+# grant this server would store and then ignore (a DENY that protects nothing) is refused instead.
+ROLE_RESOURCE_TYPES = tuple(sorted((*KINDS, WORKSPACE)))
+
+
+@dataclass(frozen=True)
+class RolePermission:
+    id: int
+    role_id: int
+    resource_type: str
+    resource_pattern: str
+    permission: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "role_id": self.role_id,
+            "resource_type": self.resource_type,
+            "resource_pattern": self.resource_pattern,
+            "permission": self.permission,
+        }
+
+
+@dataclass(frozen=True)
+class Member:
+    id: int
+    user_id: int
+    role_id: int
+    username: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "user_id": self.user_id, "role_id": self.role_id}
+
+
+@dataclass(frozen=True)
+class Role:
+    id: int
+    name: str
+    workspace: str
+    description: str | None
+    permissions: list[RolePermission] = field(default_factory=list)
+    members: list[Member] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "workspace": self.workspace,
+            "description": self.description,
+            "permissions": [p.to_json() for p in self.permissions],
+        }
+
+
+def _permission_from(item: dict[str, Any]) -> RolePermission:
+    return RolePermission(
+        int(item["role_permission_id"]), int(item["role_id"]), item["resource_type"], item["resource_pattern"], item["permission"]
+    )
+
+
+def _role_from(items: list[dict[str, Any]]) -> Role | None:
+    meta = next((item for item in items if item[schema.ENTITY_TYPE] == ROLE.name), None)
+    if meta is None:
+        return None
+    permissions = sorted((_permission_from(item) for item in items if item[schema.ENTITY_TYPE] == ROLE_PERMISSION.name), key=lambda p: p.id)
+    members = sorted(
+        (
+            Member(int(item["assignment_id"]), int(item["user_id"]), int(item["role_id"]), item["username"])
+            for item in items
+            if item[schema.ENTITY_TYPE] == ROLE_MEMBER.name
+        ),
+        key=lambda m: m.id,
+    )
+    return Role(int(meta["role_id"]), meta["name"], meta["workspace"], meta.get("description"), permissions, members)
+
+
+def _not_found(role_id: int) -> Exception:
+    return not_found(f"Role with id={role_id} not found")
+
+
+def role_or_none(role_id: int) -> Role | None:
+    if not table.key_can_exist(ROLE.key(role_id=role_id)):
+        return None
+    return _role_from(table.query(**ROLE.query("with_grants", role_id=role_id)))
+
+
+def get_role(role_id: int) -> Role:
+    role = role_or_none(role_id)
+    if role is None:
+        raise _not_found(role_id)
+    return role
+
+
+def _roles(role_ids: Iterable[int]) -> list[Role]:
+    found = (role_or_none(role_id) for role_id in dict.fromkeys(role_ids))
+    return sorted((role for role in found if role is not None), key=lambda role: role.id)
+
+
+# --- roles ---------------------------------------------------------------------------------------------
+
+
+def _reject_reserved(name: str) -> None:
+    if name.startswith(RESERVED_PREFIX):
+        raise invalid(
+            f"Role name {name!r} uses the reserved '__user_' prefix, which is held for the per-user permission "
+            "representation. Choose a different name."
+        )
+
+
+def create_role(name: str, workspace: str, description: str | None) -> Role:
+    _reject_reserved(name)
+    role_id = store.allocate_id("seq#role")
+    meta = ROLE.item({"role_id": role_id, "name": name, "workspace": workspace, "description": description}, role_id=role_id)
+    try:
+        table.transact(
+            [
+                table.put_op(ROLE_NAME.item({"role_id": role_id}, workspace=workspace, name=name), condition="attribute_not_exists(pk)"),
+                table.put_op(meta, condition="attribute_not_exists(pk)"),
+                table.put_op(ROLE_ENTRY.item({"role_id": role_id, "workspace": workspace}, workspace=workspace, role_id=role_id)),
+            ]
+        )
+    except table.ConditionFailed:
+        raise already_exists(f"Role (name={name}, workspace={workspace}) already exists.") from None
+    return Role(role_id, name, workspace, description)
+
+
+def list_roles(workspaces: list[str] | None = None) -> list[Role]:
+    """Every role by id (``None``), or the roles of the given workspaces by workspace, then id: the orders
+    MLflow's store answers in (a table scan; its workspace index)."""
+    if workspaces is None:
+        return _roles(int(entry["role_id"]) for entry in table.query(**ROLE_ENTRY.query("all")))
+    entries = [
+        entry for workspace in dict.fromkeys(workspaces) for entry in table.query(**ROLE_ENTRY.query("in_workspace", workspace=workspace))
+    ]
+    return sorted(_roles(int(entry["role_id"]) for entry in entries), key=lambda role: (role.workspace, role.id))
+
+
+def update_role(role_id: int, name: str | None, description: str | None) -> Role:
+    if name is not None:
+        _reject_reserved(name)
+    role = get_role(role_id)
+    operations: list[dict[str, Any]] = []
+    sets, values = [], {}
+    if name is not None and name != role.name:
+        operations += [
+            table.delete_op(ROLE_NAME.key(workspace=role.workspace, name=role.name)),
+            table.put_op(ROLE_NAME.item({"role_id": role_id}, workspace=role.workspace, name=name), condition="attribute_not_exists(pk)"),
+        ]
+        sets.append("#n = :n")
+        values[":n"] = name
+    if description is not None:
+        sets.append("description = :d")
+        values[":d"] = description
+    if sets:
+        names = {"#n": "name"} if ":n" in values else None
+        operations.append(
+            table.update_op(
+                ROLE.key(role_id=role_id), "SET " + ", ".join(sets), names=names, values=values, condition="attribute_exists(pk)"
+            )
+        )
+        try:
+            table.transact(operations)
+        except table.ConditionFailed:
+            if role_or_none(role_id) is None:
+                raise _not_found(role_id) from None
+            raise already_exists(f"Role with name={name} already exists in workspace={role.workspace}") from None
+    return get_role(role_id)
+
+
+def delete_role(role_id: int) -> None:
+    """The role, its permissions and its assignments (members first: a retry after a failure part-way still
+    finds the role and finishes the job)."""
+    role = get_role(role_id)
+    for member in role.members:
+        _unassign_items(member.username, role)
+    refs = [ROLE_PERMISSION_REF.key(role_permission_id=p.id) for p in role.permissions]
+    perms = [
+        ROLE_PERMISSION.key(role_id=role_id, resource_type=p.resource_type, resource_pattern=p.resource_pattern) for p in role.permissions
+    ]
+    table.batch_write(deletes=refs + perms)
+    table.transact(
+        [
+            table.delete_op(ROLE_ENTRY.key(workspace=role.workspace, role_id=role_id)),
+            table.delete_op(ROLE_NAME.key(workspace=role.workspace, name=role.name)),
+            table.delete_op(ROLE.key(role_id=role_id)),
+        ]
+    )
+
+
+# --- role permissions ----------------------------------------------------------------------------------
+
+
+def check_grant(resource_type: Any, resource_pattern: Any, permission: Any) -> None:
+    """MLflow's _validate_permission_for_resource_type then _validate_resource_pattern, on the types served."""
+    if not isinstance(permission, str) or permission not in ALL:
+        raise invalid(f"Invalid permission '{permission}'. Valid permissions are: {tuple(ALL)}")
+    check_resource_type(resource_type)
+    check_permission_for(permission, resource_type)
+    if not isinstance(resource_pattern, str) or resource_pattern == "":
+        raise invalid(f"Invalid resource_pattern {resource_pattern!r}: a resource id or '*' is required.")
+    if resource_type == WORKSPACE and resource_pattern != "*":
+        raise invalid(
+            f"Invalid resource_pattern '{resource_pattern}' for resource_type='{WORKSPACE}'. This resource type supports "
+            "only wildcard ('*') grants."
+        )
+
+
+def check_resource_type(resource_type: Any) -> None:
+    if not isinstance(resource_type, str) or resource_type not in ROLE_RESOURCE_TYPES:
+        raise invalid(f"Invalid resource type '{resource_type}'. Valid resource types are: {ROLE_RESOURCE_TYPES}")
+
+
+def check_permission_for(permission: Any, resource_type: str) -> None:
+    if not isinstance(permission, str) or permission not in ALL:
+        raise invalid(f"Invalid permission '{permission}'. Valid permissions are: {tuple(ALL)}")
+    if resource_type == WORKSPACE:
+        if permission not in WORKSPACE_GRANTABLE:
+            raise invalid(
+                f"Invalid permission '{permission}' for resource_type='{WORKSPACE}'. Workspace-wide grants accept only: "
+                f"{WORKSPACE_GRANTABLE}."
+            )
+    elif permission not in GRANTABLE:
+        raise invalid(
+            f"Invalid permission '{permission}' for resource_type='{resource_type}'. Resource-level grants accept only: {GRANTABLE}."
+        )
+
+
+def add_permission(role_id: int, resource_type: str, resource_pattern: str, permission: str) -> RolePermission:
+    check_grant(resource_type, resource_pattern, permission)
+    get_role(role_id)
+    permission_id = store.allocate_id("seq#role_permission")
+    fields = {"role_permission_id": permission_id, "role_id": role_id, "resource_type": resource_type, "resource_pattern": resource_pattern}
+    try:
+        table.transact(
+            [
+                table.put_op(
+                    ROLE_PERMISSION.item(
+                        {**fields, "permission": permission},
+                        role_id=role_id,
+                        resource_type=resource_type,
+                        resource_pattern=resource_pattern,
+                    ),
+                    condition="attribute_not_exists(pk)",
+                ),
+                table.put_op(ROLE_PERMISSION_REF.item(fields, role_permission_id=permission_id)),
+                table.check_op(ROLE.key(role_id=role_id), "attribute_exists(pk)"),
+            ]
+        )
+    except table.ConditionFailed:
+        if role_or_none(role_id) is None:
+            raise _not_found(role_id) from None
+        raise already_exists(
+            f"Role permission (role_id={role_id}, resource_type={resource_type}, resource_pattern={resource_pattern}) already exists."
+        ) from None
+    return RolePermission(permission_id, role_id, resource_type, resource_pattern, permission)
+
+
+def _permission_key(ref: dict[str, Any]) -> dict[str, str]:
+    return ROLE_PERMISSION.key(role_id=int(ref["role_id"]), resource_type=ref["resource_type"], resource_pattern=ref["resource_pattern"])
+
+
+def _ref(permission_id: int) -> dict[str, Any]:
+    ref = table.get(ROLE_PERMISSION_REF.key(role_permission_id=permission_id))
+    if ref is None:
+        raise not_found(f"Role permission with id={permission_id} not found")
+    return ref
+
+
+def role_of_permission(permission_id: int) -> Role | None:
+    """The role a role permission belongs to (None when either is gone)."""
+    ref = table.get(ROLE_PERMISSION_REF.key(role_permission_id=permission_id))
+    return role_or_none(int(ref["role_id"])) if ref is not None else None
+
+
+def remove_permission(permission_id: int) -> None:
+    ref = _ref(permission_id)
+    table.transact([table.delete_op(_permission_key(ref)), table.delete_op(ROLE_PERMISSION_REF.key(role_permission_id=permission_id))])
+
+
+def update_permission(permission_id: int, permission: Any) -> RolePermission:
+    ref = _ref(permission_id)
+    check_permission_for(permission, ref["resource_type"])
+    try:
+        updated = table.update(
+            _permission_key(ref),
+            "SET #p = :p",
+            names={"#p": "permission"},
+            values={":p": permission},
+            condition="attribute_exists(pk)",
+            return_values="ALL_NEW",
+        )
+    except table.ConditionFailed:
+        raise not_found(f"Role permission with id={permission_id} not found") from None
+    return _permission_from(updated or {})
+
+
+# --- assignments ---------------------------------------------------------------------------------------
+
+
+def assign(username: str, role_id: int) -> Member:
+    user = store.get_user(username)
+    role = get_role(role_id)
+    assignment_id = store.allocate_id("seq#role_assignment")
+    fields = {"assignment_id": assignment_id, "user_id": user.id, "role_id": role_id, "username": username}
+    operations = [
+        table.put_op(
+            ROLE_ASSIGNMENT.item({**fields, "workspace": role.workspace}, username=username, role_id=role_id),
+            condition="attribute_not_exists(pk)",
+        ),
+        table.put_op(ROLE_MEMBER.item(fields, role_id=role_id, username=username)),
+        table.check_op(ROLE.key(role_id=role_id), "attribute_exists(pk)"),
+    ]
+    if role.workspace == DEFAULT_WORKSPACE:
+        operations.append(
+            table.update_op(store.user_key(username), "ADD role_ids :r", values={":r": {str(role_id)}}, condition="attribute_exists(pk)")
+        )
+    else:
+        operations.append(table.check_op(store.user_key(username), "attribute_exists(pk)"))
+    try:
+        table.transact(operations)
+    except table.ConditionFailed:
+        store.get_user(username)
+        if role_or_none(role_id) is None:
+            raise _not_found(role_id) from None
+        raise already_exists(f"User role assignment (user_id={user.id}, role_id={role_id}) already exists") from None
+    return Member(assignment_id, user.id, role_id, username)
+
+
+def _unassign_items(username: str, role: Role) -> None:
+    table.transact(
+        [
+            table.delete_op(ROLE_ASSIGNMENT.key(username=username, role_id=role.id), condition="attribute_exists(pk)"),
+            table.delete_op(ROLE_MEMBER.key(role_id=role.id, username=username)),
+            table.update_op(
+                store.user_key(username), "DELETE role_ids :r", values={":r": {str(role.id)}}, condition="attribute_exists(pk)"
+            ),
+        ]
+    )
+
+
+def unassign(username: str, role_id: int) -> None:
+    user = store.get_user(username)
+    missing = not_found(f"User role assignment (user_id={user.id}, role_id={role_id}) not found")
+    if table.get(ROLE_ASSIGNMENT.key(username=username, role_id=role_id)) is None:
+        raise missing
+    try:
+        _unassign_items(username, Role(role_id, "", "", None))
+    except table.ConditionFailed:
+        raise missing from None
+
+
+def assignments_of(username: str) -> list[dict[str, Any]]:
+    return table.query(**ROLE_ASSIGNMENT.query("of_user", username=username))
+
+
+def user_roles(username: str) -> list[Role]:
+    return _roles(int(item["role_id"]) for item in assignments_of(username))
+
+
+def role_members(role_id: int) -> list[Member]:
+    return get_role(role_id).members
+
+
+def member_keys(partition_items: Iterable[dict[str, Any]]) -> list[dict[str, str]]:
+    """The roles' side of the assignments among a user's partition items (deleting a user deletes both)."""
+    return [
+        ROLE_MEMBER.key(role_id=int(item["role_id"]), username=item["username"])
+        for item in partition_items
+        if item[schema.ENTITY_TYPE] == ROLE_ASSIGNMENT.name
+    ]
+
+
+# --- what roles mean for authorization ------------------------------------------------------------------
+
+
+def grants(role_ids: Iterable[str], kind: str, resource_ids: list[str]) -> tuple[bool, dict[str, list[str]]]:
+    """(workspace admin?, the permissions of the ``default`` roles on each resource: its own id and "*").
+
+    One BatchGetItem. MLflow folds these with the user's own grants (they are one more role there).
+    """
+    ids = [int(role_id) for role_id in role_ids]
+    keys = []
+    for role_id in ids:
+        keys.append(ROLE_PERMISSION.key(role_id=role_id, resource_type=WORKSPACE, resource_pattern="*"))
+        for pattern in dict.fromkeys(["*", *resource_ids]):
+            keys.append(ROLE_PERMISSION.key(role_id=role_id, resource_type=kind, resource_pattern=pattern))
+    items = table.batch_get(keys) if keys else []
+    admin = any(item["resource_type"] == WORKSPACE and item["permission"] == MANAGE.name for item in items)
+    found = [item for item in items if item["resource_type"] == kind]
+    return admin, {rid: [item["permission"] for item in found if item["resource_pattern"] in ("*", rid)] for rid in resource_ids}
+
+
+def access(username: str, kind: str, resource_ids: list[str]) -> tuple[store.User | None, dict[str, list[str]]]:
+    """``store.access`` with the grants of the user's ``default`` roles folded in: the grants matching each
+    resource from every role the user holds, as MLflow's ``list_grants`` loads them; a workspace admin (MANAGE on
+    the workspace) is not restrictable, so it has MANAGE on everything, DENY included."""
+    user, own = store.access(username, kind, resource_ids)
+    if user is None or not user.role_ids:
+        return user, own
+    admin, from_roles = grants(user.role_ids, kind, resource_ids)
+    if admin:
+        return user, {rid: [MANAGE.name] for rid in resource_ids}
+    return user, {rid: own[rid] + from_roles[rid] for rid in resource_ids}
+
+
+def admin_workspaces(username: str) -> set[str]:
+    """The workspaces where the user holds a role with MANAGE on the workspace (MLflow's workspace admin)."""
+    by_role = {int(item["role_id"]): item["workspace"] for item in assignments_of(username)}
+    keys = [ROLE_PERMISSION.key(role_id=role_id, resource_type=WORKSPACE, resource_pattern="*") for role_id in by_role]
+    items = table.batch_get(keys) if keys else []
+    return {by_role[int(item["role_id"])] for item in items if item["permission"] == MANAGE.name}
+
+
+def present_workspaces(username: str) -> set[str]:
+    """The workspaces where the user holds any role; its own grants count as a role of ``default`` (MLflow's
+    synthetic per-user role)."""
+    present = {item["workspace"] for item in assignments_of(username)}
+    if DEFAULT_WORKSPACE not in present and store.has_grants(username):
+        present.add(DEFAULT_WORKSPACE)
+    return present
