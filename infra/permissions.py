@@ -129,7 +129,8 @@ ACCESS: dict[str, Access] = {
     # values (the only function that may), reads budget policies and ADDs spend to their windows; under basic auth
     # it reads users and their endpoint grants (credentials off the API's authorizer, USE). Its usage traces
     # go through the traces function (lambda:InvokeFunction on that function only, granted in infra).
-    "gateway_runtime": Access(table=("GetItem", "Query", "BatchGetItem", "UpdateItem"), kms=("kms:Decrypt",)),
+    # PutItem: an ALERT budget's exceeded event, put in the table's outbox (the stream delivers it).
+    "gateway_runtime": Access(table=("GetItem", "Query", "BatchGetItem", "UpdateItem", "PutItem"), kms=("kms:Decrypt",)),
     # OTLP spans, trace infos, tags, assessments; spilled span payloads under their own prefix only.
     "traces": Access(
         table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"),

@@ -140,7 +140,7 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         r"^/(api/3\.0/)?jobs|/jobs/|^/gateway/|/gateway/(budgets|guardrails|proxy|.*invocations)|/endpoints/.*invocations",
-        "AI gateway guardrails, budget updates and jobs",
+        "AI gateway guardrails and jobs",
         PLANNED + " (guardrails run scorers inside the gateway runtime; jobs run server-side work)",
     ),
     Family(

@@ -8,12 +8,13 @@ window from earlier trace costs).
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.errors import invalid, not_found
+from serverless_mlflow import auth, clock, table
+from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.llm_gateway import budget_windows, records
 from serverless_mlflow.llm_gateway.records import WORKSPACE
 from serverless_mlflow.schema import ENTITY
@@ -24,14 +25,52 @@ UNITS = ("USD",)
 DURATION_UNITS = ("MINUTES", "HOURS", "DAYS", "WEEKS", "MONTHS")
 SCOPES = ("GLOBAL", "WORKSPACE", "ENDPOINT", "USER")
 ACTIONS = ("ALERT", "REJECT")
+TARGETED = ("ENDPOINT", "USER")
+ENDPOINT = ENTITY["gateway_endpoint"]
 
 
 def _enum(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """``<Enum>.from_proto``: a name or number of the proto enum; UNSPECIFIED (0) is refused by number."""
     if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= len(allowed):
         value = allowed[value - 1]
     if value not in allowed:
-        raise invalid(f"Invalid {name}: {value}")
+        raise invalid(f"Invalid {name}: {0 if isinstance(value, str) and value.endswith('UNSPECIFIED') else value}")
     return str(value)
+
+
+def _check_target(scope: str, target_value: str | None) -> None:
+    """MLflow's ``_validate_budget_target_scope`` and ``_assert_user_scope_enforceable``."""
+    if scope in TARGETED:
+        if not target_value:
+            raise invalid(f"target_value is required when target_scope is {scope}.")
+    elif target_value:
+        raise invalid("target_value can only be set when target_scope is ENDPOINT or USER.")
+    if scope == "USER" and not auth.basic_enabled():
+        raise invalid(
+            "USER-scoped budget policies require server authentication to be enabled. Without auth the gateway "
+            "cannot attribute requests to a user, so the policy would never take effect."
+        )
+
+
+def _check_endpoint(scope: str, target_value: str | None) -> None:
+    """An ENDPOINT policy names an endpoint that exists (the store's ``_get_entity_or_raise``)."""
+    if scope == "ENDPOINT" and table.get(ENDPOINT.key(workspace=WORKSPACE, endpoint_id=target_value)) is None:
+        raise records.missing("GatewayEndpoint", "endpoint_id", str(target_value))
+
+
+def _duration(duration: dict[str, Any]) -> tuple[str, int]:
+    unit = _enum("duration.unit", duration.get("unit", 0), DURATION_UNITS)
+    value = duration.get("value", 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise invalid(f"duration.value must be a positive integer, got {value}")
+    return unit, value
+
+
+def _amount(amount: Any) -> str:
+    """Floats are stored as text; the table (and a budget) has no use for NaN or infinity."""
+    if not isinstance(amount, int | float) or isinstance(amount, bool) or not math.isfinite(amount):
+        raise invalid(f"Invalid budget_amount: {amount}")
+    return repr(float(amount))
 
 
 def policy_json(item: dict[str, Any]) -> dict[str, Any]:
@@ -53,28 +92,26 @@ def policy_json(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def create_policy(msg: dict[str, Any]) -> dict[str, Any]:
-    duration = msg.get("duration") or {}
+    """MLflow's ``_create_budget_policy`` (its checks in its order) and ``create_budget_policy``."""
+    unit = _enum("budget_unit", msg["budget_unit"], UNITS)
+    duration_unit, duration_value = _duration(msg.get("duration") or {})
     scope = _enum("target_scope", msg["target_scope"], SCOPES)
+    action = _enum("budget_action", msg["budget_action"], ACTIONS)
     target_value = msg.get("target_value") or None
-    if scope in ("ENDPOINT", "USER") and not target_value:
-        raise invalid(f"target_value is required when target_scope is {scope}")
-    value = duration.get("value")
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise invalid("duration.value must be a positive integer")
-    amount = msg["budget_amount"]
-    if not isinstance(amount, int | float) or isinstance(amount, bool) or amount != amount or amount < 0 or amount == float("inf"):
-        raise invalid(f"Invalid budget_amount: {amount}")
+    _check_target(scope, target_value)
+    amount = _amount(msg["budget_amount"])
+    _check_endpoint(scope, target_value)
     now = clock.now_millis()
     policy_id = f"bp-{uuid.uuid4().hex}"
     attributes = {
         "budget_policy_id": policy_id,
-        "budget_unit": _enum("budget_unit", msg["budget_unit"], UNITS),
-        "budget_amount": repr(float(amount)),  # floats are stored as text
-        "duration_unit": _enum("duration.unit", duration.get("unit"), DURATION_UNITS),
-        "duration_value": value,
+        "budget_unit": unit,
+        "budget_amount": amount,
+        "duration_unit": duration_unit,
+        "duration_value": duration_value,
         "target_scope": scope,
         "target_value": target_value,
-        "budget_action": _enum("budget_action", msg["budget_action"], ACTIONS),
+        "budget_action": action,
         "created_at": now,
         "last_updated_at": now,
         "created_by": msg.get("created_by") or None,
@@ -82,6 +119,53 @@ def create_policy(msg: dict[str, Any]) -> dict[str, Any]:
     }
     item = POLICY.item(attributes, workspace=WORKSPACE, budget_policy_id=policy_id)
     table.put(item, condition="attribute_not_exists(pk)")
+    return policy_json(item)
+
+
+def update_policy(msg: dict[str, Any]) -> dict[str, Any]:
+    """MLflow's ``_update_budget_policy`` and ``update_budget_policy``: the fields given replace the stored ones;
+    a target carries over only within its scope; the result must be a policy that can match."""
+    policy_id = msg["budget_policy_id"]
+    changes: dict[str, Any] = {}
+    if "budget_unit" in msg:
+        changes["budget_unit"] = _enum("budget_unit", msg["budget_unit"], UNITS)
+    if "duration" in msg:
+        changes["duration_unit"], changes["duration_value"] = _duration(msg["duration"] or {})
+    scope = _enum("target_scope", msg["target_scope"], SCOPES) if "target_scope" in msg else None
+    if "budget_action" in msg:
+        changes["budget_action"] = _enum("budget_action", msg["budget_action"], ACTIONS)
+    target_given = "target_value" in msg
+    target_value = (msg.get("target_value") or None) if target_given else None
+    current = table.get(POLICY.key(workspace=WORKSPACE, budget_policy_id=policy_id)) if policy_id else None
+    if (scope is not None or target_given) and current is None:
+        raise _missing(policy_id)
+    if scope is not None or target_given:
+        effective_scope = scope or current["target_scope"]
+        inherited = current.get("target_value") if effective_scope == current["target_scope"] else None
+        _check_target(effective_scope, target_value if target_given else inherited)
+    if "budget_amount" in msg:
+        changes["budget_amount"] = _amount(msg["budget_amount"])
+    if current is None:
+        raise _missing(policy_id)
+    final_scope = scope or current["target_scope"]
+    final_target = current.get("target_value") if final_scope == current["target_scope"] else None
+    if target_value is not None:
+        final_target = target_value
+    if final_scope in TARGETED and not final_target:
+        raise invalid(f"target_value is required when target_scope is {final_scope}.")
+    if final_scope not in TARGETED:
+        final_target = None
+    if target_value is not None:
+        _check_endpoint(final_scope, final_target)
+    changes.update(target_scope=final_scope, target_value=final_target, last_updated_at=clock.now_millis())
+    if msg.get("updated_by"):
+        changes["last_updated_by"] = msg["updated_by"]
+    item = {**current, **changes}
+    try:
+        # The policy as read, unless it changed meanwhile (then the caller retries, as after a lost race in SQL).
+        table.put(item, condition="last_updated_at = :seen", values={":seen": current["last_updated_at"]})
+    except table.ConditionFailed:
+        raise MlflowError(f"BudgetPolicy '{policy_id}' changed during the update; retry", "ABORTED") from None
     return policy_json(item)
 
 

@@ -283,6 +283,10 @@ def get_budget_policy(req: Request) -> dict[str, Any]:
     return {"budget_policy": budgets.get_policy(_message(req, "get_gateway_budget_policy")["budget_policy_id"])}
 
 
+def update_budget_policy(req: Request) -> dict[str, Any]:
+    return {"budget_policy": budgets.update_policy(_message(req, "update_gateway_budget_policy"))}
+
+
 def delete_budget_policy(req: Request) -> dict[str, Any]:
     budgets.delete_policy(_message(req, "delete_gateway_budget_policy")["budget_policy_id"])
     return {}
@@ -356,6 +360,7 @@ app = build_app(
         "delete_gateway_endpoint_tag": delete_endpoint_tag,
         "create_gateway_budget_policy": create_budget_policy,
         "get_gateway_budget_policy": get_budget_policy,
+        "update_gateway_budget_policy": update_budget_policy,
         "delete_gateway_budget_policy": delete_budget_policy,
         "list_gateway_budget_policies": list_budget_policies,
         "list_gateway_budget_windows": list_budget_windows,

@@ -9,10 +9,11 @@ windows before, one UpdateItem per applicable policy after (only when the call c
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import registry_events, table
 from serverless_mlflow.llm_gateway import budget_windows, records
 from serverless_mlflow.llm_gateway.config import EndpointConfig
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
@@ -20,6 +21,7 @@ from serverless_mlflow.schema import ENTITY, TTL_ATTRIBUTE
 
 from .tracing import GatewayTrace
 
+log = logging.getLogger(__name__)
 POLICY = ENTITY["gateway_budget_policy"]
 WINDOW = ENTITY["gateway_budget_window"]
 # Windows are kept a day past their end (their spend answers budgets/windows meanwhile).
@@ -85,17 +87,20 @@ def _error_trace(config: EndpointConfig, error: GatewayHTTPError, caller_context
 
 
 def record_spend(config: EndpointConfig, username: str | None, cost: float) -> None:
-    """Add a call's cost to the current window of every policy that covers it (MLflow's on_complete)."""
+    """Add a call's cost to the current window of every policy that covers it (MLflow's on_complete), and
+    raise an ALERT policy's ``budget_policy.exceeded`` event from the one call that takes its window past the
+    amount (the ADD is atomic, so exactly one call sees the crossing)."""
     if cost <= 0:
         return
     now = time.time()
+    cost_nano = round(cost * 1e9)
     for policy in _policies(config, username):
         start, end = window_of(policy, now)
-        table.update(
+        after = table.update(
             _window_key(policy, start),
             f"ADD spend_nano_usd :c, calls :one SET budget_policy_id = :p, window_start = :s, window_end = :e, entity_type = :t, {TTL_ATTRIBUTE} = :x",
             values={
-                ":c": round(cost * 1e9),
+                ":c": cost_nano,
                 ":one": 1,
                 ":p": policy["budget_policy_id"],
                 ":s": start,
@@ -103,4 +108,33 @@ def record_spend(config: EndpointConfig, username: str | None, cost: float) -> N
                 ":t": WINDOW.name,
                 ":x": end + KEEP_SECONDS,
             },
+            return_values="UPDATED_NEW",
         )
+        if policy.get("budget_action") == "ALERT" and after is not None:
+            _alert_if_crossed(policy, start, int(after["spend_nano_usd"]), int(after["calls"]), cost_nano)
+
+
+def _alert_if_crossed(policy: dict[str, Any], window_start: int, spent_nano: int, calls: int, cost_nano: int) -> None:
+    """MLflow's ``fire_budget_exceeded_webhooks`` for a window first reaching its amount: the event goes to the
+    table's outbox, and the stream delivers it to webhooks and EventBridge (never from this request)."""
+    amount_nano = round(float(policy["budget_amount"]) * 1e9)
+    before = spent_nano - cost_nano
+    if spent_nano < amount_nano or (before >= amount_nano and calls > 1):
+        return
+    payload = {
+        "budget_policy_id": policy["budget_policy_id"],
+        "budget_unit": policy["budget_unit"],
+        "budget_amount": float(policy["budget_amount"]),
+        "current_spend": spent_nano / 1e9,
+        "duration_unit": policy["duration_unit"],
+        "duration_value": int(policy["duration_value"]),
+        "target_scope": policy["target_scope"],
+        "workspace": records.WORKSPACE,
+        "target_value": policy.get("target_value"),
+        "window_start": window_start * 1000,
+    }
+    try:
+        table.put(registry_events.event_item("budget_policy", "exceeded", payload, "", workspace=records.WORKSPACE))
+    except Exception:
+        # The call itself succeeded and is paid for: its answer must not fail on the alert (as in MLflow).
+        log.exception("budget_policy.exceeded event for %s not recorded", policy["budget_policy_id"])

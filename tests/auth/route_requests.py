@@ -656,7 +656,14 @@ NO_RESOURCE_ID: dict[str, str] = {
     },
     **{
         f"{method} /api/3.0/mlflow/gateway/budgets/{path}": "gateway budgets are admin-only here (no rule: fail closed) and have no per-user owner"
-        for method, path in (("POST", "create"), ("GET", "get"), ("DELETE", "delete"), ("GET", "list"), ("GET", "windows"))
+        for method, path in (
+            ("POST", "create"),
+            ("GET", "get"),
+            ("POST", "update"),
+            ("DELETE", "delete"),
+            ("GET", "list"),
+            ("GET", "windows"),
+        )
     },
     **{
         f"{method} /gateway/{{path+}}": "the gateway runtime checks USE on the endpoint a call names itself (gateway_runtime/access.py, "

@@ -213,6 +213,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("DELETE", f"{M3}/gateway/endpoints/delete-tag", "gateway", "delete_gateway_endpoint_tag"),
     ("POST", f"{M3}/gateway/budgets/create", "gateway", "create_gateway_budget_policy"),
     ("GET", f"{M3}/gateway/budgets/get", "gateway", "get_gateway_budget_policy"),
+    ("POST", f"{M3}/gateway/budgets/update", "gateway", "update_gateway_budget_policy"),
     ("DELETE", f"{M3}/gateway/budgets/delete", "gateway", "delete_gateway_budget_policy"),
     ("GET", f"{M3}/gateway/budgets/list", "gateway", "list_gateway_budget_policies"),
     ("GET", f"{M3}/gateway/budgets/windows", "gateway", "list_gateway_budget_windows"),

@@ -1457,7 +1457,7 @@ ENTITIES: tuple[Entity, ...] = (
         "EVENT#{event_id}",
         "EVENT",
         "A registry change as a webhook event (entity, action, MLflow's payload), dispatched from the stream; expires",
-        attributes=("event_id", "workspace", "entity", "action", "payload", "model_name", "created_at", "split"),
+        attributes=("event_id", "workspace", "entity", "action", "payload", "model_name", "created_at", "split", "float_fields"),
         expires=True,
     ),
     # --- workspaces, auth, config -----------------------------------------------------------
