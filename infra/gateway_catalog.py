@@ -32,6 +32,7 @@ from infra import FUNCTIONS_DIR, ROOT
 
 STAGING_DIR = ROOT / "build" / "gateway"
 GATEWAY_PACKAGE = "gateway"
+RUNTIME_PACKAGE = "gateway_runtime"
 # Must match functions/gateway/catalog.py (CATALOG_FILE, FORMAT); a test checks both.
 CATALOG_FILE = "model_catalog.json.gz"
 FORMAT = 1
@@ -129,6 +130,30 @@ def build(catalog_dir: Path, mlflow_version: str) -> bytes:
     return gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
 
 
+PRICES_FILE = "model_prices.json.gz"
+PRICES_FORMAT = 1
+_PRICE_KEYS = (
+    "input_per_million_tokens",
+    "output_per_million_tokens",
+    "cache_read_per_million_tokens",
+    "cache_write_per_million_tokens",
+)
+
+
+def build_prices(catalog_dir: Path, mlflow_version: str) -> bytes:
+    """The runtime's price table (``functions/gateway_runtime/pricing.py``): per catalog file (provider) and
+    model key as MLflow's ``_lookup_model_info`` finds them, the per-token prices ``cost_per_token`` uses;
+    every entry of every mode, as MLflow prices any model its catalog names."""
+    providers: dict[str, dict[str, list[float | None]]] = {}
+    for path in sorted(catalog_dir.glob("*.json"), key=lambda p: p.stem):
+        rows = providers.setdefault(path.stem, {})
+        for name, entry in json.loads(path.read_text("utf-8")).get("models", {}).items():
+            pricing = entry.get("pricing") or {}
+            rows[name] = [pricing[key] / 1_000_000 if pricing.get(key) is not None else None for key in _PRICE_KEYS]
+    data = {"format": PRICES_FORMAT, "mlflow_version": mlflow_version, "providers": providers}
+    return gzip.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode("utf-8"), compresslevel=9, mtime=0)
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
     # Several test workers or synths may stage at once: each writes its own file, then renames.
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -143,6 +168,15 @@ def staged_catalog() -> Path:
     path = STAGING_DIR / f"model-catalog-mlflow-{installed}.json.gz"
     if not path.is_file():
         _write_atomically(path, build(wheel_catalog_dir(), installed))
+    return path
+
+
+def staged_prices() -> Path:
+    """The installed mlflow's price table under ``build/``, built once per mlflow version."""
+    installed = version("mlflow")
+    path = STAGING_DIR / f"model-prices-mlflow-{installed}.json.gz"
+    if not path.is_file():
+        _write_atomically(path, build_prices(wheel_catalog_dir(), installed))
     return path
 
 
@@ -162,27 +196,36 @@ def _prune_other_stagings(keep: Path) -> None:
                 shutil.rmtree(other, ignore_errors=True)
 
 
-def staged_function(package: Path = FUNCTIONS_DIR / GATEWAY_PACKAGE) -> Path:
-    """An asset root holding ``gateway/`` (the package's files and the catalog file), named by its content:
-    the asset hash changes with the code or the catalog, and concurrent synths never write the same directory."""
-    catalog = staged_catalog().read_bytes()
+def staged_function(package: Path = FUNCTIONS_DIR / GATEWAY_PACKAGE, extras: dict[str, Path] | None = None) -> Path:
+    """An asset root holding the package (its files and build-time data files beside them: the gateway's
+    catalog by default), named by its content: the asset hash changes with the code or the data, and
+    concurrent synths never write the same directory."""
+    data = {name: path.read_bytes() for name, path in (extras if extras is not None else {CATALOG_FILE: staged_catalog()}).items()}
     files = _package_files(package)
-    digest = hashlib.sha256(catalog)
+    digest = hashlib.sha256(package.name.encode())
+    for name, content in sorted(data.items()):
+        digest.update(name.encode() + b"\0" + content)
     for path in files:
         digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
-    root = STAGING_DIR / "function" / digest.hexdigest()[:20]
+    root = STAGING_DIR / "function" / package.name / digest.hexdigest()[:20]
     if root.is_dir():
         return root
     _prune_other_stagings(root)
     partial = root.with_name(f"{root.name}.{os.getpid()}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     for path in files:
-        target = partial / GATEWAY_PACKAGE / path.relative_to(package)
+        target = partial / package.name / path.relative_to(package)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
-    (partial / GATEWAY_PACKAGE / CATALOG_FILE).write_bytes(catalog)
+    for name, content in data.items():
+        (partial / package.name / name).write_bytes(content)
     try:
         partial.rename(root)
     except OSError:  # another process staged the same content first
         shutil.rmtree(partial, ignore_errors=True)
     return root
+
+
+def staged_runtime(package: Path = FUNCTIONS_DIR / RUNTIME_PACKAGE) -> Path:
+    """The gateway runtime's asset root: its package with the price table beside it."""
+    return staged_function(package, {PRICES_FILE: staged_prices()})

@@ -125,6 +125,12 @@ ACCESS: dict[str, Access] = {
         table=("GetItem", "Query", "BatchGetItem", "PutItem", "DeleteItem", "UpdateItem", "BatchWriteItem", "ConditionCheckItem"),
         kms=("kms:Encrypt",),
     ),
+    # AI gateway runtime: resolves endpoints (name claim, endpoint items, definitions, secrets), decrypts secret
+    # values (the only function that may), reads budget policies and ADDs spend to their windows; under basic auth
+    # it reads users and their endpoint grants (credentials off the API's authorizer, USE). Its usage traces
+    # go through the traces function (lambda:InvokeFunction on that function only, granted in infra).
+    # PutItem: an ALERT budget's exceeded event, put in the table's outbox (the stream delivers it).
+    "gateway_runtime": Access(table=("GetItem", "Query", "BatchGetItem", "UpdateItem", "PutItem"), kms=("kms:Decrypt",)),
     # OTLP spans, trace infos, tags, assessments; spilled span payloads under their own prefix only.
     "traces": Access(
         table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"),

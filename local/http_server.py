@@ -73,6 +73,8 @@ def _request_handler(invoke: Invoke) -> type[BaseHTTPRequestHandler]:
             return length if length >= 0 else None
 
         def _respond(self, response: dict[str, Any]) -> int:
+            if response.get("stream") is not None:
+                return self._respond_streaming(response)
             raw = response.get("body") or ""
             payload = base64.b64decode(raw) if response.get("isBase64Encoded") else raw.encode("utf-8")
             status = int(response.get("statusCode", 200))
@@ -85,6 +87,22 @@ def _request_handler(invoke: Invoke) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(payload)
+            return status
+
+        def _respond_streaming(self, response: dict[str, Any]) -> int:
+            """A function URL in RESPONSE_STREAM mode: the body leaves chunk by chunk as it is produced."""
+            status = int(response.get("statusCode", 200))
+            self.send_response(status)
+            for key, value in (response.get("headers") or {}).items():
+                self.send_header(key, str(value))
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for chunk in response["stream"]:
+                if chunk:
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
             return status
 
         def __getattr__(self, name: str) -> Any:

@@ -16,7 +16,8 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from local.events import REGION, LambdaContext, api_gateway_event, invoke_api_fu
 from local.http_server import serve  # noqa: E402
 from local.streams import BATCHING_WINDOW_SECONDS, StreamFollower, needs_indexing  # noqa: E402
 from local.webhooks import LocalWebhooks  # noqa: E402
-from serverless_mlflow import bootstrap, routes, schema, static_files  # noqa: E402
+from serverless_mlflow import bootstrap, routes, schema, siblings, static_files  # noqa: E402
 
 log = logging.getLogger("serverless_mlflow.local")
 
@@ -42,6 +43,8 @@ DEFAULT_BUCKET = "mlflow-serverless-artifacts"
 DEFAULT_CHECKPOINT_DIR = ROOT / ".local" / "stream-checkpoints"
 # INDEXER_MODE=async polls the stream like the deployed mapping's batching window.
 POLL_SECONDS = BATCHING_WINDOW_SECONDS
+# The gateway runtime answers as its function URL does: streamed answers stream.
+STREAMING_FEATURE = "gateway_runtime"
 
 
 class LocalRuntime:
@@ -59,6 +62,8 @@ class LocalRuntime:
         self._poller: threading.Thread | None = None
         self._stopping = threading.Event()
         self._handlers: dict[str, Any] = {}
+        # Lambda's asynchronous invocations (one worker: they run in the order they were queued).
+        self._async_invocations = ThreadPoolExecutor(max_workers=1, thread_name_prefix="async-invoke")
         # Invocations whose stream records may not be delivered yet (their writes date those records).
         self._pending_writes = writes.Pending()
         # AUTHORIZATION=basic: API Gateway's Lambda authorizer in front of every non-public route.
@@ -115,6 +120,9 @@ class LocalRuntime:
             # The gateway function's model catalog, made from the installed wheel once per mlflow version
             # (deployed: the same file, staged into the function's asset at synth).
             os.environ["GATEWAY_MODEL_CATALOG"] = str(gateway_catalog.staged_catalog())
+        if not os.environ.get("GATEWAY_MODEL_PRICES"):
+            # The runtime's price table (deployed: staged into its asset at synth).
+            os.environ["GATEWAY_MODEL_PRICES"] = str(gateway_catalog.staged_prices())
         os.environ["TABLE_NAME"] = self.table_name
         os.environ["AUTHORIZATION"] = self.authorization
         os.environ["BUCKET_NAME"] = self.bucket_name
@@ -128,6 +136,7 @@ class LocalRuntime:
 
         iam.install()
         writes.install()
+        siblings.install_local(self.invoke_function)
         table.reset_client()
         s3.reset_clients()
 
@@ -210,10 +219,16 @@ class LocalRuntime:
             if context is None:
                 return UNAUTHORIZED
             event["requestContext"]["authorizer"] = {"lambda": context}
+        if feature == STREAMING_FEATURE:
+            return self._invoke_streaming(event)
+        return self._recorded(feature, lambda: invoke_api_function(self.handler_for(feature), feature, event))
+
+    def _recorded(self, feature: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """One invocation of a function with its role, its writes followed to the indexer and webhooks."""
         with iam.acting_as(feature), writes.recording() as invocation:
             self._pending_writes.open(invocation)
             try:
-                response = invoke_api_function(self.handler_for(feature), feature, event)
+                response = run()
             finally:
                 if not (invocation.reaches_indexer and self.indexer_mode == "sync"):
                     # Its records (if any) are read by a later drain or poll: dated by the last caught-up read.
@@ -226,6 +241,44 @@ class LocalRuntime:
         if invocation.registry_events and self.webhooks is not None:
             self.webhooks.wake()
         return response
+
+    def _invoke_streaming(self, event: dict[str, Any]) -> dict[str, Any]:
+        """``/gateway/...`` as the runtime's function URL serves it (RESPONSE_STREAM): a streamed answer is
+        written out as it comes (``local/http_server.py``), a whole one like any response. The function's role
+        (IAM) applies while the stream is produced, too."""
+        from gateway_runtime import handler as runtime_handler
+
+        with iam.acting_as(STREAMING_FEATURE):
+            answer = runtime_handler.serve(runtime_handler.call_from_event(event))
+        if answer.stream is None:
+            return {"statusCode": answer.status, "headers": answer.headers, "body": answer.body.decode("utf-8")}
+        return {"statusCode": answer.status, "headers": answer.headers, "stream": self._as_function(STREAMING_FEATURE, answer.stream)}
+
+    @staticmethod
+    def _as_function(feature: str, chunks: Any) -> Any:
+        while True:
+            with iam.acting_as(feature):
+                chunk = next(chunks, None)
+            if chunk is None:
+                return
+            yield chunk
+
+    def invoke_function(self, feature: str, event: dict[str, Any], wait: bool) -> dict[str, Any] | None:
+        """Another function's invocation by a function (``serverless_mlflow.siblings``): synchronous, or queued
+        on a worker thread like Lambda's asynchronous invocation."""
+
+        def run() -> dict[str, Any]:
+            return self._recorded(feature, lambda: self.handler_for(feature)(event, LambdaContext(feature)))
+
+        if wait:
+            return run()
+        self._async_invocations.submit(run)
+        return None
+
+    def wait_for_async_invocations(self) -> None:
+        """Tests: until every queued asynchronous invocation has run."""
+        done = self._async_invocations.submit(lambda: None)
+        done.result()
 
     # --- stream -> indexer ----------------------------------------------------------------------
     def drain_stream(self) -> int:

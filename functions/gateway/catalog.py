@@ -13,44 +13,21 @@ It is read lazily, once per container: the first catalog request pays ~50 ms, no
 
 from __future__ import annotations
 
-import functools
-import gzip
-import json
-import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import provider_filter
+from serverless_mlflow.llm_gateway import catalog_file, provider_filter
+from serverless_mlflow.llm_gateway.catalog_file import CATALOG_ENV, CATALOG_FILE, FORMAT, Catalog
 
-CATALOG_FILE = "model_catalog.json.gz"
-CATALOG_ENV = "GATEWAY_MODEL_CATALOG"
-FORMAT = 1
-
-
-@dataclass(frozen=True)
-class Catalog:
-    mlflow_version: str
-    providers: tuple[str, ...]
-    models: tuple[dict[str, Any], ...]
+__all__ = ["CATALOG_ENV", "CATALOG_FILE", "FORMAT", "Catalog", "load", "supported_models", "supported_providers"]
 
 
 def catalog_path() -> Path:
-    return Path(os.environ.get(CATALOG_ENV) or Path(__file__).with_name(CATALOG_FILE))
+    return catalog_file.catalog_path(Path(__file__).parent)
 
 
-@functools.cache
 def load() -> Catalog:
-    path = catalog_path()
-    data = json.loads(gzip.decompress(path.read_bytes()))
-    if data.get("format") != FORMAT:
-        raise RuntimeError(f"{path} is model catalog format {data.get('format')!r}, this code reads {FORMAT}")
-    columns = data["columns"]
-    return Catalog(
-        mlflow_version=data["mlflow_version"],
-        providers=tuple(data["providers"]),
-        models=tuple(dict(zip(columns, row, strict=True)) for row in data["models"]),
-    )
+    return catalog_file.load(catalog_path())
 
 
 def supported_providers() -> list[str]:

@@ -16,12 +16,11 @@ from typing import Any
 from serverless_mlflow import clock, table
 from serverless_mlflow.api import float_json
 from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found
+from serverless_mlflow.llm_gateway import records
+from serverless_mlflow.llm_gateway.records import WORKSPACE
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments
 from serverless_mlflow.validation import parse_experiment_id
-
-from . import records
-from .records import WORKSPACE
 
 ENDPOINT = ENTITY["gateway_endpoint"]
 ENDPOINT_NAME = ENTITY["gateway_endpoint_name"]

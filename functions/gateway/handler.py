@@ -14,7 +14,7 @@ from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import MlflowError, invalid
 from serverless_mlflow.request import read_float, read_int32, to_string, type_error
 
-from . import catalog, endpoints, model_definitions, provider_auth, secrets, validation
+from . import budgets, catalog, endpoints, model_definitions, provider_auth, secrets, validation
 from .mcp.operations import OPERATIONS as MCP_OPERATIONS
 from .messages import DEFINITION_UPDATES, MESSAGES
 
@@ -272,6 +272,38 @@ def delete_endpoint_tag(req: Request) -> dict[str, Any]:
     return {}
 
 
+# --- budget policies -------------------------------------------------------------------------------------
+
+
+def create_budget_policy(req: Request) -> dict[str, Any]:
+    return {"budget_policy": budgets.create_policy(_message(req, "create_gateway_budget_policy"))}
+
+
+def get_budget_policy(req: Request) -> dict[str, Any]:
+    return {"budget_policy": budgets.get_policy(_message(req, "get_gateway_budget_policy")["budget_policy_id"])}
+
+
+def update_budget_policy(req: Request) -> dict[str, Any]:
+    return {"budget_policy": budgets.update_policy(_message(req, "update_gateway_budget_policy"))}
+
+
+def delete_budget_policy(req: Request) -> dict[str, Any]:
+    budgets.delete_policy(_message(req, "delete_gateway_budget_policy")["budget_policy_id"])
+    return {}
+
+
+def list_budget_policies(req: Request) -> dict[str, Any]:
+    _message(req, "list_gateway_budget_policies")
+    found = budgets.list_policies()
+    return {"budget_policies": found} if found else {}
+
+
+def list_budget_windows(req: Request) -> dict[str, Any]:
+    _message(req, "list_gateway_budget_windows")
+    found = budgets.list_windows()
+    return {"windows": found} if found else {}
+
+
 # --- provider and model catalog (UI-only ajax routes; MLflow reads ``request.args`` itself) ---------------
 
 
@@ -326,6 +358,12 @@ app = build_app(
         "list_gateway_endpoint_bindings": list_bindings,
         "set_gateway_endpoint_tag": set_endpoint_tag,
         "delete_gateway_endpoint_tag": delete_endpoint_tag,
+        "create_gateway_budget_policy": create_budget_policy,
+        "get_gateway_budget_policy": get_budget_policy,
+        "update_gateway_budget_policy": update_budget_policy,
+        "delete_gateway_budget_policy": delete_budget_policy,
+        "list_gateway_budget_policies": list_budget_policies,
+        "list_gateway_budget_windows": list_budget_windows,
         "list_gateway_supported_providers": list_supported_providers,
         "list_gateway_supported_models": list_supported_models,
         "get_gateway_provider_config": get_provider_config,

@@ -87,6 +87,42 @@ MESSAGES: dict[str, Message] = {
         {"endpoint_id": "string", "key": "string", "value": "string"}, {"endpoint_id": _REQUIRED, "key": _REQUIRED, "value": _STRING}
     ),
     "delete_gateway_endpoint_tag": Message({"endpoint_id": "string", "key": "string"}, {"endpoint_id": _REQUIRED, "key": _REQUIRED}),
+    # --- budget policies
+    "create_gateway_budget_policy": Message(
+        {
+            "budget_unit": "enum",
+            "budget_amount": "double",
+            "duration": "message",
+            "target_scope": "enum",
+            "target_value": "string",
+            "budget_action": "enum",
+            "created_by": "string",
+        },
+        {
+            "budget_unit": [required],
+            "budget_amount": [required],
+            "duration": [required],
+            "target_scope": [required],
+            "budget_action": [required],
+        },
+    ),
+    "get_gateway_budget_policy": Message({"budget_policy_id": "string"}, {"budget_policy_id": _REQUIRED}),
+    "update_gateway_budget_policy": Message(
+        {
+            "budget_policy_id": "string",
+            "budget_unit": "enum",
+            "budget_amount": "double",
+            "duration": "message",
+            "target_scope": "enum",
+            "budget_action": "enum",
+            "updated_by": "string",
+            "target_value": "string",
+        },
+        {"budget_policy_id": _REQUIRED, "updated_by": _STRING, "target_value": _STRING},
+    ),
+    "delete_gateway_budget_policy": Message({"budget_policy_id": "string"}, {"budget_policy_id": _REQUIRED}),
+    "list_gateway_budget_policies": Message({}, {}),
+    "list_gateway_budget_windows": Message({}, {}),
     # --- the UI's catalog routes: ``provider`` read from the raw query, as MLflow does
     "list_gateway_supported_providers": Message({}),
     "list_gateway_supported_models": Message({"provider": "string"}),

@@ -7,9 +7,8 @@ from typing import Any
 
 from serverless_mlflow import clock, table
 from serverless_mlflow.errors import MlflowError, already_exists, wrong_state
-
-from . import records
-from .records import MODEL_DEFINITION, MODEL_DEFINITION_NAME, WORKSPACE
+from serverless_mlflow.llm_gateway import records
+from serverless_mlflow.llm_gateway.records import MODEL_DEFINITION, MODEL_DEFINITION_NAME, WORKSPACE
 
 
 def _name_taken(name: str) -> MlflowError:

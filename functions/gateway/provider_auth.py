@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow.errors import invalid
-
-from . import provider_filter
+from serverless_mlflow.llm_gateway import provider_filter
 
 AuthMode = dict[str, Any]
 

@@ -8,9 +8,8 @@ from typing import Any
 
 from serverless_mlflow import clock, table
 from serverless_mlflow.errors import already_exists
-
-from . import crypto, records
-from .records import SECRET, SECRET_NAME, WORKSPACE
+from serverless_mlflow.llm_gateway import crypto, records
+from serverless_mlflow.llm_gateway.records import SECRET, SECRET_NAME, WORKSPACE
 
 MASK = "***"
 

@@ -60,17 +60,27 @@ def feature_code(feature: str, functions_dir: Path = FUNCTIONS_DIR) -> lambda_.C
     )
 
 
-def gateway_code() -> lambda_.Code:
-    """The gateway package with MLflow's model catalog beside it, made from the pinned wheel at synth
-    (``infra/gateway_catalog.py``): the catalog ships with this function alone, not in the shared layer."""
+def _check_pinned_mlflow() -> None:
     pinned, installed = pinned_mlflow_version(), version("mlflow")
     if installed != pinned:
         raise RuntimeError(f"mlflow {installed} is installed but {pinned} is pinned: run `make venv` before synth")
+
+
+def gateway_code() -> lambda_.Code:
+    """The gateway package with MLflow's model catalog beside it, made from the pinned wheel at synth
+    (``infra/gateway_catalog.py``): the catalog ships with this function alone, not in the shared layer."""
+    _check_pinned_mlflow()
     return lambda_.Code.from_asset(str(gateway_catalog.staged_function()))
 
 
+def gateway_runtime_code() -> lambda_.Code:
+    """The gateway runtime with the price table of MLflow's model catalog beside it (costs, hence budgets)."""
+    _check_pinned_mlflow()
+    return lambda_.Code.from_asset(str(gateway_catalog.staged_runtime()))
+
+
 # Features whose asset carries build-time data beside their package.
-STAGED_CODE = {gateway_catalog.GATEWAY_PACKAGE: gateway_code}
+STAGED_CODE = {gateway_catalog.GATEWAY_PACKAGE: gateway_code, gateway_catalog.RUNTIME_PACKAGE: gateway_runtime_code}
 
 
 def grant_table(role: iam.IGrantable, table: dynamodb.ITable, actions: tuple[str, ...], leading_keys: tuple[str, ...] = ()) -> None:
@@ -201,11 +211,19 @@ class FeatureFunctions(Construct):
                 description=f"mlflow-serverless API feature '{feature}'",
                 environment=_feature_environment(feature, shared.config),
             )
+        # The gateway runtime records its usage traces through the traces function (asynchronous invocations).
+        runtime, traces = self.functions.get("gateway_runtime"), self.functions.get("traces")
+        if runtime is not None and traces is not None:
+            # The function's ARN only (grant_invoke would add "<arn>:*", every version and alias).
+            iam.Grant.add_to_principal(
+                grantee=runtime.role, actions=["lambda:InvokeFunction"], resource_arns=[traces.function.function_arn]
+            )
+            runtime.function.add_environment("TRACES_FUNCTION_NAME", traces.function.function_name)
 
 
 def _feature_environment(feature: str, config: StackConfig) -> dict[str, str]:
     """Settings only one feature reads."""
-    if feature == gateway_catalog.GATEWAY_PACKAGE and config.gateway_allowed_providers:
+    if feature in (gateway_catalog.GATEWAY_PACKAGE, gateway_catalog.RUNTIME_PACKAGE) and config.gateway_allowed_providers:
         return {"MLFLOW_GATEWAY_ALLOWED_PROVIDERS": config.gateway_allowed_providers}
     if feature == "webhooks":
         return config.webhook_settings  # create/update check targets; `test` sends to them

@@ -659,6 +659,22 @@ NO_RESOURCE_ID: dict[str, str] = {
         )
     },
     **{
+        f"{method} /api/3.0/mlflow/gateway/budgets/{path}": "gateway budgets are admin-only here (no rule: fail closed) and have no per-user owner"
+        for method, path in (
+            ("POST", "create"),
+            ("GET", "get"),
+            ("POST", "update"),
+            ("DELETE", "delete"),
+            ("GET", "list"),
+            ("GET", "windows"),
+        )
+    },
+    **{
+        f"{method} /gateway/{{path+}}": "the gateway runtime checks USE on the endpoint a call names itself (gateway_runtime/access.py, "
+        "tests/gateway_runtime/test_runtime_access.py); endpoints have no per-user owner"
+        for method in ("GET", "POST")
+    },
+    **{
         f"{method} /api/2.0/mlflow/webhooks{path}": "webhooks are admin-only (MLflow's sender_is_admin) and have no per-user owner"
         for method, path in (
             ("POST", ""),

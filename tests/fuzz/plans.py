@@ -278,6 +278,8 @@ def good_value(op: str, name: str, kind: str, seeds: Mapping[str, Any]) -> st.Se
 
 def good_path_param(name: str, route: routes.Route, seeds: Mapping[str, Any]) -> str:
     if name == "path":
+        if route.feature == "gateway_runtime":
+            return "mlflow/v1/chat/completions"  # the endpoint is named by the body's model
         return seeds["static_path"] if route.feature == "ui" else seeds["artifact_path"]
     if route.operation.endswith(("mcp_server", "mcp_servers")) or "_mcp_" in route.operation:
         return {

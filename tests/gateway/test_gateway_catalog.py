@@ -174,9 +174,20 @@ def test_catalog_file_is_small_deterministic_and_the_functions_format() -> None:
     assert (gateway_catalog.CATALOG_FILE, gateway_catalog.FORMAT) == (catalog.CATALOG_FILE, catalog.FORMAT)
 
 
+def test_price_table_is_deterministic_and_the_runtimes_format() -> None:
+    from gateway_runtime import pricing
+
+    staged = gateway_catalog.staged_prices()
+    data = json.loads(gzip.decompress(staged.read_bytes()))
+    assert gateway_catalog.build_prices(gateway_catalog.wheel_catalog_dir(), data["mlflow_version"]) == staged.read_bytes()
+    assert (gateway_catalog.PRICES_FILE, gateway_catalog.PRICES_FORMAT) == (pricing.PRICES_FILE, pricing.FORMAT)
+    # Per token, as MLflow's cost_per_token reads the catalog's per-million prices.
+    assert data["providers"]["openai"]["gpt-4o-mini"][0] == pytest.approx(0.15 / 1_000_000)
+
+
 def test_handler_import_does_not_load_the_catalog(tmp_path: Any) -> None:
     # Cold start: importing the handler must not read the catalog (here it does not even exist).
-    code = "import gateway.handler, gateway.catalog as c; print(c.load.cache_info().currsize)"
+    code = "import gateway.handler, serverless_mlflow.llm_gateway.catalog_file as c; print(c.load.cache_info().currsize)"
     env = {**os.environ, "GATEWAY_MODEL_CATALOG": str(tmp_path / "missing.json.gz")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "functions"), str(ROOT / "layers" / "shared" / "python")])
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)

@@ -213,12 +213,13 @@ def test_gateway_model_catalog_ships_with_the_gateway_function_only(synth: Synth
         assert not list(synth.asset_dir(s3_key).rglob(catalog_name))
 
 
-def test_gateway_allowed_providers_reach_the_gateway_function_only(synth: Synth, open_synth: Synth) -> None:
+def test_gateway_allowed_providers_reach_the_gateway_functions_only(synth: Synth, open_synth: Synth) -> None:
+    """The provider policy binds the configuration API and the runtime that calls providers, nothing else."""
     variable = "MLFLOW_GATEWAY_ALLOWED_PROVIDERS"
     for name in API_FEATURES:
         assert variable not in function_of(synth, name)[1]["Properties"]["Environment"]["Variables"]
         variables = function_of(open_synth, name)[1]["Properties"]["Environment"]["Variables"]
-        assert variables.get(variable) == ("openai,anthropic" if name == "gateway" else None)
+        assert variables.get(variable) == ("openai,anthropic" if name in ("gateway", "gateway_runtime") else None)
 
 
 def test_layer_vendors_third_party_packages_without_boto3(synth: Synth) -> None:
@@ -502,8 +503,8 @@ def test_table_actions_follow_the_declared_access(synth: Synth) -> None:
 
 def test_kms_rights_only_as_declared_and_only_on_the_stack_key(synth: Synth) -> None:
     """The gateway encrypts secret values with the stack's key (rotated yearly, retained) and cannot decrypt;
-    webhooks encrypt (and decrypt for ``test``) their secrets, the delivery worker only decrypts; no other
-    function can use the key."""
+    the gateway runtime only decrypts them; webhooks encrypt (and decrypt for ``test``) their secrets, the
+    delivery worker only decrypts; no other function can use the key."""
     keys = synth.resources("AWS::KMS::Key")
     assert len(keys) == 1
     ((key_id, key),) = keys.items()
@@ -516,6 +517,7 @@ def test_kms_rights_only_as_declared_and_only_on_the_stack_key(synth: Synth) -> 
         environment = function_of(synth, name)[1]["Properties"]["Environment"]["Variables"]
         assert ("GATEWAY_KMS_KEY_ID" in environment) is bool(access_for(name).kms), name
     assert access_for("gateway").kms == ("kms:Encrypt",)
+    assert access_for("gateway_runtime").kms == ("kms:Decrypt",)
     assert access_for("webhook_delivery").kms == ("kms:Decrypt",)
 
 

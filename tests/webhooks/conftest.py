@@ -64,7 +64,7 @@ class Receiver:
             return [r for r in self.requests if r.path == path]
 
 
-def _serve(receiver: Receiver) -> ThreadingHTTPServer:
+def serve_receiver(receiver: Receiver) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length") or 0)).decode("utf-8")
@@ -90,7 +90,7 @@ def _serve(receiver: Receiver) -> ThreadingHTTPServer:
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     found = Receiver()
-    server = _serve(found)
+    server = serve_receiver(found)
     yield found
     server.shutdown()
     server.server_close()

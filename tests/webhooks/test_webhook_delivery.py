@@ -21,7 +21,7 @@ from mlflow.webhooks.delivery import _generate_hmac_signature
 
 from serverless_mlflow.registry_events import VALID_ENTITY_ACTIONS
 from tests.conftest import unique
-from tests.webhooks.conftest import HookRuntime, Receiver, _serve
+from tests.webhooks.conftest import HookRuntime, Receiver, serve_receiver
 
 pytestmark = pytest.mark.e2e
 
@@ -95,7 +95,7 @@ def _settled(receiver: Receiver, at_least: int) -> list[Any]:
 
 def test_same_events_and_payloads_as_mlflow(webhook_server: str, stock_webhook_server: str, receiver: Receiver) -> None:
     stock_receiver = Receiver()
-    stock_http = _serve(stock_receiver)
+    stock_http = serve_receiver(stock_receiver)
     try:
         model, prompt = unique("hook-model"), unique("hook-prompt")
         _client(stock_webhook_server).create_webhook(name="all-events", url=f"{stock_receiver.url}/hook", events=EVERY_EVENT, secret=SECRET)

@@ -7,13 +7,10 @@ the messages here are Pydantic's for the cases a client can send.
 
 from __future__ import annotations
 
-import ipaddress
 import math
-import os
-import socket
-import urllib.parse
 from typing import Any
 
+from serverless_mlflow import public_url
 from serverless_mlflow.api import Request
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import json_text
@@ -134,7 +131,7 @@ def icons(data: dict[str, Any], field: str = "icons", location: str = "") -> Any
             raise rejected(Invalid(f"{where}sizes.{position}", "Input should be a valid string"))
         mime_type = string(icon, "mimeType", where)
         string(icon, "theme", where)
-        _validate_icon_url(src)
+        public_url.validate_icon_url(src)
         cleaned = dict(icon)
         if isinstance(mime_type, str):
             normalized = mime_type.strip().lower()
@@ -144,45 +141,6 @@ def icons(data: dict[str, Any], field: str = "icons", location: str = "") -> Any
         # ``model_dump(exclude_none=True)``: unset optional fields drop out, extra keys stay.
         out.append({key: value for key, value in cleaned.items() if value is not None})
     return out
-
-
-def _validate_icon_url(url: str) -> None:
-    """MLflow's ``_validate_mcp_icon_url`` (``_validate_public_https_url`` with field name "Icon URL"); its
-    MlflowException passes through Pydantic's validator unwrapped."""
-    fail = invalid
-
-    if not url.strip():
-        raise fail(f"Icon URL cannot be empty or just whitespace: {url!r}")
-    try:
-        parsed = urllib.parse.urlparse(url)
-        hostname = parsed.hostname
-    except ValueError as error:
-        raise fail(f"Invalid Icon URL {url!r}: {error!r}") from None
-    schemes = {s.strip().lower() for s in os.environ.get("MLFLOW_ICON_URL_ALLOWED_SCHEMES", "https").split(",") if s.strip()}
-    if parsed.scheme not in schemes:
-        listed = ", ".join(f"{scheme!r}" for scheme in sorted(schemes))
-        raise fail(f"Invalid Icon URL scheme: {parsed.scheme!r}. Allowed schemes are: {listed}.")
-    if parsed.username or parsed.password:
-        raise fail(f"Icon URL must not include embedded credentials: {url!r}")
-    if not hostname:
-        raise fail(f"Icon URL must include a hostname: {url!r}")
-    if ":" in hostname or hostname.replace(".", "").isdigit():
-        # Legacy numeric spellings (127.1, 0177.0.0.1) are refused: resolvers read them differently.
-        try:
-            ipaddress.ip_address(hostname)
-        except ValueError:
-            raise fail(f"Icon URL host {hostname!r} is not a canonical IP address literal.") from None
-    if os.environ.get("MLFLOW_ICON_URL_ALLOW_PRIVATE_IPS", "").strip().lower() in ("true", "1"):
-        return
-    from serverless_mlflow.webhook_http import is_public_ip  # only requests with icons pay for its imports
-
-    try:
-        addresses = [ipaddress.ip_address(info[4][0]) for info in socket.getaddrinfo(hostname, None)]
-    except (socket.gaierror, UnicodeError, ValueError) as error:
-        raise fail(f"Cannot resolve Icon URL hostname {hostname!r}: {error}") from None
-    for address in addresses:
-        if not is_public_ip(address):
-            raise fail(f"Icon URL must not resolve to a non-public IP address. {hostname!r} resolves to {address}.")
 
 
 def strip_icon_sources(raw: Any, field: str = "icons") -> Any:

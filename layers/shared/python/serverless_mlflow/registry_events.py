@@ -73,6 +73,20 @@ def event_op(
     split: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The outbox put for one event, to add to the change's own transaction."""
+    return table.put_op(event_item(entity, action, payload, model_name, prompt_aware=prompt_aware, workspace=workspace, split=split))
+
+
+def event_item(
+    entity: str,
+    action: str,
+    payload: dict[str, Any],
+    model_name: str,
+    *,
+    prompt_aware: bool = False,
+    workspace: str = "default",
+    split: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One event's outbox item."""
     now = clock.now_millis()
     event_id = str(ULID())
     attributes: dict[str, Any] = {
@@ -85,6 +99,11 @@ def event_op(
         "created_at": now,
         schema.TTL_ATTRIBUTE: now // 1000 + EVENT_TTL_SECONDS,
     }
+    floats = sorted(key for key, value in payload.items() if isinstance(value, float))
+    if floats:
+        # The table stores no floats (a budget's amounts): as text, made numbers again when dispatched.
+        attributes["payload"] = {key: repr(value) if key in floats else value for key, value in payload.items()}
+        attributes["float_fields"] = floats
     if prompt_aware:
         attributes["prompt_aware"] = True
     if split:
@@ -92,7 +111,7 @@ def event_op(
     if "tags" in payload and len(payload_json(payload).encode("utf-8")) > MAX_PAYLOAD_BYTES:
         attributes["payload"] = {k: v for k, v in payload.items() if k != "tags"}
         attributes["tags_deferred"] = True
-    return table.put_op(EVENT.item(attributes, event_id=event_id))
+    return EVENT.item(attributes, event_id=event_id)
 
 
 # --- MLflow's payloads (mlflow/webhooks/types.py), as its handlers build them --------------------------
@@ -180,6 +199,8 @@ def delivery_id(event_id: str, webhook_id: str) -> str:
 def full_payload(event: dict[str, Any]) -> dict[str, Any]:
     """The event's payload; tags left out of an oversized outbox item are read back from the model."""
     payload = dict(event.get("payload") or {})
+    for key in event.get("float_fields") or ():
+        payload[key] = float(payload[key])
     if not event.get("tags_deferred"):
         return payload
     name = event["model_name"]

@@ -213,6 +213,12 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{M3}/gateway/endpoints/bindings/list", "gateway", "list_gateway_endpoint_bindings"),
     ("POST", f"{M3}/gateway/endpoints/set-tag", "gateway", "set_gateway_endpoint_tag"),
     ("DELETE", f"{M3}/gateway/endpoints/delete-tag", "gateway", "delete_gateway_endpoint_tag"),
+    ("POST", f"{M3}/gateway/budgets/create", "gateway", "create_gateway_budget_policy"),
+    ("GET", f"{M3}/gateway/budgets/get", "gateway", "get_gateway_budget_policy"),
+    ("POST", f"{M3}/gateway/budgets/update", "gateway", "update_gateway_budget_policy"),
+    ("DELETE", f"{M3}/gateway/budgets/delete", "gateway", "delete_gateway_budget_policy"),
+    ("GET", f"{M3}/gateway/budgets/list", "gateway", "list_gateway_budget_policies"),
+    ("GET", f"{M3}/gateway/budgets/windows", "gateway", "list_gateway_budget_windows"),
     # The UI's provider/model catalog: MLflow serves these under the ajax prefix only.
     ("GET", f"{AJAX3}/gateway/supported-providers", "gateway", "list_gateway_supported_providers"),
     ("GET", f"{AJAX3}/gateway/supported-models", "gateway", "list_gateway_supported_models"),
@@ -243,6 +249,9 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{MCP}/{{name+}}", "gateway", "get_mcp_server"),
     ("PATCH", f"{MCP}/{{name+}}", "gateway", "update_mcp_server"),
     ("DELETE", f"{MCP}/{{name+}}", "gateway", "delete_mcp_server"),
+    # --- AI gateway runtime: MLflow's invocation routes (one greedy route per method; the function routes) ---
+    ("POST", "/gateway/{path+}", "gateway_runtime", "invoke"),
+    ("GET", "/gateway/{path+}", "gateway_runtime", "invoke"),
     # --- users and permissions (MLflow's basic-auth app; ENDPOINT_NOT_FOUND unless authorization=basic) ---
     ("GET", "/login", "auth", "login"),
     # MLflow's server-rendered sign-up form and its POST (public: the form asks for credentials itself).

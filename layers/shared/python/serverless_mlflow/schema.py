@@ -1327,6 +1327,36 @@ ENTITIES: tuple[Entity, ...] = (
         "An MLflow resource (e.g. a scorer) bound to an endpoint",
         attributes=("endpoint_id", "resource_type", "resource_id", "created_at", "last_updated_at", "created_by", "last_updated_by"),
     ),
+    _e(
+        "gateway_budget_policy",
+        GW,
+        "B#{budget_policy_id}",
+        "Gateway budget policy: a spend limit (USD) per time window for the workspace, an endpoint or a user",
+        attributes=(
+            "budget_policy_id",
+            "budget_unit",
+            "budget_amount",
+            "duration_unit",
+            "duration_value",
+            "target_scope",
+            "target_value",
+            "budget_action",
+            "created_at",
+            "last_updated_at",
+            "created_by",
+            "last_updated_by",
+        ),
+    ),
+    # Spend per budget window: one item per policy and window, ADDed to by every gateway call it covers (the
+    # runtime's usage records; budgets are checked against them). Expires with TTL a day after the window ends.
+    _e(
+        "gateway_budget_window",
+        "GWB#{workspace}#{budget_policy_id}",
+        "W#{window_start:i64}",
+        "Spend of one budget policy in one time window (the gateway runtime's usage record)",
+        attributes=("budget_policy_id", "window_start", "window_end", "spend_nano_usd", "calls"),
+        expires=True,
+    ),
     # --- MCP server registry (one small partition per workspace, like the gateway's) ----------------
     _e(
         # A server's versions, tags, aliases and access endpoints sort under its own ``S#<name>`` prefix, so
@@ -1427,7 +1457,7 @@ ENTITIES: tuple[Entity, ...] = (
         "EVENT#{event_id}",
         "EVENT",
         "A registry change as a webhook event (entity, action, MLflow's payload), dispatched from the stream; expires",
-        attributes=("event_id", "workspace", "entity", "action", "payload", "model_name", "created_at", "split"),
+        attributes=("event_id", "workspace", "entity", "action", "payload", "model_name", "created_at", "split", "float_fields"),
         expires=True,
     ),
     # --- workspaces, auth, config -----------------------------------------------------------
@@ -1532,6 +1562,14 @@ ENTITIES: tuple[Entity, ...] = (
         "A role assigned to the user (the user's side of a role_member)",
         attributes=("assignment_id", "user_id", "role_id", "workspace", "username"),
         patterns={"of_user": (None, "The roles assigned to one user")},
+    ),
+    _e(
+        "gateway_endpoint_permission",
+        "USER#{username:str}",
+        "U#GPERM#{endpoint_id:str}",
+        # No by-resource index yet: nothing moves or drops an endpoint's grants (endpoint ids are never reused).
+        'User permission on an AI gateway endpoint (or "*"): USE lets the user invoke it',
+        attributes=("username", "resource_id", "permission"),
     ),
     _e(
         "config",

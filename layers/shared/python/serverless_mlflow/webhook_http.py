@@ -28,29 +28,17 @@ from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.util import Timeout
 
-from serverless_mlflow import settings
+from serverless_mlflow import public_url, settings
 from serverless_mlflow.errors import invalid
 
 SIGNATURE_HEADER = "X-MLflow-Signature"
 TIMESTAMP_HEADER = "X-MLflow-Timestamp"
 DELIVERY_ID_HEADER = "X-MLflow-Delivery-Id"
 SIGNATURE_VERSION = "v1"
-_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
 
 class BlockedAddress(Exception):
     """The connection reached a non-public address: the delivery fails closed (never retried as sent)."""
-
-
-def is_public_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """MLflow's ``_is_public_ip``: IPv6 transition formats are judged by the IPv4 address they carry."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour
-        if embedded is None and ip in _NAT64:
-            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if embedded is not None:
-            ip = embedded
-    return ip.is_global
 
 
 def _allow_private() -> bool:
@@ -58,6 +46,11 @@ def _allow_private() -> bool:
 
 
 def validate_url(url: Any) -> None:
+    """MLflow's ``_validate_webhook_url`` under the server's settings."""
+    check_url(url, settings.get("MLFLOW_WEBHOOK_ALLOWED_SCHEMES"), _allow_private())
+
+
+def check_url(url: Any, schemes: list[str], allow_private_ips: bool) -> None:
     """MLflow's ``_validate_webhook_url``, with its messages."""
     if not isinstance(url, str):
         raise invalid(f"Webhook URL must be a string, got {type(url).__name__!r}")
@@ -68,25 +61,12 @@ def validate_url(url: Any) -> None:
         hostname = parsed.hostname
     except ValueError as error:
         raise invalid(f"Invalid webhook URL {url!r}: {error!r}") from None
-    schemes = settings.get("MLFLOW_WEBHOOK_ALLOWED_SCHEMES")
     if parsed.scheme not in schemes:
         raise invalid(f"Invalid webhook URL scheme: {parsed.scheme!r}. Allowed schemes are: {', '.join(schemes)}.")
     if not hostname:
         raise invalid(f"Webhook URL must include a hostname: {url!r}")
-    if not _allow_private():
-        _require_public(hostname)
-
-
-def _require_public(hostname: str) -> None:
-    # A legacy numeric spelling (127.1) resolves like any name here; the connect-time check sees the real peer.
-    try:
-        infos = socket.getaddrinfo(hostname, None)
-    except (socket.gaierror, UnicodeError, ValueError) as error:
-        raise invalid(f"Cannot resolve Webhook URL hostname {hostname!r}: {error}") from None
-    for info in infos:
-        ip = ipaddress.ip_address(info[4][0])
-        if not is_public_ip(ip):
-            raise invalid(f"Webhook URL must not resolve to a non-public IP address. {hostname!r} resolves to {ip}.")
+    if not allow_private_ips:
+        public_url.require_public_host(hostname, "Webhook URL")
 
 
 def envelope(entity: str, action: str, payload: dict[str, Any]) -> str:
@@ -115,7 +95,7 @@ def _check_peer(sock: socket.socket) -> None:
     except (OSError, ValueError) as error:
         sock.close()
         raise BlockedAddress(f"Could not determine webhook connection peer address: {error}") from error
-    if not is_public_ip(ip):
+    if not public_url.is_public_ip(ip):
         sock.close()
         raise BlockedAddress(f"Webhook connection blocked: {ip} is not a public IP address. This may indicate a DNS rebinding attempt.")
 

@@ -49,7 +49,8 @@ READ_ACTION, USE_ACTION, UPDATE, DELETE, MANAGE_ACTION, NOT_DENIED = "read", "us
 
 # Resource kinds that take per-user grants (MLflow's resource_type values served here).
 EXPERIMENT, REGISTERED_MODEL, PROMPT = "experiment", "registered_model", "prompt"
-KINDS = (EXPERIMENT, REGISTERED_MODEL, PROMPT)
+GATEWAY_ENDPOINT = "gateway_endpoint"
+KINDS = (EXPERIMENT, REGISTERED_MODEL, PROMPT, GATEWAY_ENDPOINT)
 
 
 def default_permission() -> Permission:

@@ -1,7 +1,7 @@
 """Users and per-user grants in the table (MLflow's auth store, sqlalchemy_store.py, as items).
 
 A user is ``USER#<name> / U#META``; each grant is an item in the user's partition (``U#PERM#`` experiment,
-``U#RPERM#`` registered model, ``U#PPERM#`` prompt, resource id or ``"*"``), indexed by resource on gsi4
+``U#RPERM#`` registered model, ``U#PPERM#`` prompt, ``U#GPERM#`` gateway endpoint, resource id or ``"*"``), indexed by resource on gsi4
 so a rename or delete of the resource finds its grants. Checking a request costs one BatchGetItem:
 the user item, the grant on the resource and the wildcard grant.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from serverless_mlflow import schema, table
 from serverless_mlflow.auth import passwords
-from serverless_mlflow.auth.permissions import ALL, EXPERIMENT, GRANTABLE, KINDS, PROMPT, REGISTERED_MODEL
+from serverless_mlflow.auth.permissions import ALL, EXPERIMENT, GATEWAY_ENDPOINT, GRANTABLE, KINDS, PROMPT, REGISTERED_MODEL
 from serverless_mlflow.errors import already_exists, invalid, not_found
 
 USER = schema.entity("user")
@@ -24,8 +24,9 @@ _GRANT_ENTITY = {
     EXPERIMENT: schema.entity("experiment_permission"),
     REGISTERED_MODEL: schema.entity("registered_model_permission"),
     PROMPT: schema.entity("prompt_permission"),
+    GATEWAY_ENDPOINT: schema.entity("gateway_endpoint_permission"),
 }
-_ID_FIELD = {EXPERIMENT: "experiment_id", REGISTERED_MODEL: "model_name", PROMPT: "model_name"}
+_ID_FIELD = {EXPERIMENT: "experiment_id", REGISTERED_MODEL: "model_name", PROMPT: "model_name", GATEWAY_ENDPOINT: "endpoint_id"}
 _KIND_OF_ENTITY = {grant_entity.name: kind for kind, grant_entity in _GRANT_ENTITY.items()}
 USER_COUNTER_KEY = "seq#user"
 MIN_PASSWORD_LENGTH = 12

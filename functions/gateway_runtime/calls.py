@@ -1,0 +1,67 @@
+"""The gateway's invocation routes (MLflow's ``mlflow/server/gateway_api.py``), independent of the transport.
+
+``answer`` takes a request and returns an ``Answer``: a status, headers and either a body or an iterator of
+bytes (a stream). The HTTP API handler buffers a stream into one body; the function URL's server
+(``stream_server.py``) writes it out as it comes. Each route checks, resolves and fails in MLflow's order
+(``flows.py`` runs the call itself).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.llm_gateway import providers as p
+from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
+
+from . import access, flows, payloads
+from .answers import GEMINI, INVOCATIONS, PROXY, Answer, Call, detail, json_answer
+
+__all__ = ["GATEWAY_PREFIX", "Answer", "Call", "answer"]
+
+GATEWAY_PREFIX = "/gateway"
+_PASSTHROUGH = {
+    "/openai/v1/chat/completions": p.OPENAI_CHAT,
+    "/openai/v1/embeddings": p.OPENAI_EMBEDDINGS,
+    "/openai/v1/responses": p.OPENAI_RESPONSES,
+    "/openai/v1/responses/compact": p.OPENAI_RESPONSES_COMPACT,
+    "/anthropic/v1/messages": p.ANTHROPIC_MESSAGES,
+    "/typesafe/v1/systemone": p.TYPESAFE_SYSTEM_ONE,
+}
+
+
+def answer(call: Call) -> Answer:
+    try:
+        if refusal := access.refusal(call):
+            return refusal
+        return _route(call)
+    except GatewayHTTPError as error:
+        return detail(error.status, error.detail)
+    except MlflowError as error:
+        # MLflow's translate_http_exception: an MlflowException becomes {"detail": {error_code, message}}.
+        return detail(error.http_status, {"error_code": error.error_code, "message": error.message})
+
+
+def _route(call: Call) -> Answer:
+    path = call.path
+    if call.method == "GET" and path == "/mlflow/v1/models":
+        return json_answer(200, {"object": "list", "data": [_model(name, created) for name, created in access.usable_endpoints(call)]})
+    if call.method != "POST":
+        return detail(405, "Method Not Allowed")
+    if path == "/mlflow/v1/chat/completions":
+        body = payloads.body(call.body)
+        return flows.chat_completions(call, payloads.pop_model(body), body)
+    if match := INVOCATIONS.match(path):
+        return flows.invocations(call, match["endpoint"], payloads.body(call.body))
+    if path in _PASSTHROUGH:
+        return flows.passthrough(call, _PASSTHROUGH[path], payloads.body(call.body))
+    if match := GEMINI.match(path):
+        action = p.GEMINI_GENERATE if match["action"] == "generateContent" else p.GEMINI_STREAM
+        return flows.gemini(call, match["endpoint"], action, payloads.body(call.body))
+    if match := PROXY.match(path):
+        return flows.proxy(call, match["endpoint"], match["path"] + (f"?{call.query}" if call.query else ""), payloads.body(call.body))
+    return detail(404, "Not Found")
+
+
+def _model(name: str, created: int) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": created // 1000, "owned_by": "mlflow"}

@@ -1,0 +1,1 @@
+"""The AI gateway shared by its configuration API and its runtime: stored items, secret sealing, endpoint resolution."""

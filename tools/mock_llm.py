@@ -1,0 +1,373 @@
+"""A local mock LLM provider: OpenAI-compatible, Anthropic and Gemini shapes, streaming and not.
+
+Tests and benchmarks point gateway model definitions at it (``api_base`` = ``<url>/v1``) so that no call
+leaves the machine. Answers are deterministic: the reply to a chat is ``"mock reply: <last user text>"``,
+with token counts derived from the words in and out. A prompt containing a marker steers it:
+
+* ``FAIL<status>`` (e.g. ``FAIL429``, ``FAIL500``): the provider answers that status with its error shape;
+* ``SLEEP<seconds>``: the provider waits before answering (timeouts);
+* ``PACE<ms>``: a streamed answer waits that long between chunks;
+* ``/model/<id>/converse``: Amazon Bedrock's Converse API (what boto3's bedrock-runtime client calls when
+  pointed here), for the gateway's Bedrock provider;
+* ``JUDGE``: a judge-style JSON answer (``{"result": "yes", "rationale": ...}``), what MLflow's judges parse.
+
+``python -m tools.mock_llm [port]`` serves it on its own (default 5127).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_FAIL = re.compile(r"FAIL(\d{3})")
+_SLEEP = re.compile(r"SLEEP(\d+(?:\.\d+)?)")
+_PACE = re.compile(r"PACE(\d+)")
+CREATED = 1_700_000_000
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(_text_of(part.get("text", "") if isinstance(part, dict) else part) for part in content)
+    return ""
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    messages = body.get("messages") or []
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return _text_of(message.get("content"))
+    if "input" in body:  # OpenAI responses API
+        return _text_of(body["input"]) if not isinstance(body["input"], str) else body["input"]
+    contents = body.get("contents") or []  # Gemini
+    for content in reversed(contents):
+        return " ".join(part.get("text", "") for part in content.get("parts", []))
+    return json.dumps(body)[:200]
+
+
+def reply_for(prompt: str) -> str:
+    if "JUDGE" in prompt or "rationale" in prompt.lower():
+        return json.dumps({"result": "yes", "rationale": "The mock judge finds the answer acceptable."})
+    return f"mock reply: {prompt[-200:]}"
+
+
+def tokens(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+class MockLLM:
+    """The mock provider on 127.0.0.1; ``requests`` lists every request it received (path, body)."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self._server.daemon_threads = True
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    def start(self) -> MockLLM:
+        threading.Thread(target=self._server.serve_forever, daemon=True, name="mock-llm").start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _handler(mock: MockLLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                self._json(
+                    200, {"object": "list", "data": [{"id": "mock-model", "object": "model", "created": CREATED, "owned_by": "mock"}]}
+                )
+            else:
+                self._json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b"{}"
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {}
+            mock.requests.append((self.path, body, {k.lower(): v for k, v in self.headers.items()}))
+            prompt = _last_user_text(body)
+            if (sleep := _SLEEP.search(prompt)) is not None:
+                time.sleep(float(sleep.group(1)))
+            if (fail := _FAIL.search(prompt)) is not None:
+                status = int(fail.group(1))
+                if "/messages" in self.path:
+                    self._json(status, {"type": "error", "error": {"type": "api_error", "message": f"mock failure {status}"}})
+                else:
+                    self._json(status, {"error": {"message": f"mock failure {status}", "type": "api_error", "code": str(status)}})
+                return
+            path = self.path.split("?")[0]
+            pace = _PACE.search(prompt)
+            self.pace = int(pace.group(1)) / 1000 if pace else 0.005
+            if path.endswith("/converse"):
+                self._bedrock(body)
+                return
+            reply = reply_for(prompt)
+            if path.endswith("/chat/completions"):
+                self._openai_chat(body, prompt, reply)
+            elif path.endswith("/embeddings"):
+                self._embeddings(body)
+            elif path.endswith("/responses"):
+                self._responses(body, prompt, reply)
+            elif path.endswith("/messages"):
+                self._anthropic(body, prompt, reply)
+            elif path.endswith(":generateContent") or path.endswith(":streamGenerateContent"):
+                self._gemini(path.endswith(":streamGenerateContent"), prompt, reply)
+            else:
+                self._json(404, {"error": {"message": f"unknown path {path}", "type": "invalid_request_error"}})
+
+        # --- shapes --------------------------------------------------------------------------------
+        def _openai_chat(self, body: dict[str, Any], prompt: str, reply: str) -> None:
+            model = body.get("model") or "mock-model"
+            usage = {"prompt_tokens": tokens(prompt), "completion_tokens": tokens(reply), "total_tokens": tokens(prompt) + tokens(reply)}
+            if not body.get("stream"):
+                self._json(
+                    200,
+                    {
+                        "id": "chatcmpl-mock",
+                        "object": "chat.completion",
+                        "created": CREATED,
+                        "model": model,
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+                        "usage": usage,
+                    },
+                )
+                return
+            words = reply.split(" ")
+            events = []
+            for i, word in enumerate(words):
+                delta: dict[str, Any] = {"content": word if i == 0 else " " + word}
+                if i == 0:
+                    delta["role"] = "assistant"
+                events.append(
+                    {
+                        "id": "chatcmpl-mock",
+                        "object": "chat.completion.chunk",
+                        "created": CREATED,
+                        "model": model,
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+                    }
+                )
+            events.append(
+                {
+                    "id": "chatcmpl-mock",
+                    "object": "chat.completion.chunk",
+                    "created": CREATED,
+                    "model": model,
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                }
+            )
+            if (body.get("stream_options") or {}).get("include_usage"):
+                events.append(
+                    {
+                        "id": "chatcmpl-mock",
+                        "object": "chat.completion.chunk",
+                        "created": CREATED,
+                        "model": model,
+                        "choices": [],
+                        "usage": usage,
+                    }
+                )
+            self._sse([f"data: {json.dumps(e)}\n\n" for e in events] + ["data: [DONE]\n\n"])
+
+        def _embeddings(self, body: dict[str, Any]) -> None:
+            inputs = body.get("input")
+            items = inputs if isinstance(inputs, list) else [inputs]
+            data = [{"object": "embedding", "index": i, "embedding": [float(len(str(text))), 0.5, -0.25]} for i, text in enumerate(items)]
+            count = sum(tokens(str(text)) for text in items)
+            self._json(
+                200,
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body.get("model") or "mock-embed",
+                    "usage": {"prompt_tokens": count, "total_tokens": count},
+                },
+            )
+
+        def _responses(self, body: dict[str, Any], prompt: str, reply: str) -> None:
+            response = {
+                "id": "resp_mock",
+                "object": "response",
+                "created_at": CREATED,
+                "status": "completed",
+                "model": body.get("model") or "mock-model",
+                "output": [
+                    {
+                        "type": "message",
+                        "id": "msg_mock",
+                        "status": "completed",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": reply, "annotations": []}],
+                    }
+                ],
+                "usage": {"input_tokens": tokens(prompt), "output_tokens": tokens(reply), "total_tokens": tokens(prompt) + tokens(reply)},
+            }
+            if not body.get("stream"):
+                self._json(200, response)
+                return
+            events = [("response.created", {"type": "response.created", "response": {**response, "status": "in_progress", "output": []}})]
+            for word in reply.split(" "):
+                events.append(
+                    (
+                        "response.output_text.delta",
+                        {
+                            "type": "response.output_text.delta",
+                            "item_id": "msg_mock",
+                            "output_index": 0,
+                            "content_index": 0,
+                            "delta": word + " ",
+                        },
+                    )
+                )
+            events.append(("response.completed", {"type": "response.completed", "response": response}))
+            self._sse([f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events])
+
+        def _anthropic(self, body: dict[str, Any], prompt: str, reply: str) -> None:
+            model = body.get("model") or "mock-claude"
+            usage = {"input_tokens": tokens(prompt), "output_tokens": tokens(reply)}
+            if not body.get("stream"):
+                self._json(
+                    200,
+                    {
+                        "id": "msg_mock",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [{"type": "text", "text": reply}],
+                        "stop_reason": "end_turn",
+                        "stop_sequence": None,
+                        "usage": usage,
+                    },
+                )
+                return
+            start = {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_mock",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1},
+                },
+            }
+            events = [
+                ("message_start", start),
+                ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ]
+            for i, word in enumerate(reply.split(" ")):
+                events.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": word if i == 0 else " " + word},
+                        },
+                    )
+                )
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+            events.append(
+                (
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                        "usage": {"output_tokens": usage["output_tokens"]},
+                    },
+                )
+            )
+            events.append(("message_stop", {"type": "message_stop"}))
+            self._sse([f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events])
+
+        def _bedrock(self, body: dict[str, Any]) -> None:
+            prompt = " ".join(part.get("text", "") for m in body.get("messages") or [] for part in m.get("content") or [])
+            reply = reply_for(prompt)
+            usage = {"inputTokens": tokens(prompt), "outputTokens": tokens(reply), "totalTokens": tokens(prompt) + tokens(reply)}
+            self._json(
+                200,
+                {
+                    "output": {"message": {"role": "assistant", "content": [{"text": reply}]}},
+                    "stopReason": "end_turn",
+                    "usage": usage,
+                    "metrics": {"latencyMs": 1},
+                },
+            )
+
+        def _gemini(self, stream: bool, prompt: str, reply: str) -> None:
+            usage = {
+                "promptTokenCount": tokens(prompt),
+                "candidatesTokenCount": tokens(reply),
+                "totalTokenCount": tokens(prompt) + tokens(reply),
+            }
+            full = {
+                "candidates": [{"content": {"role": "model", "parts": [{"text": reply}]}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": usage,
+                "modelVersion": "mock-gemini",
+            }
+            if not stream:
+                self._json(200, full)
+                return
+            words = reply.split(" ")
+            chunks = [
+                {
+                    "candidates": [{"content": {"role": "model", "parts": [{"text": (w if i == 0 else " " + w)}]}, "index": 0}],
+                    "modelVersion": "mock-gemini",
+                }
+                for i, w in enumerate(words)
+            ]
+            chunks[-1]["candidates"][0]["finishReason"] = "STOP"
+            chunks[-1]["usageMetadata"] = usage
+            self._sse([f"data: {json.dumps(c)}\r\n\r\n" for c in chunks])
+
+        # --- transport -------------------------------------------------------------------------------
+        def _json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _sse(self, events: list[str]) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for event in events:
+                data = event.encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+                time.sleep(self.pace)  # a real provider's pace: chunks arrive one by one
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+if __name__ == "__main__":
+    server = MockLLM(int(sys.argv[1]) if len(sys.argv) > 1 else 5127).start()
+    print(f"mock LLM provider on {server.url}", flush=True)
+    threading.Event().wait()
