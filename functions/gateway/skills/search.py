@@ -143,17 +143,10 @@ def page(
 
 
 def parse_order_by(order_by: list[str] | None, valid: set[str]) -> list[tuple[str, bool]]:
-    """``parse_skill_registry_order_by``: (key, ascending) terms (keyword fields quoted, as MLflow quotes them)."""
-    terms: list[tuple[str, bool]] = []
-    for clause in order_by or []:
-        token, ascending = RunGrammar._parse_order_by_string(_quote_keyword_fields(clause))
-        key = RunGrammar._trim_backticks(RunGrammar._strip_quotes(token.strip()))
-        if key not in valid:
-            raise invalid(f"Invalid order_by key '{key}'. Valid keys: {sorted(valid)}")
-        if any(key == seen for seen, _ in terms):
-            raise invalid(f"Duplicate order_by field: '{key}'")
-        terms.append((key, ascending))
-    return terms
+    """``parse_skill_registry_order_by``: keyword field names quoted for the parser, the key's quotes stripped."""
+    return mcp_search.parse_order_by(
+        order_by, valid, _quote_keyword_fields, lambda key: RunGrammar._trim_backticks(RunGrammar._strip_quotes(key))
+    )
 
 
 def sort(rows: list[Any], terms: list[tuple[str, bool]], value_of: Callable[[Any, str], Any]) -> list[Any]:
