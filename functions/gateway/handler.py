@@ -17,7 +17,7 @@ from serverless_mlflow.request import read_float, read_int32, to_string, type_er
 from . import catalog, endpoints, model_definitions, provider_auth, secrets, validation
 from .mcp.operations import OPERATIONS as MCP_OPERATIONS
 from .messages import DEFINITION_UPDATES, MESSAGES
-from .skills.operations import OPERATIONS as SKILL_OPERATIONS
+from .skills import OPERATIONS as SKILL_OPERATIONS
 
 GATEWAY_DISABLED = "The AI Gateway feature is disabled. Set MLFLOW_ENABLE_AI_GATEWAY=true to enable it."
 

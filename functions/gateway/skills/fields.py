@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from serverless_mlflow.request import Message
 
-from .operations import OPERATIONS
+from . import NAMES
 
 _SEARCH = {"filter_string": "string", "max_results": "int32", "order_by": "[string]", "page_token": "string"}
 _TAG = {"key": "string", "value": "string"}
@@ -40,4 +40,4 @@ def _fields(operation: str) -> dict[str, str]:
     return _FIELDS.get(operation.replace("_organization_skill", "_skill", 1), {})
 
 
-MESSAGES: dict[str, Message] = {operation: Message(_fields(operation)) for operation in OPERATIONS}
+MESSAGES: dict[str, Message] = {operation: Message(_fields(operation)) for operation in NAMES}
