@@ -100,6 +100,8 @@ def test_every_route_answers_as_mlflow(server: str, reference_url: str) -> None:
     same("GET", f"{SKILLS}/Bad")
     same("GET", f"{SKILLS}/@{org}")
     same("GET", f"{AJAX_SKILLS}/{name}")
+    same("GET", f"{AJAX_SKILLS}/@{org}/{name}")
+    same("POST", f"{AJAX_SKILLS}/@{org}/{name}/tags", {"key": "via", "value": "ajax"})
     same("PATCH", skill, {"description": "Reviews pull requests"})
     same("PATCH", org_skill, {"icons": [{"src": ICON, "sizes": ["48x48"]}]})
     same("PATCH", skill, {"icons": None})
