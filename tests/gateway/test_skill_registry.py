@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -347,3 +348,48 @@ def test_the_client_registers_skills_as_against_mlflow(server: str, reference_ur
     theirs = _client_run(python, reference_url, name, org)
     assert ours == theirs
     assert ours[0]["name"] == name and ours[1]["source_type"] == "git" and ours[-1] == []
+
+
+_REGISTER_SCRIPT = r"""
+import json, sys
+import mlflow
+
+mlflow.set_tracking_uri(sys.argv[1])
+source = sys.argv[2]
+from mlflow.entities.skill_source import GitSource
+version = mlflow.genai.register_skill(source=GitSource(url=source, subpath="skill"))
+mlflow.MlflowClient().set_skill_alias(name=version.name, alias="prod", version=version.version)
+by_alias = mlflow.MlflowClient().get_skill_version_by_alias(name=version.name, alias="prod")
+found = [skill.name for skill in mlflow.genai.search_skills(filter_string=f"name = '{version.name}'")]
+print(json.dumps({"version": vars(version), "by_alias": vars(by_alias), "found": found}, default=str))
+"""
+
+
+def _git_repository(root: Path, name: str) -> str:
+    """A git repository (a file:// URL ending in .git) holding one skill folder with its SKILL.md."""
+    repository = root / "skills.git"
+    (repository / "skill").mkdir(parents=True)
+    (repository / "skill" / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Reviews code.\n---\nReview the diff.\n")
+    (repository / "skill" / "notes.md").write_text("notes\n")
+    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "skill"]):
+        subprocess.run(["git", "-C", str(repository), *command], check=True, capture_output=True)
+    return repository.as_uri()
+
+
+def test_register_skill_from_git_as_against_mlflow(server: str, reference_url: str, tmp_path: Path) -> None:
+    """``mlflow.genai.register_skill`` of a git source (the client clones it, reads SKILL.md, digests the tree and
+    registers the pointer), an alias and ``search_skills``: the same against the local runtime as against MLflow
+    3.18's server. (``pull`` refuses a ``file://`` repository client-side, and tests have no network.)"""
+    python = _client_python()
+    answers = []
+    name = _unique("registered")  # one name (the SKILL.md, and so the digest, are the same) on each server
+    for label, url in (("ours", server), ("theirs", reference_url)):
+        source = _git_repository(tmp_path / label, name)
+        done = subprocess.run([python, "-c", _REGISTER_SCRIPT, url, source], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+        version = answer["version"]
+        assert (answer["found"], version["name"], version["source_type"], version["status"]) == ([name], name, "git", "active")
+        assert len(version["digest"]) == 64 and answer["by_alias"]["aliases"] == ["prod"]
+        answers.append(_masked(json.loads(json.dumps(answer).replace(name, "<name>").replace(source, "<source>"))))
+    assert answers[0] == answers[1]
