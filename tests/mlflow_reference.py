@@ -72,7 +72,14 @@ def asgi_reference_server() -> Reference:
     return _start(_SERVE_ASGI)
 
 
-def _start(script: str) -> Reference:
+@cache
+def asgi_reference_server_of(python: str) -> Reference:
+    """MLflow's whole server run by another interpreter: a client venv's mlflow (``tools.client_venvs``) for
+    routes the project's pinned mlflow does not have (3.18's skill registry)."""
+    return _start(_SERVE_ASGI, python)
+
+
+def _start(script: str, python: str = sys.executable) -> Reference:
     directory = Path(tempfile.mkdtemp(prefix="mlflow-reference-"))
     uri = f"sqlite:///{directory / 'mlflow.db'}"
     env = {
@@ -86,9 +93,7 @@ def _start(script: str) -> Reference:
     }
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
         env.pop(name, None)
-    process = subprocess.Popen(
-        [sys.executable, "-c", script], env=env, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
+    process = subprocess.Popen([python, "-c", script], env=env, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     atexit.register(process.kill)
     port = int(process.stdout.readline())  # printed once the socket is bound
     reference = Reference(directory, f"http://127.0.0.1:{port}")

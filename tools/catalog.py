@@ -74,6 +74,8 @@ SCHEMA_PATTERNS: dict[str, tuple[str, ...]] = {
     "List webhooks (newest first)": ("webhook.by_creation",),
     "Read the MCP registry": ("mcp_server.in_workspace",),
     "Read one MCP server whole": ("mcp_server.whole_server",),
+    "Read the skill registry": ("skill.in_workspace",),
+    "Read one skill whole": ("skill.whole_skill",),
     "Tags of a registered model (oversized event payload)": ("registered_model_tag.of_model",),
     "Get metric history": ("metric_history.of_metric",),
     "Full-text search (forward)": ("fts_forward.postings", "model_postings"),
@@ -1428,6 +1430,75 @@ PATTERNS: tuple[AccessPattern, ...] = (
         PUT,
         "table",
         "pk = MCP#<ws> AND sk = S#<name>#E#<endpoint_id> (create IF attribute_not_exists, update IF attribute_exists)",
+    ),
+    # --- skill registry (MLflow 3.18) ------------------------------------------------------------
+    _p(
+        "Skill registry",
+        "Read the skill registry",
+        "skill skill_tag skill_alias skill_version skill_version_tag",
+        QUERY,
+        "table",
+        "pk = SKILL#<ws> AND begins_with(sk, 'K#')",
+        note="skill searches: filtered, sorted and paged in memory with MLflow's query-bound offset tokens; a registry "
+        "is a few hundred curated items (a version is a pointer to its source, not its content)",
+    ),
+    _p(
+        "Skill registry",
+        "Read one skill whole",
+        "skill skill_tag skill_alias skill_version skill_version_tag",
+        QUERY,
+        "table",
+        "pk = SKILL#<ws> AND begins_with(sk, 'K#<org>#<name>')",
+        note="get a skill, a version, a version by alias or latest; version searches; the next version number; the checks "
+        "before every write",
+    ),
+    _p("Skill registry", "Create skill", "skill", PUT, "table", "pk = SKILL#<ws> AND sk = K#<org>#<name> IF attribute_not_exists(pk)"),
+    _p("Skill registry", "Update skill", "skill", PUT, "table", "pk = SKILL#<ws> AND sk = K#<org>#<name> IF attribute_exists(pk)"),
+    _p(
+        "Skill registry",
+        "Delete skill",
+        "skill skill_tag skill_alias skill_version skill_version_tag",
+        BATCH_WRITE,
+        "table",
+        "Delete K#<org>#<name>, then every key under K#<org>#<name>",
+        note="the header first: what a racing write leaves under a deleted skill is never read back",
+    ),
+    _p(
+        "Skill registry",
+        "Register skill version",
+        "skill skill_version",
+        TRANSACT,
+        "table",
+        "Put K#<org>#<name> IF attribute_not_exists(pk) (the parent, when missing) or ConditionCheck it exists + Put "
+        "K#<org>#<name>#V#<n> IF attribute_not_exists(pk)",
+        note="n is one past the highest version ever registered; a lost race re-reads and retries (3 times, as MLflow); "
+        "bulk registration writes every skill's pair, 50 skills a transaction",
+    ),
+    _p(
+        "Skill registry",
+        "Update or delete skill version",
+        "skill_version skill_alias",
+        TRANSACT,
+        "table",
+        "Put K#<org>#<name>#V#<n> IF status = <status read> + Delete its aliases (when deleted)",
+        note="a deleted version stays as status=deleted (MLflow keeps the row; numbers are never reused)",
+    ),
+    _p(
+        "Skill registry",
+        "Set skill alias",
+        "skill_version skill_alias",
+        TRANSACT,
+        "table",
+        "ConditionCheck K#<org>#<name>#V#<n> IF status <> deleted + Put K#<org>#<name>#A#<alias>",
+    ),
+    _p(
+        "Skill registry",
+        "Set or delete skill tag, delete alias",
+        "skill_tag skill_version_tag skill_alias",
+        PUT,
+        "table",
+        "pk = SKILL#<ws> AND sk = K#<org>#<name>#T#<key> | K#<org>#<name>#V#<n>#T#<key> | K#<org>#<name>#A#<alias> "
+        "(deletes IF attribute_exists(pk))",
     ),
     # --- AI gateway configuration --------------------------------------------------------------
     _p(

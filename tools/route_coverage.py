@@ -143,12 +143,6 @@ FAMILIES: tuple[Family, ...] = (
         "AI gateway guardrails and jobs",
         PLANNED + " (guardrails run scorers inside the gateway runtime; jobs run server-side work)",
     ),
-    Family(
-        r"/skills",
-        "skill registry (3.18)",
-        "not built yet: a registry of versioned skill bundles (artifacts, tags, "
-        "aliases) behind `MlflowClient.create_skill`; its data model is open",
-    ),
     Family(r"/mcp-servers", "MCP server registry (3.15+)", "not built yet: versioned MCP server records with tags and aliases"),
     Family(
         r"/scorers?/invoke|/evaluate|/genai/",

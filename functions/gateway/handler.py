@@ -17,6 +17,7 @@ from serverless_mlflow.request import read_float, read_int32, to_string, type_er
 from . import budgets, catalog, endpoints, model_definitions, provider_auth, secrets, validation
 from .mcp.operations import OPERATIONS as MCP_OPERATIONS
 from .messages import DEFINITION_UPDATES, MESSAGES
+from .skills import OPERATIONS as SKILL_OPERATIONS
 
 GATEWAY_DISABLED = "The AI Gateway feature is disabled. Set MLFLOW_ENABLE_AI_GATEWAY=true to enable it."
 
@@ -370,6 +371,8 @@ app = build_app(
         "get_gateway_secrets_config": get_secrets_config,
         # The MCP server registry shares this function (small, admin-curated configuration like the gateway's).
         **MCP_OPERATIONS,
+        # So does the skill registry (skills are curated metadata; their content lives at its source).
+        **SKILL_OPERATIONS,
     },
 )
 lambda_handler = lambda_entry(app)

@@ -9,6 +9,7 @@ from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import Message, required, string
 
 from .mcp.fields import MESSAGES as MCP_MESSAGES
+from .skills.fields import MESSAGES as SKILL_MESSAGES
 
 
 def _secret_value_present(value: Any) -> None:
@@ -130,4 +131,6 @@ MESSAGES: dict[str, Message] = {
     "get_gateway_secrets_config": Message({}),
     # --- the MCP server registry (FastAPI routes in MLflow; parsed by mcp/wire.py)
     **MCP_MESSAGES,
+    # --- the skill registry (FastAPI routes in MLflow 3.18; parsed by skills/wire.py)
+    **SKILL_MESSAGES,
 }

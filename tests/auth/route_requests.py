@@ -694,6 +694,14 @@ NO_RESOURCE_ID: dict[str, str] = {
         if route.path.startswith(f"{M3}/mcp-servers")
     },
     **{
+        route.route_key: (
+            "the skill registry has no per-user owner here: changes are admin-only and reads are open to every user "
+            "(MLflow's per-skill grants are not served; rules.py), so there is no galice resource"
+        )
+        for route in ROUTES
+        if route.path.startswith(f"{M3}/skills")
+    },
+    **{
         f"GET /ajax-api/3.0/mlflow/gateway/{path}": "the provider/model catalog or the secrets setup: constant, for any logged-in user"
         for path in ("supported-providers", "supported-models", "provider-config", "secrets/config")
     },

@@ -97,6 +97,10 @@ def seed(target: Target) -> None:
     call("POST", f"{mcp_path}/versions", {"server_json": {"name": mcp, "version": "1.0.0"}, "tools": [{"name": "t"}]})
     call("POST", f"{mcp_path}/aliases", {"alias": "champion", "version": "1.0.0"})
     seeds["mcp_endpoint_id"] = call("POST", f"{mcp_path}/endpoints", {"url": "https://mcp.example/mcp", "server_version": "1.0.0"})["id"]  # fmt: skip
+    seeds["skill_name"] = skill = unique("fz-skill")
+    for prefix in (f"{M3}/skills/{skill}", f"{M3}/skills/@fuzz/{skill}"):
+        call("POST", f"{prefix}/versions", {"source": "https://example.com/fuzz.zip"})
+        call("POST", f"{prefix}/aliases", {"alias": "champion", "version": 1})
     if target.mode == "basic":
         seeds["username"] = unique("fz-user")
         call("POST", f"{M2}/users/create", {"username": seeds["username"], "password": "fuzz-password-0"})

@@ -289,6 +289,8 @@ def good_path_param(name: str, route: routes.Route, seeds: Mapping[str, Any]) ->
             "endpoint_id": seeds["mcp_endpoint_id"],
             "key": "k",
         }[name]
+    if "skill" in route.operation:
+        return {"organization": "fuzz", "name": seeds["skill_name"], "version": "1", "alias": "champion", "key": "k"}[name]
     return {
         "model_id": seeds["model_id"],
         "dataset_id": seeds["dataset_id"],

@@ -137,12 +137,15 @@ def version_comparison(comparator: str, value: str, item: dict[str, Any]) -> boo
     return compare(comparator, list(item["semver"]), target)
 
 
-def parse_order_by(order_by: list[str] | None, valid: set[str]) -> list[tuple[str, bool]]:
-    """(key, ascending) terms: MLflow's checks (valid keys, no duplicates)."""
+def parse_order_by(
+    order_by: list[str] | None, valid: set[str], quote: Callable[[str], str] = str, unquote: Callable[[str], str] = str
+) -> list[tuple[str, bool]]:
+    """(key, ascending) terms: MLflow's checks (valid keys, no duplicates). ``quote`` prepares a clause for the
+    parser and ``unquote`` cleans its key (the skill registry quotes keyword field names, then strips them)."""
     terms: list[tuple[str, bool]] = []
     for clause in order_by or []:
-        token, ascending = RunGrammar._parse_order_by_string(clause)
-        key = token.strip()
+        token, ascending = RunGrammar._parse_order_by_string(quote(clause))
+        key = unquote(token.strip())
         if key not in valid:
             raise invalid(f"Invalid order_by key '{key}'. Valid keys: {sorted(valid)}")
         if any(key == seen for seen, _ in terms):

@@ -55,6 +55,7 @@ M2 = "/api/2.0/mlflow"
 M3 = "/api/3.0/mlflow"
 ART = "/api/2.0/mlflow-artifacts"
 MCP = f"{M3}/mcp-servers"
+SKILLS = f"{M3}/skills"
 API_PREFIX = "/api/"
 AJAX_PREFIX = "/ajax-api/"
 # UI-only routes MLflow serves under /ajax-api/ alone.
@@ -252,6 +253,47 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     # --- AI gateway runtime: MLflow's invocation routes (one greedy route per method; the function routes) ---
     ("POST", "/gateway/{path+}", "gateway_runtime", "invoke"),
     ("GET", "/gateway/{path+}", "gateway_runtime", "invoke"),
+    # --- skill registry (FastAPI routes in MLflow 3.18). Every per-skill route has an ``@organization`` twin,
+    # listed first: Powertools tries dynamic rules in table order, and MLflow matches ``/@acme/versions`` as the
+    # skill ``versions`` of ``acme`` (its ``@{organization}`` routes are registered before ``/{name}/versions``).
+    ("POST", SKILLS, "gateway", "create_skill"),
+    ("GET", SKILLS, "gateway", "search_skills"),
+    ("POST", f"{SKILLS}/bulk-register", "gateway", "bulk_register_skills"),
+    ("GET", f"{SKILLS}/@{{organization}}/{{name}}/versions", "gateway", "search_organization_skill_versions"),
+    ("POST", f"{SKILLS}/@{{organization}}/{{name}}/versions/{{version}}/tags", "gateway", "set_organization_skill_version_tag"),
+    (
+        "DELETE",
+        f"{SKILLS}/@{{organization}}/{{name}}/versions/{{version}}/tags/{{key+}}",
+        "gateway",
+        "delete_organization_skill_version_tag",
+    ),
+    ("GET", f"{SKILLS}/@{{organization}}/{{name}}/versions/{{version}}", "gateway", "get_organization_skill_version"),
+    ("PATCH", f"{SKILLS}/@{{organization}}/{{name}}/versions/{{version}}", "gateway", "update_organization_skill_version"),
+    ("DELETE", f"{SKILLS}/@{{organization}}/{{name}}/versions/{{version}}", "gateway", "delete_organization_skill_version"),
+    ("POST", f"{SKILLS}/@{{organization}}/{{name}}/versions", "gateway", "create_organization_skill_version"),
+    ("POST", f"{SKILLS}/@{{organization}}/{{name}}/tags", "gateway", "set_organization_skill_tag"),
+    ("DELETE", f"{SKILLS}/@{{organization}}/{{name}}/tags/{{key+}}", "gateway", "delete_organization_skill_tag"),
+    ("POST", f"{SKILLS}/@{{organization}}/{{name}}/aliases", "gateway", "set_organization_skill_alias"),
+    ("GET", f"{SKILLS}/@{{organization}}/{{name}}/aliases/{{alias}}", "gateway", "get_organization_skill_version_by_alias"),
+    ("DELETE", f"{SKILLS}/@{{organization}}/{{name}}/aliases/{{alias}}", "gateway", "delete_organization_skill_alias"),
+    ("GET", f"{SKILLS}/@{{organization}}/{{name}}", "gateway", "get_organization_skill"),
+    ("PATCH", f"{SKILLS}/@{{organization}}/{{name}}", "gateway", "update_organization_skill"),
+    ("DELETE", f"{SKILLS}/@{{organization}}/{{name}}", "gateway", "delete_organization_skill"),
+    ("GET", f"{SKILLS}/{{name}}/versions", "gateway", "search_skill_versions"),
+    ("POST", f"{SKILLS}/{{name}}/versions/{{version}}/tags", "gateway", "set_skill_version_tag"),
+    ("DELETE", f"{SKILLS}/{{name}}/versions/{{version}}/tags/{{key+}}", "gateway", "delete_skill_version_tag"),
+    ("GET", f"{SKILLS}/{{name}}/versions/{{version}}", "gateway", "get_skill_version"),
+    ("PATCH", f"{SKILLS}/{{name}}/versions/{{version}}", "gateway", "update_skill_version"),
+    ("DELETE", f"{SKILLS}/{{name}}/versions/{{version}}", "gateway", "delete_skill_version"),
+    ("POST", f"{SKILLS}/{{name}}/versions", "gateway", "create_skill_version"),
+    ("POST", f"{SKILLS}/{{name}}/tags", "gateway", "set_skill_tag"),
+    ("DELETE", f"{SKILLS}/{{name}}/tags/{{key+}}", "gateway", "delete_skill_tag"),
+    ("POST", f"{SKILLS}/{{name}}/aliases", "gateway", "set_skill_alias"),
+    ("GET", f"{SKILLS}/{{name}}/aliases/{{alias}}", "gateway", "get_skill_version_by_alias"),
+    ("DELETE", f"{SKILLS}/{{name}}/aliases/{{alias}}", "gateway", "delete_skill_alias"),
+    ("GET", f"{SKILLS}/{{name}}", "gateway", "get_skill"),
+    ("PATCH", f"{SKILLS}/{{name}}", "gateway", "update_skill"),
+    ("DELETE", f"{SKILLS}/{{name}}", "gateway", "delete_skill"),
     # --- users and permissions (MLflow's basic-auth app; ENDPOINT_NOT_FOUND unless authorization=basic) ---
     ("GET", "/login", "auth", "login"),
     # MLflow's server-rendered sign-up form and its POST (public: the form asks for credentials itself).
@@ -348,6 +390,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
 GREEDY_FAMILIES: dict[str, str] = {
     f"{M2}/webhooks": "webhooks",
     MCP: "gateway",
+    SKILLS: "gateway",
     f"{M3}/label-schemas": "review",
     f"{M3}/review-queues": "review",
     f"{M3}/issues": "review",

@@ -390,6 +390,7 @@ RM = "RM#{model_name:str}"
 EDS = "EDS#{dataset_id}"
 GW = "GW#{workspace}"
 MCP = "MCP#{workspace}"
+SKILLS = "SKILL#{workspace}"
 REVIEW = "REVIEW#{experiment_id}"
 TRACE_PARTITION = "TB#{experiment_id}#{bucket}#{shard}"
 
@@ -1424,6 +1425,63 @@ ENTITIES: tuple[Entity, ...] = (
             "created_at",
             "last_updated_at",
         ),
+    ),
+    # --- skill registry (one small partition per workspace, like the MCP registry's) -----------------
+    _e(
+        # A skill's versions, tags and aliases sort under its own ``K#<organization>#<name>`` prefix, so one Query
+        # reads a skill whole and one Query reads the registry (searches sort and page in memory, as MLflow's
+        # offset tokens do).
+        "skill",
+        SKILLS,
+        "K#{organization:str}#{name:str}",
+        "Skill: organization, name, description, icons; its versions, tags and aliases follow it",
+        attributes=("organization", "name", "description", "icons", "created_by", "last_updated_by", "created_at", "last_updated_at"),
+        patterns={
+            "in_workspace": (None, "The whole skill registry of a workspace (skills and everything under them)", "K#"),
+            "whole_skill": (None, "One skill with its versions, tags and aliases", "K#{organization:str}#{name:str}"),
+        },
+    ),
+    _e(
+        "skill_tag",
+        SKILLS,
+        "K#{organization:str}#{name:str}#T#{key:str}",
+        "Skill tag",
+        attributes=("organization", "skill_name", "key", "value"),
+    ),
+    _e(
+        "skill_alias",
+        SKILLS,
+        "K#{organization:str}#{name:str}#A#{alias:str}",
+        "Skill alias -> version number",
+        attributes=("organization", "skill_name", "alias", "version"),
+    ),
+    _e(
+        "skill_version",
+        SKILLS,
+        "K#{organization:str}#{name:str}#V#{version:ver}",
+        "Skill version: source (git, oci, zip), ref, subpath, digest, status; deleted versions stay as status=deleted",
+        attributes=(
+            "organization",
+            "skill_name",
+            "version",
+            "source_type",
+            "source",
+            "ref",
+            "subpath",
+            "digest",
+            "status",
+            "created_by",
+            "last_updated_by",
+            "created_at",
+            "last_updated_at",
+        ),
+    ),
+    _e(
+        "skill_version_tag",
+        SKILLS,
+        "K#{organization:str}#{name:str}#V#{version:ver}#T#{key:str}",
+        "Skill version tag",
+        attributes=("organization", "skill_name", "version", "key", "value"),
     ),
     # --- webhooks and registry events ----------------------------------------------------------
     _e(

@@ -328,6 +328,38 @@ RULES: dict[str, Rule] = {
             "delete_mcp_access_endpoint",
         )
     },
+    # --- skill registry: MLflow's per-skill grants (resource type ``skill``: read/update/manage, MANAGE to a
+    # creator) are not served yet; as for the MCP registry, reads for every signed-in user, changes for admins ----
+    **{
+        op: Rule(authenticated)
+        for base in (
+            "search_skill_versions",
+            "get_skill",
+            "get_skill_version",
+            "get_skill_version_by_alias",
+        )
+        for op in (base, base.replace("_skill", "_organization_skill", 1))
+    },
+    "search_skills": Rule(authenticated),
+    **{
+        op: Rule(admin)
+        for base in (
+            "update_skill",
+            "delete_skill",
+            "create_skill_version",
+            "update_skill_version",
+            "delete_skill_version",
+            "set_skill_tag",
+            "delete_skill_tag",
+            "set_skill_version_tag",
+            "delete_skill_version_tag",
+            "set_skill_alias",
+            "delete_skill_alias",
+        )
+        for op in (base, base.replace("_skill", "_organization_skill", 1))
+    },
+    "create_skill": Rule(admin),
+    "bulk_register_skills": Rule(admin),
     # --- webhooks: MLflow's WEBHOOK_BEFORE_REQUEST_HANDLERS (sender_is_admin) ---------------------------
     **{op: Rule(admin) for op in ("create_webhook", "list_webhooks", "get_webhook", "update_webhook", "delete_webhook", "test_webhook")},
     # --- users and permissions (mlflow/server/auth routes) ---------------------------------------------

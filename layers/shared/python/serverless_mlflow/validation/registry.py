@@ -63,12 +63,13 @@ def validate_model_version(model_version: Any) -> int:
         raise invalid(not_integer_value("version", model_version)) from None
 
 
-def validate_model_alias_name(model_alias_name: str | None) -> None:
+def validate_model_alias_name(model_alias_name: str | None, resource_type: str = "Registered model") -> None:
+    """``_validate_alias_name``: also the skill registry's aliases (``resource_type="Skill"``)."""
     if model_alias_name is None or model_alias_name == "":
-        raise invalid("Registered model alias name cannot be empty.")
+        raise invalid(f"{resource_type} alias name cannot be empty.")
     if not REGISTERED_MODEL_ALIAS_REGEX.match(model_alias_name):
         raise invalid(f"Invalid alias name: '{model_alias_name}'. {BAD_ALIAS_CHARACTERS_MESSAGE}")
-    validate_length_limit("Registered model alias name", MAX_REGISTERED_MODEL_ALIAS_LENGTH, model_alias_name)
+    validate_length_limit(f"{resource_type} alias name", MAX_REGISTERED_MODEL_ALIAS_LENGTH, model_alias_name)
 
 
 def validate_model_alias_name_reserved(model_alias_name: str) -> None:
