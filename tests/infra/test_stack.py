@@ -30,7 +30,7 @@ pytestmark = pytest.mark.xdist_group("infra")
 STACK_NAME = "MlflowServerlessTest"
 API_FEATURES = routes.features()
 # The API's features plus the stream and queue workers (the deploy-time bootstrap and authorizer aside).
-WORKERS = ["indexer", "webhook_events", "webhook_delivery"]
+WORKERS = ["indexer", "webhook_events", "webhook_delivery", "job_worker"]
 ALL_FUNCTIONS = [*API_FEATURES, *WORKERS]
 
 
@@ -79,6 +79,7 @@ def construct_of(synth: Synth, name: str) -> Any:
         "indexer": synth.stack.indexer.function,
         "webhook_events": synth.stack.registry_events.events_function,
         "webhook_delivery": synth.stack.registry_events.delivery_function,
+        "job_worker": synth.stack.jobs.worker,
     }
     return workers[name] if name in workers else synth.stack.features.functions[name]
 
@@ -377,7 +378,7 @@ def test_queues_are_encrypted_and_tls_only(synth: Synth) -> None:
     queues = synth.resources("AWS::SQS::Queue")
     assert synth.logical_id(synth.stack.indexer.dead_letter_queue) in queues
     policies = synth.resources("AWS::SQS::QueuePolicy")
-    assert len(policies) == len(queues) == 3  # stream dead letters, webhook deliveries and their dead letters
+    assert len(policies) == len(queues) == 5  # stream dead letters, webhook deliveries, jobs, and their dead letters
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     for policy in policies.values():
@@ -532,6 +533,10 @@ def test_no_wildcard_resources_beyond_index_arns(synth: Synth) -> None:
                     assert actions <= allowed_on_star, statement
                 elif isinstance(resource, dict) and "Fn::Join" in resource:
                     suffix = resource["Fn::Join"][1][-1]
+                    if actions == {"execute-api:Invoke"}:
+                        # The job worker drives this stack's own API (every route of it), nothing else.
+                        assert {"Ref": synth.logical_id(synth.stack.api.api)} in resource["Fn::Join"][1] and suffix == "/*", statement
+                        continue
                     assert suffix == "/index/*" or re.fullmatch(r"/[a-z_-]+/\*", suffix), statement
                     if suffix != "/index/*":
                         assert all(a.startswith("s3:") for a in actions), statement
@@ -591,7 +596,7 @@ def test_layer_hash_depends_on_content_only(tmp_path: Path) -> None:
 
 def test_alarms_cover_dlq_iterator_age_5xx_throttles_and_every_function(synth: Synth) -> None:
     alarms = synth.resources("AWS::CloudWatch::Alarm")
-    expected = {"IndexerDeadLetters", "IndexerIteratorAge", "ApiServerErrorRate", "TableThrottles", "WebhookDeadLetters"}
+    expected = {"IndexerDeadLetters", "IndexerIteratorAge", "ApiServerErrorRate", "TableThrottles", "WebhookDeadLetters", "JobDeadLetters"}
     expected |= {f"{''.join(p.capitalize() for p in name.split('_'))}Failures" for name in ALL_FUNCTIONS}
     assert set(synth.stack.monitoring.alarms) == expected
     assert len(alarms) == len(expected)
