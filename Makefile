@@ -7,7 +7,7 @@ CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: help venv shell serve test test-long test-clients test-ui fuzz-long lint format synth deploy destroy bench docs verify reindex migrate clean
+.PHONY: help venv shell serve test test-long test-clients test-ui fuzz-long lint format synth job-worker-package deploy destroy bench docs verify reindex migrate clean
 
 help:
 	@echo "make serve   - serve the MLflow API and web UI locally on http://127.0.0.1:$(PORT)"
@@ -18,7 +18,7 @@ help:
 	@echo "make test-ui - the web UI in headless Chromium (screenshots in build/ui-screenshots)"
 	@echo "make fuzz-long - the request fuzz suite with many examples per route (make test runs it bounded)"
 	@echo "make synth   - synthesize the AWS stack (offline, no Docker)"
-	@echo "make deploy  - cdk deploy with the pinned CDK CLI"
+	@echo "make deploy  - cdk deploy with the pinned CDK CLI (builds the job worker's package first)"
 	@echo "make bench   - DynamoDB requests/items per operation -> docs/performance.md"
 	@echo "make docs    - regenerate docs/schema.md and docs/access-patterns.md"
 	@echo "make verify  - check every FTS/RANK item against the source items (make reindex repairs)"
@@ -85,7 +85,11 @@ synth:
 	@$(SETUP_DEV)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CDK) synth --quiet
 
-deploy:
+job-worker-package:
+	@$(SETUP_DEV)
+	$(PY) -m tools.job_worker_package
+
+deploy: job-worker-package
 	@$(SETUP_DEV)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CDK) deploy $(CDK_ARGS)
 

@@ -106,6 +106,20 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
         "An SQS event source mapping has no on-failure destination: the queue's redrive policy moves a message that "
         "keeps failing to the webhooks' dead-letter queue, and the function dead-letters final refusals itself.",
     )
+    jobs_reason = "Its SQS event source has the jobs' dead-letter queue (redrive policy); a failure is retried by SQS, not by Lambda."
+    _function_acks(stack, stack.jobs.worker, jobs_reason)
+    acknowledge(
+        next(c for c in stack.jobs.worker.function.node.children if c.node.id.startswith("SqsEventSource")),
+        "Serverless-LambdaEventSourceMappingDestination",
+        "An SQS event source mapping has no on-failure destination: the queue's redrive policy moves a job's message "
+        "that keeps failing to the jobs' dead-letter queue.",
+    )
+    acknowledge(
+        stack.jobs.worker,
+        f"AwsSolutions-IAM5[{nag_resource(stack, stack.jobs.api_resource)}]",
+        "execute-api:Invoke on this stack's own API (every route: the demo generators call many): the worker drives "
+        "the API with the stock MLflow client, as a user would.",
+    )
     _function_acks(stack, stack.bootstrap.function, BOOTSTRAP_DLQ_REASON)
     if stack.basic_auth is not None:
         _function_acks(stack, stack.basic_auth.authorizer, AUTHORIZER_DLQ_REASON)
@@ -135,6 +149,10 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
     dlq_reason = "This queue is itself the dead-letter (on-failure) destination of the indexer's stream event source mapping."
     acknowledge(queue, "AwsSolutions-SQS3", dlq_reason)
     acknowledge(queue, "Serverless-SQSRedrivePolicy", dlq_reason)
+    jobs_dlq = stack.jobs.dead_letter_queue
+    jobs_dlq_reason = "This queue is itself the dead-letter queue of the jobs queue."
+    acknowledge(jobs_dlq, "AwsSolutions-SQS3", jobs_dlq_reason)
+    acknowledge(jobs_dlq, "Serverless-SQSRedrivePolicy", jobs_dlq_reason)
     webhook_dlq = stack.registry_events.dead_letter_queue
     webhook_reason = "This queue is itself the dead-letter queue of the webhook deliveries queue."
     acknowledge(webhook_dlq, "AwsSolutions-SQS3", webhook_reason)

@@ -49,6 +49,8 @@ class Access:
     webhook_dead_letters: tuple[str, ...] = ()
     # events:PutEvents on the stack's registry event bus.
     put_events: bool = False
+    # SQS actions on the jobs queue (receiving and deleting are the worker's event source mapping's).
+    job_queue: tuple[str, ...] = ()
 
     @property
     def table_actions(self) -> tuple[str, ...]:
@@ -170,6 +172,13 @@ ACCESS: dict[str, Access] = {
         webhook_queue=("sqs:ChangeMessageVisibility",),
         webhook_dead_letters=("sqs:SendMessage",),
     ),
+    # The jobs API and the demo routes: job items (conditional status moves), the demo experiment (read, created
+    # with its name claim in a transaction: ConditionCheckItem none, PutItem under the transaction) and the
+    # experiment id counter; one message per job on the jobs queue.
+    "jobs": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem"), job_queue=("sqs:SendMessage",)),
+    # The job worker: claims and finishes job items; hands a job to its next invocation (SendMessage) and backs a
+    # retried message off (ChangeMessageVisibility). Its kinds reach the rest of the data through the API.
+    "job_worker": Access(table=("GetItem", "UpdateItem"), job_queue=("sqs:SendMessage", "sqs:ChangeMessageVisibility")),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk) and, with
     # basic auth, the first admin (user item + user-id counter), whose password it reads from its secret.
     "bootstrap": Access(table=("GetItem", "PutItem", "UpdateItem")),

@@ -14,6 +14,7 @@ from infra.constructs.auth import BasicAuth
 from infra.constructs.bootstrap import Bootstrap
 from infra.constructs.functions import ARCHITECTURE, RUNTIME, FeatureFunctions, SharedResources
 from infra.constructs.indexer import StreamIndexer
+from infra.constructs.jobs import JobsRunner
 from infra.constructs.layer import SharedLayer
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.table import MlflowTable
@@ -67,6 +68,9 @@ class MlflowServerlessStack(Stack):
         self.registry_events = RegistryEvents(
             self, "RegistryEvents", shared=shared, stream_dead_letters=self.indexer.dead_letter_queue, settings=self.config.webhook_settings
         )
+        self.jobs = JobsRunner(
+            self, "Jobs", shared=shared, api_function=self.features.functions["jobs"], api_url=self.api.url, api_id=self.api.api.api_id
+        )
         self.monitoring = Monitoring(
             self,
             "Monitoring",
@@ -77,9 +81,11 @@ class MlflowServerlessStack(Stack):
             indexer=self.indexer.function.function,
             dead_letter_queue=self.indexer.dead_letter_queue,
             webhook_dead_letters=self.registry_events.dead_letter_queue,
+            job_dead_letters=self.jobs.dead_letter_queue,
             workers={
                 "webhook_events": self.registry_events.events_function.function,
                 "webhook_delivery": self.registry_events.delivery_function.function,
+                "job_worker": self.jobs.worker.function,
             },
         )
         self.bootstrap = Bootstrap(self, "Bootstrap", shared=shared, admin_secret=self.basic_auth.admin_secret if self.basic_auth else None)
@@ -111,6 +117,7 @@ class MlflowServerlessStack(Stack):
             value=self.registry_events.dead_letter_queue.queue_url,
             description="Webhook deliveries that failed for good",
         )
+        CfnOutput(self, "JobDeadLetterQueueUrl", value=self.jobs.dead_letter_queue.queue_url, description="Jobs that failed for good")
         CfnOutput(self, "ClientPolicyArn", value=self.client_policy.managed_policy_arn, description="Grants execute-api:Invoke on the API")
         CfnOutput(self, "Authorization", value=self.config.authorization)
         if self.basic_auth:

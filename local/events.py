@@ -24,13 +24,13 @@ MAX_LAMBDA_PAYLOAD = 6 * 1024 * 1024
 class LambdaContext:
     """The fields Powertools reads from a Lambda context."""
 
-    def __init__(self, feature: str) -> None:
+    def __init__(self, feature: str, timeout_seconds: float = 29) -> None:
         self.function_name = f"mlflow-serverless-{feature}"
         self.function_version = "$LATEST"
         self.memory_limit_in_mb = 512
         self.invoked_function_arn = f"arn:aws:lambda:{REGION}:000000000000:function:{self.function_name}"
         self.aws_request_id = str(uuid.uuid4())
-        self._deadline = time.monotonic() + 29
+        self._deadline = time.monotonic() + timeout_seconds
 
     def get_remaining_time_in_millis(self) -> int:
         return int((self._deadline - time.monotonic()) * 1000)

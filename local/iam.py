@@ -141,6 +141,8 @@ def _check_sqs(params: dict[str, Any], model: Any, **_: Any) -> None:
     queue = params.get("QueueUrl", "")
     if queue == os.environ.get("WEBHOOK_DEAD_LETTER_QUEUE_URL"):
         allowed = action in access.webhook_dead_letters
+    elif queue and queue == os.environ.get("JOB_QUEUE_URL"):
+        allowed = action in access.job_queue
     else:
         allowed = queue == os.environ.get("WEBHOOK_QUEUE_URL") and action in access.webhook_queue
     _decide(function, action, allowed)

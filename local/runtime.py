@@ -32,6 +32,7 @@ from local.authorizer import UNAUTHORIZED, Authorizer  # noqa: E402
 from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
 from local.events import REGION, LambdaContext, api_gateway_event, invoke_api_function  # noqa: E402
 from local.http_server import serve  # noqa: E402
+from local.jobs import LocalJobs  # noqa: E402
 from local.streams import BATCHING_WINDOW_SECONDS, StreamFollower, needs_indexing  # noqa: E402
 from local.webhooks import LocalWebhooks  # noqa: E402
 from serverless_mlflow import bootstrap, routes, schema, siblings, static_files  # noqa: E402
@@ -58,6 +59,7 @@ class LocalRuntime:
         self.s3: MotoS3 | None = None
         self.follower: StreamFollower | None = None
         self.webhooks: LocalWebhooks | None = None
+        self.jobs: LocalJobs | None = None
         self._http: Any = None
         self._poller: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -86,12 +88,16 @@ class LocalRuntime:
             self._poller.start()
         if self.webhooks is not None:
             self.webhooks.start()
+        if self.jobs is not None:
+            self.jobs.start(self.url)
         return self
 
     def stop(self) -> None:
         self._stopping.set()
         if self.webhooks is not None:
             self.webhooks.stop()
+        if self.jobs is not None:
+            self.jobs.stop()
         if self._http:
             self._http.shutdown()
             self._http.server_close()
@@ -169,6 +175,9 @@ class LocalRuntime:
                 # Registry events to webhooks and EventBridge: a second reader of the stream, as deployed.
                 self.webhooks = LocalWebhooks(self.handler_for, sqs_endpoint, self.table_name)
                 self.webhooks.setup(boto3.client("dynamodbstreams", endpoint_url=endpoint), stream_arn, checkpoints if keep else None)
+                # Server-side jobs: their queue and the job worker reading it.
+                self.jobs = LocalJobs(self.handler_for, sqs_endpoint, self.table_name)
+                self.jobs.setup()
         engine.ensure_bucket(boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"]), self.bucket_name)
         self._ensure_secrets_key()
         bootstrap.ensure_bootstrap_items()

@@ -4,14 +4,11 @@ queue -> the ``webhook_delivery`` function, with the stack's EventBridge bus bes
 The queue, its dead-letter queue and the bus live in moto (the embedded moto server that also holds S3 and
 KMS). Two threads stand in for Lambda's event source mappings: one follows the table's stream as a second
 consumer (its own checkpoints; only ``registry_event`` inserts reach the function, as the deployed filter
-has it) and one long-polls the queue, invokes the delivery function with SQS events, and deletes the
-messages it did not report as failed. A failed message stays invisible for the backoff the function set,
-and moto moves it to the dead-letter queue after ``MAX_RECEIVES`` receives, as SQS's redrive policy does.
+has it) and one long-polls the queue for the delivery function (``local/sqs.py``, Lambda's SQS event source mapping).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -20,6 +17,7 @@ from typing import Any
 
 from local import iam
 from local.events import LambdaContext
+from local.sqs import SqsEventSource, create_queue_pair
 from local.streams import StreamFollower
 from serverless_mlflow import schema, stats
 
@@ -55,6 +53,7 @@ class LocalWebhooks:
         self.bus_name = f"{table_name}-events"
         self.follower: StreamFollower | None = None
         self.queue_arn = ""
+        self.deliveries: SqsEventSource | None = None
         self._stopping = threading.Event()
         self._wake = threading.Event()
 
@@ -65,18 +64,14 @@ class LocalWebhooks:
         os.environ["EVENTS_ENDPOINT_URL"] = self.endpoint
         os.environ.setdefault("WEBHOOK_BACKOFF_BASE_SECONDS", LOCAL_BACKOFF_BASE_SECONDS)
         sqs = boto3.client("sqs", endpoint_url=self.endpoint)
-        dead = sqs.create_queue(QueueName=f"{self.queue_name}-dlq")["QueueUrl"]
-        dead_arn = sqs.get_queue_attributes(QueueUrl=dead, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        redrive = json.dumps({"deadLetterTargetArn": dead_arn, "maxReceiveCount": str(MAX_RECEIVES)})
-        queue = sqs.create_queue(QueueName=self.queue_name, Attributes={"RedrivePolicy": redrive, "VisibilityTimeout": "30"})["QueueUrl"]
-        self.queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        queue, self.queue_arn, dead = create_queue_pair(sqs, self.queue_name, MAX_RECEIVES, visibility_seconds=30)
+        self.deliveries = SqsEventSource(sqs, queue, self.queue_arn, self._invoke_delivery)
         os.environ["WEBHOOK_QUEUE_URL"] = queue
         os.environ["WEBHOOK_DEAD_LETTER_QUEUE_URL"] = dead
         events = boto3.client("events", endpoint_url=self.endpoint)
         if self.bus_name not in [bus["Name"] for bus in events.list_event_buses().get("EventBuses", [])]:
             events.create_event_bus(Name=self.bus_name)
         os.environ["EVENT_BUS_NAME"] = self.bus_name
-        self._sqs = sqs
         self.follower = StreamFollower(
             streams_client, stream_arn, self._invoke_events, checkpoints, keep=is_registry_event, complete_pages=True, consumer="webhooks"
         )
@@ -84,7 +79,8 @@ class LocalWebhooks:
     def start(self) -> None:
         self._wake.set()  # catch up at once with what was written while no runtime read the stream
         threading.Thread(target=self._follow_stream, daemon=True, name="webhook-events").start()
-        threading.Thread(target=self._poll_queue, daemon=True, name="webhook-delivery").start()
+        if self.deliveries is not None:
+            self.deliveries.start(self._stopping, "webhook-delivery")
 
     def stop(self) -> None:
         self._stopping.set()
@@ -120,46 +116,6 @@ class LocalWebhooks:
                 if self._stopping.wait(POLL_SECONDS):
                     return
 
-    def _poll_queue(self) -> None:
-        with stats.uncounted():
-            self._poll_queue_counted_elsewhere()
-
-    def _poll_queue_counted_elsewhere(self) -> None:
-        queue_url = os.environ["WEBHOOK_QUEUE_URL"]
-        while not self._stopping.is_set():
-            try:
-                self.deliver_once(queue_url, wait_seconds=1)
-            except Exception:
-                if not self._stopping.is_set():
-                    log.exception("webhook delivery poll failed; retried")
-                    self._stopping.wait(POLL_SECONDS)
-
-    def deliver_once(self, queue_url: str, wait_seconds: int = 0) -> int:
-        """One receive and invocation, as Lambda's SQS event source mapping does it; returns messages received."""
-        answer = self._sqs.receive_message(
-            QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=wait_seconds, AttributeNames=["All"], MessageAttributeNames=["All"]
-        )
-        messages = answer.get("Messages") or []
-        if not messages:
-            return 0
-        records = [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": m.get("Attributes") or {},
-                "messageAttributes": m.get("MessageAttributes") or {},
-                "md5OfBody": m.get("MD5OfBody", ""),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": self.queue_arn,
-                "awsRegion": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
-            }
-            for m in messages
-        ]
+    def _invoke_delivery(self, event: dict[str, Any]) -> dict[str, Any] | None:
         with iam.acting_as(DELIVERY_FUNCTION):
-            result = self.handler_for(DELIVERY_FUNCTION)({"Records": records}, LambdaContext(DELIVERY_FUNCTION)) or {}
-        failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
-        done = [{"Id": str(i), "ReceiptHandle": r["receiptHandle"]} for i, r in enumerate(records) if r["messageId"] not in failed]
-        if done:
-            self._sqs.delete_message_batch(QueueUrl=queue_url, Entries=done)
-        return len(messages)
+            return self.handler_for(DELIVERY_FUNCTION)(event, LambdaContext(DELIVERY_FUNCTION))

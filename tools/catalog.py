@@ -72,6 +72,7 @@ SCHEMA_PATTERNS: dict[str, tuple[str, ...]] = {
     "Sources not yet indexed": ("unindexed",),
     "Webhooks subscribed to an event": ("webhook.in_workspace",),
     "List webhooks (newest first)": ("webhook.by_creation",),
+    "Search jobs": ("job.in_workspace",),
     "Read the MCP registry": ("mcp_server.in_workspace",),
     "Read one MCP server whole": ("mcp_server.whole_server",),
     "Read the skill registry": ("skill.in_workspace",),
@@ -1323,6 +1324,29 @@ PATTERNS: tuple[AccessPattern, ...] = (
         "table",
         "pk = RM#<name> AND begins_with(sk, 'M#TAG#')",
         note="only for an event whose tags did not fit its outbox item",
+    ),
+    # --- server-side jobs -------------------------------------------------------------------------
+    _p(
+        "Jobs", "Submit job", "job", PUT, "table", "pk = JOB#<job_id> AND sk = JOB IF attribute_not_exists(pk)", note="then one SQS message"
+    ),
+    _p("Jobs", "Get job", "job", GET, "table", "pk = JOB#<job_id> AND sk = JOB", note="also the worker's cancel/timeout check per step"),
+    _p(
+        "Jobs",
+        "Move a job's status",
+        "job",
+        UPDATE,
+        "table",
+        "pk = JOB#<job_id> AND sk = JOB IF #status IN (<allowed>)",
+        note="cancel, the worker's claim, retry, checkpoint, progress and finish: each conditional on the current status",
+    ),
+    _p(
+        "Jobs",
+        "Search jobs",
+        "job",
+        QUERY,
+        "gsi2",
+        "gsi2pk = WS#<ws>#JOBS (oldest first)",
+        note="name, statuses and params filtered on the partition, as MLflow's list_jobs; also demo/generate's in-flight check",
     ),
     # --- webhooks and registry events -------------------------------------------------------------
     _p(

@@ -53,6 +53,7 @@ class Monitoring(Construct):
         indexer: lambda_.IFunction,
         dead_letter_queue: sqs.IQueue,
         webhook_dead_letters: sqs.IQueue | None = None,
+        job_dead_letters: sqs.IQueue | None = None,
         workers: Mapping[str, lambda_.IFunction] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -74,6 +75,14 @@ class Monitoring(Construct):
                 threshold=1,
                 description="Webhook deliveries failed for good (receiver refused, unreachable after every retry, or a "
                 "blocked address): the messages in the webhooks' dead-letter queue say which and why (attribute 'reason').",
+            )
+        if job_dead_letters is not None:
+            self._alarm(
+                "JobDeadLetters",
+                job_dead_letters.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
+                threshold=1,
+                description="Server-side jobs failed for good after their retries (or their worker stopped every time): "
+                "the job ids are in the jobs' dead-letter queue; GET /ajax-api/3.0/jobs/<id> shows each one's error.",
             )
         iterator_age = indexer.metric("IteratorAge", period=PERIOD, statistic="Maximum")
         self._alarm(

@@ -702,6 +702,16 @@ NO_RESOURCE_ID: dict[str, str] = {
         if route.path.startswith(f"{M3}/skills")
     },
     **{
+        route.route_key: (
+            "a job's owner is its creator (get and cancel are the creator's or an admin's, a search answers a user their "
+            "own jobs): tests/jobs/test_jobs_auth.py; MLflow's reference app runs no jobs here (job execution is off)"
+        )
+        for route in ROUTES
+        if route.path.startswith("/ajax-api/3.0/jobs")
+    },
+    "POST /ajax-api/3.0/mlflow/demo/generate": "the demo data, for any logged-in user (MLflow's auth app lets every user in)",
+    "POST /ajax-api/3.0/mlflow/demo/delete": "the demo data, for any logged-in user (MLflow's auth app lets every user in)",
+    **{
         f"GET /ajax-api/3.0/mlflow/gateway/{path}": "the provider/model catalog or the secrets setup: constant, for any logged-in user"
         for path in ("supported-providers", "supported-models", "provider-config", "secrets/config")
     },

@@ -150,11 +150,18 @@ def _calls_named(tree: ast.AST, names: set[str]) -> list[int]:
     ]
 
 
+# Off the request path: the job worker runs MLflow's own code (its kinds import mlflow lazily; cold start does
+# not matter there). It never scans either.
+MLFLOW_ALLOWED = (ROOT / "functions" / "job_worker",)
+
+
 def test_no_scan_and_no_mlflow_import_in_lambda_code() -> None:
     offenders = []
     for path in list((ROOT / "functions").rglob("*.py")) + list((ROOT / "layers").rglob("*.py")):
         tree = ast.parse(path.read_text())
         offenders += [f"{path}:{line} scan" for line in _calls_named(tree, {"scan"})]
+        if path.is_relative_to(MLFLOW_ALLOWED[0]):
+            continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "mlflow" for alias in node.names):
                 offenders.append(f"{path}:{node.lineno} imports mlflow")

@@ -91,6 +91,8 @@ def seed(target: Target) -> None:
     seeds["endpoint_id"] = endpoint["endpoint"]["endpoint_id"]
     events = [{"entity": "MODEL_VERSION", "action": "CREATED"}]
     seeds["webhook_id"] = call("POST", f"{M2}/webhooks", {"name": unique("fz-hook"), "url": WEBHOOK_URL, "events": events})["webhook"]["webhook_id"]  # fmt: skip
+    # A job (no worker runs it here: it stays PENDING until a fuzzed cancel ends it).
+    seeds["job_id"] = call("POST", "/ajax-api/3.0/jobs/", {"job_name": "demo_delete", "params": {}})["job_id"]
     # An MCP server with a draft version (deletable by a fuzzed request), an alias and an endpoint bound to it.
     seeds["mcp_name"] = mcp = f"com.fuzz/{unique('fz-mcp')}"
     mcp_path = f"{M3}/mcp-servers/{urllib.parse.quote(mcp, safe='')}"
@@ -159,7 +161,15 @@ def examples(config: pytest.Config, mode: str) -> int:
 def _runtime(mode: str) -> Iterator[Target]:
     table, bucket = unique("fuzz"), unique("fuzz")
     # Webhooks may name a loopback URL (port 9: refused at once), so the test route answers without the network.
-    env = {"TABLE_NAME": table, "BUCKET_NAME": bucket, "INDEXER_MODE": "sync", "MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS": "true"}
+    # No job worker: a submitted job (a demo generation) stays PENDING instead of writing in the background while the
+    # suite checks that refused requests change nothing.
+    env = {
+        "TABLE_NAME": table,
+        "BUCKET_NAME": bucket,
+        "INDEXER_MODE": "sync",
+        "MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS": "true",
+        "JOB_WORKER_CONCURRENCY": "0",
+    }
     headers = {}
     if mode == "basic":
         env.update(AUTHORIZATION="basic", MLFLOW_AUTH_ADMIN_PASSWORD=ADMIN_PASSWORD, AUTHORIZER_CACHE_SECONDS="60")

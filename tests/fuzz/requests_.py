@@ -9,6 +9,7 @@ import requests
 from hypothesis import strategies as st
 
 from infra.permissions import access_for
+from serverless_mlflow import routes
 
 from . import values, wire
 from .conftest import Target
@@ -114,6 +115,9 @@ def checked_send(target: Target, plan: RoutePlan, fuzzed: Fuzzed) -> requests.Re
         if fuzzed.path.startswith(GATEWAY_RUNTIME) and isinstance(body, dict) and "detail" in body:
             # MLflow's gateway (FastAPI) answers {"detail": ...}: a text, or an MlflowException's code and message.
             assert body["detail"], where
+        elif plan.route.path.startswith(routes.JOBS) and isinstance(body, dict) and "detail" in body:
+            # MLflow serves its job routes with FastAPI: errors are {"detail": message or pydantic's list}.
+            assert isinstance(body["detail"], str | list) and body["detail"], where
         else:
             assert isinstance(body, dict) and isinstance(body.get("error_code"), str) and isinstance(body.get("message"), str), where
             assert body["error_code"] and body["message"], where

@@ -19,6 +19,7 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 import infra
 from infra.config import StackConfig
+from infra.constructs import jobs as jobs_construct
 from infra.constructs.indexer import BATCHING_WINDOW_SECONDS, RETRY_ATTEMPTS, removal_source_entity_types, source_entity_types
 from infra.constructs.layer import RUNTIME_PROVIDED, vendored_distributions
 from infra.permissions import ACCESS, TABLE_WRITE, access_for
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.xdist_group("infra")
 STACK_NAME = "MlflowServerlessTest"
 API_FEATURES = routes.features()
 # The API's features plus the stream and queue workers (the deploy-time bootstrap and authorizer aside).
-WORKERS = ["indexer", "webhook_events", "webhook_delivery"]
+WORKERS = ["indexer", "webhook_events", "webhook_delivery", "job_worker"]
 ALL_FUNCTIONS = [*API_FEATURES, *WORKERS]
 
 
@@ -79,6 +80,7 @@ def construct_of(synth: Synth, name: str) -> Any:
         "indexer": synth.stack.indexer.function,
         "webhook_events": synth.stack.registry_events.events_function,
         "webhook_delivery": synth.stack.registry_events.delivery_function,
+        "job_worker": synth.stack.jobs.worker,
     }
     return workers[name] if name in workers else synth.stack.features.functions[name]
 
@@ -190,7 +192,11 @@ def test_function_code_is_only_its_feature_package(synth: Synth) -> None:
         _, function = function_of(synth, name)
         staged = synth.asset_dir(function["Properties"]["Code"]["S3Key"])
         top_level = {path.name for path in staged.iterdir()}
-        assert top_level <= {name}, f"{name} ships {top_level}"
+        if name == "job_worker" and (jobs_construct.PACKAGE_DIR / ".complete").is_file():
+            # `make job-worker-package` was run: the worker ships its built package (mlflow-skinny and its wheels).
+            assert {name, "mlflow"} <= top_level, f"{name} ships {sorted(top_level)[:10]}"
+        else:
+            assert top_level <= {name}, f"{name} ships {top_level}"
         assert not list(staged.rglob("__pycache__"))
         if (infra.FUNCTIONS_DIR / name / "handler.py").exists():
             assert (staged / name / "handler.py").is_file()
@@ -378,7 +384,7 @@ def test_queues_are_encrypted_and_tls_only(synth: Synth) -> None:
     queues = synth.resources("AWS::SQS::Queue")
     assert synth.logical_id(synth.stack.indexer.dead_letter_queue) in queues
     policies = synth.resources("AWS::SQS::QueuePolicy")
-    assert len(policies) == len(queues) == 3  # stream dead letters, webhook deliveries and their dead letters
+    assert len(policies) == len(queues) == 5  # stream dead letters, webhook deliveries, jobs, and their dead letters
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     for policy in policies.values():
@@ -534,6 +540,10 @@ def test_no_wildcard_resources_beyond_index_arns(synth: Synth) -> None:
                     assert actions <= allowed_on_star, statement
                 elif isinstance(resource, dict) and "Fn::Join" in resource:
                     suffix = resource["Fn::Join"][1][-1]
+                    if actions == {"execute-api:Invoke"}:
+                        # The job worker drives this stack's own API (every route of it), nothing else.
+                        assert {"Ref": synth.logical_id(synth.stack.api.api)} in resource["Fn::Join"][1] and suffix == "/*", statement
+                        continue
                     assert suffix == "/index/*" or re.fullmatch(r"/[a-z_-]+/\*", suffix), statement
                     if suffix != "/index/*":
                         assert all(a.startswith("s3:") for a in actions), statement
@@ -593,7 +603,7 @@ def test_layer_hash_depends_on_content_only(tmp_path: Path) -> None:
 
 def test_alarms_cover_dlq_iterator_age_5xx_throttles_and_every_function(synth: Synth) -> None:
     alarms = synth.resources("AWS::CloudWatch::Alarm")
-    expected = {"IndexerDeadLetters", "IndexerIteratorAge", "ApiServerErrorRate", "TableThrottles", "WebhookDeadLetters"}
+    expected = {"IndexerDeadLetters", "IndexerIteratorAge", "ApiServerErrorRate", "TableThrottles", "WebhookDeadLetters", "JobDeadLetters"}
     expected |= {f"{''.join(p.capitalize() for p in name.split('_'))}Failures" for name in ALL_FUNCTIONS}
     assert set(synth.stack.monitoring.alarms) == expected
     assert len(alarms) == len(expected)

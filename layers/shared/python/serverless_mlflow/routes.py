@@ -61,6 +61,7 @@ AJAX_PREFIX = "/ajax-api/"
 # UI-only routes MLflow serves under /ajax-api/ alone.
 AJAX2 = "/ajax-api/2.0/mlflow"
 AJAX3 = "/ajax-api/3.0/mlflow"
+JOBS = "/ajax-api/3.0/jobs"
 
 _TABLE: tuple[tuple[str, str, str, str], ...] = (
     # --- meta -------------------------------------------------------------------------------
@@ -381,6 +382,13 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("PATCH", f"{M2}/webhooks/{{webhook_id}}", "webhooks", "update_webhook"),
     ("DELETE", f"{M2}/webhooks/{{webhook_id}}", "webhooks", "delete_webhook"),
     ("POST", f"{M2}/webhooks/{{webhook_id}}/test", "webhooks", "test_webhook"),
+    # --- server-side jobs (MLflow's FastAPI job routes, ajax-only) and the demo data built by one ----------------
+    ("POST", f"{JOBS}/", "jobs", "submit_job"),
+    ("POST", f"{JOBS}/search", "jobs", "search_jobs"),
+    ("PATCH", f"{JOBS}/cancel/{{job_id}}", "jobs", "cancel_job"),
+    ("GET", f"{JOBS}/{{job_id}}", "jobs", "get_job"),
+    ("POST", f"{AJAX3}/demo/generate", "jobs", "generate_demo"),
+    ("POST", f"{AJAX3}/demo/delete", "jobs", "delete_demo"),
 )
 
 # Route families served by one feature behind two greedy API Gateway routes (``ANY <prefix>`` and
@@ -396,6 +404,7 @@ GREEDY_FAMILIES: dict[str, str] = {
     f"{M3}/issues": "review",
     f"{M3}/roles": "auth",
     f"{M3}/users": "auth",
+    JOBS: "jobs",
 }
 
 ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in _TABLE)
@@ -491,6 +500,8 @@ _GROUP_SEGMENTS = 5
 def _ajax_groups() -> dict[str, list[tuple[Route, str]]]:
     groups: dict[str, list[tuple[Route, str]]] = {}
     for route in ROUTES:
+        if family_of(route.path) is not None and route.path.startswith(AJAX_PREFIX):
+            continue  # an ajax-only family: its own greedy routes
         if route.path.startswith(API_PREFIX):
             ajax = AJAX_PREFIX + route.path[len(API_PREFIX) :]
         elif route.path.startswith(AJAX_PREFIX):
@@ -532,7 +543,10 @@ def _compiled_gateway() -> list[tuple[re.Pattern[str], GatewayRoute, int]]:
 
 
 def match_gateway(method: str, path: str) -> tuple[GatewayRoute, dict[str, str]] | None:
-    """The gateway route API Gateway picks: the most specific path, then a method route over ANY."""
+    """The gateway route API Gateway picks: the most specific path, then a method route over ANY. API Gateway
+    routes ``/a/b/`` as ``/a/b`` (MLflow's job submission is ``POST /ajax-api/3.0/jobs/``)."""
+    if len(path) > 1 and path.endswith("/"):
+        path = path[:-1]
     best: tuple[GatewayRoute, dict[str, str], tuple[int, int]] | None = None
     for pattern, literal_chars, route in _compiled_gateway():
         if route.method not in (method, "ANY"):

@@ -1518,6 +1518,37 @@ ENTITIES: tuple[Entity, ...] = (
         attributes=("event_id", "workspace", "entity", "action", "payload", "model_name", "created_at", "split", "float_fields"),
         expires=True,
     ),
+    # --- server-side jobs (the jobs API; run by the job worker from an SQS queue) ------------------
+    _e(
+        # One partition per job: the worker's conditional state changes (claim, checkpoint, finish) never
+        # contend with another job's. The workspace listing is a GSI partition (no 10 GB item-collection cap).
+        "job",
+        "JOB#{job_id}",
+        "JOB",
+        "A server-side job: name, params, status, result, retries, progress and the worker's checkpoint",
+        indexes={"gsi2": ("WS#{workspace}#JOBS", "{creation_time:i64}#{job_id}")},
+        attributes=(
+            "job_id",
+            "job_name",
+            "params",
+            "timeout",
+            "status",
+            "result",
+            "error_message",
+            "retry_count",
+            "creation_time",
+            "last_update_time",
+            "creator",
+            "status_details",
+            "status_message",
+            "progress",
+            "progress_updated_at",
+            "checkpoint",
+            "lease_expires_at",
+            "workspace",
+        ),
+        patterns={"in_workspace": ("gsi2", "Jobs of a workspace, oldest first (the jobs search; eventually consistent)")},
+    ),
     # --- workspaces, auth, config -----------------------------------------------------------
     _e("workspace", "WORKSPACE#{workspace}", "WS#META", "Workspace", attributes=("name", "description", "default_artifact_root")),
     _e(

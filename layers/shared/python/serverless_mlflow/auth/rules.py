@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from serverless_mlflow.auth import after, links, resources, review
+from serverless_mlflow.auth import after, jobs, links, resources, review
 from serverless_mlflow.auth.checks import (
     Check,
     Identity,
@@ -360,6 +360,13 @@ RULES: dict[str, Rule] = {
     },
     "create_skill": Rule(admin),
     "bulk_register_skills": Rule(admin),
+    # --- server-side jobs (MLflow's FastAPI job routes) and the demo data (open to any signed-in user) ---------
+    "submit_job": Rule(authenticated),
+    "search_jobs": Rule(authenticated, after=jobs.own_jobs),
+    "get_job": Rule(jobs.job_creator),
+    "cancel_job": Rule(jobs.job_creator),
+    "generate_demo": Rule(authenticated),
+    "delete_demo": Rule(authenticated),
     # --- webhooks: MLflow's WEBHOOK_BEFORE_REQUEST_HANDLERS (sender_is_admin) ---------------------------
     **{op: Rule(admin) for op in ("create_webhook", "list_webhooks", "get_webhook", "update_webhook", "delete_webhook", "test_webhook")},
     # --- users and permissions (mlflow/server/auth routes) ---------------------------------------------

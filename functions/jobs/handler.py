@@ -1,0 +1,82 @@
+"""MLflow's jobs API (``/ajax-api/3.0/jobs/*``, FastAPI in MLflow) and the demo data routes (``demo/generate``,
+``demo/delete``): parse as MLflow's handlers do, call one function, answer MLflow's JSON. Jobs run in the job
+worker, fed by an SQS queue; a request never runs one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from serverless_mlflow.api import Request, build_app, json_response, lambda_entry
+from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.store import jobs as store
+
+from . import demo, logic
+from .payloads import SEARCH_FIELDS, SUBMIT_FIELDS, validated
+
+
+def fastapi_errors(operation: Callable[[Request], Any]) -> Callable[[Request], Any]:
+    """MLflow's job routes turn an MlflowException into FastAPI's ``{"detail": message}`` with its status."""
+
+    def answer(req: Request) -> Any:
+        try:
+            return operation(req)
+        except MlflowError as error:
+            return json_response({"detail": error.message}, error.http_status)
+
+    answer.__name__ = operation.__name__
+    return answer
+
+
+@fastapi_errors
+def submit_job(req: Request) -> Any:
+    payload = validated(req, SUBMIT_FIELDS)
+    if not isinstance(payload, dict):
+        return payload
+    creator = req.identity.username if req.identity is not None else None
+    return store.job_json(logic.submit(payload["job_name"], payload["params"], payload.get("timeout"), creator))
+
+
+@fastapi_errors
+def get_job(req: Request) -> Any:
+    return store.job_json(store.get(req.path_params["job_id"]))
+
+
+@fastapi_errors
+def cancel_job(req: Request) -> Any:
+    return store.job_json(store.cancel(req.path_params["job_id"]))
+
+
+@fastapi_errors
+def search_jobs(req: Request) -> Any:
+    payload = validated(req, SEARCH_FIELDS)
+    if not isinstance(payload, dict):
+        return payload
+    found = store.search(payload.get("job_name"), payload.get("statuses"), payload.get("params"))
+    return {"jobs": [store.job_json(item) for item in found]}
+
+
+def generate_demo(req: Request) -> dict[str, Any]:
+    features = req.json.get("features")
+    if features is not None and not (isinstance(features, list) and all(isinstance(name, str) for name in features)):
+        # MLflow's handler fails on a non-list (500) or matches a string's substrings; a list of names is meant.
+        raise invalid("'features' must be a list of demo feature names.")
+    return demo.generate(features)
+
+
+def delete_demo(req: Request) -> dict[str, Any]:
+    return demo.delete()
+
+
+app = build_app(
+    "jobs",
+    {
+        "submit_job": submit_job,
+        "get_job": get_job,
+        "cancel_job": cancel_job,
+        "search_jobs": search_jobs,
+        "generate_demo": generate_demo,
+        "delete_demo": delete_demo,
+    },
+)
+lambda_handler = lambda_entry(app)

@@ -1,0 +1,22 @@
+"""Submitting a job: the item first (PENDING), then its message; a job whose message could not be sent is
+failed at once, so no job waits forever for a worker that will never hear of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from serverless_mlflow import job_kinds, job_queue
+from serverless_mlflow.errors import invalid
+from serverless_mlflow.store import jobs as store
+
+
+def submit(job_name: str, params: dict[str, Any], timeout: float | None, creator: str | None) -> dict[str, Any]:
+    if job_kinds.target(job_name) is None:
+        raise invalid(f"Invalid job name: {job_name}")
+    item = store.create(job_name, params, timeout, creator)
+    try:
+        job_queue.enqueue(item["job_id"])
+    except Exception:
+        store.fail_unqueued(item["job_id"])
+        raise
+    return item

@@ -1,0 +1,36 @@
+"""The job names this server runs (the jobs API refuses others with MLflow's "Invalid job name").
+
+Read by the request path without importing the worker: each name maps to ``module:function`` in the job
+worker's package (``functions/job_worker``). MLflow's own job functions (``invoke_scorer``, ``optimize_prompts``,
+...) need MLflow's GenAI code in the worker and are not served yet.
+"""
+
+from __future__ import annotations
+
+import os
+
+DEMO_GENERATE = "demo_generate"
+DEMO_DELETE = "demo_delete"
+
+KINDS: dict[str, str] = {
+    DEMO_GENERATE: "job_worker.kinds.demo:generate",
+    DEMO_DELETE: "job_worker.kinds.demo:delete",
+}
+
+# Small jobs that exercise the runner (succeed, fail, fail transiently, continue across invocations). Served only
+# when the operator (or a test) sets JOB_TEST_KINDS=true, as MLflow's tests extend its allowed job names.
+TEST_KINDS: dict[str, str] = {
+    "test_echo": "job_worker.kinds.testing:echo",
+    "test_fail": "job_worker.kinds.testing:fail",
+    "test_transient": "job_worker.kinds.testing:transient",
+    "test_steps": "job_worker.kinds.testing:steps",
+}
+
+
+def target(job_name: str) -> str | None:
+    """``module:function`` of a job name this server runs, or None."""
+    if job_name in KINDS:
+        return KINDS[job_name]
+    if os.environ.get("JOB_TEST_KINDS", "").lower() == "true":
+        return TEST_KINDS.get(job_name)
+    return None

@@ -1,0 +1,69 @@
+"""The jobs runner in the synthesized stack: the jobs queue and its dead-letter queue, the worker reading it one
+job at a time, and the rights each function holds on them (the API sends; the worker sends and backs off)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from serverless_mlflow import job_queue
+from tests.infra.test_stack import Synth, function_of, policy_statements_of
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return Synth(tmp_path_factory.mktemp("jobs"))
+
+
+def _sqs_rights(stack: Synth, name: str) -> list[tuple[set[str], Any]]:
+    out = []
+    for statement in policy_statements_of(stack, name):
+        actions = {statement["Action"]} if isinstance(statement["Action"], str) else set(statement["Action"])
+        if any(action.startswith("sqs:") for action in actions):
+            out.append((actions, statement["Resource"]))
+    return out
+
+
+def test_jobs_queue_redrives_to_its_dead_letters_and_feeds_the_worker_one_job_at_a_time(stack: Synth) -> None:
+    queue_id = stack.logical_id(stack.stack.jobs.queue)
+    dead_id = stack.logical_id(stack.stack.jobs.dead_letter_queue)
+    queue = stack.json["Resources"][queue_id]["Properties"]
+    assert queue["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": [dead_id, "Arn"]}, "maxReceiveCount": job_queue.MAX_RECEIVES}
+    worker_id, worker = function_of(stack, "job_worker")
+    assert worker["Properties"]["Timeout"] == 900
+    assert queue["VisibilityTimeout"] > worker["Properties"]["Timeout"]  # never redelivered while an invocation runs it
+    (mapping,) = [
+        m["Properties"]
+        for m in stack.resources("AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"] == {"Ref": worker_id}
+    ]
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    assert mapping["BatchSize"] == 1
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    variables = worker["Properties"]["Environment"]["Variables"]
+    assert variables["JOB_QUEUE_URL"] == {"Ref": queue_id}
+    assert "JOB_SERVER_URL" in variables
+    _, api = function_of(stack, "jobs")
+    assert api["Properties"]["Environment"]["Variables"]["JOB_QUEUE_URL"] == {"Ref": queue_id}
+
+
+def test_queue_rights_are_each_functions_own(stack: Synth) -> None:
+    queue = {"Fn::GetAtt": [stack.logical_id(stack.stack.jobs.queue), "Arn"]}
+    (api_rights,) = _sqs_rights(stack, "jobs")
+    assert api_rights[1] == queue and "sqs:SendMessage" in api_rights[0]
+    assert not api_rights[0] - {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+    worker_rights = _sqs_rights(stack, "job_worker")
+    # Its own queue only: send (a continuation), change visibility (a retry's backoff), and the event source's reads.
+    assert {str(resource) for _, resource in worker_rights} == {str(queue)}
+    granted = set().union(*(actions for actions, _ in worker_rights))
+    assert {"sqs:SendMessage", "sqs:ChangeMessageVisibility", "sqs:ReceiveMessage", "sqs:DeleteMessage"} <= granted
+    assert not any(_sqs_rights(stack, name) for name in ("experiments", "runs", "traces", "meta"))
+
+
+def test_worker_may_invoke_only_this_stacks_api(stack: Synth) -> None:
+    invoke = [s for s in policy_statements_of(stack, "job_worker") if s["Action"] == "execute-api:Invoke"]
+    (statement,) = invoke
+    # arn:...:execute-api:<region>:<account>:<this API's id>/*
+    assert {"Ref": stack.logical_id(stack.stack.api.api)} in statement["Resource"]["Fn::Join"][1]
+    assert statement["Resource"]["Fn::Join"][1][-1] == "/*"
