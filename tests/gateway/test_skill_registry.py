@@ -20,7 +20,7 @@ import requests
 from tests.mlflow_reference import asgi_reference_server_of
 from tools.client_venvs import by_version, ensure
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("skill_registry")]
 
 SKILLS = "/api/3.0/mlflow/skills"
 AJAX_SKILLS = "/ajax-api/3.0/mlflow/skills"
