@@ -72,7 +72,13 @@ def asgi_reference_server() -> Reference:
     return _start(_SERVE_ASGI)
 
 
-def _start(script: str) -> Reference:
+@cache
+def workspaces_reference_server() -> Reference:
+    """MLflow's Flask app as ``mlflow server --enable-workspaces`` runs it (workspace store on the same sqlite)."""
+    return _start(_SERVE, {"MLFLOW_ENABLE_WORKSPACES": "true"})
+
+
+def _start(script: str, extra_env: dict[str, str] | None = None) -> Reference:
     directory = Path(tempfile.mkdtemp(prefix="mlflow-reference-"))
     uri = f"sqlite:///{directory / 'mlflow.db'}"
     env = {
@@ -83,6 +89,7 @@ def _start(script: str) -> Reference:
         "_MLFLOW_SERVER_ARTIFACT_DESTINATION": str(directory / "artifacts"),
         "_MLFLOW_SERVER_SERVE_ARTIFACTS": "true",
         "MLFLOW_CRYPTO_KEK_PASSPHRASE": "reference-only-passphrase",
+        **(extra_env or {}),
     }
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
         env.pop(name, None)
