@@ -74,8 +74,8 @@ def asgi_reference_server() -> Reference:
 
 @cache
 def workspaces_reference_server() -> Reference:
-    """MLflow's Flask app as ``mlflow server --enable-workspaces`` runs it (workspace store on the same sqlite)."""
-    return _start(_SERVE, {"MLFLOW_ENABLE_WORKSPACES": "true"})
+    """MLflow's whole server as ``mlflow server --enable-workspaces`` runs it (workspace store on the same sqlite)."""
+    return _start(_SERVE_ASGI, {"MLFLOW_ENABLE_WORKSPACES": "true"})
 
 
 def _start(script: str, extra_env: dict[str, str] | None = None) -> Reference:

@@ -216,3 +216,34 @@ def _datasets(url: str, suffix: str) -> list[Any]:
 def test_datasets_as_mlflow_server(ours: str, reference: str) -> None:
     suffix = unique("d")[-6:]
     assert_same(_datasets(ours, suffix), _datasets(reference, suffix))
+
+
+def _gateway(url: str, suffix: str) -> list[Any]:
+    """AI gateway secrets and the MCP registry belong to their workspace; either keeps it from being deleted."""
+    gateway, registry = f"gw-{suffix}", f"mcp-{suffix}"
+    for name in (gateway, registry):
+        _raw(url, "POST", "/api/3.0/mlflow/workspaces", json={"name": name})
+    out: list[Any] = []
+    status, body = _raw(
+        url, "POST", "/api/3.0/mlflow/gateway/secrets/create", gateway, json={"secret_name": "openai", "secret_value": {"api_key": "x"}}
+    )
+    secret_id = body["secret"]["secret_id"]
+    for workspace in (gateway, "default"):
+        _, listed = _raw(url, "GET", "/api/3.0/mlflow/gateway/secrets/list", workspace)
+        out.append([s["secret_name"] for s in listed.get("secrets", [])])
+        status, body = _raw(url, "GET", "/api/3.0/mlflow/gateway/secrets/get", workspace, params={"secret_id": secret_id})
+        out.append((status, body.get("error_code"), body.get("secret", {}).get("secret_name")))
+    server = f"acme/{suffix}"
+    out.append(_raw(url, "POST", "/api/3.0/mlflow/mcp-servers", registry, json={"name": server})[0])
+    for workspace in (registry, "default"):
+        _, listed = _raw(url, "GET", "/api/3.0/mlflow/mcp-servers", workspace)
+        out.append([s["name"] for s in listed.get("servers", listed.get("mcp_servers", []))])
+    for name in (gateway, registry):
+        status, body = _raw(url, "DELETE", f"/api/3.0/mlflow/workspaces/{name}")
+        out.append((status in (400, 500), body))
+    return out
+
+
+def test_gateway_and_mcp_registry_as_mlflow_server(ours: str, reference: str) -> None:
+    suffix = unique("g")[-6:]
+    assert_same(_gateway(ours, suffix), _gateway(reference, suffix))

@@ -137,18 +137,28 @@ def exists_check(name: str) -> dict[str, Any]:
     return table.check_op(workspace_key(name), "attribute_exists(pk) AND attribute_not_exists(deletion_pending)")
 
 
-def _count(entity_name: str, pattern: str, workspace: str) -> int:
+def _count(entity_name: str, workspace: str) -> int:
+    """How many items of an entity a workspace's partition holds (the entity's whole sort-key range)."""
     entity = ENTITY[entity_name]
-    return sum(1 for item in table.iter_query(**entity.query(pattern, workspace=workspace)) if item["entity_type"] == entity.name)
+    items = table.iter_query(entity.pk.render({"workspace": workspace}), entity.sk_prefix())
+    return sum(1 for item in items if item["entity_type"] == entity.name)
+
+
+# MLflow's tables (``_WORKSPACE_ROOT_MODELS``, in the order its store checks them) and this server's entities for
+# the families it scopes to workspaces; registered models, webhooks, budgets, guardrails and jobs are not scoped.
+_ROOT_ENTITIES = (
+    ("experiments", "experiment_entry"),
+    ("evaluation_datasets", "evaluation_dataset"),
+    ("secrets", "gateway_secret"),
+    ("endpoints", "gateway_endpoint"),
+    ("model_definitions", "gateway_model_definition"),
+    ("mcp_servers", "mcp_server"),
+)
 
 
 def _resource_counts(name: str) -> list[tuple[str, int]]:
-    """(MLflow's table name, how many) of every resource family this server scopes to workspaces, in the order
-    MLflow's store checks its tables (``_WORKSPACE_ROOT_MODELS``)."""
-    return [
-        ("experiments", _count("experiment_entry", "collection", name)),
-        ("evaluation_datasets", _count("evaluation_dataset", "in_workspace", name)),
-    ]
+    """(MLflow's table name, how many) of every resource family this server scopes to workspaces."""
+    return [(table_name, _count(entity_name, name)) for table_name, entity_name in _ROOT_ENTITIES]
 
 
 def delete_workspace(name: str, mode: str) -> None:
