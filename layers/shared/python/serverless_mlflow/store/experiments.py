@@ -189,7 +189,11 @@ def in_request_workspace(experiment_id: str) -> bool:
         return True
     workspace = _WORKSPACE_OF.get(experiment_id)
     if workspace is None:
-        item = table.get(meta_key(experiment_id), projection="#w", names={"#w": "workspace"}) if _in_key_range(experiment_id) else None
+        try:
+            in_range = _in_key_range(experiment_id)
+        except (TypeError, ValueError):
+            return True  # not an experiment id at all: the caller's own validation answers it
+        item = table.get(meta_key(experiment_id), projection="#w", names={"#w": "workspace"}) if in_range else None
         if item is None:
             return False
         if len(_WORKSPACE_OF) >= _WORKSPACE_OF_LIMIT:
