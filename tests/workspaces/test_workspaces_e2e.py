@@ -267,3 +267,21 @@ def _gateway(url: str, suffix: str) -> list[Any]:
 def test_gateway_and_mcp_registry_as_mlflow_server(ours: str, reference: str) -> None:
     suffix = unique("g")[-6:]
     assert_same(_gateway(ours, suffix), _gateway(reference, suffix))
+
+
+def test_off_by_default_nothing_changes(server: str) -> None:
+    """The session's runtime runs without MLFLOW_ENABLE_WORKSPACES: the workspace routes are not served, the
+    header is ignored, and server-info says workspaces are off."""
+    status, body = _raw(server, "GET", "/api/3.0/mlflow/workspaces")
+    assert (status, body["error_code"]) == (404, "ENDPOINT_NOT_FOUND")
+    status, body = _raw(server, "POST", "/api/3.0/mlflow/workspaces", json={"name": "team-x"})
+    assert (status, body["error_code"]) == (404, "ENDPOINT_NOT_FOUND")
+    name = unique("off")
+    status, created = _raw(server, "POST", "/api/2.0/mlflow/experiments/create", "no-such-team", json={"name": name})
+    assert status == 200
+    status, found = _raw(server, "GET", "/api/2.0/mlflow/experiments/get-by-name", params={"experiment_name": name})
+    assert (status, found["experiment"]["experiment_id"]) == (200, created["experiment_id"])
+    assert found["experiment"]["workspace"] == "default"
+    assert found["experiment"]["artifact_location"].endswith(f"/{created['experiment_id']}")
+    assert "workspaces/" not in found["experiment"]["artifact_location"]
+    assert _raw(server, "GET", "/api/3.0/mlflow/server-info")[1]["workspaces_enabled"] is False
