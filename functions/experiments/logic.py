@@ -214,21 +214,7 @@ def set_experiment_tag(experiment_id: str, key: str, value: str) -> None:
         if key not in existing and sum(_is_custom_view_tag(k) for k in existing) >= MAX_CUSTOM_VIEWS_PER_EXPERIMENT:
             raise _custom_view_limit(experiment["experiment_id"])
     validate_experiment_tag(key, value)
-    normalized = store.normalize_experiment_id(experiment_id)
-    meta = store.get_experiment_meta(normalized)
-    store.check_experiment_active(meta)
-    workspace = meta.get("workspace") or store.DEFAULT_WORKSPACE
-    try:
-        table.transact(
-            [
-                table.check_op(store.meta_key(normalized), "lifecycle_stage = :active", values={":active": store.ACTIVE}),
-                table.put_op(store.tag_item(normalized, key, value)),
-                table.put_op(store.entry_tag_item(normalized, key, value, workspace)),
-            ]
-        )
-    except table.ConditionFailed:
-        store.check_experiment_active(store.get_experiment_meta(normalized))
-        raise
+    store.put_tag(experiment_id, key, value)
 
 
 def delete_experiment_tag(experiment_id: str, key: str) -> None:

@@ -116,4 +116,6 @@ MESSAGES: dict[str, Message] = {
         },
         None,
     ),
+    # MLflow 3.18's _sync_issue_detection_schedule_state_handler: raw JSON, no proto message.
+    "sync_issue_detection_schedule_state": Message(None, {"experiment_id": [required, string]}),
 }

@@ -212,3 +212,38 @@ def test_get_trace_artifact_is_this_clients_span_dicts(client: MlflowClient, exp
     if linked:
         assert served[0]["kind"] == "SPAN_KIND_INTERNAL"
         assert served[0]["links"] == [{"trace_id": first.trace_id, "span_id": first.span_id, "attributes": {"why": "retry", "n": 2}}]
+
+
+@pytest.mark.skipif(VERSION < Version("3.18"), reason="issue-detection schedules arrived in 3.18")
+def test_issue_schedule_state_is_this_clients_own_arithmetic(client: MlflowClient, experiment_id: str) -> None:
+    """``issues/schedule/state`` after the dialog saves a schedule: the answer and the state tag are what this client's
+    own ``mlflow.genai.discovery.schedule`` makes of the stored tags at the moment of the save (the server's clock is
+    bounded by the request: re-anchoring records that moment)."""
+    import json
+    import time
+
+    import requests
+    from mlflow.genai.discovery import schedule
+
+    def sync() -> tuple[int | None, int, int]:
+        before = int(time.time() * 1000)
+        response = requests.post(f"{URI}/ajax-api/3.0/mlflow/issues/schedule/state", json={"experiment_id": experiment_id}, timeout=30)
+        assert response.status_code == 200, response.text
+        return response.json()["next_fire_time_ms"], before, int(time.time() * 1000)
+
+    assert sync()[0] is None
+    saved = {"version": 1, "cadence": "weekly", "timezone": "Europe/Berlin", "paused": False, "fireTime": "16:45", "weekday": 3}
+    for edit in ({}, {"cadence": "daily", "fireTime": "7:15"}, {"cadence": "hourly", "timezone": "Asia/Kolkata"}):
+        saved = {**saved, **edit}
+        client.set_experiment_tag(experiment_id, schedule.MLFLOW_ISSUE_DETECTION_SCHEDULE, json.dumps(saved))
+        answer, before, after = sync()
+        stored = client.get_experiment(experiment_id).tags[schedule.MLFLOW_ISSUE_DETECTION_SCHEDULE_STATE]
+        state = schedule.parse_detection_schedule_state(stored)
+        assert state is not None and before <= state.last_fire_time_ms <= after
+        parsed = schedule.read_detection_schedule(client.get_experiment(experiment_id))
+        assert parsed is not None
+        assert stored == schedule.claim_first_occurrence(state.last_fire_time_ms, parsed).to_json()
+        assert answer == state.next_fire_time_ms == schedule.next_fire_time_ms(parsed, state.last_fire_time_ms)
+        # Saved again unchanged: the state stays as it is.
+        assert sync()[0] == answer
+        assert client.get_experiment(experiment_id).tags[schedule.MLFLOW_ISSUE_DETECTION_SCHEDULE_STATE] == stored

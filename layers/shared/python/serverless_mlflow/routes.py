@@ -194,6 +194,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("POST", f"{M3}/issues/search", "review", "search_issues"),
     ("GET", f"{M3}/issues/{{issue_id}}", "review", "get_issue"),
     ("PATCH", f"{M3}/issues/{{issue_id}}", "review", "update_issue"),
+    # MLflow 3.18's schedule dialog, after saving the schedule tags (ajax only; behind the ajax issues group).
+    ("POST", f"{AJAX3}/issues/schedule/state", "review", "sync_issue_detection_schedule_state"),
     # --- AI gateway configuration (secrets stored KMS-encrypted) -------------------------------
     ("POST", f"{M3}/gateway/secrets/create", "gateway", "create_gateway_secret"),
     ("GET", f"{M3}/gateway/secrets/get", "gateway", "get_gateway_secret"),

@@ -252,6 +252,8 @@ RULES: dict[str, Rule] = {
     "get_issue": Rule(need(review.issue_experiment, READ_ACTION)),
     "update_issue": Rule(need(review.issue_experiment, UPDATE)),
     "search_issues": Rule(need(review.body_experiment, READ_ACTION)),
+    # MLflow 3.18's auth app has no validator for it and fails the /mlflow/issues/ family closed: admins only.
+    "sync_issue_detection_schedule_state": Rule(admin),
     # --- AI gateway configuration: per-resource gateway grants are not served; reads for every user
     # (secret values are never answered), changes for admins -------------------------------------------
     **{

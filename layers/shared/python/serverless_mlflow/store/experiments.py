@@ -258,6 +258,26 @@ def get_active_experiment_meta(experiment_id: str | int | None) -> dict[str, Any
     return meta
 
 
+def put_tag(experiment_id: str, key: str, value: str) -> None:
+    """Set one tag of an active experiment: the tag and its collection copy in one transaction, conditioned on
+    the experiment still being active (SqlAlchemyStore.set_experiment_tag); the key and value are the caller's
+    to validate."""
+    normalized = normalize_experiment_id(experiment_id)
+    meta = get_active_experiment_meta(normalized)
+    workspace = meta.get("workspace") or DEFAULT_WORKSPACE
+    try:
+        table.transact(
+            [
+                table.check_op(meta_key(normalized), "lifecycle_stage = :active", values={":active": ACTIVE}),
+                table.put_op(tag_item(normalized, key, value)),
+                table.put_op(entry_tag_item(normalized, key, value, workspace)),
+            ]
+        )
+    except table.ConditionFailed:
+        check_experiment_active(get_experiment_meta(normalized))
+        raise
+
+
 def experiment_id_for_name(name: str, workspace: str | None = None) -> str | None:
     workspace = workspace or request_workspace.current()
     claim = table.get(name_claim_key(name, workspace))
