@@ -88,6 +88,7 @@ def scenario(url: str, suffix: str) -> list[Any]:
     mlflow.set_experiment(experiment_id=a_id)
     with mlflow.start_span(name="in-team-a"):
         pass
+    mlflow.flush_trace_async_logging()  # the trace is stored before the other workspace looks for it
     trace_id = mlflow.get_last_active_trace_id()
 
     mlflow.set_workspace(team_b)

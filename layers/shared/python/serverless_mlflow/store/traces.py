@@ -207,7 +207,7 @@ def info_and_spans(trace_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]
     info = table.get(key) if key else None
     if info is None and locator is not None:
         info = info_item_or_none(trace_id)  # moved since the locator was read
-    if info is None or is_expired(info):
+    if info is None or is_expired(info) or not experiments.in_request_workspace(str(info["experiment_id"])):
         raise trace_not_found(trace_id)
     return info, [item for item in items if item.get(ENTITY_TYPE) == SPAN.name]
 
