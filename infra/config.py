@@ -59,6 +59,9 @@ class StackConfig:
     # partition's settings item, `python -m tools.admin settings`, overrides them without a redeploy).
     webhook_allowed_schemes: str = "https"
     webhook_allow_private_ips: bool = False
+    # MLflow's workspaces (`mlflow server --enable-workspaces`): every function gets MLFLOW_ENABLE_WORKSPACES=true.
+    # Partial: see README's workspaces section for the resource families scoped so far.
+    enable_workspaces: bool = False
 
     @property
     def webhook_settings(self) -> dict[str, str]:

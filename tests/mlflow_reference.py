@@ -76,10 +76,15 @@ def asgi_reference_server() -> Reference:
 def asgi_reference_server_of(python: str) -> Reference:
     """MLflow's whole server run by another interpreter: a client venv's mlflow (``tools.client_venvs``) for
     routes the project's pinned mlflow does not have (3.18's skill registry)."""
-    return _start(_SERVE_ASGI, python)
+    return _start(_SERVE_ASGI, python=python)
 
 
-def _start(script: str, python: str = sys.executable) -> Reference:
+def workspaces_reference_server() -> Reference:
+    """MLflow's whole server as ``mlflow server --enable-workspaces`` runs it (workspace store on the same sqlite)."""
+    return _start(_SERVE_ASGI, extra_env={"MLFLOW_ENABLE_WORKSPACES": "true"})
+
+
+def _start(script: str, python: str = sys.executable, extra_env: dict[str, str] | None = None) -> Reference:
     directory = Path(tempfile.mkdtemp(prefix="mlflow-reference-"))
     uri = f"sqlite:///{directory / 'mlflow.db'}"
     env = {
@@ -90,6 +95,7 @@ def _start(script: str, python: str = sys.executable) -> Reference:
         "_MLFLOW_SERVER_ARTIFACT_DESTINATION": str(directory / "artifacts"),
         "_MLFLOW_SERVER_SERVE_ARTIFACTS": "true",
         "MLFLOW_CRYPTO_KEK_PASSPHRASE": "reference-only-passphrase",
+        **(extra_env or {}),
     }
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
         env.pop(name, None)

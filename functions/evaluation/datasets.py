@@ -20,6 +20,7 @@ from typing import Any
 from serverless_mlflow import clock, keys, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
 from serverless_mlflow.request import json_text
+from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.search.evaluation_datasets import DatasetSearch
 from serverless_mlflow.store import experiments as experiment_store
@@ -27,7 +28,6 @@ from serverless_mlflow.store import experiments as experiment_store
 DATASET = ENTITY["evaluation_dataset"]
 DATASET_EXPERIMENT = ENTITY["evaluation_dataset_experiment"]
 EXPERIMENT_DATASET = ENTITY["experiment_evaluation_dataset"]
-WORKSPACE = experiment_store.DEFAULT_WORKSPACE
 ID_PREFIX = "d-"
 MLFLOW_USER = "mlflow.user"
 MAX_CONFLICT_RETRIES = 12
@@ -45,7 +45,7 @@ def digest(name: str, last_update_time: int) -> str:
 
 
 def dataset_key(dataset_id: str) -> dict[str, str]:
-    return DATASET.key(workspace=WORKSPACE, dataset_id=dataset_id)
+    return DATASET.key(workspace=request_workspace.current(), dataset_id=dataset_id)
 
 
 def partition(dataset_id: str) -> str:
@@ -151,11 +151,11 @@ def create_dataset(name: str, experiment_ids: list[str] | None, tags: dict[str, 
         "tags": tag_values or None,  # no empty map on the item (see _rewrite_tags)
         "num_records": 0,
         "rev": 0,
-        "workspace": WORKSPACE,
+        "workspace": request_workspace.current(),
     }
     exp_ids = list(dict.fromkeys(str(e) for e in experiment_ids or []))
     links = _link_items(dataset_id, exp_ids, now)
-    item = DATASET.item(attributes, workspace=WORKSPACE, dataset_id=dataset_id)
+    item = DATASET.item(attributes, workspace=request_workspace.current(), dataset_id=dataset_id)
     room = table.TRANSACTION_LIMIT - 1
     if len(links) > room:
         # Invisible until the dataset item exists: written first, outside the transaction.
@@ -339,7 +339,7 @@ def search_datasets(
                 dataset_ids[link["dataset_id"]] = None
         items = table.batch_get([dataset_key(d) for d in dataset_ids])
     else:
-        items = table.query(**DATASET.query("in_workspace", workspace=WORKSPACE))
+        items = table.query(**DATASET.query("in_workspace", workspace=request_workspace.current()))
     found, token = search.run([_search_entity(i) for i in items if not i.get("deleting")])
     return [to_api(d["item"]) for d in found], token
 

@@ -10,6 +10,7 @@ from serverless_mlflow.request import view_type
 
 from . import logic
 from .messages import MESSAGES
+from .workspaces import OPERATIONS as WORKSPACE_OPERATIONS
 
 
 def create_experiment(req: Request) -> dict[str, Any]:
@@ -82,6 +83,7 @@ app = build_app(
         "restore_experiment": restore_experiment,
         "set_experiment_tag": set_experiment_tag,
         "delete_experiment_tag": delete_experiment_tag,
+        **WORKSPACE_OPERATIONS,
     },
 )
 lambda_handler = lambda_entry(app)

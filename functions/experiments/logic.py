@@ -20,6 +20,7 @@ from serverless_mlflow import clock, fts, table
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid, not_found, wrong_state
 from serverless_mlflow.request import key_values_of
+from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments as store
 from serverless_mlflow.store import runs as runs_store
@@ -78,15 +79,16 @@ def _decode(url: str) -> str:
     raise invalid("Failed to decode url")
 
 
-def create_experiment(
-    name: str, artifact_location: str | None, tags: list[dict[str, Any]], workspace: str = store.DEFAULT_WORKSPACE
-) -> str:
+def create_experiment(name: str, artifact_location: str | None, tags: list[dict[str, Any]]) -> str:
     """Validate everything, allocate an id from the CONFIG counter, write all items in one transaction."""
     tag_pairs = [(tag["key"], tag["value"]) for tag in key_values_of(tags, "tags")]
     if sum(_is_custom_view_tag(key) for key, _ in tag_pairs) > MAX_CUSTOM_VIEWS_PER_EXPERIMENT:
         raise _custom_view_limit()
     if artifact_location:
         validate_storage_location_uri(artifact_location, "artifact_location")
+        if request_workspace.enabled():
+            # The workspace-aware store places every experiment under its workspace's root.
+            raise invalid("artifact_location cannot be specified when workspaces are enabled")
     validate_experiment_name(name)
     if artifact_location:
         validate_experiment_artifact_location_length(artifact_location)
@@ -95,7 +97,7 @@ def create_experiment(
     # Duplicate tag keys in one request: the last value wins (SQL merges by primary key at flush).
     unique_tags = dict(tag_pairs)
 
-    return store.create_experiment(name, artifact_location, unique_tags, workspace)
+    return store.create_experiment(name, artifact_location, unique_tags)
 
 
 # --- reads -------------------------------------------------------------------------------------------------
@@ -251,7 +253,7 @@ def search_experiments(
     stages = search.view_type_stages(view_type)
     # Name substring filters read only the FTS candidates (plus names not yet indexed); the exact filter
     # below removes false candidates, so the index can narrow the read but never change the answer.
-    candidate_ids = fts.filter_candidates(query.filter, [fts.experiments_scope(store.DEFAULT_WORKSPACE)], fts.EXPERIMENT)
+    candidate_ids = fts.filter_candidates(query.filter, [fts.experiments_scope(request_workspace.current())], fts.EXPERIMENT)
     experiments = store.list_experiments() if candidate_ids is None else store.list_experiments_by_id(candidate_ids)
     candidates = []
     for experiment in experiments:

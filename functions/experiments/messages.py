@@ -30,4 +30,12 @@ MESSAGES: dict[str, Message] = {
     "delete_experiment_tag": Message(
         {"experiment_id": "string", "key": "string"}, {"experiment_id": [required, string], "key": [required, string]}
     ),
+    # Workspaces: MLflow validates the raw JSON against the handler's schema, then parses it (no proto types).
+    "list_workspaces": Message({}),
+    "create_workspace": Message(
+        None, {"name": [required, string], "description": [string], "default_artifact_root": [string], "trace_archival_config": []}
+    ),
+    "get_workspace": Message({}),
+    "update_workspace": Message(None, {"description": [string], "default_artifact_root": [string], "trace_archival_config": []}),
+    "delete_workspace": Message({"mode": "string"}),
 }

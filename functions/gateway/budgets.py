@@ -16,7 +16,7 @@ from typing import Any
 from serverless_mlflow import auth, clock, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.llm_gateway import budget_windows, records
-from serverless_mlflow.llm_gateway.records import WORKSPACE
+from serverless_mlflow.llm_gateway.records import current_workspace
 from serverless_mlflow.schema import ENTITY
 
 POLICY = ENTITY["gateway_budget_policy"]
@@ -54,7 +54,7 @@ def _check_target(scope: str, target_value: str | None) -> None:
 
 def _check_endpoint(scope: str, target_value: str | None) -> None:
     """An ENDPOINT policy names an endpoint that exists (the store's ``_get_entity_or_raise``)."""
-    if scope == "ENDPOINT" and table.get(ENDPOINT.key(workspace=WORKSPACE, endpoint_id=target_value)) is None:
+    if scope == "ENDPOINT" and table.get(ENDPOINT.key(workspace=current_workspace(), endpoint_id=target_value)) is None:
         raise records.missing("GatewayEndpoint", "endpoint_id", str(target_value))
 
 
@@ -117,7 +117,7 @@ def create_policy(msg: dict[str, Any]) -> dict[str, Any]:
         "created_by": msg.get("created_by") or None,
         "last_updated_by": msg.get("created_by") or None,
     }
-    item = POLICY.item(attributes, workspace=WORKSPACE, budget_policy_id=policy_id)
+    item = POLICY.item(attributes, workspace=current_workspace(), budget_policy_id=policy_id)
     table.put(item, condition="attribute_not_exists(pk)")
     return policy_json(item)
 
@@ -136,7 +136,7 @@ def update_policy(msg: dict[str, Any]) -> dict[str, Any]:
         changes["budget_action"] = _enum("budget_action", msg["budget_action"], ACTIONS)
     target_given = "target_value" in msg
     target_value = (msg.get("target_value") or None) if target_given else None
-    current = table.get(POLICY.key(workspace=WORKSPACE, budget_policy_id=policy_id)) if policy_id else None
+    current = table.get(POLICY.key(workspace=current_workspace(), budget_policy_id=policy_id)) if policy_id else None
     if (scope is not None or target_given) and current is None:
         raise _missing(policy_id)
     if scope is not None or target_given:
@@ -174,7 +174,7 @@ def _missing(policy_id: str) -> Exception:
 
 
 def get_policy(policy_id: str) -> dict[str, Any]:
-    item = table.get(POLICY.key(workspace=WORKSPACE, budget_policy_id=policy_id)) if policy_id else None
+    item = table.get(POLICY.key(workspace=current_workspace(), budget_policy_id=policy_id)) if policy_id else None
     if item is None:
         raise _missing(policy_id)
     return policy_json(item)
@@ -182,7 +182,7 @@ def get_policy(policy_id: str) -> dict[str, Any]:
 
 def delete_policy(policy_id: str) -> None:
     try:
-        table.delete(POLICY.key(workspace=WORKSPACE, budget_policy_id=policy_id), condition="attribute_exists(pk)")
+        table.delete(POLICY.key(workspace=current_workspace(), budget_policy_id=policy_id), condition="attribute_exists(pk)")
     except table.ConditionFailed:
         raise _missing(policy_id) from None
 
@@ -196,7 +196,7 @@ def list_windows() -> list[dict[str, Any]]:
     policies = records.query_kind(POLICY.sk_prefix())
     now = time.time()
     starts = {p["budget_policy_id"]: _window(p, now) for p in policies}
-    keys = [WINDOW.key(workspace=WORKSPACE, budget_policy_id=pid, window_start=start) for pid, (start, _) in starts.items()]
+    keys = [WINDOW.key(workspace=current_workspace(), budget_policy_id=pid, window_start=start) for pid, (start, _) in starts.items()]
     spent = {item["budget_policy_id"]: int(item.get("spend_nano_usd") or 0) / 1e9 for item in (table.batch_get(keys) if keys else [])}
     return [
         {"budget_policy_id": pid, "window_start_ms": start * 1000, "window_end_ms": end * 1000, "current_spend": spent.get(pid, 0.0)}

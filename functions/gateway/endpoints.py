@@ -17,7 +17,7 @@ from serverless_mlflow import clock, table
 from serverless_mlflow.api import float_json
 from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found
 from serverless_mlflow.llm_gateway import records
-from serverless_mlflow.llm_gateway.records import WORKSPACE
+from serverless_mlflow.llm_gateway.records import current_workspace
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiments
 from serverless_mlflow.validation import parse_experiment_id
@@ -41,7 +41,7 @@ def _name_taken(name: str) -> MlflowError:
 
 
 def endpoint_key(endpoint_id: str) -> dict[str, str]:
-    return ENDPOINT.key(workspace=WORKSPACE, endpoint_id=endpoint_id)
+    return ENDPOINT.key(workspace=current_workspace(), endpoint_id=endpoint_id)
 
 
 def _missing_endpoint(endpoint_id: str) -> MlflowError:
@@ -147,7 +147,7 @@ def get_endpoint(endpoint_id: str) -> dict[str, Any]:
 
 
 def get_endpoint_by_name(name: str) -> dict[str, Any]:
-    claim = table.get(ENDPOINT_NAME.key(workspace=WORKSPACE, name=name))
+    claim = table.get(ENDPOINT_NAME.key(workspace=current_workspace(), name=name))
     rendered = _render(_endpoint_items(claim["endpoint_id"])) if claim else []
     if not rendered:
         raise records.missing("GatewayEndpoint", "name", name)
@@ -186,7 +186,7 @@ def _mapping_item(endpoint_id: str, config: dict[str, Any], position: int, now: 
         "created_at": now,
         "created_by": created_by,
     }
-    return MAPPING.item(attributes, workspace=WORKSPACE, **attributes)
+    return MAPPING.item(attributes, workspace=current_workspace(), **attributes)
 
 
 def _count_updates(deltas: Counter[str]) -> list[dict[str, Any]]:
@@ -271,11 +271,11 @@ def create_endpoint(
         "experiment_id": str(parse_experiment_id(experiment_id)) if experiment_id is not None else None,
         "usage_tracking": usage_tracking,
     }
-    endpoint = ENDPOINT.item(attributes, workspace=WORKSPACE, endpoint_id=endpoint_id)
+    endpoint = ENDPOINT.item(attributes, workspace=current_workspace(), endpoint_id=endpoint_id)
     mappings = [_mapping_item(endpoint_id, config, i, now, created_by) for i, config in enumerate(configs)]
     if len({(m["model_definition_id"], m["linkage_type"]) for m in mappings}) < len(mappings):
         raise already_exists("A model definition is attached to the endpoint twice with the same linkage type")
-    claim = ENDPOINT_NAME.item({"endpoint_id": endpoint_id}, workspace=WORKSPACE, name=name)
+    claim = ENDPOINT_NAME.item({"endpoint_id": endpoint_id}, workspace=current_workspace(), name=name)
     counts = _count_updates(Counter(c["model_definition_id"] for c in configs))
     try:
         _transact(
@@ -351,9 +351,9 @@ def update_endpoint(
     )
     if endpoint["name"] != old_name:
         operations += [
-            table.delete_op(ENDPOINT_NAME.key(workspace=WORKSPACE, name=old_name)),
+            table.delete_op(ENDPOINT_NAME.key(workspace=current_workspace(), name=old_name)),
             table.put_op(
-                ENDPOINT_NAME.item({"endpoint_id": endpoint_id}, workspace=WORKSPACE, name=endpoint["name"]),
+                ENDPOINT_NAME.item({"endpoint_id": endpoint_id}, workspace=current_workspace(), name=endpoint["name"]),
                 condition="attribute_not_exists(pk)",
             ),
         ]
@@ -384,7 +384,7 @@ def delete_endpoint(endpoint_id: str) -> None:
         _transact(
             [
                 table.delete_op(endpoint_key(endpoint_id), condition="attribute_exists(pk)"),
-                table.delete_op(ENDPOINT_NAME.key(workspace=WORKSPACE, name=endpoint["name"])),
+                table.delete_op(ENDPOINT_NAME.key(workspace=current_workspace(), name=endpoint["name"])),
                 *(table.delete_op(table.key_of(m)) for m in mappings),
                 *_count_updates(deltas),
             ]
@@ -454,7 +454,9 @@ def detach_model(endpoint_id: str, model_definition_id: str) -> None:
 
 def set_tag(endpoint_id: str, key: str, value: str | None) -> None:
     get_endpoint_item(endpoint_id)
-    item = TAG.item({"key": key, "value": value, "endpoint_id": endpoint_id}, workspace=WORKSPACE, endpoint_id=endpoint_id, key=key)
+    item = TAG.item(
+        {"key": key, "value": value, "endpoint_id": endpoint_id}, workspace=current_workspace(), endpoint_id=endpoint_id, key=key
+    )
     try:
         table.transact([table.put_op(item), table.check_op(endpoint_key(endpoint_id), "attribute_exists(pk)")])
     except table.ConditionFailed:
@@ -463,7 +465,7 @@ def set_tag(endpoint_id: str, key: str, value: str | None) -> None:
 
 def delete_tag(endpoint_id: str, key: str) -> None:
     get_endpoint_item(endpoint_id)
-    table.delete(TAG.key(workspace=WORKSPACE, endpoint_id=endpoint_id, key=key))
+    table.delete(TAG.key(workspace=current_workspace(), endpoint_id=endpoint_id, key=key))
 
 
 def binding_json(item: dict[str, Any]) -> dict[str, Any]:
@@ -488,7 +490,7 @@ def create_binding(endpoint_id: str, resource_type: str, resource_id: str, creat
         "created_by": created_by,
         "last_updated_by": created_by,
     }
-    item = BINDING.item(attributes, workspace=WORKSPACE, **attributes)
+    item = BINDING.item(attributes, workspace=current_workspace(), **attributes)
     try:
         table.transact(
             [table.put_op(item, condition="attribute_not_exists(pk)"), table.check_op(endpoint_key(endpoint_id), "attribute_exists(pk)")]
@@ -505,7 +507,7 @@ def create_binding(endpoint_id: str, resource_type: str, resource_id: str, creat
 
 
 def delete_binding(endpoint_id: str, resource_type: str, resource_id: str) -> None:
-    key = BINDING.key(workspace=WORKSPACE, endpoint_id=endpoint_id, resource_type=resource_type, resource_id=resource_id)
+    key = BINDING.key(workspace=current_workspace(), endpoint_id=endpoint_id, resource_type=resource_type, resource_id=resource_id)
     try:
         table.delete(key, condition="attribute_exists(pk)")
     except table.ConditionFailed:

@@ -8,7 +8,7 @@ from typing import Any
 from serverless_mlflow import clock, table
 from serverless_mlflow.errors import MlflowError, already_exists, wrong_state
 from serverless_mlflow.llm_gateway import records
-from serverless_mlflow.llm_gateway.records import MODEL_DEFINITION, MODEL_DEFINITION_NAME, WORKSPACE
+from serverless_mlflow.llm_gateway.records import MODEL_DEFINITION, MODEL_DEFINITION_NAME, current_workspace
 
 
 def _name_taken(name: str) -> MlflowError:
@@ -16,7 +16,7 @@ def _name_taken(name: str) -> MlflowError:
 
 
 def _claim(name: str, model_definition_id: str) -> dict[str, Any]:
-    return MODEL_DEFINITION_NAME.item({"model_definition_id": model_definition_id}, workspace=WORKSPACE, name=name)
+    return MODEL_DEFINITION_NAME.item({"model_definition_id": model_definition_id}, workspace=current_workspace(), name=name)
 
 
 def _secret_exists(secret_id: str) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def create_model_definition(name: str, secret_id: str, provider: str, model_name
         "created_by": created_by,
         "last_updated_by": created_by,
     }
-    item = MODEL_DEFINITION.item(attributes, workspace=WORKSPACE, model_definition_id=model_definition_id)
+    item = MODEL_DEFINITION.item(attributes, workspace=current_workspace(), model_definition_id=model_definition_id)
     operations = [
         table.put_op(_claim(name, model_definition_id), condition="attribute_not_exists(pk)"),
         table.put_op(item, condition="attribute_not_exists(pk)"),
@@ -89,7 +89,7 @@ def update_model_definition(
         operations.append(_secret_exists(secret_id))
     if item["name"] != old_name:
         operations += [
-            table.delete_op(MODEL_DEFINITION_NAME.key(workspace=WORKSPACE, name=old_name)),
+            table.delete_op(MODEL_DEFINITION_NAME.key(workspace=current_workspace(), name=old_name)),
             table.put_op(_claim(item["name"], model_definition_id), condition="attribute_not_exists(pk)"),
         ]
     try:
@@ -115,7 +115,7 @@ def delete_model_definition(model_definition_id: str) -> None:
                     condition="attribute_exists(pk) AND (attribute_not_exists(endpoint_count) OR endpoint_count = :zero)",
                     values={":zero": 0},
                 ),
-                table.delete_op(MODEL_DEFINITION_NAME.key(workspace=WORKSPACE, name=item["name"])),
+                table.delete_op(MODEL_DEFINITION_NAME.key(workspace=current_workspace(), name=item["name"])),
             ]
         )
     except table.ConditionFailed:

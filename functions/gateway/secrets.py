@@ -9,7 +9,7 @@ from typing import Any
 from serverless_mlflow import clock, table
 from serverless_mlflow.errors import already_exists
 from serverless_mlflow.llm_gateway import crypto, records
-from serverless_mlflow.llm_gateway.records import SECRET, SECRET_NAME, WORKSPACE
+from serverless_mlflow.llm_gateway.records import SECRET, SECRET_NAME, current_workspace
 
 MASK = "***"
 
@@ -50,8 +50,8 @@ def create_secret(
         "created_by": created_by,
         "last_updated_by": created_by,
     }
-    item = SECRET.item(attributes, workspace=WORKSPACE, secret_id=secret_id)
-    claim = SECRET_NAME.item({"secret_id": secret_id}, workspace=WORKSPACE, secret_name=secret_name)
+    item = SECRET.item(attributes, workspace=current_workspace(), secret_id=secret_id)
+    claim = SECRET_NAME.item({"secret_id": secret_id}, workspace=current_workspace(), secret_name=secret_name)
     try:
         table.transact(
             [table.put_op(claim, condition="attribute_not_exists(pk)"), table.put_op(item, condition="attribute_not_exists(pk)")]
@@ -87,7 +87,7 @@ def delete_secret(secret_id: str) -> None:
     """The secret and its name claim together; definitions that used it read as orphaned from then on
     (``records.model_definition_json``), as MLflow's ``ON DELETE SET NULL`` leaves them."""
     item = records.get_secret(secret_id)
-    claim_key = SECRET_NAME.key(workspace=WORKSPACE, secret_name=item["secret_name"])
+    claim_key = SECRET_NAME.key(workspace=current_workspace(), secret_name=item["secret_name"])
     try:
         table.transact([table.delete_op(records.secret_key(secret_id), condition="attribute_exists(pk)"), table.delete_op(claim_key)])
     except table.ConditionFailed:

@@ -46,7 +46,7 @@ def _policies(config: EndpointConfig, username: str | None) -> list[dict[str, An
 
 
 def _window_key(policy: dict[str, Any], start: int) -> dict[str, str]:
-    return WINDOW.key(workspace=records.WORKSPACE, budget_policy_id=policy["budget_policy_id"], window_start=start)
+    return WINDOW.key(workspace=records.current_workspace(), budget_policy_id=policy["budget_policy_id"], window_start=start)
 
 
 def check(config: EndpointConfig, username: str | None, caller_context: dict[str, Any] | None = None) -> None:
@@ -129,12 +129,12 @@ def _alert_if_crossed(policy: dict[str, Any], window_start: int, spent_nano: int
         "duration_unit": policy["duration_unit"],
         "duration_value": int(policy["duration_value"]),
         "target_scope": policy["target_scope"],
-        "workspace": records.WORKSPACE,
+        "workspace": records.current_workspace(),
         "target_value": policy.get("target_value"),
         "window_start": window_start * 1000,
     }
     try:
-        table.put(registry_events.event_item("budget_policy", "exceeded", payload, "", workspace=records.WORKSPACE))
+        table.put(registry_events.event_item("budget_policy", "exceeded", payload, "", workspace=records.current_workspace()))
     except Exception:
         # The call itself succeeded and is paid for: its answer must not fail on the alert (as in MLflow).
         log.exception("budget_policy.exceeded event for %s not recorded", policy["budget_policy_id"])

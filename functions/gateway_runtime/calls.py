@@ -13,6 +13,7 @@ from typing import Any
 from serverless_mlflow.errors import MlflowError
 from serverless_mlflow.llm_gateway import providers as p
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
+from serverless_mlflow.request import workspace as request_workspace
 
 from . import access, flows, payloads
 from .answers import GEMINI, INVOCATIONS, PROXY, Answer, Call, detail, json_answer
@@ -32,14 +33,23 @@ _PASSTHROUGH = {
 
 def answer(call: Call) -> Answer:
     try:
-        if refusal := access.refusal(call):
-            return refusal
-        return _route(call)
+        with request_workspace.bound(_workspace(call)):
+            if refusal := access.refusal(call):
+                return refusal
+            return _route(call)
     except GatewayHTTPError as error:
         return detail(error.status, error.detail)
     except MlflowError as error:
         # MLflow's translate_http_exception: an MlflowException becomes {"detail": {error_code, message}}.
         return detail(error.http_status, {"error_code": error.error_code, "message": error.message})
+
+
+def _workspace(call: Call) -> str:
+    """The workspace the call names (``X-MLFLOW-WORKSPACE``) when workspaces are enabled, else ``default``. A
+    streamed answer's chunks are produced after this returns: its spend and trace are recorded in ``default``."""
+    if not request_workspace.enabled():
+        return request_workspace.DEFAULT_WORKSPACE
+    return request_workspace.resolve(call.headers.get(request_workspace.HEADER))
 
 
 def _route(call: Call) -> Answer:

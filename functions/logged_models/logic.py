@@ -177,7 +177,8 @@ def search_logged_models(
     query = search.prepare_logged_model_search(filter_string, datasets, max_results, order_by, page_token)
     candidates: list[dict[str, Any]] = []
     for experiment_id in dict.fromkeys(str(i) for i in parse_experiment_ids(experiment_ids)):
-        if keys.INT64_MIN <= int(experiment_id) <= keys.INT64_MAX:
+        # Another workspace's experiments hold no models for this request.
+        if keys.INT64_MIN <= int(experiment_id) <= keys.INT64_MAX and experiment_store.in_request_workspace(experiment_id):
             candidates += [m for m in store.list_models(experiment_id) if m["lifecycle_stage"] != store.DELETED]
     found, token = query.run(candidates)
     return [store.to_api(model) for model in found], token

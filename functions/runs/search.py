@@ -44,6 +44,7 @@ from serverless_mlflow.pages import page_response
 from serverless_mlflow.rank_filters import Flagged
 from serverless_mlflow.request import view_type
 from serverless_mlflow.schema import KeyQuery
+from serverless_mlflow.store import experiments as experiments_store
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import ACTIVE, DELETED, RunView
 
@@ -62,6 +63,8 @@ def search_runs(msg: dict[str, Any]) -> dict[str, Any]:
         msg.get("filter") or None, list(msg.get("order_by") or []), max_results, msg.get("page_token") or None
     )
     experiment_ids = list(dict.fromkeys(str(validation.parse_experiment_id(e)) for e in msg.get("experiment_ids") or []))
+    # Another workspace's experiments hold no runs for this request (MLflow filters runs by their experiment's workspace).
+    experiment_ids = [e for e in experiment_ids if experiments_store.in_request_workspace(e)]
     stages = search.view_type_stages(view_type(msg.get("run_view_type"), "run_view_type", lenient=True))
     if not experiment_ids:
         return {}

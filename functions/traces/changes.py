@@ -14,6 +14,7 @@ from serverless_mlflow import clock, s3, table
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.request import NestedParseError, to_string, type_error
+from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.schema import COLLECTIONS, PK, SK
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import review_queues, trace_writes
@@ -53,7 +54,8 @@ def set_trace_tag(trace_id: str, key: str, value: str) -> None:
     try:
         item = store.get_info_item(trace_id)
     except MlflowError:
-        if key == store.TRACE_NAME_TAG:
+        # The workspace-aware store checks the trace is in the request's workspace first (_validate_trace_accessible).
+        if key == store.TRACE_NAME_TAG or request_workspace.enabled():
             raise
         # SqlAlchemyStore inserts the tag row and the foreign key to the trace refuses it.
         raise MlflowError("FOREIGN KEY constraint failed", "BAD_REQUEST") from None

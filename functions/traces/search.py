@@ -35,6 +35,7 @@ from serverless_mlflow import fts, layout, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import INT64_MAX, INT64_MIN, json_text
 from serverless_mlflow.search import traces as grammar
+from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import trace_partitions
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.store.trace_partitions import Partition
@@ -110,6 +111,8 @@ def search_traces(
     terms = grammar.full_order(grammar.parse_order_by(order_by))
     limit = max_results or DEFAULT_MAX_RESULTS
     position, offset = _decode(page_token, terms)
+    # Another workspace's experiments hold no traces for this request.
+    experiment_ids = [e for e in experiment_ids if experiment_store.in_request_workspace(str(e))]
     search = Search(experiment_ids, clauses, terms, limit + offset, position)
     page = list(itertools.islice(matching(search), offset, offset + limit))
     token = _encode(grammar.term_values(page[-1], terms), terms) if page and len(page) == limit else None

@@ -187,6 +187,7 @@ class ServerlessFunction(Construct):
                 # serverless_mlflow.auth enforces MLflow's permissions only in "basic" mode.
                 "AUTHORIZATION": config.authorization,
                 "AUTH_DEFAULT_PERMISSION": config.auth_default_permission,
+                **({"MLFLOW_ENABLE_WORKSPACES": "true"} if config.enable_workspaces else {}),
                 **(environment or {}),
             },
         )

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serverless_mlflow import table
+from serverless_mlflow.request.workspace import current as current_workspace
 from serverless_mlflow.schema import ENTITY
-from serverless_mlflow.store.experiments import DEFAULT_WORKSPACE
 
 SERVER = ENTITY["mcp_server"]
 SERVER_TAG = ENTITY["mcp_server_tag"]
@@ -22,7 +22,6 @@ VERSION = ENTITY["mcp_server_version"]
 VERSION_TAG = ENTITY["mcp_server_version_tag"]
 ENDPOINT = ENTITY["mcp_access_endpoint"]
 
-WORKSPACE = DEFAULT_WORKSPACE
 LATEST = "latest"
 DELETED = "deleted"
 ACTIVE = "active"
@@ -74,7 +73,7 @@ class Server:
 
 
 def _partition() -> str:
-    return SERVER.pk.render({"workspace": WORKSPACE})
+    return SERVER.pk.render({"workspace": current_workspace()})
 
 
 def _build(items: list[dict[str, Any]]) -> dict[str, Server]:
@@ -107,65 +106,68 @@ def _build(items: list[dict[str, Any]]) -> dict[str, Server]:
 
 
 def load_all() -> dict[str, Server]:
-    return _build(table.query(**SERVER.query("in_workspace", workspace=WORKSPACE)))
+    return _build(table.query(**SERVER.query("in_workspace", workspace=current_workspace())))
 
 
 def load(name: str) -> Server | None:
     """One server whole, or None."""
-    return _build(table.query(**SERVER.query("whole_server", workspace=WORKSPACE, name=name))).get(name)
+    return _build(table.query(**SERVER.query("whole_server", workspace=current_workspace(), name=name))).get(name)
 
 
 def server_key(name: str) -> dict[str, str]:
-    return SERVER.key(workspace=WORKSPACE, name=name)
+    return SERVER.key(workspace=current_workspace(), name=name)
 
 
 def server_item(attributes: dict[str, Any]) -> dict[str, Any]:
-    return SERVER.item(attributes, workspace=WORKSPACE, name=attributes["name"])
+    return SERVER.item(attributes, workspace=current_workspace(), name=attributes["name"])
 
 
 def tag_key(name: str, key: str) -> dict[str, str]:
-    return SERVER_TAG.key(workspace=WORKSPACE, name=name, key=key)
+    return SERVER_TAG.key(workspace=current_workspace(), name=name, key=key)
 
 
 def tag_item(name: str, key: str, value: str) -> dict[str, Any]:
-    return SERVER_TAG.item({"server_name": name, "key": key, "value": value}, workspace=WORKSPACE, name=name, key=key)
+    return SERVER_TAG.item({"server_name": name, "key": key, "value": value}, workspace=current_workspace(), name=name, key=key)
 
 
 def alias_key(name: str, alias: str) -> dict[str, str]:
-    return ALIAS.key(workspace=WORKSPACE, name=name, alias=alias)
+    return ALIAS.key(workspace=current_workspace(), name=name, alias=alias)
 
 
 def alias_item(name: str, alias: str, version: str) -> dict[str, Any]:
-    return ALIAS.item({"server_name": name, "alias": alias, "version": version}, workspace=WORKSPACE, name=name, alias=alias)
+    return ALIAS.item({"server_name": name, "alias": alias, "version": version}, workspace=current_workspace(), name=name, alias=alias)
 
 
 def version_key(name: str, version: str) -> dict[str, str]:
-    return VERSION.key(workspace=WORKSPACE, name=name, version=version)
+    return VERSION.key(workspace=current_workspace(), name=name, version=version)
 
 
 def version_item(attributes: dict[str, Any]) -> dict[str, Any]:
     return VERSION.item(
-        {**attributes, "server_name": attributes["name"]}, workspace=WORKSPACE, name=attributes["name"], version=attributes["version"]
+        {**attributes, "server_name": attributes["name"]},
+        workspace=current_workspace(),
+        name=attributes["name"],
+        version=attributes["version"],
     )
 
 
 def version_tag_key(name: str, version: str, key: str) -> dict[str, str]:
-    return VERSION_TAG.key(workspace=WORKSPACE, name=name, version=version, key=key)
+    return VERSION_TAG.key(workspace=current_workspace(), name=name, version=version, key=key)
 
 
 def version_tag_item(name: str, version: str, key: str, value: str) -> dict[str, Any]:
     attributes = {"server_name": name, "version": version, "key": key, "value": value}
-    return VERSION_TAG.item(attributes, workspace=WORKSPACE, name=name, version=version, key=key)
+    return VERSION_TAG.item(attributes, workspace=current_workspace(), name=name, version=version, key=key)
 
 
 def endpoint_key(name: str, endpoint_id: str) -> dict[str, str]:
-    return ENDPOINT.key(workspace=WORKSPACE, name=name, endpoint_id=endpoint_id)
+    return ENDPOINT.key(workspace=current_workspace(), name=name, endpoint_id=endpoint_id)
 
 
 def endpoint_item(attributes: dict[str, Any]) -> dict[str, Any]:
-    return ENDPOINT.item(attributes, workspace=WORKSPACE, name=attributes["server_name"], endpoint_id=attributes["endpoint_id"])
+    return ENDPOINT.item(attributes, workspace=current_workspace(), name=attributes["server_name"], endpoint_id=attributes["endpoint_id"])
 
 
 def item_keys(server: Server) -> list[dict[str, str]]:
     """Every item of a server (for its delete)."""
-    return [table.key_of(item) for item in table.query(**SERVER.query("whole_server", workspace=WORKSPACE, name=server.name))]
+    return [table.key_of(item) for item in table.query(**SERVER.query("whole_server", workspace=current_workspace(), name=server.name))]

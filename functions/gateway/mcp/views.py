@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .records import WORKSPACE, Server
+from .records import Server, current_workspace
 
 _TOOL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "execution")
 
@@ -39,7 +39,7 @@ def version_json(server: Server, item: dict[str, Any]) -> dict[str, Any]:
         "name": item["name"],
         "version": version,
         "server_json": _json(item["server_json"]),
-        "workspace": WORKSPACE,
+        "workspace": current_workspace(),
         "status": item["status"],
         "tools": [_tool(tool) for tool in tools or []],
         "aliases": server.aliases_of(version),
@@ -59,7 +59,7 @@ def _endpoint_common(endpoint: dict[str, Any]) -> dict[str, Any]:
         "server_name": endpoint["server_name"],
         "url": endpoint["url"],
         "transport_type": endpoint["transport_type"],
-        "workspace": WORKSPACE,
+        "workspace": current_workspace(),
     }
 
 
@@ -120,7 +120,7 @@ def server_json(server: Server) -> dict[str, Any]:
         "display_name": item.get("display_name"),
         "description": description,
         "icons": _resolved_icons(_json(item.get("icons")), latest_json.get("icons") if latest_json else None),
-        "workspace": WORKSPACE,
+        "workspace": current_workspace(),
         "status": latest["status"] if latest is not None else None,
         "access_endpoints": endpoints,
         "latest_version": latest["version"] if latest is not None else None,

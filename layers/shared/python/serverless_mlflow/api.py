@@ -29,6 +29,7 @@ from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, Unavailable, endpoint_not_found, invalid, method_not_allowed
 from serverless_mlflow.observability import Observed
 from serverless_mlflow.request import json_text
+from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.routes import AJAX_PREFIX, allowed_methods, family_of, match, operation_path, routes_for
 
 observed = Observed("mlflow-serverless")
@@ -226,18 +227,36 @@ def is_capacity_failure(error: Exception) -> bool:
 def _adapt(app: APIGatewayHttpResolver, name: str, operation: Operation) -> Callable[..., Response]:
     def endpoint(**_: Any) -> Response:
         req = _request_from(app)
-        if auth.basic_enabled():
-            # Basic auth: MLflow's validators before the operation, its after-request hooks after it.
-            req.identity = enforce.identity_of(app.current_event.raw_event)
-            result = enforce.guarded(name, operation, req, req.identity)
-        else:
-            result = operation(req)
-        if isinstance(result, Response):
-            return result
-        return json_response(result if result is not None else {})
+        with request_workspace.bound(_workspace_of(name, req)):
+            return _answer(app, operation, name, req)
 
     endpoint.__name__ = operation.__name__
     return endpoint
+
+
+# Operations that hold no workspace data and answer whatever the header says: server-info (as MLflow: the UI asks
+# it before choosing a workspace) and the UI's static pages (whose function may read user items only).
+_WORKSPACE_FREE = frozenset({"server_info", "index", "static_file"})
+
+
+def _workspace_of(operation: str, req: Request) -> str:
+    """workspace_helpers.resolve_workspace_for_request_if_enabled: the header's workspace (or ``default``) when
+    workspaces are enabled."""
+    if not request_workspace.enabled() or operation in _WORKSPACE_FREE:
+        return request_workspace.DEFAULT_WORKSPACE
+    return request_workspace.resolve(req.headers.get(request_workspace.HEADER))
+
+
+def _answer(app: APIGatewayHttpResolver, operation: Operation, name: str, req: Request) -> Response:
+    if auth.basic_enabled():
+        # Basic auth: MLflow's validators before the operation, its after-request hooks after it.
+        req.identity = enforce.identity_of(app.current_event.raw_event)
+        result = enforce.guarded(name, operation, req, req.identity)
+    else:
+        result = operation(req)
+    if isinstance(result, Response):
+        return result
+    return json_response(result if result is not None else {})
 
 
 def lambda_entry(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any], dict[str, Any]]:

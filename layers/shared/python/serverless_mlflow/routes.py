@@ -77,6 +77,12 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("POST", f"{AJAX2}/gateway-proxy", "meta", "gateway_proxy"),
     ("GET", f"{AJAX3}/assistant/config", "meta", "get_assistant_config"),
     ("GET", f"{AJAX3}/assistant/providers", "meta", "get_assistant_providers"),
+    # Workspaces (served when the operator enables them), behind the greedy ``{M3}/workspaces`` family.
+    ("GET", f"{M3}/workspaces", "experiments", "list_workspaces"),
+    ("POST", f"{M3}/workspaces", "experiments", "create_workspace"),
+    ("GET", f"{M3}/workspaces/{{workspace_name}}", "experiments", "get_workspace"),
+    ("PATCH", f"{M3}/workspaces/{{workspace_name}}", "experiments", "update_workspace"),
+    ("DELETE", f"{M3}/workspaces/{{workspace_name}}", "experiments", "delete_workspace"),
     # --- web UI: the static build of the mlflow wheel (index.html at the root) ---------------------
     ("GET", "/", "ui", "index"),
     ("GET", "/static-files/{path+}", "ui", "static_file"),
@@ -405,6 +411,7 @@ GREEDY_FAMILIES: dict[str, str] = {
     f"{M3}/roles": "auth",
     f"{M3}/users": "auth",
     JOBS: "jobs",
+    f"{M3}/workspaces": "experiments",
 }
 
 ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in _TABLE)

@@ -1550,7 +1550,16 @@ ENTITIES: tuple[Entity, ...] = (
         patterns={"in_workspace": ("gsi2", "Jobs of a workspace, oldest first (the jobs search; eventually consistent)")},
     ),
     # --- workspaces, auth, config -----------------------------------------------------------
-    _e("workspace", "WORKSPACE#{workspace}", "WS#META", "Workspace", attributes=("name", "description", "default_artifact_root")),
+    # Every workspace in one small partition (an operator creates a handful): list is one consistent Query, get
+    # one GetItem. ``default`` needs no item (it always exists; an update of it writes one), so no migration.
+    _e(
+        "workspace",
+        "WORKSPACES",
+        "WS#{workspace:str}",
+        "Workspace (MLflow's name, description, default artifact root, trace archival settings)",
+        attributes=("name", "description", "default_artifact_root", "trace_archival_location", "trace_archival_retention"),
+        patterns={"all": (None, "Every workspace, in name order (strongly consistent)", "WS#")},
+    ),
     _e(
         "user",
         "USER#{username:str}",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from serverless_mlflow.request import workspace as request_workspace
+
 # The MLflow REST API level this server implements (``/version``); the client only reads it to decide
 # whether OTLP span upload exists (>= 3.4: spans go to /v1/traces, served by the traces feature).
 MLFLOW_API_VERSION = "3.17.2"
@@ -18,7 +20,7 @@ def server_info() -> dict[str, Any]:
     presigned = artifacts_presigned()
     return {
         "store_type": "DynamoDBStore",
-        "workspaces_enabled": False,
+        "workspaces_enabled": request_workspace.enabled(),
         "trace_archival_enabled": False,
         "multipart_uploads_enabled": presigned,
         "multipart_downloads_enabled": presigned,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from serverless_mlflow import schema, table
 from serverless_mlflow.auth.permissions import EXPERIMENT, PROMPT, REGISTERED_MODEL
 from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.request import workspace as request_workspace
 
 if TYPE_CHECKING:
     from serverless_mlflow.api import Request
@@ -61,7 +62,9 @@ def optional_experiment(req: Request) -> list[Resource]:
 
 def experiment_by_name(req: Request) -> list[Resource]:
     name = param(req, "experiment_name")
-    claim = table.get(schema.entity("experiment_name").key(workspace="default", name=name)) if isinstance(name, str) else None
+    claim = (
+        table.get(schema.entity("experiment_name").key(workspace=request_workspace.current(), name=name)) if isinstance(name, str) else None
+    )
     if claim is None:
         raise not_found(f"Could not find experiment with name {name}")
     return [(EXPERIMENT, str(claim["experiment_id"]))]

@@ -20,7 +20,7 @@ from serverless_mlflow import table
 from serverless_mlflow.schema import ENTITY
 
 from . import crypto, records
-from .records import WORKSPACE
+from .records import current_workspace
 
 ENDPOINT = ENTITY["gateway_endpoint"]
 ENDPOINT_NAME = ENTITY["gateway_endpoint_name"]
@@ -71,7 +71,7 @@ def endpoint_not_found(name: str) -> Exception:
 
 def endpoint_id_of(endpoint_name: str) -> str:
     """The endpoint a name claims (one GetItem); RESOURCE_DOES_NOT_EXIST when none does."""
-    claim = table.get(ENDPOINT_NAME.key(workspace=WORKSPACE, name=endpoint_name)) if endpoint_name else None
+    claim = table.get(ENDPOINT_NAME.key(workspace=current_workspace(), name=endpoint_name)) if endpoint_name else None
     if claim is None:
         raise endpoint_not_found(endpoint_name)
     return str(claim["endpoint_id"])

@@ -12,15 +12,13 @@ from typing import Any
 
 from serverless_mlflow import table
 from serverless_mlflow.errors import not_found
+from serverless_mlflow.request.workspace import current as current_workspace
 from serverless_mlflow.schema import ENTITY
-from serverless_mlflow.store.experiments import DEFAULT_WORKSPACE
 
 SECRET = ENTITY["gateway_secret"]
 SECRET_NAME = ENTITY["gateway_secret_name"]
 MODEL_DEFINITION = ENTITY["gateway_model_definition"]
 MODEL_DEFINITION_NAME = ENTITY["gateway_model_definition_name"]
-
-WORKSPACE = DEFAULT_WORKSPACE
 
 
 def missing(entity_name: str, field: str, value: str) -> Exception:
@@ -29,7 +27,7 @@ def missing(entity_name: str, field: str, value: str) -> Exception:
 
 
 def partition() -> str:
-    return SECRET.pk.render({"workspace": WORKSPACE})
+    return SECRET.pk.render({"workspace": current_workspace()})
 
 
 def query_kind(prefix: str) -> list[dict[str, Any]]:
@@ -42,7 +40,7 @@ def query_kind(prefix: str) -> list[dict[str, Any]]:
 
 
 def secret_key(secret_id: str) -> dict[str, str]:
-    return SECRET.key(workspace=WORKSPACE, secret_id=secret_id)
+    return SECRET.key(workspace=current_workspace(), secret_id=secret_id)
 
 
 def get_secret(secret_id: str) -> dict[str, Any]:
@@ -73,7 +71,7 @@ def secret_json(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def model_definition_key(model_definition_id: str) -> dict[str, str]:
-    return MODEL_DEFINITION.key(workspace=WORKSPACE, model_definition_id=model_definition_id)
+    return MODEL_DEFINITION.key(workspace=current_workspace(), model_definition_id=model_definition_id)
 
 
 def get_model_definition(model_definition_id: str) -> dict[str, Any]:

@@ -19,7 +19,9 @@ from typing import Any
 from serverless_mlflow import clock, keys, table
 from serverless_mlflow.artifact_locations import default_experiment_artifact_location
 from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found
+from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.store import workspaces
 from serverless_mlflow.validation import parse_experiment_id
 
 EXPERIMENT = ENTITY["experiment"]
@@ -31,7 +33,7 @@ CONFIG = ENTITY["config"]
 
 DEFAULT_EXPERIMENT_ID = "0"
 DEFAULT_EXPERIMENT_NAME = "Default"
-DEFAULT_WORKSPACE = "default"
+DEFAULT_WORKSPACE = request_workspace.DEFAULT_WORKSPACE
 ACTIVE = "active"
 DELETED = "deleted"
 EXPERIMENT_COUNTER_KEY = "seq#experiment"  # CFG#seq#experiment (see catalog.py)
@@ -167,6 +169,39 @@ def to_api(meta: dict[str, Any], tags: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def visible(meta: dict[str, Any]) -> bool:
+    """Whether the request's workspace sees this experiment: with workspaces on, an experiment of another
+    workspace does not exist for it (MLflow's workspace-aware store filters every query by workspace)."""
+    if not request_workspace.enabled():
+        return True
+    return (meta.get("workspace") or DEFAULT_WORKSPACE) == request_workspace.current()
+
+
+# experiment id -> its workspace. An experiment never changes workspace, so entries never go stale.
+_WORKSPACE_OF: dict[str, str] = {}
+_WORKSPACE_OF_LIMIT = 100_000
+
+
+def in_request_workspace(experiment_id: str) -> bool:
+    """Whether an existing experiment belongs to the request's workspace (always, with workspaces off): what an
+    id-addressed child (a run, a trace) checks. One GetItem per experiment per container."""
+    if not request_workspace.enabled():
+        return True
+    workspace = _WORKSPACE_OF.get(experiment_id)
+    if workspace is None:
+        try:
+            in_range = _in_key_range(experiment_id)
+        except (TypeError, ValueError):
+            return True  # not an experiment id at all: the caller's own validation answers it
+        item = table.get(meta_key(experiment_id), projection="#w", names={"#w": "workspace"}) if in_range else None
+        if item is None:
+            return False
+        if len(_WORKSPACE_OF) >= _WORKSPACE_OF_LIMIT:
+            _WORKSPACE_OF.clear()
+        workspace = _WORKSPACE_OF[experiment_id] = item.get("workspace") or DEFAULT_WORKSPACE
+    return workspace == request_workspace.current()
+
+
 def read_experiment(experiment_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     """E#META and its tags, one strongly consistent Query; None when the experiment does not exist."""
     if not _in_key_range(experiment_id):
@@ -178,7 +213,7 @@ def read_experiment(experiment_id: str) -> tuple[dict[str, Any], list[dict[str, 
             meta = item
         elif item["entity_type"] == EXPERIMENT_TAG.name:
             tags.append(item)
-    return (meta, tags) if meta is not None else None
+    return (meta, tags) if meta is not None and visible(meta) else None
 
 
 def get_experiment(experiment_id: str | int | None) -> dict[str, Any]:
@@ -195,7 +230,8 @@ def get_experiment_item(experiment_id: str) -> dict[str, Any] | None:
     normalized = normalize_experiment_id(experiment_id)
     if not _in_key_range(normalized):
         return None
-    return table.get(meta_key(normalized))
+    item = table.get(meta_key(normalized))
+    return item if item is not None and visible(item) else None
 
 
 def get_experiment_meta(experiment_id: str | int | None) -> dict[str, Any]:
@@ -242,13 +278,15 @@ def put_tag(experiment_id: str, key: str, value: str) -> None:
         raise
 
 
-def experiment_id_for_name(name: str, workspace: str = DEFAULT_WORKSPACE) -> str | None:
+def experiment_id_for_name(name: str, workspace: str | None = None) -> str | None:
+    workspace = workspace or request_workspace.current()
     claim = table.get(name_claim_key(name, workspace))
     return str(claim["experiment_id"]) if claim else None
 
 
-def get_experiment_by_name(name: str, workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any] | None:
+def get_experiment_by_name(name: str, workspace: str | None = None) -> dict[str, Any] | None:
     """GetItem on the name claim, then the experiment; None when no experiment has that name."""
+    workspace = workspace or request_workspace.current()
     experiment_id = experiment_id_for_name(name, workspace)
     if experiment_id is None:
         return None
@@ -260,8 +298,9 @@ def get_experiment_by_name(name: str, workspace: str = DEFAULT_WORKSPACE) -> dic
     return to_api(*found)
 
 
-def list_experiments_by_id(experiment_ids: set[str], workspace: str = DEFAULT_WORKSPACE) -> list[dict[str, Any]]:
+def list_experiments_by_id(experiment_ids: set[str], workspace: str | None = None) -> list[dict[str, Any]]:
     """The named experiments with their tags, from the consistent collection (one Query each)."""
+    workspace = workspace or request_workspace.current()
     out = []
     for experiment_id in sorted(experiment_ids, key=int):
         items = table.query(**EXPERIMENT_ENTRY.query("one", workspace=workspace, experiment_num=int(experiment_id)))
@@ -271,8 +310,9 @@ def list_experiments_by_id(experiment_ids: set[str], workspace: str = DEFAULT_WO
     return out
 
 
-def list_experiments(workspace: str = DEFAULT_WORKSPACE) -> list[dict[str, Any]]:
+def list_experiments(workspace: str | None = None) -> list[dict[str, Any]]:
     """Every experiment of the workspace with its tags, in id order, from the consistent collection."""
+    workspace = workspace or request_workspace.current()
     experiments: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     current_tags: list[dict[str, Any]] = []
@@ -301,6 +341,17 @@ def list_experiments(workspace: str = DEFAULT_WORKSPACE) -> list[dict[str, Any]]
 _TAGS_IN_CREATE_TRANSACTION = 48
 
 
+def _default_location(experiment_id: str, workspace: str) -> str:
+    """With workspaces on, MLflow's workspace-aware store: the workspace's own artifact root, else the server's
+    root under ``workspaces/<name>/`` (the default workspace too)."""
+    if not request_workspace.enabled():
+        return default_experiment_artifact_location(experiment_id)
+    own_root = (workspaces.read(workspace) or {}).get("default_artifact_root")
+    if own_root:
+        return f"{own_root.rstrip('/')}/{experiment_id}"
+    return default_experiment_artifact_location(f"{workspaces.WORKSPACES_DIR}/{workspace}/{experiment_id}")
+
+
 def duplicate_name(name: str) -> MlflowError:
     # SqlAlchemyStore appends the database's IntegrityError text; ours names the same constraint.
     return already_exists(
@@ -308,12 +359,13 @@ def duplicate_name(name: str) -> MlflowError:
     )
 
 
-def create_experiment(name: str, artifact_location: str | None, tags: dict[str, str], workspace: str = DEFAULT_WORKSPACE) -> str:
+def create_experiment(name: str, artifact_location: str | None, tags: dict[str, str], workspace: str | None = None) -> str:
     """Write a validated experiment: allocate an id from the CONFIG counter, write all items in one transaction.
 
     Shared by the experiments feature (create_experiment) and the gateway (an endpoint's usage-tracking
     experiment). Callers validate name, location and tags first; a taken name is RESOURCE_ALREADY_EXISTS.
     """
+    workspace = workspace or request_workspace.current()
     # A cheap pre-check so a plain duplicate does not burn an id (sqlite reuses it, keep ids dense);
     # uniqueness itself comes from the claim condition below.
     if experiment_id_for_name(name, workspace) is not None:
@@ -324,7 +376,7 @@ def create_experiment(name: str, artifact_location: str | None, tags: dict[str, 
     experiment_id = str(counter["value"])
     created = clock.now_millis()
     attributes = experiment_attributes(
-        experiment_id, name, artifact_location or default_experiment_artifact_location(experiment_id), created, workspace=workspace
+        experiment_id, name, artifact_location or _default_location(experiment_id, workspace), created, workspace=workspace
     )
     meta = ENTITY["experiment"].item(attributes, **attributes, experiment_num=int(experiment_id))
     tag_items = [tag_item(experiment_id, key, value) for key, value in tags.items()]
@@ -341,6 +393,8 @@ def create_experiment(name: str, artifact_location: str | None, tags: dict[str, 
         *[table.put_op(item) for item in tag_items[:_TAGS_IN_CREATE_TRANSACTION]],
         *[table.put_op(item) for item in entry_tags[:_TAGS_IN_CREATE_TRANSACTION]],
     ]
+    if workspace != DEFAULT_WORKSPACE:
+        operations.append(workspaces.exists_check(workspace))  # not while the workspace is being deleted
     try:
         # The token makes botocore's retry of a transaction whose answer was lost succeed again.
         table.transact(operations, token=f"create-experiment-{experiment_id}")
@@ -349,5 +403,7 @@ def create_experiment(name: str, artifact_location: str | None, tags: dict[str, 
             return experiment_id  # our own write, retried after a lost answer (no token support locally)
         if early_tags:
             table.batch_write(deletes=[table.key_of(item) for item in early_tags])
+        if workspace != DEFAULT_WORKSPACE and workspaces.read(workspace) is None:
+            raise workspaces.missing(workspace) from None
         raise duplicate_name(name) from None
     return experiment_id

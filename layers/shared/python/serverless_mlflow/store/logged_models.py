@@ -19,6 +19,7 @@ from typing import Any
 from serverless_mlflow import parallel, table
 from serverless_mlflow.errors import MlflowError, not_found
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
+from serverless_mlflow.store import experiments
 
 LOGGED_MODEL = ENTITY["logged_model"]
 LOCATOR = ENTITY["logged_model_locator"]
@@ -44,7 +45,9 @@ def model_not_found(model_id: str) -> MlflowError:
 def experiment_of(model_id: str) -> str | None:
     """The experiment holding a model, from its locator (None when the model does not exist)."""
     locator = table.get(LOCATOR.key(model_id=model_id))
-    return str(locator["experiment_id"]) if locator else None
+    experiment_id = str(locator["experiment_id"]) if locator else None
+    # A model of another workspace's experiment does not exist for this request.
+    return experiment_id if experiment_id is not None and experiments.in_request_workspace(experiment_id) else None
 
 
 def _float(value: Any) -> float:
@@ -135,7 +138,7 @@ def find_model(model_id: str) -> dict[str, Any] | None:
             experiment_id = str(item["experiment_id"])
         else:
             points.append(item)
-    if experiment_id is None:
+    if experiment_id is None or not experiments.in_request_workspace(experiment_id):
         return None
     return assemble(table.query(**LOGGED_MODEL.query("with_data", experiment_id=experiment_id, model_id=model_id)), points)
 

@@ -23,6 +23,7 @@ from typing import Any
 from serverless_mlflow import clock, parallel, run_metrics, table
 from serverless_mlflow.errors import MlflowError, not_found
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
+from serverless_mlflow.store import experiments
 
 RUN = ENTITY["run"]
 RUN_LOCATOR = ENTITY["run_locator"]
@@ -63,17 +64,18 @@ def run_not_active(run_id: str, lifecycle_stage: str) -> MlflowError:
 
 
 def find_experiment_id(run_id: str) -> str | None:
-    """The experiment holding ``run_id``, or None. One consistent GetItem unless cached."""
+    """The experiment holding ``run_id``, or None (also for a run of another workspace's experiment, which does
+    not exist for this request as in MLflow's workspace-aware store). One consistent GetItem unless cached."""
     if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
         return None
-    cached = LOCATOR_CACHE.get(run_id)
-    if cached is not None:
-        return cached
-    item = table.get(RUN_LOCATOR.key(run_id=run_id))
-    if item is None:
-        return None
-    remember_location(run_id, item["experiment_id"])
-    return item["experiment_id"]
+    experiment_id = LOCATOR_CACHE.get(run_id)
+    if experiment_id is None:
+        item = table.get(RUN_LOCATOR.key(run_id=run_id))
+        if item is None:
+            return None
+        experiment_id = item["experiment_id"]
+        remember_location(run_id, experiment_id)
+    return experiment_id if experiments.in_request_workspace(experiment_id) else None
 
 
 def remember_location(run_id: str, experiment_id: str) -> None:

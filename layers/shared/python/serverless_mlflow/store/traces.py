@@ -17,7 +17,7 @@ from typing import Any
 from serverless_mlflow import clock, layout, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.schema import ENTITY_TYPE, PK, SK, TTL_ATTRIBUTE, entity
-from serverless_mlflow.store import trace_partitions
+from serverless_mlflow.store import experiments, trace_partitions
 
 TRACE = entity("trace")
 TRACE_V1 = entity("trace_v1")
@@ -121,6 +121,8 @@ def info_item_or_none(trace_id: str) -> dict[str, Any] | None:
     if not trace_id:
         return None
     locator = locate(trace_id)
+    if locator is not None and not experiments.in_request_workspace(str(locator["experiment_id"])):
+        return None  # a trace of another workspace's experiment does not exist for this request
     for _ in range(3):
         if locator is None:
             return None
@@ -152,7 +154,11 @@ def is_expired(item: dict[str, Any]) -> bool:
 def info_items(trace_ids: list[str]) -> list[dict[str, Any]]:
     """Info items of the ids that exist (any order): locators then infos, two batch reads (again for a moved one)."""
     wanted = list(dict.fromkeys(t for t in trace_ids if t))
-    locators = {locator_trace_id(loc): loc for loc in table.batch_get([LOCATOR.key(trace_id=t) for t in wanted])}
+    locators = {
+        locator_trace_id(loc): loc
+        for loc in table.batch_get([LOCATOR.key(trace_id=t) for t in wanted])
+        if experiments.in_request_workspace(str(loc["experiment_id"]))
+    }
     found: dict[str, dict[str, Any]] = {}
     for _ in range(3):
         keys = {t: info_key(loc, t) for t, loc in locators.items()}
@@ -201,7 +207,7 @@ def info_and_spans(trace_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]
     info = table.get(key) if key else None
     if info is None and locator is not None:
         info = info_item_or_none(trace_id)  # moved since the locator was read
-    if info is None or is_expired(info):
+    if info is None or is_expired(info) or not experiments.in_request_workspace(str(info["experiment_id"])):
         raise trace_not_found(trace_id)
     return info, [item for item in items if item.get(ENTITY_TYPE) == SPAN.name]
 
