@@ -35,7 +35,7 @@ from local.http_server import serve  # noqa: E402
 from local.jobs import LocalJobs  # noqa: E402
 from local.streams import BATCHING_WINDOW_SECONDS, StreamFollower, needs_indexing  # noqa: E402
 from local.webhooks import LocalWebhooks  # noqa: E402
-from serverless_mlflow import bootstrap, routes, schema, siblings, static_files  # noqa: E402
+from serverless_mlflow import bootstrap, job_queue, routes, schema, siblings, static_files  # noqa: E402
 
 log = logging.getLogger("serverless_mlflow.local")
 
@@ -64,6 +64,7 @@ class LocalRuntime:
         self._poller: threading.Thread | None = None
         self._stopping = threading.Event()
         self._handlers: dict[str, Any] = {}
+        self._environment_set: dict[str, str | None] = {}
         # Lambda's asynchronous invocations (one worker: they run in the order they were queued).
         self._async_invocations = ThreadPoolExecutor(max_workers=1, thread_name_prefix="async-invoke")
         # Invocations whose stream records may not be delivered yet (their writes date those records).
@@ -76,6 +77,7 @@ class LocalRuntime:
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> LocalRuntime:
+        before = dict(os.environ)
         self._configure_environment()
         self._ensure_resources()
         if self.port == 0:
@@ -90,6 +92,9 @@ class LocalRuntime:
             self.webhooks.start()
         if self.jobs is not None:
             self.jobs.start(self.url)
+        # What this runtime put in the process environment (queue URLs, its own URL...), undone when it stops: a
+        # runtime started earlier in the same process (the test session's) gets its own settings back.
+        self._environment_set = {name: before.get(name) for name in {*before, *os.environ} if before.get(name) != os.environ.get(name)}
         return self
 
     def stop(self) -> None:
@@ -105,6 +110,12 @@ class LocalRuntime:
             self.s3.stop()
         if self.dynamodb:
             self.dynamodb.stop()
+        for name, value in self._environment_set.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        job_queue.reset_client()
 
     @property
     def url(self) -> str:

@@ -726,10 +726,9 @@ def test_make_serve_restarted_on_its_persistent_database_resumes_the_stream(
     monkeypatch.setenv("DYNAMODB_LOCAL_DB_PATH", str(tmp_path / "db"))
     monkeypatch.setenv("STREAM_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
     monkeypatch.setenv("TABLE_NAME", unique("persistent"))
-    # The runtimes below point the process's webhook queue and bus at their own; the session's come back after.
-    for name in ("SQS_ENDPOINT_URL", "EVENTS_ENDPOINT_URL", "WEBHOOK_QUEUE_URL", "WEBHOOK_DEAD_LETTER_QUEUE_URL", "EVENT_BUS_NAME"):
-        if name in os.environ:
-            monkeypatch.setenv(name, os.environ[name])
+    # The runtimes below point the process's queues, bus and engine at their own while they run; stopping one gives
+    # the session's runtime its settings back (checked at the end).
+    session_settings = {name: os.environ.get(name) for name in ("JOB_QUEUE_URL", "JOB_SERVER_URL", "WEBHOOK_QUEUE_URL", "EVENT_BUS_NAME")}
     prefix = unique("persisted")
     try:
         first = LocalRuntime(port=0).start()
@@ -743,7 +742,7 @@ def test_make_serve_restarted_on_its_persistent_database_resumes_the_stream(
         files = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
         assert len(files) == 2 and [f.endswith("-webhooks.json") for f in files].count(True) == 1, files
 
-        monkeypatch.delenv("DYNAMODB_ENDPOINT_URL")  # the first runtime pointed it at its engine
+        assert "DYNAMODB_ENDPOINT_URL" not in os.environ  # the first runtime's engine left with it
         second = LocalRuntime(port=0).start()
         try:
             assert second.follower is not None and second.follower.stream_arn == stream_arn
@@ -756,5 +755,6 @@ def test_make_serve_restarted_on_its_persistent_database_resumes_the_stream(
             assert sorted(e.experiment_id for e in found) == sorted([before, after])
         finally:
             second.stop()
+        assert {name: os.environ.get(name) for name in session_settings} == session_settings
     finally:
         table.reset_client()
