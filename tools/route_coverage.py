@@ -130,8 +130,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         r"/(issues|label-schemas|review-queues|traces/metrics|trace-metrics|traces/calculate|unified-traces|"
         r"get-online-trace|demo/|prompt-optimization)",
-        "GenAI review (issues, label schemas, review queues, trace metrics, demo, prompt optimization)",
-        PLANNED,
+        "GenAI online traces, issue detection and prompt optimization",
+        PLANNED + " (issue detection and prompt optimization run as jobs on the job runner)",
     ),
     Family(
         r"/(workspaces|roles)|/permissions/(workspace|role)",
@@ -140,8 +140,8 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         r"^/(api/3\.0/)?jobs|/jobs/|^/gateway/|/gateway/(budgets|guardrails|proxy|.*invocations)|/endpoints/.*invocations",
-        "AI gateway guardrails and jobs",
-        PLANNED + " (guardrails run scorers inside the gateway runtime; jobs run server-side work)",
+        "AI gateway guardrails",
+        PLANNED + " (guardrails run scorers inside the gateway runtime)",
     ),
     Family(r"/mcp-servers", "MCP server registry (3.15+)", "not built yet: versioned MCP server records with tags and aliases"),
     Family(
