@@ -52,7 +52,14 @@ def basic_server(server: str) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def mlflow_server() -> Iterator[str]:
-    """MLflow's own basic-auth server (the reference), on sqlite in a temporary directory."""
+    """MLflow's own basic-auth server (the reference), on sqlite in a temporary directory, shared by the session."""
+    with mlflow_basic_auth_server() as url:
+        yield url
+
+
+@contextmanager
+def mlflow_basic_auth_server() -> Iterator[str]:
+    """A fresh MLflow basic-auth server (for scenarios whose user names must not exist yet)."""
     from local.engine import free_port
 
     port = free_port()

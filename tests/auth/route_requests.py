@@ -659,7 +659,18 @@ NO_RESOURCE_ID: dict[str, str] = {
         )
     },
     **{
-        f"{method} /api/3.0/mlflow/gateway/budgets/{path}": "gateway budgets are admin-only here (no rule: fail closed) and have no per-user owner"
+        f"{method} /api/3.0/mlflow/workspaces{path}": "workspaces are admin-only here (rules.py; per-workspace grants are not "
+        "served yet) and have no per-user owner"
+        for method, path in (
+            ("GET", ""),
+            ("POST", ""),
+            ("GET", "/{workspace_name}"),
+            ("PATCH", "/{workspace_name}"),
+            ("DELETE", "/{workspace_name}"),
+        )
+    },
+    **{
+        f"{method} /api/3.0/mlflow/gateway/budgets/{path}": "gateway budgets are admin-only (rules.py) and have no per-user owner"
         for method, path in (
             ("POST", "create"),
             ("GET", "get"),

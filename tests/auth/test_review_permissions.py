@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from tests.auth.conftest import ADMIN, basic_runtime
+from tests.auth.conftest import ADMIN, basic_runtime, mlflow_basic_auth_server
 from tests.auth.scenario import M2, M3, PASSWORDS, Answer, Ctx, Step, _set, play
 
 TRACE_ID = "tr-" + uuid.uuid4().hex
@@ -165,9 +165,11 @@ STEPS: list[Step] = [
 
 
 @pytest.fixture(scope="module")
-def answers(server: str, mlflow_server: str) -> tuple[dict[str, Answer], dict[str, Answer]]:
-    with basic_runtime() as ours:
-        return play(ours, STEPS), play(mlflow_server, STEPS)
+def answers(server: str) -> tuple[dict[str, Answer], dict[str, Answer]]:
+    # A reference of its own: the shared one may already hold users of these names (other scenarios create
+    # alice and carol), and a queue's name clashing with a user's is part of what is compared here.
+    with basic_runtime() as ours, mlflow_basic_auth_server() as theirs:
+        return play(ours, STEPS), play(theirs, STEPS)
 
 
 @pytest.mark.parametrize("step", STEPS, ids=[s.name for s in STEPS])

@@ -301,6 +301,7 @@ def good_path_param(name: str, route: routes.Route, seeds: Mapping[str, Any]) ->
         "webhook_id": seeds["webhook_id"],
         "job_id": seeds["job_id"],
         "issue_id": seeds["issue_id"],
+        "workspace_name": "default",
         "tag_key": "k",
         "key": "k",
     }[name]

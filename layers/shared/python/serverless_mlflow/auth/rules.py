@@ -367,6 +367,23 @@ RULES: dict[str, Rule] = {
     "cancel_job": Rule(jobs.job_creator),
     "generate_demo": Rule(authenticated),
     "delete_demo": Rule(authenticated),
+    # --- AI gateway budget policies: admin-only (they cap every user's spend and name no per-user owner) -------
+    **{
+        op: Rule(admin)
+        for op in (
+            "create_gateway_budget_policy",
+            "get_gateway_budget_policy",
+            "update_gateway_budget_policy",
+            "delete_gateway_budget_policy",
+            "list_gateway_budget_policies",
+            "list_gateway_budget_windows",
+        )
+    },
+    # The gateway runtime's calls: any signed-in user reaches it, and it checks USE on the endpoint a call names
+    # (gateway_runtime/access.py, as MLflow's auth middleware does for its gateway routes).
+    "invoke": Rule(authenticated),
+    # --- workspaces (behind MLFLOW_ENABLE_WORKSPACES): admin-only until per-workspace grants are served -------
+    **{op: Rule(admin) for op in ("list_workspaces", "get_workspace", "create_workspace", "update_workspace", "delete_workspace")},
     # --- webhooks: MLflow's WEBHOOK_BEFORE_REQUEST_HANDLERS (sender_is_admin) ---------------------------
     **{op: Rule(admin) for op in ("create_webhook", "list_webhooks", "get_webhook", "update_webhook", "delete_webhook", "test_webhook")},
     # --- users and permissions (mlflow/server/auth routes) ---------------------------------------------
