@@ -38,14 +38,19 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    # Containers often give /dev/shm 64 MB: Chromium's renderer then crashes on the heavier pages (charts) and the
+    # tab stays blank. Shared memory goes to /tmp instead.
+    "--disable-dev-shm-usage",
 ]
 # Ports Chromium refuses to connect to (net/base/port_util.cc) that an OS may hand out as free.
 CHROMIUM_UNSAFE_PORTS = {5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6697, 10080}
 # A bound for a page that never renders, not an expectation: on a loaded 2-core machine Chromium takes over a
 # minute to run the 4.4 MB bundle the first time.
 TIMEOUT_MS = 240_000
-# (method, path, status, request body) of every request the UI made to the server, across the module.
+# (method, path, status, request body) of every request the UI made to the server, for the current page.
 requested: list[tuple[str, str, int, str]] = []
+# What went wrong in the page itself (uncaught script errors, a crashed renderer), for the current page.
+page_errors: list[str] = []
 # 404s MLflow's own server gives too, which the UI expects and handles quietly:
 EXPECTED_404 = (
     # Answered only by the basic-auth app (the auth feature adds it; with auth on it must answer).
@@ -171,6 +176,8 @@ def browser_page(ui_server: str, logged: dict[str, Any]) -> Iterator[tuple[Any, 
                 failures.append(f"{response.request.method} {url[len(ui_server) :]} -> {response.status}")
 
         page.on("response", check)
+        page.on("pageerror", lambda error: page_errors.append(f"script error: {error}"))
+        page.on("crash", lambda _: page_errors.append("the renderer crashed"))
         # The assistant panel opens itself on the first visit; closed once, it stays closed (localStorage).
         # A person opens the UI without credentials: the index sends the browser to /login, which challenges
         # until it has them and sends it back to the UI.
@@ -189,14 +196,19 @@ def browser_page(ui_server: str, logged: dict[str, Any]) -> Iterator[tuple[Any, 
 def _open(page: Any, failures: list[str], name: str, path: str, *expected: str) -> None:
     """Open ``path``, wait until every expected text is visible, save the screenshot, check the requests."""
     failures.clear()
+    requested.clear()
+    page_errors.clear()
     page.goto(path)
     try:
         for text in expected:
             page.get_by_text(text, exact=False).first.wait_for(state="visible")
     except Exception:
         # What the person would have seen instead, next to the screenshots of the passing pages.
-        page.screenshot(path=str(screenshot_dir() / f"{name}-FAILED.png"), full_page=True)
-        raise
+        if not page.is_closed():
+            page.screenshot(path=str(screenshot_dir() / f"{name}-FAILED.png"), full_page=True)
+        # What the UI asked and got meanwhile, and what broke in the page (a page that never rendered).
+        calls = [f"{method} {path} -> {status}" for method, path, status, _ in requested if not path.startswith("/static-files/")]
+        raise AssertionError(f"{name}: {text!r} never showed; page errors: {page_errors}; the UI's requests: {calls}") from None
     # The UI keeps polling (auto-refresh), so the network never idles: give late requests a moment.
     page.wait_for_timeout(2000)
     page.keyboard.press("Escape")  # dismisses a first-visit announcement dialog (model registry)
