@@ -2,13 +2,12 @@
 
 * The URL is checked as MLflow checks it: scheme in ``MLFLOW_WEBHOOK_ALLOWED_SCHEMES`` (default ``https``),
   a hostname, and unless ``MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS`` every address it resolves to public.
-* The connection's peer address is checked again right after ``connect()``, before a byte is sent, so a
-  DNS answer that changes between the check and the request (rebinding) cannot reach a private address.
+* The connection's peer address is checked again right after ``connect()``, before a byte is sent
+  (``checked_http``), so a DNS answer that changes between the check and the request (rebinding) cannot reach a
+  private address.
 * The body is MLflow's envelope ``{"entity", "action", "timestamp", "data"}``; the headers carry the delivery
   id and timestamp, and ``X-MLflow-Signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`` when the
   webhook has a secret.
-
-urllib3 comes with botocore, so the layer ships no HTTP library of its own.
 """
 
 from __future__ import annotations
@@ -18,17 +17,14 @@ import hashlib
 import hmac
 import ipaddress
 import json
-import socket
 import time
 import urllib.parse
 from datetime import UTC, datetime
 from typing import Any
 
-from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.util import Timeout
 
-from serverless_mlflow import public_url, settings
+from serverless_mlflow import checked_http, public_url, settings
 from serverless_mlflow.errors import invalid
 
 SIGNATURE_HEADER = "X-MLflow-Signature"
@@ -37,8 +33,8 @@ DELIVERY_ID_HEADER = "X-MLflow-Delivery-Id"
 SIGNATURE_VERSION = "v1"
 
 
-class BlockedAddress(Exception):
-    """The connection reached a non-public address: the delivery fails closed (never retried as sent)."""
+# The connection reached a non-public address: the delivery fails closed (never retried as sent).
+BlockedAddress = checked_http.BlockedAddress
 
 
 def _allow_private() -> bool:
@@ -87,39 +83,12 @@ def headers(delivery_id: str, body: str, secret: str | None) -> dict[str, str]:
     return out
 
 
-def _check_peer(sock: socket.socket) -> None:
-    if _allow_private():
-        return
-    try:
-        ip = ipaddress.ip_address(sock.getpeername()[0])
-    except (OSError, ValueError) as error:
-        sock.close()
-        raise BlockedAddress(f"Could not determine webhook connection peer address: {error}") from error
-    if not public_url.is_public_ip(ip):
-        sock.close()
+def _check_peer(_host: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> None:
+    if not _allow_private() and not public_url.is_public_ip(ip):
         raise BlockedAddress(f"Webhook connection blocked: {ip} is not a public IP address. This may indicate a DNS rebinding attempt.")
 
 
-class _CheckedHTTPConnection(HTTPConnection):
-    def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
-        _check_peer(sock)
-        return sock
-
-
-class _CheckedHTTPSConnection(HTTPSConnection):
-    def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
-        _check_peer(sock)
-        return sock
-
-
-class _CheckedHTTPPool(HTTPConnectionPool):
-    ConnectionCls = _CheckedHTTPConnection
-
-
-class _CheckedHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _CheckedHTTPSConnection
+_CheckedHTTPPool, _CheckedHTTPSPool = checked_http.pool_classes(_check_peer, "webhook")
 
 
 def post(url: str, body: str, request_headers: dict[str, str], timeout: float | None = None) -> tuple[int, str]:

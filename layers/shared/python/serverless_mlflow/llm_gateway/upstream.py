@@ -3,21 +3,30 @@
 MLflow's gateway answers a failed provider call with FastAPI's ``{"detail": ...}`` and the provider's status;
 an unreachable provider or an unsupported body is a 502; a call past ``MLFLOW_GATEWAY_ROUTE_TIMEOUT_SECONDS``
 (300 s by default; here capped by the function's own time) is a 504. Requests go through urllib3 (shipped with
-botocore on Lambda): no aiohttp, no mlflow on the request path. Redirects are never followed (a redirect could
-steer a request at an internal address), and ``api_base`` was checked on write
-(``functions/gateway/validation.py``).
+botocore on Lambda): no aiohttp, no mlflow on the request path.
+
+SSRF, as MLflow's ``mlflow/gateway/ssrf.py``: ``api_base`` is checked on write (``public_url``), and again at
+connect time, since a stored value can predate the check and a DNS answer can change after it (rebinding). Unless
+``MLFLOW_GATEWAY_API_BASE_ALLOW_PRIVATE_IPS`` is on, a call to a host other than a provider's built-in base, and
+every raw-proxy call (its caller chooses the path), goes through connections whose peer address must be public
+(``checked_http``), and a numeric host must be a canonical IP literal. A refused connection answers MLflow's 502.
+Redirects are never followed (a redirect could steer a request at an internal address).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import time
+import urllib.parse
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
 import urllib3
+
+from serverless_mlflow import checked_http, public_url
 
 # MLflow strips these before any upstream call; hop-by-hop headers of the client's own connection go too.
 _STRIPPED_HEADERS = frozenset(
@@ -27,7 +36,11 @@ STREAMING_CONTENT_TYPES = frozenset({"text/event-stream", "application/x-ndjson"
 # Time spent waiting for providers in the current request (MLflow's provider_call_duration_ms).
 provider_call_ms: ContextVar[float] = ContextVar("provider_call_ms", default=0.0)
 
-_pool = urllib3.PoolManager(num_pools=16, maxsize=8, retries=False)
+_POOL_OPTIONS: dict[str, Any] = {"num_pools": 16, "maxsize": 8, "retries": False}
+_pool = urllib3.PoolManager(**_POOL_OPTIONS)
+# Origins (scheme://host:port) of the providers' built-in base URLs: operator code, like MLflow's typed routes,
+# so not guarded (Ollama's is localhost). Providers declare them with ``builtin_base``.
+_BUILTIN_ORIGINS: set[tuple[str, str, int | None]] = set()
 
 
 class GatewayHTTPError(Exception):
@@ -49,6 +62,45 @@ def http_error(status: int, detail: Any) -> GatewayHTTPError:
     return GatewayHTTPError(status, detail, "HTTPException")
 
 
+def builtin_base(url: str) -> str:
+    _BUILTIN_ORIGINS.add(_origin(url))
+    return url
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parsed = urllib.parse.urlsplit(url)
+    return parsed.scheme.lower(), (parsed.hostname or "").lower(), parsed.port
+
+
+def _allow_private() -> bool:
+    return os.environ.get("MLFLOW_GATEWAY_API_BASE_ALLOW_PRIVATE_IPS", "false").strip().lower() in ("true", "1")
+
+
+def _refuse_private_peer(host: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> None:
+    if not public_url.is_public_ip(ip):
+        raise checked_http.BlockedAddress(
+            f"Gateway upstream connection blocked: {host!r} resolves to {ip}, which is not a public IP address. "
+            "Set MLFLOW_GATEWAY_API_BASE_ALLOW_PRIVATE_IPS=true to allow private upstreams."
+        )
+
+
+_guarded_pool = checked_http.pool_manager(_refuse_private_peer, "gateway upstream", **_POOL_OPTIONS)
+
+
+def _pool_for(url: str, raw_proxy: bool) -> urllib3.PoolManager:
+    """MLflow's ``_enable_upstream_ssrf_protection`` and ``assert_public_upstream_url``: the guarded pool for a
+    user-chosen destination or the raw proxy, after refusing a numeric host that is not a canonical literal."""
+    if _allow_private() or (not raw_proxy and _origin(url) in _BUILTIN_ORIGINS):
+        return _pool
+    hostname = urllib.parse.urlsplit(url).hostname or ""
+    if ":" in hostname or hostname.replace(".", "").isdigit():
+        try:
+            ipaddress.ip_address(hostname)
+        except ValueError:
+            raise http_error(502, f"Gateway upstream host {hostname!r} is not a canonical IP address literal.") from None
+    return _guarded_pool
+
+
 def timeout_seconds() -> float:
     return float(os.environ.get("MLFLOW_GATEWAY_ROUTE_TIMEOUT_SECONDS") or 300)
 
@@ -66,9 +118,10 @@ def _headers(headers: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _send(url: str, headers: dict[str, str], payload: dict[str, Any], stream: bool) -> urllib3.BaseHTTPResponse:
+def _send(url: str, headers: dict[str, str], payload: dict[str, Any], stream: bool, raw_proxy: bool = False) -> urllib3.BaseHTTPResponse:
+    pool = _pool_for(url, raw_proxy)
     try:
-        return _pool.request(
+        return pool.request(
             "POST",
             url,
             body=json.dumps(payload).encode("utf-8"),
@@ -78,6 +131,8 @@ def _send(url: str, headers: dict[str, str], payload: dict[str, Any], stream: bo
             preload_content=not stream,
             decode_content=True,
         )
+    except checked_http.BlockedAddress as error:
+        raise http_error(502, str(error)) from None
     except urllib3.exceptions.ReadTimeoutError as error:
         raise http_error(504, f"The provider did not answer within {timeout_seconds():g} seconds: {error}") from error
     except urllib3.exceptions.HTTPError as error:
@@ -163,7 +218,7 @@ def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
 def post_proxy(url: str, headers: dict[str, str], payload: dict[str, Any]) -> tuple[bool, Any]:
     """MLflow's ``send_proxy_request``: (streaming?, JSON or an iterator of raw lines), by the answer's type."""
     start = time.perf_counter()
-    response = _send(url, headers, payload, stream=True)
+    response = _send(url, headers, payload, stream=True, raw_proxy=True)
     try:
         _raise_for_status(response)
         content_type = response.headers.get("Content-Type") or "application/json"

@@ -8,9 +8,11 @@ import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from ..upstream import GatewayHTTPError, join, post_json, post_proxy, post_stream
+from ..upstream import GatewayHTTPError, builtin_base, join, post_json, post_proxy, post_stream
 from .base import ANTHROPIC_MESSAGES, CACHE_CREATION, CACHE_READ, INPUT, OUTPUT, TOTAL, Provider, merged_headers, sse_data, usage_from
 from .openai import proxy_root_url
+
+DEFAULT_BASE = builtin_base("https://api.anthropic.com/v1")
 
 DEFAULT_MAX_TOKENS = 8192
 MAXIMUM_MAX_TOKENS = 1_000_000
@@ -153,7 +155,7 @@ class AnthropicProvider(Provider):
 
     @property
     def base_url(self) -> str:
-        return self.model.auth_config.get("api_base") or "https://api.anthropic.com/v1"
+        return self.model.auth_config.get("api_base") or DEFAULT_BASE
 
     def headers(self, incoming: dict[str, str] | None = None) -> dict[str, str]:
         own = {

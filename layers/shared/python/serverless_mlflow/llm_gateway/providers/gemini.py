@@ -9,11 +9,11 @@ import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from ..upstream import join, post_json, post_proxy, post_stream, sse_events
+from ..upstream import builtin_base, join, post_json, post_proxy, post_stream, sse_events
 from .base import GEMINI_GENERATE, GEMINI_STREAM, Provider, chat_usage, merged_headers, sse_data, usage_from
 from .openai import proxy_root_url
 
-API_ORIGIN = "https://generativelanguage.googleapis.com"
+API_ORIGIN = builtin_base("https://generativelanguage.googleapis.com")
 
 
 def _gemini_usage(metadata: Any) -> dict[str, int] | None:

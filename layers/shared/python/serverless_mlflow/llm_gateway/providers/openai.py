@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from ..upstream import GatewayHTTPError, join, post_json, post_proxy, post_stream, sse_events
+from ..upstream import GatewayHTTPError, builtin_base, join, post_json, post_proxy, post_stream, sse_events
 from .base import (
     OPENAI_CHAT,
     OPENAI_EMBEDDINGS,
@@ -23,12 +23,15 @@ from .base import (
 
 # Default API bases of the providers MLflow builds with an OpenAI-compatible config.
 DEFAULT_BASES = {
-    "openai": "https://api.openai.com/v1",
-    "groq": "https://api.groq.com/openai/v1",
-    "deepseek": "https://api.deepseek.com/v1",
-    "xai": "https://api.x.ai/v1",
-    "openrouter": "https://openrouter.ai/api/v1",
-    "ollama": "http://localhost:11434/v1",
+    name: builtin_base(url)
+    for name, url in {
+        "openai": "https://api.openai.com/v1",
+        "groq": "https://api.groq.com/openai/v1",
+        "deepseek": "https://api.deepseek.com/v1",
+        "xai": "https://api.x.ai/v1",
+        "openrouter": "https://openrouter.ai/api/v1",
+        "ollama": "http://localhost:11434/v1",
+    }.items()
 }
 DISPLAY_NAMES = {"openai": "OpenAI", "groq": "Groq", "deepseek": "DeepSeek", "xai": "xAI", "openrouter": "OpenRouter", "ollama": "Ollama"}
 

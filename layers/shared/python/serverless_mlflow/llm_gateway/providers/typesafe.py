@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..upstream import GatewayHTTPError, join, post_json
+from ..upstream import GatewayHTTPError, builtin_base, join, post_json
 from .base import TYPESAFE_SYSTEM_ONE, Provider, usage_from
 
-DEFAULT_BASE = "https://api.typesafe.ai/v1"
+DEFAULT_BASE = builtin_base("https://api.typesafe.ai/v1")
 
 
 class TypeSafeProvider(Provider):
