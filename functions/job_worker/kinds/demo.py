@@ -2,6 +2,8 @@
 against this server's API (``JOB_SERVER_URL``): the data is exactly what ``mlflow server`` makes, through the same
 requests. One generator per step: the job checkpoints the features done, reports progress, and stops between
 generators when canceled or out of time.
+
+Under basic auth the client calls the API as the job's creator (``credentials.as_creator``).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..credentials import as_creator
 from ..runner import JobRun, Suspend
 
 
@@ -22,6 +25,16 @@ def _client() -> Any:
 
 
 def generate(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
+    with as_creator(run):
+        return _generate(params, run)
+
+
+def delete(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
+    with as_creator(run):
+        return _delete(params, run)
+
+
+def _generate(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
     client = _client()
     from mlflow.demo import DEMO_EXPERIMENT_NAME, generate_all_demos
     from mlflow.demo.registry import demo_registry
@@ -45,7 +58,7 @@ def generate(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
     return {"experiment_id": experiment.experiment_id if experiment else None, "features_generated": state["generated"]}
 
 
-def delete(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
+def _delete(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
     """MLflow's ``_delete_demo``: each generator's data, then the demo experiment."""
     client = _client()
     from mlflow.demo import DEMO_EXPERIMENT_NAME
