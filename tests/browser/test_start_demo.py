@@ -62,6 +62,9 @@ def test_start_demo_opens_the_demo_experiment_with_its_data(demo_server: str) ->
                 failures.append(f"{response.request.method} {path} -> {response.status}")
 
         page.on("response", check)
+        # The UI's own errors (a page that crashes shows "Something went wrong" and logs why).
+        page_errors: list[str] = []
+        page.on("pageerror", lambda error: page_errors.append(str(error)[:2000]))
         try:
             page.goto("/#/")
             # The assistant panel opens itself on the first visit; closed, it stays out of the way.
@@ -91,10 +94,11 @@ def test_start_demo_opens_the_demo_experiment_with_its_data(demo_server: str) ->
             page.get_by_text(DEMO_TRACE_TEXT).first.wait_for(state="visible")
             page.wait_for_timeout(2000)
             page.screenshot(path=str(screenshot_dir() / "21-start-demo-traces.png"), full_page=True)
-        except Exception:
+        except Exception as error:
             page.screenshot(path=str(screenshot_dir() / "21-start-demo-FAILED.png"), full_page=True)
-            raise
+            raise AssertionError(f"{error}; page errors: {page_errors}; failed requests: {failures}") from error
         finally:
             context.close()
             browser.close()
     assert not failures, failures
+    assert not page_errors, page_errors
