@@ -129,6 +129,14 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
             "The first admin's password seeds a user item once (bootstrap); rotating the secret would not change the "
             "stored password hash. Rotate through MLflow's update-password API instead, as on an MLflow server.",
         )
+    if stack.job_token_key is not None:
+        acknowledge(
+            stack.job_token_key,
+            "AwsSolutions-SMG4",
+            "The job-token HMAC key signs tokens that expire within hours; functions read it once per cold start. "
+            "Rotating it would only make running jobs fail with 401, so it is replaced on demand (update the secret's "
+            "value, or redeploy with a new secret), not on a schedule.",
+        )
 
     # The indexer reads spilled spans (trace-spans/) to rebuild a trace's aggregates.
     for function in [*stack.features.functions.values(), stack.indexer.function]:

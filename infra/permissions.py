@@ -51,6 +51,9 @@ class Access:
     put_events: bool = False
     # SQS actions on the jobs queue (receiving and deleting are the worker's event source mapping's).
     job_queue: tuple[str, ...] = ()
+    # secretsmanager:GetSecretValue on the job-token key (basic auth; ``serverless_mlflow.auth.job_tokens``): the
+    # functions that mint job tokens or check credentials that may be one.
+    job_token_key: bool = False
 
     @property
     def table_actions(self) -> tuple[str, ...]:
@@ -94,7 +97,8 @@ TRACE_SPANS = "trace-spans/"
 ACCESS: dict[str, Access] = {
     # health/version/server-info and ENDPOINT_NOT_FOUND never touch the table; under basic auth a meta route
     # without a rule is admin-only (fail closed), which reads the caller's user item.
-    "meta": Access(table=("GetItem",)),
+    # Under basic auth it checks credentials sent to server-info, which a job's client sends its job token to.
+    "meta": Access(table=("GetItem",), job_token_key=True),
     # BatchGetItem: basic auth reads the caller's user item and grants in one batch (serverless_mlflow.auth).
     "experiments": Access(
         table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")
@@ -156,8 +160,9 @@ ACCESS: dict[str, Access] = {
     # roles with their permissions and members (ConditionCheckItem: a permission or member is only added to a role
     # that still exists).
     "auth": Access(table=(*TABLE_READ, *TABLE_WRITE)),
-    # The API Gateway Lambda authorizer (basic auth): reads one user item per uncached Authorization header.
-    "authorizer": Access(table=("GetItem",), table_leading_keys=(USER_ITEMS,)),
+    # The API Gateway Lambda authorizer (basic auth): reads one user item per uncached Authorization header; checks
+    # job tokens with the job-token key.
+    "authorizer": Access(table=("GetItem",), table_leading_keys=(USER_ITEMS,), job_token_key=True),
     # Registry webhooks (admin-only API): their partition; secrets KMS-encrypted on write, decrypted for ``test``.
     "webhooks": Access(
         table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem"), kms=("kms:Encrypt", "kms:Decrypt")
@@ -174,10 +179,12 @@ ACCESS: dict[str, Access] = {
     ),
     # The jobs API and the demo routes: job items (conditional status moves), the demo experiment (read, created
     # with its name claim in a transaction: ConditionCheckItem none, PutItem under the transaction) and the
-    # experiment id counter; one message per job on the jobs queue.
-    "jobs": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem"), job_queue=("sqs:SendMessage",)),
+    # experiment id counter; one message per job on the jobs queue, with the job's token (minted with the job-token
+    # key) under basic auth; PutItem also writes the caller's MANAGE grant on the demo experiment it creates.
+    "jobs": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem"), job_queue=("sqs:SendMessage",), job_token_key=True),
     # The job worker: claims and finishes job items; hands a job to its next invocation (SendMessage) and backs a
-    # retried message off (ChangeMessageVisibility). Its kinds reach the rest of the data through the API.
+    # retried message off (ChangeMessageVisibility). Its kinds reach the rest of the data through the API, as the
+    # job's creator (its message's job token): never the job-token key.
     "job_worker": Access(table=("GetItem", "UpdateItem"), job_queue=("sqs:SendMessage", "sqs:ChangeMessageVisibility")),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk) and, with
     # basic auth, the first admin (user item + user-id counter), whose password it reads from its secret.

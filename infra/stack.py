@@ -10,7 +10,7 @@ from constructs import Construct
 from infra.config import StackConfig
 from infra.constructs.api import MlflowHttpApi
 from infra.constructs.artifacts_bucket import ArtifactsBucket
-from infra.constructs.auth import BasicAuth
+from infra.constructs.auth import BasicAuth, job_token_key
 from infra.constructs.bootstrap import Bootstrap
 from infra.constructs.functions import ARCHITECTURE, RUNTIME, FeatureFunctions, SharedResources
 from infra.constructs.indexer import StreamIndexer
@@ -44,6 +44,8 @@ class MlflowServerlessStack(Stack):
             rotation_period=Duration.days(365),
             removal_policy=RemovalPolicy.RETAIN,
         )
+        # authorization=basic: jobs call the API as their creator, with tokens signed by this key.
+        self.job_token_key = job_token_key(self) if self.config.basic_auth else None
         shared = SharedResources(
             table=self.table,
             bucket=self.artifacts.bucket,
@@ -51,6 +53,7 @@ class MlflowServerlessStack(Stack):
             config=self.config,
             web_ui_bucket=self.web_ui.bucket,
             secrets_key=self.secrets_key,
+            job_token_key=self.job_token_key,
         )
 
         self.features = FeatureFunctions(self, "Features", features=routes.features(), shared=shared)

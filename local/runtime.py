@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import secrets
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -194,6 +195,9 @@ class LocalRuntime:
         bootstrap.ensure_bootstrap_items()
         if self.authorization == "basic":
             self.authorizer = Authorizer()
+            # The job-token key (deployed: the stack's generated secret): random per runtime start, so a token
+            # outlives neither the runtime nor its jobs' queue.
+            os.environ.setdefault("JOB_TOKEN_KEY", secrets.token_hex(32))
             self._ensure_admin()
         self.drain_stream()
 

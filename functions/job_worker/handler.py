@@ -26,9 +26,10 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     def handle(record: SQSRecord) -> None:
         attempt = int(record.attributes.approximate_receive_count or 1)
-        job_id = json.loads(record.body)["job_id"]
+        message = json.loads(record.body)
+        job_id = message["job_id"]
         try:
-            delay = runner.run(job_id, context, attempt)
+            delay = runner.run(job_id, context, attempt, message.get("token"))
         except runner.DeadLetter:
             _visible_after(record, 0)  # the next receive is past maxReceiveCount: SQS dead-letters it
             raise

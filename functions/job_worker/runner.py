@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from serverless_mlflow import clock, job_kinds, job_queue
@@ -64,6 +64,8 @@ class JobRun:
 
     item: dict[str, Any]
     context: Any
+    # Under basic auth: the job's token (``auth.job_tokens``), the password its creator's API calls are made with.
+    token: str | None = field(default=None, repr=False)
 
     @property
     def job_id(self) -> str:
@@ -104,7 +106,7 @@ def backoff_seconds(retry_count: int) -> int:
     return int(min(base * 2 ** (retry_count - 1), BACKOFF_MAX_SECONDS))
 
 
-def run(job_id: str, context: Any, attempt: int) -> int | None:
+def run(job_id: str, context: Any, attempt: int, token: str | None = None) -> int | None:
     """Run one delivery. Returns the visibility delay (seconds) to retry the message after, or None when the
     message is done (raises ``Retry`` through the handler instead of returning when it must be delivered again)."""
     lease_ms = context.get_remaining_time_in_millis() + 1000
@@ -115,13 +117,13 @@ def run(job_id: str, context: Any, attempt: int) -> int | None:
         # Redelivered after the worker died each time (e.g. a kind that never checkpoints outlives Lambda's limit).
         store.finish(job_id, store.FAILED, error=f"The job's worker stopped {attempt - 1} times without finishing (timeout or crash).")
         raise DeadLetter(job_id)
-    job_run = JobRun(item, context)
+    job_run = JobRun(item, context, token)
     try:
         kind = load_kind(item["job_name"])
         result = kind(json.loads(item["params"]), job_run)
     except Suspend as suspend:
         if store.requeue(job_id, retry=False, checkpoint=suspend.checkpoint) is not None:
-            job_queue.enqueue(job_id)
+            job_queue.enqueue(job_id, token=token)  # the continuation runs as the same user, until the same expiry
         return None
     except Stopped:
         return None

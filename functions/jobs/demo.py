@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow import job_kinds, job_queue
+from serverless_mlflow.auth import store as auth_store
+from serverless_mlflow.auth.permissions import EXPERIMENT
 from serverless_mlflow.errors import MlflowError
 from serverless_mlflow.store import experiments
 from serverless_mlflow.store import jobs as store
@@ -55,7 +57,7 @@ def _experiment() -> dict[str, Any] | None:
     return experiments.get_experiment_by_name(DEMO_EXPERIMENT_NAME)
 
 
-def generate(features: list[Any] | None) -> dict[str, Any]:
+def generate(features: list[Any] | None, creator: str | None) -> dict[str, Any]:
     names = [name for name, _ in GENERATORS if features is None or name in features]
     experiment = _experiment()
     missing = _missing(experiment, names)
@@ -69,14 +71,18 @@ def generate(features: list[Any] | None) -> dict[str, Any]:
         }
     if experiment is None:
         try:
-            experiments.create_experiment(DEMO_EXPERIMENT_NAME, None, {})
+            created = experiments.create_experiment(DEMO_EXPERIMENT_NAME, None, {})
         except MlflowError:
             pass  # created by a concurrent request: read it below
+        else:
+            if creator is not None:
+                # The job writes into it as its creator: MANAGE, as MLflow's auth grants whoever creates an experiment.
+                auth_store.set_grant(creator, EXPERIMENT, str(created), "MANAGE")
         experiment = _experiment()
     experiment_id = experiment["experiment_id"] if experiment else None
     if missing and not store.search(job_kinds.DEMO_GENERATE, IN_FLIGHT, None):
-        job = store.create(job_kinds.DEMO_GENERATE, {"features": features}, None, None)
-        job_queue.enqueue(job["job_id"])
+        job = store.create(job_kinds.DEMO_GENERATE, {"features": features}, None, creator)
+        job_queue.submit(job["job_id"], creator)
     return {
         "status": "created",
         "experiment_id": experiment_id,
@@ -85,7 +91,7 @@ def generate(features: list[Any] | None) -> dict[str, Any]:
     }
 
 
-def delete() -> dict[str, Any]:
+def delete(creator: str | None) -> dict[str, Any]:
     """MLflow deletes each generator's data, then the experiment; the job worker does both. The answer names the
     features whose data the experiment's version tags show."""
     experiment = _experiment()
@@ -93,6 +99,6 @@ def delete() -> dict[str, Any]:
         return {"status": "deleted", "features_deleted": []}
     stored = _version_tags(experiment)
     deleted = [name for name, _ in GENERATORS if name in stored]
-    job = store.create(job_kinds.DEMO_DELETE, {}, None, None)
-    job_queue.enqueue(job["job_id"])
+    job = store.create(job_kinds.DEMO_DELETE, {}, None, creator)
+    job_queue.submit(job["job_id"], creator)
     return {"status": "deleted", "features_deleted": deleted}

@@ -28,13 +28,17 @@ def fastapi_errors(operation: Callable[[Request], Any]) -> Callable[[Request], A
     return answer
 
 
+def _caller(req: Request) -> str | None:
+    """The signed-in user (basic auth), who owns the job and whose rights its worker has."""
+    return req.identity.username if req.identity is not None else None
+
+
 @fastapi_errors
 def submit_job(req: Request) -> Any:
     payload = validated(req, SUBMIT_FIELDS)
     if not isinstance(payload, dict):
         return payload
-    creator = req.identity.username if req.identity is not None else None
-    return store.job_json(logic.submit(payload["job_name"], payload["params"], payload.get("timeout"), creator))
+    return store.job_json(logic.submit(payload["job_name"], payload["params"], payload.get("timeout"), _caller(req)))
 
 
 @fastapi_errors
@@ -61,11 +65,11 @@ def generate_demo(req: Request) -> dict[str, Any]:
     if features is not None and not (isinstance(features, list) and all(isinstance(name, str) for name in features)):
         # MLflow's handler fails on a non-list (500) or matches a string's substrings; a list of names is meant.
         raise invalid("'features' must be a list of demo feature names.")
-    return demo.generate(features)
+    return demo.generate(features, _caller(req))
 
 
 def delete_demo(req: Request) -> dict[str, Any]:
-    return demo.delete()
+    return demo.delete(_caller(req))
 
 
 app = build_app(

@@ -15,7 +15,7 @@ def submit(job_name: str, params: dict[str, Any], timeout: float | None, creator
         raise invalid(f"Invalid job name: {job_name}")
     item = store.create(job_name, params, timeout, creator)
     try:
-        job_queue.enqueue(item["job_id"])
+        job_queue.submit(item["job_id"], creator)
     except Exception:
         store.fail_unqueued(item["job_id"])
         raise

@@ -43,3 +43,16 @@ class BasicAuth(Construct):
             # The admin user outlives the stack with the retained table; so does the password that opens it.
             removal_policy=RemovalPolicy.RETAIN,
         )
+
+
+def job_token_key(scope: Construct) -> secretsmanager.Secret:
+    """The HMAC key of job tokens (``serverless_mlflow.auth.job_tokens``): 64 random characters CloudFormation
+    generates, never in the template; read only by the functions whose Access declares ``job_token_key``. Replacing
+    it only invalidates the tokens of jobs running then, so it is not retained."""
+    return secretsmanager.Secret(
+        scope,
+        "JobTokenKey",
+        description="mlflow-serverless job-token HMAC key (basic auth: jobs call the API as their creator)",
+        generate_secret_string=secretsmanager.SecretStringGenerator(password_length=64, exclude_punctuation=True),
+        removal_policy=RemovalPolicy.DESTROY,
+    )

@@ -13,6 +13,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra import FUNCTIONS_DIR, gateway_catalog
@@ -39,6 +40,8 @@ class SharedResources:
     web_ui_bucket: s3.IBucket | None = None
     # Encrypts AI gateway secret values (functions whose Access declares ``kms`` actions).
     secrets_key: kms.IKey | None = None
+    # Basic auth: the job-token HMAC key (functions whose Access declares ``job_token_key``).
+    job_token_key: secretsmanager.ISecret | None = None
 
     def bucket_for(self, access: Access) -> s3.IBucket:
         if access.bucket_name == "web_ui":
@@ -161,6 +164,12 @@ class ServerlessFunction(Construct):
                 raise ValueError(f"function {name!r} declares KMS actions but the stack has no secrets key")
             shared.secrets_key.grant(self.role, *access.kms)
             key_environment["GATEWAY_KMS_KEY_ID"] = shared.secrets_key.key_arn
+        if access.job_token_key and shared.job_token_key is not None:
+            # GetSecretValue only (grant_read would add DescribeSecret), on that secret only.
+            iam.Grant.add_to_principal(
+                grantee=self.role, actions=["secretsmanager:GetSecretValue"], resource_arns=[shared.job_token_key.secret_arn]
+            )
+            key_environment["JOB_TOKEN_SECRET_ARN"] = shared.job_token_key.secret_arn
         self.function = lambda_.Function(
             self,
             "Function",

@@ -76,7 +76,8 @@ def test_functions_know_the_mode_and_default_permission(basic_synth: Synth) -> N
 
 
 def test_admin_password_is_generated_and_only_the_bootstrap_reads_it(basic_synth: Synth) -> None:
-    ((secret_id, secret),) = basic_synth.resources("AWS::SecretsManager::Secret").items()
+    secret_id = basic_synth.logical_id(basic_synth.stack.basic_auth.admin_secret)
+    secret = basic_synth.resources("AWS::SecretsManager::Secret")[secret_id]
     generator = secret["Properties"]["GenerateSecretString"]
     assert generator["GenerateStringKey"] == "password" and generator["PasswordLength"] >= 32
     assert "SecretString" not in secret["Properties"]  # no password in the template, ever
@@ -84,13 +85,43 @@ def test_admin_password_is_generated_and_only_the_bootstrap_reads_it(basic_synth
     for policy in basic_synth.resources("AWS::IAM::Policy").values():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-            if any(a.startswith("secretsmanager:") for a in actions):
-                assert statement["Resource"] == {"Ref": secret_id}
+            if any(a.startswith("secretsmanager:") for a in actions) and statement["Resource"] == {"Ref": secret_id}:
                 readers.append(policy["Properties"]["Roles"][0]["Ref"])
     assert readers == [basic_synth.logical_id(basic_synth.stack.bootstrap.function.role)]
     bootstrap_env = basic_synth.json["Resources"][basic_synth.logical_id(basic_synth.stack.bootstrap.function.function)]["Properties"]
     assert bootstrap_env["Environment"]["Variables"]["ADMIN_SECRET_ARN"] == {"Ref": secret_id}
     assert "AdminSecretArn" in basic_synth.json["Outputs"]
+
+
+def test_job_token_key_is_generated_and_read_only_by_who_mints_or_checks_tokens(basic_synth: Synth) -> None:
+    stack = basic_synth.stack
+    assert stack.job_token_key is not None
+    secret_id = basic_synth.logical_id(stack.job_token_key)
+    assert set(basic_synth.resources("AWS::SecretsManager::Secret")) == {secret_id, basic_synth.logical_id(stack.basic_auth.admin_secret)}
+    secret = basic_synth.resources("AWS::SecretsManager::Secret")[secret_id]["Properties"]
+    assert secret["GenerateSecretString"]["PasswordLength"] >= 64
+    assert "SecretString" not in secret  # never in the template
+    readers: dict[str, list[str]] = {}
+    for policy in basic_synth.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if statement["Resource"] == {"Ref": secret_id}:
+                readers.setdefault(policy["Properties"]["Roles"][0]["Ref"], []).append(statement["Action"])
+    # The jobs function mints; the authorizer and server-info's function (public: checks credentials itself) verify.
+    # The job worker, which carries the tokens, never reads the key.
+    expected = {
+        basic_synth.logical_id(stack.features.functions["jobs"].role),
+        basic_synth.logical_id(stack.features.functions["meta"].role),
+        basic_synth.logical_id(stack.basic_auth.authorizer.role),
+    }
+    assert set(readers) == expected
+    assert all(actions == ["secretsmanager:GetSecretValue"] for actions in readers.values())
+    for function in basic_synth.resources("AWS::Lambda::Function").values():
+        env = function["Properties"].get("Environment", {}).get("Variables", {})
+        if "JOB_TOKEN_SECRET_ARN" in env:
+            assert env["JOB_TOKEN_SECRET_ARN"] == {"Ref": secret_id}
+            assert function["Properties"]["Role"]["Fn::GetAtt"][0] in expected
+    worker = basic_synth.json["Resources"][basic_synth.logical_id(stack.jobs.worker.function)]["Properties"]
+    assert "JOB_TOKEN_SECRET_ARN" not in worker["Environment"]["Variables"]
 
 
 def _table_statements(synth: Synth, role: object) -> list[dict[str, Any]]:

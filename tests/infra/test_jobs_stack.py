@@ -67,3 +67,11 @@ def test_worker_may_invoke_only_this_stacks_api(stack: Synth) -> None:
     # arn:...:execute-api:<region>:<account>:<this API's id>/*
     assert {"Ref": stack.logical_id(stack.stack.api.api)} in statement["Resource"]["Fn::Join"][1]
     assert statement["Resource"]["Fn::Join"][1][-1] == "/*"
+
+
+def test_no_job_token_key_outside_basic_auth(stack: Synth) -> None:
+    # IAM mode: the worker signs its calls with its own role (SigV4); there is no token to mint.
+    assert stack.stack.job_token_key is None
+    assert not stack.resources("AWS::SecretsManager::Secret")
+    for function in stack.resources("AWS::Lambda::Function").values():
+        assert "JOB_TOKEN_SECRET_ARN" not in function["Properties"].get("Environment", {}).get("Variables", {})

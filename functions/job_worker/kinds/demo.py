@@ -2,14 +2,52 @@
 against this server's API (``JOB_SERVER_URL``): the data is exactly what ``mlflow server`` makes, through the same
 requests. One generator per step: the job checkpoints the features done, reports progress, and stops between
 generators when canceled or out of time.
+
+Under basic auth the client calls the API as the job's creator (``credentials.as_creator``), with that user's
+rights and no more. One step of MLflow's generators needs a right the creator lacks: the review-queue generator marks
+items of its demo queue reviewed by the demo reviewers, which MLflow's auth allows only a member of the queue
+(``validate_can_review_queue_item``: "even a manager must assign themselves first"). The creator manages the demo
+experiment, so it may assign itself: it does, sets the statuses, and puts the queue's users back as they were
+(``_seed_as_member``). The data ends up as MLflow's.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from ..credentials import as_creator
 from ..runner import JobRun, Suspend
+
+
+@contextmanager
+def _seed_as_member() -> Iterator[None]:
+    from mlflow.demo.generators.review_queues import ReviewQueuesDemoGenerator
+    from mlflow.exceptions import MlflowException
+
+    original = ReviewQueuesDemoGenerator._seed_progress
+
+    def seed(self: Any, store: Any, queue_id: str, item_ids: list[str]) -> None:
+        try:
+            original(self, store, queue_id, item_ids)
+            return
+        except MlflowException as error:
+            if error.error_code != "PERMISSION_DENIED":
+                raise
+        users = list(store.get_review_queue(queue_id).users)
+        store.update_review_queue(queue_id, users=[*users, os.environ["MLFLOW_TRACKING_USERNAME"]])
+        try:
+            original(self, store, queue_id, item_ids)
+        finally:
+            store.update_review_queue(queue_id, users=users)
+
+    ReviewQueuesDemoGenerator._seed_progress = seed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ReviewQueuesDemoGenerator._seed_progress = original  # type: ignore[method-assign]
 
 
 def _client() -> Any:
@@ -22,6 +60,16 @@ def _client() -> Any:
 
 
 def generate(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
+    with as_creator(run), _seed_as_member():
+        return _generate(params, run)
+
+
+def delete(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
+    with as_creator(run):
+        return _delete(params, run)
+
+
+def _generate(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
     client = _client()
     from mlflow.demo import DEMO_EXPERIMENT_NAME, generate_all_demos
     from mlflow.demo.registry import demo_registry
@@ -45,7 +93,7 @@ def generate(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
     return {"experiment_id": experiment.experiment_id if experiment else None, "features_generated": state["generated"]}
 
 
-def delete(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
+def _delete(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
     """MLflow's ``_delete_demo``: each generator's data, then the demo experiment."""
     client = _client()
     from mlflow.demo import DEMO_EXPERIMENT_NAME

@@ -1,10 +1,12 @@
-"""Small jobs that exercise the runner (served with JOB_TEST_KINDS=true): they touch nothing but their job."""
+"""Small jobs that exercise the runner (served with JOB_TEST_KINDS=true): they touch nothing but their job, except
+``as_creator``, which calls the API with its creator's rights."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from .. import credentials
 from ..runner import JobRun, Suspend, TransientJobError
 
 
@@ -37,3 +39,21 @@ def steps(params: dict[str, Any], run: JobRun) -> Any:
         state["done"] += 1
         run.progress("steps", state["done"], count, "steps")
     return state
+
+
+def as_creator(params: dict[str, Any], run: JobRun) -> Any:
+    """Calls the API as the job's creator: creates an experiment with the stock client, then tries an admin-only
+    route (creating a user). Answers the experiment's id and the status the admin-only call got."""
+    import os
+
+    import mlflow
+    import requests
+
+    with credentials.as_creator(run):
+        url = os.environ["JOB_SERVER_URL"]
+        experiment_id = mlflow.MlflowClient(url).create_experiment(params["experiment_name"])
+        auth = (os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"]) if run.token else None
+        admin_only = requests.post(
+            f"{url}/api/2.0/mlflow/users/create", json={"username": params["experiment_name"], "password": "x" * 16}, auth=auth, timeout=60
+        )
+    return {"experiment_id": experiment_id, "admin_only_status": admin_only.status_code}

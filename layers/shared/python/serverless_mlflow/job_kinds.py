@@ -24,6 +24,7 @@ TEST_KINDS: dict[str, str] = {
     "test_fail": "job_worker.kinds.testing:fail",
     "test_transient": "job_worker.kinds.testing:transient",
     "test_steps": "job_worker.kinds.testing:steps",
+    "test_as_creator": "job_worker.kinds.testing:as_creator",
 }
 
 

@@ -2,6 +2,8 @@
 
 The API enqueues a job it created; the worker enqueues a job again to continue it from its checkpoint in a
 fresh invocation (a run longer than one Lambda invocation). Retries are the same message made visible again.
+Under basic auth the message also carries the job's token (``auth.job_tokens``): the worker calls the API as the
+job's creator with it. It lives only in the message (SQS-encrypted), never in the table or a log.
 """
 
 from __future__ import annotations
@@ -35,9 +37,21 @@ def reset_client() -> None:
     _client = None
 
 
-def enqueue(job_id: str, delay_seconds: int = 0) -> None:
+def submit(job_id: str, creator: str | None) -> None:
+    """A new job's message: under basic auth with the token its worker calls the API with, as ``creator``."""
+    from serverless_mlflow import auth
+    from serverless_mlflow.auth import job_tokens
+
+    token = job_tokens.mint(creator, job_id) if creator and auth.basic_enabled() else None
+    enqueue(job_id, token=token)
+
+
+def enqueue(job_id: str, delay_seconds: int = 0, token: str | None = None) -> None:
+    body: dict[str, str] = {"job_id": job_id}
+    if token:
+        body["token"] = token
     client().send_message(
         QueueUrl=os.environ["JOB_QUEUE_URL"],
-        MessageBody=json.dumps({"job_id": job_id}),
+        MessageBody=json.dumps(body),
         DelaySeconds=max(0, min(delay_seconds, MAX_DELAY_SECONDS)),
     )

@@ -1,0 +1,146 @@
+"""A job calls the API as the user who submitted it, never as more (``serverless_mlflow.auth.job_tokens``).
+
+The worker sends the job's token as that user's basic-auth password; the authorizer accepts it only untampered,
+unexpired and for that user, then applies that user's own permissions. Anything else is MLflow's 401."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from typing import Any
+
+import mlflow
+import pytest
+import requests
+
+from serverless_mlflow.auth import job_tokens
+from tests.auth.conftest import ADMIN, ADMIN_PASSWORD, basic_env, basic_runtime
+from tests.conftest import unique
+
+pytestmark = pytest.mark.e2e
+
+M2 = "/api/2.0/mlflow"
+JOBS = "/ajax-api/3.0/jobs"
+KEY = os.urandom(32).hex()
+UNAUTHENTICATED = (
+    "You are not authenticated. Please see https://www.mlflow.org/docs/latest/auth/index.html#authenticating-to-mlflow "
+    "on how to authenticate."
+)
+
+
+def call(url: str, user: tuple[str, str], method: str, path: str, body: Any = None) -> requests.Response:
+    return requests.request(method, f"{url}{path}", json=body, auth=user, timeout=60)
+
+
+def minted(username: str, job_id: str, **kwargs: Any) -> str:
+    previous = os.environ.get("JOB_TOKEN_KEY")
+    os.environ["JOB_TOKEN_KEY"] = KEY
+    try:
+        return job_tokens.mint(username, job_id, **kwargs)
+    finally:
+        if previous is None:
+            os.environ.pop("JOB_TOKEN_KEY")
+        else:
+            os.environ["JOB_TOKEN_KEY"] = previous
+
+
+def resigned_payload(token: str, **claims: Any) -> str:
+    """The token with its claims changed and its signature kept (what a tamperer can do without the key)."""
+    payload, signature = token[len(job_tokens.PREFIX) :].split(".")
+    decoded = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    changed = base64.urlsafe_b64encode(json.dumps({**decoded, **claims}, separators=(",", ":")).encode()).decode().rstrip("=")
+    return f"{job_tokens.PREFIX}{changed}.{signature}"
+
+
+def assert_unauthenticated(response: requests.Response) -> None:
+    assert response.status_code == 401, response.text
+    assert response.text == UNAUTHENTICATED
+    assert response.headers["WWW-Authenticate"] == 'Basic realm="mlflow"'
+
+
+@pytest.fixture(scope="module")
+def token_server(server: str) -> Any:
+    with basic_runtime(env={**basic_env(), "JOB_TOKEN_KEY": KEY, "JOB_TEST_KINDS": "true"}) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def users(token_server: str) -> dict[str, tuple[str, str]]:
+    found = {name: (unique(name), f"{name}-password-1") for name in ("alice", "bob")}
+    for username, password in found.values():
+        response = call(token_server, (ADMIN, ADMIN_PASSWORD), "POST", f"{M2}/users/create", {"username": username, "password": password})
+        assert response.status_code == 200, response.text
+    return found
+
+
+def test_a_job_token_is_its_users_password_and_nothing_more(token_server: str, users: dict[str, tuple[str, str]]) -> None:
+    alice, bob = users["alice"], users["bob"]
+    token = minted(alice[0], "job-1")
+    as_alice = (alice[0], token)
+    # The stock client, with the token as alice's password.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_USERNAME", alice[0])
+        patch.setenv("MLFLOW_TRACKING_PASSWORD", token)
+        experiment_id = mlflow.MlflowClient(token_server).create_experiment(unique("token-exp"))
+    # alice's own rights: she manages what the token created; bob may not change it; admin-only routes stay closed.
+    assert call(token_server, alice, "GET", f"{M2}/experiments/get?experiment_id={experiment_id}").status_code == 200
+    assert call(token_server, bob, "POST", f"{M2}/experiments/delete", {"experiment_id": experiment_id}).status_code == 403
+    assert call(token_server, as_alice, "POST", f"{M2}/users/create", {"username": unique("eve"), "password": "x" * 16}).status_code == 403
+    assert call(token_server, as_alice, "GET", "/api/3.0/mlflow/server-info").status_code == 200  # a public route checks it too
+    # The token does not stand in for the password where the current one is asked for (changing it).
+    changed = call(
+        token_server,
+        as_alice,
+        "PATCH",
+        f"{M2}/users/update-password",
+        {"username": alice[0], "password": "new-password-123", "current_password": token},
+    )
+    assert changed.status_code == 400 and "Current password does not match." in changed.text
+    assert call(token_server, alice, "GET", f"{M2}/experiments/get?experiment_id={experiment_id}").status_code == 200
+
+    refused = {
+        "tampered signature": (alice[0], token[:-2] + ("AA" if not token.endswith("AA") else "BB")),
+        "tampered user": (bob[0], resigned_payload(token, u=bob[0])),
+        "tampered expiry": (alice[0], resigned_payload(token, e=int(time.time()) + 10**6)),
+        "expired": (alice[0], minted(alice[0], "job-1", ttl_seconds=-1)),
+        "another user's token": (bob[0], token),
+        "another key": (alice[0], job_tokens.PREFIX + token[len(job_tokens.PREFIX) :].split(".")[0] + "." + "A" * 43),
+        "wrong password": (alice[0], "not-alices-password"),
+    }
+    for case, credentials in refused.items():
+        for path in (f"{M2}/experiments/get?experiment_id={experiment_id}", "/api/3.0/mlflow/server-info"):
+            response = call(token_server, credentials, "GET", path)
+            assert response.status_code == 401, (case, path, response.status_code)
+            if "server-info" not in path:
+                assert_unauthenticated(response)
+
+
+def wait_for(url: str, user: tuple[str, str], job_id: str, seconds: float = 240) -> dict[str, Any]:
+    deadline = time.monotonic() + seconds
+    while True:
+        job = call(url, user, "GET", f"{JOBS}/{job_id}").json()
+        if job["status"] not in ("PENDING", "RUNNING"):
+            return job
+        assert time.monotonic() < deadline, job
+        time.sleep(0.5)
+
+
+def test_the_worker_calls_the_api_as_the_jobs_creator(token_server: str, users: dict[str, tuple[str, str]]) -> None:
+    alice, bob = users["alice"], users["bob"]
+    name = unique("by-alices-job")
+    submitted = call(token_server, alice, "POST", f"{JOBS}/", {"job_name": "test_as_creator", "params": {"experiment_name": name}})
+    assert submitted.status_code == 200, submitted.text
+    job = wait_for(token_server, alice, submitted.json()["job_id"])
+    assert job["status"] == "SUCCEEDED", job
+    # Made as alice: she manages it, bob only reads it (the default permission), and the admin-only call was refused.
+    assert job["result"]["admin_only_status"] == 403
+    experiment_id = job["result"]["experiment_id"]
+    assert call(token_server, bob, "POST", f"{M2}/experiments/delete", {"experiment_id": experiment_id}).status_code == 403
+    assert (
+        call(token_server, alice, "POST", f"{M2}/experiments/update", {"experiment_id": experiment_id, "new_name": name + "-x"}).status_code
+        == 200
+    )
+    # The token lives in the job's message only: not in the job's answer nor its stored item.
+    assert job_tokens.PREFIX not in json.dumps(job)
