@@ -23,6 +23,7 @@ from serverless_mlflow.store import experiments as experiment_store
 SCORER = ENTITY["scorer"]
 SCORER_VERSION = ENTITY["scorer_version"]
 ONLINE_CONFIG = ENTITY["online_scoring_config"]
+ENDPOINT_NAME = ENTITY["gateway_endpoint_name"]
 # Each round lets exactly one of the racing registrations win, so a burst of N needs up to N rounds.
 MAX_REGISTER_RETRIES = 32
 
@@ -117,7 +118,7 @@ def _model(data: dict[str, Any]) -> Any:
 
 
 def _check_model(model: Any) -> None:
-    """``validate_scorer_model`` and the gateway endpoint lookup (this server has no gateway endpoints)."""
+    """``validate_scorer_model`` and the gateway endpoint lookup (the endpoint's name claim in the workspace)."""
     if model is None:
         return
     if not isinstance(model, str):
@@ -125,8 +126,11 @@ def _check_model(model: Any) -> None:
     if not model.strip():
         raise invalid("Scorer model cannot be empty or contain only whitespace.")
     provider, _, path = model.partition(":/")
-    if provider == "gateway" and path.lstrip("/"):
-        raise not_found(f"GatewayEndpoint not found (name='{path.lstrip('/')}')")
+    name = path.lstrip("/")
+    if provider == "gateway" and name:
+        key = ENDPOINT_NAME.key(workspace=request_workspace.current(), name=name) if len(name.encode("utf-8")) <= 1024 else None
+        if key is None or table.get(key) is None:
+            raise not_found(f"GatewayEndpoint not found (name='{name}')")
 
 
 # --- store ---------------------------------------------------------------------------------------------

@@ -17,14 +17,14 @@ from typing import Any
 
 from serverless_mlflow import clock, scorer_refs, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
-from serverless_mlflow.llm_gateway import records
+from serverless_mlflow.llm_gateway import guardrail_configs, records
 from serverless_mlflow.llm_gateway.records import current_workspace
 from serverless_mlflow.schema import ENTITY
 
 from .mcp.search import page, start_offset, validate_max_results
 
-GUARDRAIL = ENTITY["gateway_guardrail"]
-CONFIG = ENTITY["gateway_guardrail_config"]
+GUARDRAIL = guardrail_configs.GUARDRAIL
+CONFIG = guardrail_configs.CONFIG
 ENDPOINT = ENTITY["gateway_endpoint"]
 STAGES = ("BEFORE", "AFTER")
 ACTIONS = ("VALIDATION", "SANITIZATION")
@@ -45,8 +45,7 @@ def enum(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     return str(value)
 
 
-def _key(guardrail_id: str) -> dict[str, str]:
-    return GUARDRAIL.key(workspace=current_workspace(), guardrail_id=guardrail_id)
+_key = guardrail_configs.guardrail_key
 
 
 def _config_key(endpoint_id: str, guardrail_id: str) -> dict[str, str]:
@@ -79,9 +78,7 @@ def _endpoint_item(endpoint_id: str) -> dict[str, Any]:
 def _endpoint_names(items: list[dict[str, Any]]) -> dict[str, str]:
     """action endpoint id -> the endpoint's name (MLflow answers the name in ``action_endpoint_id``), for the
     endpoints that still exist (a deleted one reads as unset: ON DELETE SET NULL)."""
-    ids = sorted({item["action_endpoint_id"] for item in items if item.get("action_endpoint_id")})
-    found = table.batch_get([ENDPOINT.key(workspace=current_workspace(), endpoint_id=i) for i in ids]) if ids else []
-    return {item["endpoint_id"]: item["name"] for item in found}
+    return guardrail_configs.endpoint_names([item["action_endpoint_id"] for item in items if item.get("action_endpoint_id")])
 
 
 def guardrail_json(item: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
@@ -226,24 +223,8 @@ def remove_from_endpoint(endpoint_id: str, guardrail_id: str) -> None:
         raise _config_missing(endpoint_id, guardrail_id) from None
 
 
-def sorted_configs(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """MLflow's order: configs with an execution order first, ascending; then by guardrail id."""
-    return sorted(
-        configs,
-        key=lambda c: (c.get("execution_order") is None, int(c.get("execution_order") or 0), c["guardrail_id"]),
-    )
-
-
-def endpoint_configs(endpoint_id: str) -> list[dict[str, Any]]:
-    """An endpoint's configs in execution order, with their guardrail items (one Query, one BatchGetItem)."""
-    configs = table.query(records.partition(), CONFIG.sk_prefix(endpoint_id=endpoint_id))
-    ids = sorted({c["guardrail_id"] for c in configs})
-    guardrails = {g["guardrail_id"]: g for g in (table.batch_get([_key(i) for i in ids]) if ids else [])}
-    return [{**c, "_guardrail": guardrails.get(c["guardrail_id"])} for c in sorted_configs(configs)]
-
-
 def list_for_endpoint(endpoint_id: str) -> list[dict[str, Any]]:
     _endpoint_item(endpoint_id)
-    configs = endpoint_configs(endpoint_id)
-    names = _endpoint_names([c["_guardrail"] for c in configs if c["_guardrail"]])
-    return [config_json(c, guardrail_json(c["_guardrail"], names) if c["_guardrail"] else None) for c in configs]
+    configs = guardrail_configs.endpoint_configs(endpoint_id)
+    names = _endpoint_names([guardrail for _, guardrail in configs if guardrail])
+    return [config_json(config, guardrail_json(guardrail, names) if guardrail else None) for config, guardrail in configs]

@@ -1,6 +1,6 @@
 """Each gateway route's call, in MLflow's order (``mlflow/server/gateway_api.py``): resolve the endpoint,
-check its budgets, build its providers, then run the traced function: the provider chain, the spend recorded
-when it ends. MLflow's guardrails (pre- and post-call scorers) are not served here yet: endpoints have none.
+check its budgets, build its providers, then run the traced function: the endpoint's BEFORE guardrails, the
+provider chain, its AFTER guardrails (``guardrails``; unified chat calls), the spend recorded when it ends.
 
 A unary call answers the result or MLflow's error; a streamed one answers 200 and turns a failure after that
 into an SSE error chunk (MLflow's ``safe_stream``).
@@ -17,7 +17,7 @@ from serverless_mlflow.llm_gateway import config as endpoint_config
 from serverless_mlflow.llm_gateway import providers as p
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
 
-from . import aggregate, budgets, payloads
+from . import aggregate, budgets, guardrails, payloads
 from .answers import Answer, Call, json_answer, sse
 from .chain import Chain
 from .spans import exception_type
@@ -177,15 +177,38 @@ def chat_completions(call: Call, endpoint_name: str, body: dict[str, Any]) -> An
     return _chat(call, chain, payloads.chat(body))
 
 
+def _judge_chat(call: Call) -> guardrails.ChatCall:
+    """A guardrail's judge or sanitizer call: this gateway's chat route, in process, as the caller, with the
+    guardrail bypass header (MLflow sets it on sanitization calls; here judge calls carry it too, so a judge on
+    a guarded endpoint cannot recurse)."""
+    headers = {**call.headers, guardrails.BYPASS_HEADER: "1"}
+    inner = Call("POST", "/mlflow/v1/chat/completions", "", headers, b"", call.username, call.is_admin, call.auth_context)
+
+    def chat(endpoint_name: str, body: dict[str, Any]) -> dict[str, Any]:
+        return guardrails.answer_json(chat_completions(inner, endpoint_name, {**body, "model": endpoint_name}))
+
+    return chat
+
+
 def _chat(call: Call, chain: Chain, payload: dict[str, Any]) -> Answer:
+    guards = guardrails.load(call, chain.trace.endpoint.endpoint_id)
+    judge = _judge_chat(call)
     if payload.get("stream"):
+        # As in MLflow, AFTER guardrails do not run on streamed answers; BEFORE ones do, inside the trace.
 
         def chunks() -> Iterator[dict[str, Any]]:
-            yield from chain.chat_stream(payload)
+            yield from chain.chat_stream(guardrails.before(guards, judge, payload) if guards else payload)
 
         return sse(_safe(_sse_json(_streamed(call, chain, payload, chunks, aggregate.chat_chunks))))
+
+    def run() -> Any:
+        if not guards:
+            return chain.unified("chat", payload)
+        guarded = guardrails.before(guards, judge, payload)
+        return guardrails.after(guards, judge, guarded, chain.unified("chat", guarded))
+
     # MLflow's traced function is named so whether or not the endpoint has guardrails.
-    return _unary(call, chain, "_guarded_chat", payload, lambda: chain.unified("chat", payload))
+    return _unary(call, chain, "_guarded_chat", payload, run)
 
 
 # --- passthrough routes -------------------------------------------------------------------------------
