@@ -185,7 +185,7 @@ def _judge_chat(call: Call) -> guardrails.ChatCall:
     inner = Call("POST", "/mlflow/v1/chat/completions", "", headers, b"", call.username, call.is_admin, call.auth_context)
 
     def chat(endpoint_name: str, body: dict[str, Any]) -> dict[str, Any]:
-        return guardrails.answer_json(chat_completions(inner, endpoint_name, {**body, "model": endpoint_name}))
+        return guardrails.answer_json(chat_completions(inner, endpoint_name, body))
 
     return chat
 

@@ -6,6 +6,7 @@ pass, calls it blocks, a payload it sanitizes through its action endpoint. The b
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,10 +15,15 @@ from mlflow.store.tracking.rest_store import RestStore
 from mlflow.utils.rest_utils import MlflowHostCreds
 
 from tests.conftest import unique
-from tests.gateway_runtime.test_runtime_e2e import _endpoint, _post, loose_api_base, mock, reference  # noqa: F401
+from tests.gateway_runtime.test_runtime_e2e import _endpoint, _post, gateway_reference, loose_api_base, mock  # noqa: F401
 from tools.mock_llm import MockLLM
 
 pytestmark = pytest.mark.xdist_group("gateway_runtime")
+
+
+@pytest.fixture(scope="module")
+def reference(loose_api_base: None) -> Iterator[str]:  # noqa: F811
+    yield from gateway_reference(own_gateway_uri=True)
 
 
 def _judge(endpoint_name: str) -> str:
