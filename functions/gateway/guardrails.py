@@ -21,8 +21,6 @@ from serverless_mlflow.llm_gateway import guardrail_configs, records
 from serverless_mlflow.llm_gateway.records import current_workspace
 from serverless_mlflow.schema import ENTITY
 
-from .mcp.search import page, start_offset, validate_max_results
-
 GUARDRAIL = guardrail_configs.GUARDRAIL
 CONFIG = guardrail_configs.CONFIG
 ENDPOINT = ENTITY["gateway_endpoint"]
@@ -165,6 +163,9 @@ def delete_guardrail(guardrail_id: str) -> None:
 
 def list_guardrails(max_results: int | None, page_token: str | None) -> tuple[list[dict[str, Any]], str | None]:
     """In guardrail id order, paged by offset (SqlAlchemyStore's ``order_by(guardrail_id)``)."""
+    # The MCP search module carries the filter grammar (sqlparse); only a list call needs its paging helpers.
+    from .mcp.search import page, start_offset, validate_max_results
+
     max_results = max_results or SEARCH_MAX_RESULTS_DEFAULT
     validate_max_results(max_results)
     offset = start_offset(page_token)

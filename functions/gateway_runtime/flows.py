@@ -90,6 +90,17 @@ def _admit(call: Call, config: endpoint_config.EndpointConfig) -> None:
     budgets.check(config, call.username, call.auth_context)
 
 
+def _unguarded(call: Call, config: endpoint_config.EndpointConfig) -> None:
+    """Guardrails run on the unified chat routes only (``guardrails``); MLflow runs them on the passthrough and
+    proxy routes too, so an endpoint that has any refuses those routes rather than serve them unguarded."""
+    if guardrails.load(call, config.endpoint_id):
+        raise MlflowError(
+            f"Endpoint '{config.endpoint_name}' has guardrails, which this gateway runs on its unified chat routes only "
+            "(/gateway/<endpoint>/mlflow/invocations, /gateway/mlflow/v1/chat/completions).",
+            "INVALID_STATE",
+        )
+
+
 # --- running the traced function ----------------------------------------------------------------------
 
 
@@ -223,6 +234,7 @@ def passthrough(call: Call, action: str, body: dict[str, Any]) -> Answer:
     config = _resolve(endpoint_name, system_one=action == p.TYPESAFE_SYSTEM_ONE)
     chain = _chain(call, config, _REQUEST_TYPES[action], _FORMATS.get(action))
     _admit(call, config)
+    _unguarded(call, config)
     if action == p.OPENAI_EMBEDDINGS:
         return _unary(call, chain, "passthrough", body, lambda: chain.passthrough(p.OPENAI_EMBEDDINGS, body, call.headers))
     streaming = action not in (p.OPENAI_RESPONSES_COMPACT, p.TYPESAFE_SYSTEM_ONE) and bool(body.get("stream", False))
@@ -233,6 +245,7 @@ def gemini(call: Call, endpoint_name: str, action: str, body: dict[str, Any]) ->
     config = _resolve(endpoint_name)
     chain = _chain(call, config, _REQUEST_TYPES[action], _FORMATS[action])
     _admit(call, config)
+    _unguarded(call, config)
     return _native(call, chain, action, body, action == p.GEMINI_STREAM)
 
 
@@ -251,6 +264,7 @@ def proxy(call: Call, endpoint_name: str, path: str, body: dict[str, Any]) -> An
     config = _resolve(endpoint_name)
     chain = _chain(call, config, "proxy/raw")
     _admit(call, config)
+    _unguarded(call, config)
     trace = chain.trace
     trace.traced_function(None, body)  # an async generator in MLflow: no function name
     try:

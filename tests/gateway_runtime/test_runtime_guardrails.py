@@ -91,6 +91,15 @@ def test_guardrails_on_this_runtime(server: str, mock: MockLLM, loose_api_base: 
     streamed = _chat(server, endpoint_name, "JUDGE VIOLATION", stream=True)
     assert streamed.status_code == 200 and "Guardrail 'policy' blocked" in streamed.text
 
+    # The passthrough and proxy routes, where this gateway does not run guardrails, refuse a guarded endpoint.
+    messages = [{"role": "user", "content": "JUDGE VIOLATION"}]
+    for path, body in (
+        ("/gateway/openai/v1/chat/completions", {"model": endpoint_name, "messages": messages}),
+        (f"/gateway/proxy/{endpoint_name}/chat/completions", {"model": "gpt-4o-mini", "messages": messages}),
+    ):
+        refused = requests.post(f"{server}{path}", json=body, timeout=60)
+        assert refused.status_code >= 400 and "has guardrails" in refused.text, (path, refused.text)
+
     # Removed from the endpoint, the guardrail no longer runs.
     listed = requests.get(f"{server}/api/3.0/mlflow/gateway/endpoints/list", timeout=30).json()["endpoints"]
     endpoint_id = next(e["endpoint_id"] for e in listed if e["name"] == endpoint_name)
@@ -101,6 +110,8 @@ def test_guardrails_on_this_runtime(server: str, mock: MockLLM, loose_api_base: 
     )
     assert removed.status_code == 200, removed.text
     assert _chat(server, endpoint_name, "JUDGE VIOLATION").status_code == 200
+    passthrough = {"model": endpoint_name, "messages": messages}
+    assert requests.post(f"{server}/gateway/openai/v1/chat/completions", json=passthrough, timeout=60).status_code == 200
 
 
 def test_sanitization_guardrail_rewrites_the_request(server: str, mock: MockLLM, loose_api_base: None) -> None:  # noqa: F811
