@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.errors import MlflowError, wrong_state
 from serverless_mlflow.llm_gateway import config as endpoint_config
 from serverless_mlflow.llm_gateway import providers as p
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
@@ -94,10 +94,9 @@ def _unguarded(call: Call, config: endpoint_config.EndpointConfig) -> None:
     """Guardrails run on the unified chat routes only (``guardrails``); MLflow runs them on the passthrough and
     proxy routes too, so an endpoint that has any refuses those routes rather than serve them unguarded."""
     if guardrails.load(call, config.endpoint_id):
-        raise MlflowError(
+        raise wrong_state(
             f"Endpoint '{config.endpoint_name}' has guardrails, which this gateway runs on its unified chat routes only "
-            "(/gateway/<endpoint>/mlflow/invocations, /gateway/mlflow/v1/chat/completions).",
-            "INVALID_STATE",
+            "(/gateway/<endpoint>/mlflow/invocations, /gateway/mlflow/v1/chat/completions)."
         )
 
 

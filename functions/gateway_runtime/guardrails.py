@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.errors import wrong_state
 from serverless_mlflow.llm_gateway import guardrail_configs
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
 
@@ -63,10 +63,9 @@ class Guardrail:
         judge = scorer.get("instructions_judge_pydantic_data") if isinstance(scorer, dict) else None
         model = judge.get("model") if isinstance(judge, dict) else None
         if scorer.get("call_source") is not None or not isinstance(model, str) or not model.startswith("gateway:/"):
-            raise MlflowError(
+            raise wrong_state(
                 f"Guardrail '{self.name}' uses a scorer this gateway cannot run: only judges created with make_judge "
-                "on a gateway endpoint (model 'gateway:/<endpoint>') run as guardrails here.",
-                "INVALID_STATE",
+                "on a gateway endpoint (model 'gateway:/<endpoint>') run as guardrails here."
             )
         self.instructions: str = judge["instructions"]
         self.judge_endpoint = model.removeprefix("gateway:/")

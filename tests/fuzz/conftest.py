@@ -91,7 +91,6 @@ def seed(target: Target) -> None:
     seeds["endpoint_id"] = endpoint["endpoint"]["endpoint_id"]
     guardrail = {"name": "fz-guardrail", "scorer_id": seeds["scorer_id"], "scorer_version": 1, "stage": "BEFORE", "action": "VALIDATION"}
     seeds["guardrail_id"] = call("POST", f"{M3}/gateway/guardrails/create", guardrail)["guardrail"]["guardrail_id"]
-    call("POST", f"{M3}/gateway/guardrails/add-to-endpoint", {"endpoint_id": seeds["endpoint_id"], "guardrail_id": seeds["guardrail_id"]})
     events = [{"entity": "MODEL_VERSION", "action": "CREATED"}]
     seeds["webhook_id"] = call("POST", f"{M2}/webhooks", {"name": unique("fz-hook"), "url": WEBHOOK_URL, "events": events})["webhook"]["webhook_id"]  # fmt: skip
     # A job (no worker runs it here: it stays PENDING until a fuzzed cancel ends it).
