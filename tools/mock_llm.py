@@ -9,7 +9,9 @@ with token counts derived from the words in and out. A prompt containing a marke
 * ``PACE<ms>``: a streamed answer waits that long between chunks;
 * ``/model/<id>/converse``: Amazon Bedrock's Converse API (what boto3's bedrock-runtime client calls when
   pointed here), for the gateway's Bedrock provider;
-* ``JUDGE``: a judge-style JSON answer (``{"result": "yes", "rationale": ...}``), what MLflow's judges parse.
+* ``JUDGE``: a judge-style JSON answer (``{"result": "yes", "rationale": ...}``), what MLflow's judges parse;
+  with ``VIOLATION`` too, the judge answers ``"no"`` (a guardrail that blocks);
+* a gateway guardrail's sanitization prompt: the payload it carries, ``VIOLATION`` replaced by ``[REDACTED]``.
 
 ``python -m tools.mock_llm [port]`` serves it on its own (default 5127).
 """
@@ -52,6 +54,11 @@ def _last_user_text(body: dict[str, Any]) -> str:
 
 
 def reply_for(prompt: str) -> str:
+    if "You are a content sanitizer" in prompt and "Input payload:" in prompt:
+        payload = prompt.split("Input payload:", 1)[1].strip()
+        return payload.replace("VIOLATION", "[REDACTED]")
+    if "VIOLATION" in prompt and ("JUDGE" in prompt or "rationale" in prompt.lower()):
+        return json.dumps({"result": "no", "rationale": "The mock judge found a VIOLATION marker."})
     if "JUDGE" in prompt or "rationale" in prompt.lower():
         return json.dumps({"result": "yes", "rationale": "The mock judge finds the answer acceptable."})
     return f"mock reply: {prompt[-200:]}"

@@ -139,8 +139,13 @@ FAMILIES: tuple[Family, ...] = (
         PLANNED + " (one workspace, `default`, is served; per-user grants cover MLflow's classic permission model)",
     ),
     Family(
-        r"^/(api/3\.0/)?jobs|/jobs/|^/gateway/|/gateway/(budgets|guardrails|proxy|.*invocations)|/endpoints/.*invocations",
-        "AI gateway guardrails",
+        r"^/(api/3\.0/)?jobs|/jobs/",
+        "jobs (MLflow's Flask get and cancel routes)",
+        PLANNED + " (the jobs API is served on its FastAPI paths, `/ajax-api/3.0/jobs`)",
+    ),
+    Family(
+        r"^/gateway/|/gateway/(budgets|guardrails|proxy|.*invocations)|/endpoints/.*invocations",
+        "AI gateway runtime, budgets and guardrails",
         PLANNED + " (guardrails run scorers inside the gateway runtime)",
     ),
     Family(r"/mcp-servers", "MCP server registry (3.15+)", "not built yet: versioned MCP server records with tags and aliases"),

@@ -13,7 +13,7 @@ import os
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, table
+from serverless_mlflow import clock, scorer_refs, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
 from serverless_mlflow.request import json_text
 from serverless_mlflow.request import workspace as request_workspace
@@ -23,6 +23,7 @@ from serverless_mlflow.store import experiments as experiment_store
 SCORER = ENTITY["scorer"]
 SCORER_VERSION = ENTITY["scorer_version"]
 ONLINE_CONFIG = ENTITY["online_scoring_config"]
+ENDPOINT_NAME = ENTITY["gateway_endpoint_name"]
 # Each round lets exactly one of the racing registrations win, so a burst of N needs up to N rounds.
 MAX_REGISTER_RETRIES = 32
 
@@ -51,7 +52,7 @@ def validate_payload(serialized_scorer: str) -> dict[str, Any]:
         data = json_text.loads(serialized_scorer)
     except ValueError:
         raise invalid("serialized_scorer must be valid JSON") from None
-    if _has_call_source(data) and not _custom_scorers_enabled():
+    if scorer_refs.has_call_source(data) and not _custom_scorers_enabled():
         raise invalid(DECORATOR_SCORER_REGISTRATION_NOT_SUPPORTED_ERROR)
     for third_party in _third_party_data(data):
         kwargs = third_party.get("kwargs")
@@ -73,14 +74,6 @@ def validate_payload(serialized_scorer: str) -> dict[str, Any]:
 def _custom_scorers_enabled() -> bool:
     # The same operator opt-in as MLflow's server (an environment variable of the function).
     return os.environ.get("MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS", "false").strip().lower() in ("true", "1")
-
-
-def _has_call_source(value: Any) -> bool:
-    if isinstance(value, dict):
-        return value.get("call_source") is not None or any(_has_call_source(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_call_source(v) for v in value)
-    return False
 
 
 def _third_party_data(value: Any) -> list[dict[str, Any]]:
@@ -125,7 +118,7 @@ def _model(data: dict[str, Any]) -> Any:
 
 
 def _check_model(model: Any) -> None:
-    """``validate_scorer_model`` and the gateway endpoint lookup (this server has no gateway endpoints)."""
+    """``validate_scorer_model`` and the gateway endpoint lookup (the endpoint's name claim in the workspace)."""
     if model is None:
         return
     if not isinstance(model, str):
@@ -133,8 +126,11 @@ def _check_model(model: Any) -> None:
     if not model.strip():
         raise invalid("Scorer model cannot be empty or contain only whitespace.")
     provider, _, path = model.partition(":/")
-    if provider == "gateway" and path.lstrip("/"):
-        raise not_found(f"GatewayEndpoint not found (name='{path.lstrip('/')}')")
+    name = path.lstrip("/")
+    if provider == "gateway" and name:
+        key = ENDPOINT_NAME.key(workspace=request_workspace.current(), name=name) if len(name.encode("utf-8")) <= 1024 else None
+        if key is None or table.get(key) is None:
+            raise not_found(f"GatewayEndpoint not found (name='{name}')")
 
 
 # --- store ---------------------------------------------------------------------------------------------
@@ -162,16 +158,7 @@ def _read(experiment_id: str, name: str) -> tuple[dict[str, Any] | None, list[di
     return scorer, versions
 
 
-def to_api(version: dict[str, Any]) -> dict[str, Any]:
-    """The Scorer message (experiment_id is an int32 there)."""
-    return {
-        "experiment_id": int(version["experiment_id"]),
-        "scorer_name": version["name"],
-        "scorer_version": int(version["version"]),
-        "serialized_scorer": version["serialized_scorer"],
-        "creation_time": int(version["creation_time"]),
-        "scorer_id": version["scorer_id"],
-    }
+to_api = scorer_refs.scorer_version_json
 
 
 def register_scorer(experiment_id: str, name: str, serialized_scorer: str) -> dict[str, Any]:
@@ -190,6 +177,7 @@ def register_scorer(experiment_id: str, name: str, serialized_scorer: str) -> di
                 {"scorer_id": str(uuid.uuid4()), "name": name, "experiment_id": experiment_id}, experiment_id=experiment_id, name=name
             )
             ops.append(table.put_op(scorer, condition="attribute_not_exists(pk)"))
+            ops.append(table.put_op(scorer_refs.ref_item(scorer["scorer_id"], experiment_id, name)))
         else:
             ops.append(table.check_op(table.key_of(scorer), "scorer_id = :id", values={":id": scorer["scorer_id"]}))
         version = (int(versions[-1]["version"]) if versions else 0) + 1
@@ -256,7 +244,7 @@ def delete_scorer(experiment_id: str, name: str, version: int | None) -> None:
     keys = [table.key_of(v) for v in doomed]
     if version is None:
         # The scorer goes with its online configuration (MLflow's ON DELETE CASCADE).
-        keys += [table.key_of(scorer), ONLINE_CONFIG.key(scorer_id=scorer["scorer_id"])]
+        keys += [table.key_of(scorer), ONLINE_CONFIG.key(scorer_id=scorer["scorer_id"]), scorer_refs.ref_key(scorer["scorer_id"])]
     table.batch_write(deletes=keys)
 
 

@@ -27,6 +27,7 @@ ENDPOINT_NAME = ENTITY["gateway_endpoint_name"]
 MAPPING = ENTITY["gateway_endpoint_mapping"]
 TAG = ENTITY["gateway_endpoint_tag"]
 BINDING = ENTITY["gateway_endpoint_binding"]
+GUARDRAIL_CONFIG = ENTITY["gateway_guardrail_config"]
 
 PRIMARY, FALLBACK = "PRIMARY", "FALLBACK"
 # mlflow_tags: the experiment an endpoint traces to says where it comes from.
@@ -369,8 +370,8 @@ def update_endpoint(
 
 
 def delete_endpoint(endpoint_id: str) -> None:
-    """The endpoint, its name claim and mappings (releasing their definitions) at once; tags and bindings
-    after (they are only reachable through the endpoint), as MLflow's cascade removes them."""
+    """The endpoint, its name claim and mappings (releasing their definitions) at once; tags, bindings and
+    guardrail configs after (they are only reachable through the endpoint), as MLflow's cascade removes them."""
     items = _endpoint_items(endpoint_id)
     grouped = _group(items).get(endpoint_id)
     if grouped is None:
@@ -391,7 +392,8 @@ def delete_endpoint(endpoint_id: str) -> None:
         )
     except table.ConditionFailed:
         raise _missing_endpoint(endpoint_id) from None
-    rest = grouped["tags"] + grouped["bindings"]
+    guardrail_configs = [item for item in items if item.get("entity_type") == GUARDRAIL_CONFIG.name]
+    rest = grouped["tags"] + grouped["bindings"] + guardrail_configs
     if rest:
         table.batch_write(deletes=[table.key_of(item) for item in rest])
 

@@ -12,9 +12,10 @@ from typing import Any
 
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.pages import page_response
 from serverless_mlflow.request import read_float, read_int32, to_string, type_error
 
-from . import budgets, catalog, endpoints, model_definitions, provider_auth, secrets, validation
+from . import budgets, catalog, endpoints, guardrails, model_definitions, provider_auth, secrets, validation
 from .mcp.operations import OPERATIONS as MCP_OPERATIONS
 from .messages import DEFINITION_UPDATES, MESSAGES
 from .skills import OPERATIONS as SKILL_OPERATIONS
@@ -305,6 +306,59 @@ def list_budget_windows(req: Request) -> dict[str, Any]:
     return {"windows": found} if found else {}
 
 
+# --- guardrails ----------------------------------------------------------------------------------------
+
+
+def _user(req: Request) -> str | None:
+    """MLflow's ``_get_user()``: the signed-in user, none without auth."""
+    return req.identity.username if req.identity is not None else None
+
+
+def create_guardrail(req: Request) -> dict[str, Any]:
+    msg = _message(req, "create_gateway_guardrail")
+    stage = guardrails.enum("stage", msg["stage"], guardrails.STAGES)
+    action = guardrails.enum("action", msg["action"], guardrails.ACTIONS)
+    msg["created_by"] = _user(req)
+    return {"guardrail": guardrails.create_guardrail(msg, stage, action)}
+
+
+def get_guardrail(req: Request) -> dict[str, Any]:
+    return {"guardrail": guardrails.get_guardrail(_message(req, "get_gateway_guardrail")["guardrail_id"])}
+
+
+def delete_guardrail(req: Request) -> dict[str, Any]:
+    guardrails.delete_guardrail(_message(req, "delete_gateway_guardrail")["guardrail_id"])
+    return {}
+
+
+def list_guardrails(req: Request) -> dict[str, Any]:
+    msg = _message(req, "list_gateway_guardrails")
+    found, token = guardrails.list_guardrails(msg.get("max_results"), _or_none(msg, "page_token"))
+    return page_response("guardrails", found, token)
+
+
+def add_guardrail_to_endpoint(req: Request) -> dict[str, Any]:
+    msg = _message(req, "add_guardrail_to_endpoint")
+    config = guardrails.add_to_endpoint(msg["endpoint_id"], msg["guardrail_id"], msg.get("execution_order"), _user(req))
+    return {"config": config}
+
+
+def remove_guardrail_from_endpoint(req: Request) -> dict[str, Any]:
+    msg = _message(req, "remove_guardrail_from_endpoint")
+    guardrails.remove_from_endpoint(msg["endpoint_id"], msg["guardrail_id"])
+    return {}
+
+
+def list_endpoint_guardrail_configs(req: Request) -> dict[str, Any]:
+    found = guardrails.list_for_endpoint(_message(req, "list_endpoint_guardrail_configs")["endpoint_id"])
+    return {"configs": found} if found else {}
+
+
+def update_endpoint_guardrail_config(req: Request) -> dict[str, Any]:
+    msg = _message(req, "update_endpoint_guardrail_config")
+    return {"config": guardrails.update_config(msg["endpoint_id"], msg["guardrail_id"], msg.get("execution_order"))}
+
+
 # --- provider and model catalog (UI-only ajax routes; MLflow reads ``request.args`` itself) ---------------
 
 
@@ -365,6 +419,14 @@ app = build_app(
         "delete_gateway_budget_policy": delete_budget_policy,
         "list_gateway_budget_policies": list_budget_policies,
         "list_gateway_budget_windows": list_budget_windows,
+        "create_gateway_guardrail": create_guardrail,
+        "get_gateway_guardrail": get_guardrail,
+        "delete_gateway_guardrail": delete_guardrail,
+        "list_gateway_guardrails": list_guardrails,
+        "add_guardrail_to_endpoint": add_guardrail_to_endpoint,
+        "remove_guardrail_from_endpoint": remove_guardrail_from_endpoint,
+        "list_endpoint_guardrail_configs": list_endpoint_guardrail_configs,
+        "update_endpoint_guardrail_config": update_endpoint_guardrail_config,
         "list_gateway_supported_providers": list_supported_providers,
         "list_gateway_supported_models": list_supported_models,
         "get_gateway_provider_config": get_provider_config,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow.errors import invalid
-from serverless_mlflow.request import Message, required, string
+from serverless_mlflow.request import Message, intlike, required, string
 
 from .mcp.fields import MESSAGES as MCP_MESSAGES
 from .skills.fields import MESSAGES as SKILL_MESSAGES
@@ -124,6 +124,46 @@ MESSAGES: dict[str, Message] = {
     "delete_gateway_budget_policy": Message({"budget_policy_id": "string"}, {"budget_policy_id": _REQUIRED}),
     "list_gateway_budget_policies": Message({}, {}),
     "list_gateway_budget_windows": Message({}, {}),
+    # --- guardrails
+    "create_gateway_guardrail": Message(
+        {
+            "name": "string",
+            "scorer_id": "string",
+            "scorer_version": "int32",
+            "stage": "enum",
+            "action": "enum",
+            "action_endpoint_id": "string",
+            "created_by": "string",
+        },
+        {
+            "name": _REQUIRED,
+            "scorer_id": _REQUIRED,
+            "scorer_version": [required, intlike],
+            "stage": [required],
+            "action": [required],
+            "action_endpoint_id": _STRING,
+        },
+        int_ranges=True,
+    ),
+    "get_gateway_guardrail": Message({"guardrail_id": "string"}, {"guardrail_id": _REQUIRED}),
+    "delete_gateway_guardrail": Message({"guardrail_id": "string"}, {"guardrail_id": _REQUIRED}),
+    "list_gateway_guardrails": Message(
+        {"max_results": "int32", "page_token": "string"}, {"max_results": [intlike], "page_token": _STRING}, int_ranges=True
+    ),
+    "add_guardrail_to_endpoint": Message(
+        {"endpoint_id": "string", "guardrail_id": "string", "execution_order": "int32"},
+        {"endpoint_id": _REQUIRED, "guardrail_id": _REQUIRED, "execution_order": [intlike]},
+        int_ranges=True,
+    ),
+    "remove_guardrail_from_endpoint": Message(
+        {"endpoint_id": "string", "guardrail_id": "string"}, {"endpoint_id": _REQUIRED, "guardrail_id": _REQUIRED}
+    ),
+    "list_endpoint_guardrail_configs": Message({"endpoint_id": "string"}, {"endpoint_id": _REQUIRED}),
+    "update_endpoint_guardrail_config": Message(
+        {"endpoint_id": "string", "guardrail_id": "string", "execution_order": "int32"},
+        {"endpoint_id": _REQUIRED, "guardrail_id": _REQUIRED},
+        int_ranges=True,
+    ),
     # --- the UI's catalog routes: ``provider`` read from the raw query, as MLflow does
     "list_gateway_supported_providers": Message({}),
     "list_gateway_supported_models": Message({"provider": "string"}),

@@ -1,6 +1,6 @@
 """Each gateway route's call, in MLflow's order (``mlflow/server/gateway_api.py``): resolve the endpoint,
-check its budgets, build its providers, then run the traced function: the provider chain, the spend recorded
-when it ends. MLflow's guardrails (pre- and post-call scorers) are not served here yet: endpoints have none.
+check its budgets, build its providers, then run the traced function: the endpoint's BEFORE guardrails, the
+provider chain, its AFTER guardrails (``guardrails``; unified chat calls), the spend recorded when it ends.
 
 A unary call answers the result or MLflow's error; a streamed one answers 200 and turns a failure after that
 into an SSE error chunk (MLflow's ``safe_stream``).
@@ -12,12 +12,12 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.errors import MlflowError, wrong_state
 from serverless_mlflow.llm_gateway import config as endpoint_config
 from serverless_mlflow.llm_gateway import providers as p
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
 
-from . import aggregate, budgets, payloads
+from . import aggregate, budgets, guardrails, payloads
 from .answers import Answer, Call, json_answer, sse
 from .chain import Chain
 from .spans import exception_type
@@ -88,6 +88,16 @@ def _chain(call: Call, config: endpoint_config.EndpointConfig, request_type: str
 def _admit(call: Call, config: endpoint_config.EndpointConfig) -> None:
     """``check_budget_limit``."""
     budgets.check(config, call.username, call.auth_context)
+
+
+def _unguarded(call: Call, config: endpoint_config.EndpointConfig) -> None:
+    """Guardrails run on the unified chat routes only (``guardrails``); MLflow runs them on the passthrough and
+    proxy routes too, so an endpoint that has any refuses those routes rather than serve them unguarded."""
+    if guardrails.load(call, config.endpoint_id):
+        raise wrong_state(
+            f"Endpoint '{config.endpoint_name}' has guardrails, which this gateway runs on its unified chat routes only "
+            "(/gateway/<endpoint>/mlflow/invocations, /gateway/mlflow/v1/chat/completions)."
+        )
 
 
 # --- running the traced function ----------------------------------------------------------------------
@@ -177,15 +187,38 @@ def chat_completions(call: Call, endpoint_name: str, body: dict[str, Any]) -> An
     return _chat(call, chain, payloads.chat(body))
 
 
+def _judge_chat(call: Call) -> guardrails.ChatCall:
+    """A guardrail's judge or sanitizer call: this gateway's chat route, in process, as the caller, with the
+    guardrail bypass header (MLflow sets it on sanitization calls; here judge calls carry it too, so a judge on
+    a guarded endpoint cannot recurse)."""
+    headers = {**call.headers, guardrails.BYPASS_HEADER: "1"}
+    inner = Call("POST", "/mlflow/v1/chat/completions", "", headers, b"", call.username, call.is_admin, call.auth_context)
+
+    def chat(endpoint_name: str, body: dict[str, Any]) -> dict[str, Any]:
+        return guardrails.answer_json(chat_completions(inner, endpoint_name, body))
+
+    return chat
+
+
 def _chat(call: Call, chain: Chain, payload: dict[str, Any]) -> Answer:
+    guards = guardrails.load(call, chain.trace.endpoint.endpoint_id)
+    judge = _judge_chat(call)
     if payload.get("stream"):
+        # As in MLflow, AFTER guardrails do not run on streamed answers; BEFORE ones do, inside the trace.
 
         def chunks() -> Iterator[dict[str, Any]]:
-            yield from chain.chat_stream(payload)
+            yield from chain.chat_stream(guardrails.before(guards, judge, payload) if guards else payload)
 
         return sse(_safe(_sse_json(_streamed(call, chain, payload, chunks, aggregate.chat_chunks))))
+
+    def run() -> Any:
+        if not guards:
+            return chain.unified("chat", payload)
+        guarded = guardrails.before(guards, judge, payload)
+        return guardrails.after(guards, judge, guarded, chain.unified("chat", guarded))
+
     # MLflow's traced function is named so whether or not the endpoint has guardrails.
-    return _unary(call, chain, "_guarded_chat", payload, lambda: chain.unified("chat", payload))
+    return _unary(call, chain, "_guarded_chat", payload, run)
 
 
 # --- passthrough routes -------------------------------------------------------------------------------
@@ -200,6 +233,7 @@ def passthrough(call: Call, action: str, body: dict[str, Any]) -> Answer:
     config = _resolve(endpoint_name, system_one=action == p.TYPESAFE_SYSTEM_ONE)
     chain = _chain(call, config, _REQUEST_TYPES[action], _FORMATS.get(action))
     _admit(call, config)
+    _unguarded(call, config)
     if action == p.OPENAI_EMBEDDINGS:
         return _unary(call, chain, "passthrough", body, lambda: chain.passthrough(p.OPENAI_EMBEDDINGS, body, call.headers))
     streaming = action not in (p.OPENAI_RESPONSES_COMPACT, p.TYPESAFE_SYSTEM_ONE) and bool(body.get("stream", False))
@@ -210,6 +244,7 @@ def gemini(call: Call, endpoint_name: str, action: str, body: dict[str, Any]) ->
     config = _resolve(endpoint_name)
     chain = _chain(call, config, _REQUEST_TYPES[action], _FORMATS[action])
     _admit(call, config)
+    _unguarded(call, config)
     return _native(call, chain, action, body, action == p.GEMINI_STREAM)
 
 
@@ -228,6 +263,7 @@ def proxy(call: Call, endpoint_name: str, path: str, body: dict[str, Any]) -> An
     config = _resolve(endpoint_name)
     chain = _chain(call, config, "proxy/raw")
     _admit(call, config)
+    _unguarded(call, config)
     trace = chain.trace
     trace.traced_function(None, body)  # an async generator in MLflow: no function name
     try:

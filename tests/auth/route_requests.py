@@ -681,6 +681,19 @@ NO_RESOURCE_ID: dict[str, str] = {
         )
     },
     **{
+        f"{method} /api/3.0/mlflow/gateway/guardrails/{path}": "gateway guardrails are admin-only (rules.py) and have no per-user owner"
+        for method, path in (
+            ("POST", "create"),
+            ("GET", "get"),
+            ("DELETE", "delete"),
+            ("GET", "list"),
+            ("POST", "add-to-endpoint"),
+            ("DELETE", "remove-from-endpoint"),
+            ("GET", "list-for-endpoint"),
+            ("PATCH", "update-config"),
+        )
+    },
+    **{
         f"{method} /gateway/{{path+}}": "the gateway runtime checks USE on the endpoint a call names itself (gateway_runtime/access.py, "
         "tests/gateway_runtime/test_runtime_access.py); endpoints have no per-user owner"
         for method in ("GET", "POST")

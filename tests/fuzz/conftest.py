@@ -89,6 +89,8 @@ def seed(target: Target) -> None:
     seeds["endpoint_name"] = unique("fz-endpoint")
     endpoint = call("POST", f"{M3}/gateway/endpoints/create", {"name": seeds["endpoint_name"], "model_configs": [{"model_definition_id": definition, "linkage_type": "PRIMARY", "weight": 1.0}], "usage_tracking": False})  # fmt: skip
     seeds["endpoint_id"] = endpoint["endpoint"]["endpoint_id"]
+    guardrail = {"name": "fz-guardrail", "scorer_id": seeds["scorer_id"], "scorer_version": 1, "stage": "BEFORE", "action": "VALIDATION"}
+    seeds["guardrail_id"] = call("POST", f"{M3}/gateway/guardrails/create", guardrail)["guardrail"]["guardrail_id"]
     events = [{"entity": "MODEL_VERSION", "action": "CREATED"}]
     seeds["webhook_id"] = call("POST", f"{M2}/webhooks", {"name": unique("fz-hook"), "url": WEBHOOK_URL, "events": events})["webhook"]["webhook_id"]  # fmt: skip
     # A job (no worker runs it here: it stays PENDING until a fuzzed cancel ends it).
@@ -118,6 +120,7 @@ _ALIVE = (
     ("GET", M3 + "/gateway/model-definitions/get", "model_definition_id", None),
     ("GET", M3 + "/gateway/secrets/get", "secret_id", None),
     ("GET", M3 + "/traces/get", "trace_id", None),
+    ("GET", M3 + "/gateway/guardrails/get", "guardrail_id", None),
 )
 
 
@@ -133,6 +136,7 @@ def ensure_seeds(target: Target) -> None:
         "model_definition_id": {"model_definition_id": seeds["model_definition_id"]},
         "secret_id": {"secret_id": seeds["secret_id"]},
         "trace_id": {"trace_id": seeds["trace_id"]},
+        "guardrail_id": {"guardrail_id": seeds["guardrail_id"]},
     }
     checks = [(f"{M2}/logged-models/{seeds['model_id']}", {}, None), (f"{M3}/datasets/{seeds['dataset_id']}", {}, None)]
     checks.append((f"{M2}/webhooks/{seeds['webhook_id']}", {}, None))

@@ -198,6 +198,8 @@ def good_value(op: str, name: str, kind: str, seeds: Mapping[str, Any]) -> st.Se
         "webhook_id": seeds["webhook_id"],
         "job_id": seeds["job_id"],
         "issue_id": seeds["issue_id"],
+        "guardrail_id": seeds["guardrail_id"],
+        "scorer_id": seeds["scorer_id"],
         "resource_id": "scorer-fuzz",
         "username": seeds.get("username", "fuzz-user"),
     }
@@ -241,7 +243,12 @@ def good_value(op: str, name: str, kind: str, seeds: Mapping[str, Any]) -> st.Se
         "start_time": st.integers(0, 2**41),
         "end_time": st.integers(0, 2**41),
         "step": st.integers(0, 10),
-        "stage": st.sampled_from(("Staging", "Production", "Archived", "None")),
+        "stage": st.sampled_from(("BEFORE", "AFTER"))
+        if "guardrail" in op
+        else st.sampled_from(("Staging", "Production", "Archived", "None")),
+        **({"action": st.sampled_from(("VALIDATION", "SANITIZATION"))} if "guardrail" in op else {}),
+        "scorer_version": st.just(1),
+        "execution_order": st.integers(0, 5),
         "alias": st.just("champion"),
         "path": st.just("model/MLmodel"),
         "artifact_file_path": st.just("MLmodel"),

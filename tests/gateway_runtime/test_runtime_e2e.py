@@ -49,11 +49,19 @@ def loose_api_base() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def reference(loose_api_base: None) -> Iterator[str]:
     """``mlflow server`` (uvicorn, FastAPI gateway routes) on a fresh sqlite store."""
+    yield from gateway_reference()
+
+
+def gateway_reference(own_gateway_uri: bool = False) -> Iterator[str]:
+    """Start ``mlflow server``; with ``own_gateway_uri`` its MLFLOW_GATEWAY_URI is its own URL (what its in-process
+    judges, e.g. a guardrail's, need to call its gateway: its tracking URI there is the sqlite store)."""
     directory = tempfile.mkdtemp(prefix="mlflow-gateway-reference-")
     port = free_port()
     env = {**os.environ, **LOOSE_API_BASE, **LOCAL_TARGETS, "MLFLOW_CRYPTO_KEK_PASSPHRASE": "reference-only-passphrase"}
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
         env.pop(name, None)
+    if own_gateway_uri:
+        env["MLFLOW_GATEWAY_URI"] = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{directory}/mlflow.db", "--host", "127.0.0.1"]
     process = subprocess.Popen(
         [*command, "--port", str(port), "--workers", "1"], cwd=directory, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

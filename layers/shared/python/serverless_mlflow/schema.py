@@ -1003,6 +1003,15 @@ ENTITIES: tuple[Entity, ...] = (
         attributes=("scorer_id", "name", "experiment_id", "version", "serialized_scorer", "creation_time"),
     ),
     _e(
+        # MLflow addresses a scorer by id in a few places (gateway guardrails); scorers are keyed by experiment
+        # and name, so registering a new scorer writes this pointer with it.
+        "scorer_ref",
+        "SCORER#{scorer_id}",
+        "REF",
+        "Scorer id -> its experiment and name (written and deleted with the scorer)",
+        attributes=("scorer_id", "experiment_id", "name"),
+    ),
+    _e(
         "online_scoring_config",
         "SCORER#{scorer_id}",
         "OSC",
@@ -1347,6 +1356,36 @@ ENTITIES: tuple[Entity, ...] = (
             "created_by",
             "last_updated_by",
         ),
+    ),
+    # Guardrails: a guardrail carries a copy of its scorer version (versions are immutable), so reading one
+    # needs no second lookup; an endpoint's guardrail configs sort under its ``E#<id>`` prefix, so the runtime
+    # reads them with the endpoint in one Query and deleting the endpoint removes them.
+    _e(
+        "gateway_guardrail",
+        GW,
+        "G#{guardrail_id}",
+        "Gateway guardrail: a registered scorer version run BEFORE or AFTER a call, to validate or sanitize",
+        attributes=(
+            "guardrail_id",
+            "name",
+            "scorer_id",
+            "scorer_version",
+            "scorer",
+            "stage",
+            "action",
+            "action_endpoint_id",
+            "created_at",
+            "last_updated_at",
+            "created_by",
+            "last_updated_by",
+        ),
+    ),
+    _e(
+        "gateway_guardrail_config",
+        GW,
+        "E#{endpoint_id}#G#{guardrail_id}",
+        "A guardrail added to an endpoint, with its execution order",
+        attributes=("endpoint_id", "guardrail_id", "execution_order", "created_at", "created_by"),
     ),
     # Spend per budget window: one item per policy and window, ADDed to by every gateway call it covers (the
     # runtime's usage records; budgets are checked against them). Expires with TTL a day after the window ends.

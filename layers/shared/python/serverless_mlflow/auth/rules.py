@@ -379,6 +379,22 @@ RULES: dict[str, Rule] = {
             "list_gateway_budget_windows",
         )
     },
+    # --- AI gateway guardrails: MLflow makes their CRUD admin-only and gates the endpoint routes on the endpoint;
+    # endpoint changes are admin-only here, and a config carries its guardrail's whole scorer (MLflow withholds
+    # it from users denied that scorer), so listing an endpoint's guardrails is admin-only too --------------
+    **{
+        op: Rule(admin)
+        for op in (
+            "create_gateway_guardrail",
+            "get_gateway_guardrail",
+            "delete_gateway_guardrail",
+            "list_gateway_guardrails",
+            "add_guardrail_to_endpoint",
+            "remove_guardrail_from_endpoint",
+            "update_endpoint_guardrail_config",
+            "list_endpoint_guardrail_configs",
+        )
+    },
     # The gateway runtime's calls: any signed-in user reaches it, and it checks USE on the endpoint a call names
     # (gateway_runtime/access.py, as MLflow's auth middleware does for its gateway routes).
     "invoke": Rule(authenticated),

@@ -1,0 +1,53 @@
+"""Registered scorers as other features see them: a scorer version found by scorer id (gateway guardrails),
+MLflow's Scorer JSON for it, and whether its serialized form carries ``@scorer`` source code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from serverless_mlflow import table
+from serverless_mlflow.errors import not_found
+from serverless_mlflow.schema import ENTITY
+
+SCORER_REF = ENTITY["scorer_ref"]
+SCORER_VERSION = ENTITY["scorer_version"]
+
+
+def has_call_source(value: Any) -> bool:
+    """MLflow's ``_obj_has_call_source``: a custom ``@scorer`` (its stored source would run), nested ones too."""
+    if isinstance(value, dict):
+        return value.get("call_source") is not None or any(has_call_source(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_call_source(v) for v in value)
+    return False
+
+
+def scorer_version_json(version: dict[str, Any]) -> dict[str, Any]:
+    """The Scorer message (experiment_id is an int32 there)."""
+    return {
+        "experiment_id": int(version["experiment_id"]),
+        "scorer_name": version["name"],
+        "scorer_version": int(version["version"]),
+        "serialized_scorer": version["serialized_scorer"],
+        "creation_time": int(version["creation_time"]),
+        "scorer_id": version["scorer_id"],
+    }
+
+
+def ref_item(scorer_id: str, experiment_id: str, name: str) -> dict[str, Any]:
+    return SCORER_REF.item({"scorer_id": scorer_id, "experiment_id": experiment_id, "name": name}, scorer_id=scorer_id)
+
+
+def ref_key(scorer_id: str) -> dict[str, str]:
+    return SCORER_REF.key(scorer_id=scorer_id)
+
+
+def get_version(scorer_id: str, version: int) -> dict[str, Any]:
+    """SqlAlchemyStore._get_scorer_version: the version item, or MLflow's 404 texts (two GetItems)."""
+    ref = table.get(ref_key(scorer_id)) if 0 < len(scorer_id.encode("utf-8")) <= 1024 else None
+    if ref is None:
+        raise not_found(f"Scorer with ID '{scorer_id}' not found.")
+    item = table.get(SCORER_VERSION.key(experiment_id=ref["experiment_id"], name=ref["name"], version=version))
+    if item is None:
+        raise not_found(f"Scorer with ID '{scorer_id}' and version {version} not found.")
+    return item
