@@ -361,7 +361,10 @@ def test_review_page_shows_a_labeled_trace(browser_page: tuple[Any, list[str]], 
     post("review-queues/items/set-status", {"queue_id": queue_id, "item_id": trace_id, "status": "COMPLETE"})
 
     page, failures = browser_page
-    path = f"/#/experiments/{experiment_id}/review-queue"
+    # The labeling happened outside this page: a person opens the queue afresh (the single-page app would show its
+    # cached, empty item list of the previous test's visit), by the queue's own link ("Share queue link").
+    page.goto("about:blank")
+    path = f"/#/experiments/{experiment_id}/review-queue?selectedQueueId={queue_id}"
     _open(page, failures, "12-review-labeled", path, "Completed (1)", "Needs review (0)", GENAI_QUESTIONS[1], "Reviewed")
     # The trace's review shows the reviewer's answer to the question.
     page.get_by_text(GENAI_QUESTIONS[1]).first.click()
