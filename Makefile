@@ -7,7 +7,7 @@ CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: help venv shell serve test test-long test-clients test-ui fuzz-long lint format synth job-worker-package deploy destroy bench docs verify reindex migrate clean
+.PHONY: help venv shell serve test test-long test-clients test-ui fuzz-long lint format synth job-worker-package deploy destroy bench bench-trace-metrics docs verify reindex migrate clean
 
 help:
 	@echo "make serve   - serve the MLflow API and web UI locally on http://127.0.0.1:$(PORT)"
@@ -20,6 +20,7 @@ help:
 	@echo "make synth   - synthesize the AWS stack (offline, no Docker)"
 	@echo "make deploy  - cdk deploy with the pinned CDK CLI (builds the job worker's package first)"
 	@echo "make bench   - DynamoDB requests/items per operation -> docs/performance.md"
+	@echo "make bench-trace-metrics - traces/metrics items read at 1,000..100,000 traces, indexer write units per trace (prints its table)"
 	@echo "make docs    - regenerate docs/schema.md and docs/access-patterns.md"
 	@echo "make verify  - check every FTS/RANK item against the source items (make reindex repairs)"
 	@echo "make migrate - move a live table to the current layout (online, resumable; deploy the code first)"
@@ -100,6 +101,11 @@ destroy:
 bench:
 	@$(SETUP_DEV)
 	$(PY) -m tools.bench
+
+# make bench's "Trace metrics" section alone, printed (TRACE_METRICS_SIZES=1000,10000,100000 for the full curve).
+bench-trace-metrics:
+	@$(SETUP_DEV)
+	$(PY) -m tools.trace_metrics_bench
 
 # Recompute every derived (FTS/RANK) item from the source items: `verify` reports, `reindex` repairs.
 # Local: DYNAMODB_ENDPOINT_URL=<printed by make serve> TABLE_NAME=mlflow-serverless make verify

@@ -226,7 +226,18 @@ SCENARIOS: list[tuple[str, Callable[..., None]]] = [
 ]
 
 # The page, in order: module names under tools.bench_sections (see tools/bench_sections/__init__.py).
-SECTIONS: list[str] = ["startup", "workload", "imports", "operations", "indexer", "search_filters", "partition_heat", "soak", "notes"]
+SECTIONS: list[str] = [
+    "startup",
+    "workload",
+    "imports",
+    "operations",
+    "indexer",
+    "trace_metrics",
+    "search_filters",
+    "partition_heat",
+    "soak",
+    "notes",
+]
 
 
 @dataclass

@@ -126,10 +126,12 @@ def _log_everything(ui_server: str, tmp_path_factory: pytest.TempPathFactory) ->
     _log_trace(ui_server, experiment_id, trace_name)
     # A GenAI experiment (the kind the UI opens on its Overview, with the charts of traces/metrics).
     genai_id = client.create_experiment(f"browser-genai-{suffix}", tags={"mlflow.experimentKind": "genai_development"})
-    for question in range(3):
-        _log_trace(ui_server, genai_id, f"browser-agent-{suffix}-{question}")
+    genai_traces = [
+        _log_trace(ui_server, genai_id, f"browser-agent-{suffix}-{number}", question) for number, question in enumerate(GENAI_QUESTIONS)
+    ]
     return {
         "genai_experiment_id": genai_id,
+        "genai_traces": genai_traces,
         "trace": trace_name,
         "experiment_id": experiment_id,
         "run_id": run_id,
@@ -139,18 +141,24 @@ def _log_everything(ui_server: str, tmp_path_factory: pytest.TempPathFactory) ->
     }
 
 
-def _log_trace(url: str, experiment_id: str, name: str) -> None:
-    """A two-span trace through the client's real export path (OTLP spans, then start_trace)."""
+# The GenAI experiment's traces: the text search finds the first by a word no other trace holds.
+GENAI_QUESTIONS = ("why is the zeppelin late?", "how tall is the lighthouse?", "what does the trace view show?")
+SEARCH_WORD = "zeppelin"
+
+
+def _log_trace(url: str, experiment_id: str, name: str, question: str = "what does the trace view show?") -> str:
+    """A two-span trace through the client's real export path (OTLP spans, then start_trace); its id."""
     import mlflow
 
     mlflow.set_tracking_uri(url)
     mlflow.set_experiment(experiment_id=experiment_id)
     with mlflow.start_span(name=name) as span:
-        span.set_inputs({"question": "what does the trace view show?"})
+        span.set_inputs({"question": question})
         with mlflow.start_span(name="retrieve") as child:
             child.set_outputs({"documents": ["a", "b"]})
         span.set_outputs({"answer": "spans, inputs and outputs"})
     mlflow.flush_trace_async_logging(terminate=False)
+    return span.trace_id
 
 
 @pytest.fixture(scope="module")
@@ -332,3 +340,82 @@ def test_review_page_shows_the_user_queue(browser_page: tuple[Any, list[str]], u
     path = f"/#/experiments/{logged['genai_experiment_id']}/review-queue"
     _open(page, failures, "11-review", path, "Manage questions", "No traces in this queue yet")
     assert page.get_by_text("Set up human review").count() == 0
+
+
+def test_review_page_shows_a_labeled_trace(browser_page: tuple[Any, list[str]], ui_server: str, logged: dict[str, Any]) -> None:
+    """A reviewer's work as the Review page sends it: a question (label schema) in the experiment, a trace in the
+    user's queue, the reviewer's answer logged on it as a HUMAN feedback, the item marked complete. The page then
+    lists it reviewed, under Completed, and its review shows the answer."""
+    import requests
+
+    login = credentials()
+    auth = (login["username"], login["password"])
+    api = f"{ui_server}/ajax-api/3.0/mlflow"
+    experiment_id, trace_id = logged["genai_experiment_id"], logged["genai_traces"][1]
+
+    def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        answer = requests.post(f"{api}/{path}", json=body, auth=auth, timeout=60)
+        assert answer.status_code == 200, (path, answer.text)
+        return answer.json()
+
+    question = {"categorical": {"options": ["Yes", "No"]}}
+    post("label-schemas/create", {"experiment_id": experiment_id, "name": "correct", "type": "FEEDBACK", "input": question})
+    queue = post("review-queues/get-or-create-user", {"experiment_id": experiment_id, "user": login["username"]})["review_queue"]
+    queue_id = queue["queue_id"]
+    post("review-queues/items/add", {"queue_id": queue_id, "item_ids": [trace_id]})
+    feedback = {
+        "trace_id": trace_id,
+        "assessment_name": "correct",
+        "source": {"source_type": "HUMAN", "source_id": login["username"]},
+        "feedback": {"value": "Yes"},
+    }
+    post(f"traces/{trace_id}/assessments", {"assessment": feedback})
+    post("review-queues/items/set-status", {"queue_id": queue_id, "item_id": trace_id, "status": "COMPLETE"})
+
+    page, failures = browser_page
+    # The labeling happened outside this page: a person opens the queue afresh (the single-page app would show its
+    # cached, empty item list of the previous test's visit), by the queue's own link ("Share queue link").
+    page.goto("about:blank")
+    path = f"/#/experiments/{experiment_id}/review-queue?selectedQueueId={queue_id}"
+    _open(page, failures, "12-review-labeled", path, "Completed (1)", "Needs review (0)", GENAI_QUESTIONS[1], "Reviewed")
+    # The trace's review shows the reviewer's answer to the question.
+    page.get_by_text(GENAI_QUESTIONS[1]).first.click()
+    try:
+        page.get_by_text("correct", exact=True).first.wait_for(state="visible", timeout=90_000)
+        page.get_by_text("Yes", exact=True).first.wait_for(state="visible", timeout=30_000)
+    finally:
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(screenshot_dir() / "12-review-labeled-answer.png"), full_page=True)
+    assert not failures, failures
+
+
+def test_traces_text_search(browser_page: tuple[Any, list[str]], logged: dict[str, Any]) -> None:
+    """A word typed in the Traces page's search box finds the one trace whose content holds it (trace.text ILIKE)."""
+    page, failures = browser_page
+    path = f"/#/experiments/{logged['genai_experiment_id']}/traces"
+    _open(page, failures, "13-traces-before-search", path, *GENAI_QUESTIONS)
+    requested.clear()
+    # The search box (a typeahead): typed as a person types, submitted with Enter.
+    page.get_by_placeholder("Add a filter").first.click()
+    page.keyboard.type(SEARCH_WORD, delay=50)
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "([shown, hidden]) => document.body.innerText.includes(shown) && !document.body.innerText.includes(hidden)",
+        arg=[GENAI_QUESTIONS[0], GENAI_QUESTIONS[1]],
+    )
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(screenshot_dir() / "13-traces-search.png"), full_page=True)
+    assert not failures, failures
+    assert page.get_by_text(GENAI_QUESTIONS[0]).first.is_visible()
+    assert page.get_by_text(GENAI_QUESTIONS[1]).count() == 0 and page.get_by_text(GENAI_QUESTIONS[2]).count() == 0
+    searches = [(status, body) for _, path, status, body in requested if path.endswith("/mlflow/traces/search")]
+    assert searches and all(status == 200 for status, _ in searches), searches
+    assert any(f"ILIKE '%{SEARCH_WORD}%'" in body for _, body in searches), searches
+
+
+def test_classic_overview_charts(browser_page: tuple[Any, list[str]], logged: dict[str, Any]) -> None:
+    page, failures = browser_page
+    requested.clear()
+    _open(page, failures, "14-classic-overview", f"/#/experiments/{logged['experiment_id']}/overview", logged["experiment"], "TRACE")
+    _charts_loaded(page, "14-classic-overview-charts")
+    assert not failures, failures

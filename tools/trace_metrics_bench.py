@@ -1,0 +1,214 @@
+"""``traces/metrics`` at scale: items read per chart query as one experiment grows, and the indexer's extra write
+units per trace (``make bench-trace-metrics``, or the ``trace_metrics`` section of ``make bench``).
+
+Traces go through the real write path: the stock client with synchronous export (two spans over OTLP, then
+``start_trace``) against the in-process runtime, its indexer paused while a batch is logged, then the stream is
+drained through the real indexer handler (which keeps the hourly rollup items, ``trace_aggregates``). Request
+times are spread evenly over a fixed 7-day window (168 hours), so the rollups a query reads do not depend on the
+number of traces. The experiment grows to each size of ``TRACE_METRICS_SIZES`` (default ``1000,10000``) in turn,
+and at each size the Overview's queries are sent over HTTP and their DynamoDB reads counted (``table.STATS``):
+
+* aligned: a range of whole hours, answered from rollups alone;
+* the UI's "last 7 days" at an arbitrary minute: rollups for the whole hours, raw trace rows for the two partial
+  hours at the edges (those grow with the traces per hour).
+
+Write units are counted with ``tools.heat_meter`` (DynamoDB's capacity rules) on the first
+``TRACE_METRICS_METERED`` traces (default 100): the write path's requests and the indexer's drain separately.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions", ROOT):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+from serverless_mlflow import table  # noqa: E402
+from serverless_mlflow.schema import TRACE_BUCKET_MS  # noqa: E402
+from serverless_mlflow.table import STATS  # noqa: E402
+
+SECTION = "Trace metrics: items read per chart as an experiment grows, indexer write units per trace"
+WINDOW_HOURS = 168
+BATCH = 200
+NAMES = ("agent-a", "agent-b", "agent-c", "agent-d", "agent-e")
+METRICS = "/api/3.0/mlflow/traces/metrics"
+
+
+def _sizes() -> list[int]:
+    return sorted(int(size) for size in os.environ.get("TRACE_METRICS_SIZES", "1000,10000").split(",") if size)
+
+
+def _window() -> tuple[int, int]:
+    """[start, end) of the 168 whole hours ending at the last whole hour before now."""
+    end = int(time.time() * 1000) // TRACE_BUCKET_MS * TRACE_BUCKET_MS
+    return end - WINDOW_HOURS * TRACE_BUCKET_MS, end
+
+
+def _log_trace(mlflow: Any, experiment_id: str, index: int, start_ms: int) -> None:
+    from mlflow.entities import SpanStatusCode
+    from mlflow.tracing.constant import SpanAttributeKey
+
+    start_ns = start_ms * 1_000_000
+    root = mlflow.start_span_no_context(
+        NAMES[index % len(NAMES)], inputs={"question": f"question {index}"}, experiment_id=experiment_id, start_time_ns=start_ns
+    )
+    child = mlflow.start_span_no_context("llm", span_type="CHAT_MODEL", parent_span=root, start_time_ns=start_ns + 1_000_000)
+    child.set_attribute(SpanAttributeKey.CHAT_USAGE, {"input_tokens": 10 + index % 90, "output_tokens": 5, "total_tokens": 15 + index % 90})
+    child.end(outputs={"text": "an answer"}, end_time_ns=start_ns + (20 + index % 400) * 1_000_000)
+    root.end(
+        outputs={"answer": "an answer"},
+        status=SpanStatusCode.ERROR if index % 10 == 0 else SpanStatusCode.OK,
+        end_time_ns=start_ns + (30 + index % 400) * 1_000_000,
+    )
+
+
+def _drain(runtime: Any) -> None:
+    mode = runtime.indexer_mode
+    runtime.indexer_mode = "sync"
+    try:
+        runtime.drain_stream()
+    finally:
+        runtime.indexer_mode = mode
+
+
+class Loader:
+    """Logs traces into one experiment through the client and drains the indexer after every batch."""
+
+    def __init__(self, bench: Any, experiment_id: str, final: int) -> None:
+        import mlflow
+
+        self.mlflow = mlflow
+        self.bench = bench
+        self.experiment_id = experiment_id
+        self.count = 0
+        self.window = _window()
+        # The same spread at every size: the first n traces cover the whole window, later ones fill the gaps.
+        self.spacing = (self.window[1] - self.window[0]) // final
+        self.slots = _slots(final)
+        self.seconds = 0.0
+
+    def log(self, index: int) -> None:
+        _log_trace(self.mlflow, self.experiment_id, index, self.window[0] + self.slots[index] * self.spacing + 7)
+
+    def load_to(self, size: int) -> None:
+        started = time.monotonic()
+        while self.count < size:
+            batch_end = min(size, self.count + BATCH)
+            for index in range(self.count, batch_end):
+                self.log(index)
+            _drain(self.bench.runtime)
+            self.count = batch_end
+            print(f"trace_metrics bench: {self.count} traces ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+        self.seconds += time.monotonic() - started
+
+
+def _slots(final: int) -> list[int]:
+    """A permutation of range(final) whose every prefix is spread over the whole range (bit-reversal order)."""
+    bits = max(1, (final - 1).bit_length())
+    return [slot for slot in (int(f"{i:0{bits}b}"[::-1], 2) for i in range(1 << bits)) if slot < final]
+
+
+def _queries(experiment_id: str, window: tuple[int, int]) -> list[tuple[str, dict[str, Any]]]:
+    start, end = window
+    day = 24 * TRACE_BUCKET_MS
+    aligned = {"start_time_ms": start, "end_time_ms": end - 1, "time_interval_seconds": 3600}
+    # "Last 7 days" as the UI sends it: now minus 7 days, at an arbitrary minute (partial hours at both edges).
+    now = end - 17 * 60 * 1000
+    ui = {"start_time_ms": now - 7 * day, "end_time_ms": now, "time_interval_seconds": 3600}
+    base = {"experiment_ids": [experiment_id], "view_type": "TRACES"}
+    count = {**base, "metric_name": "trace_count", "aggregations": [{"aggregation_type": "COUNT"}]}
+    latency = {
+        **base,
+        "metric_name": "latency",
+        "aggregations": [{"aggregation_type": "AVG"}, {"aggregation_type": "PERCENTILE", "percentile_value": 95}],
+    }
+    tokens = {**base, "metric_name": "total_tokens", "aggregations": [{"aggregation_type": "SUM"}]}
+    errors = {**count, "dimensions": ["trace_status"]}
+    return [
+        ("trace_count per hour, 168 whole hours", {**count, **aligned}),
+        ("latency AVG + P95 per hour, 168 whole hours", {**latency, **aligned}),
+        ("total_tokens SUM per hour, 168 whole hours", {**tokens, **aligned}),
+        ("trace_count by status per hour, 168 whole hours", {**errors, **aligned}),
+        ("trace_count per hour, last 7 days at :43 (2 partial hours read raw)", {**count, **ui}),
+        ("latency AVG + P95 per hour, last 7 days at :43", {**latency, **ui}),
+    ]
+
+
+def _read(bench: Any, body: dict[str, Any]) -> tuple[int, int, int]:
+    """(items read, requests, data points) of one traces/metrics call, every page."""
+    STATS.reset()
+    points, token = 0, None
+    while True:
+        answer = bench.call("POST", METRICS, {**body, **({"page_token": token} if token else {})})
+        points += len(answer.get("data_points") or [])
+        token = answer.get("next_page_token")
+        if not token:
+            break
+    snap = STATS.snapshot()
+    return snap["items_read"], sum(snap["requests"].values()), points
+
+
+def metered_units(bench: Any, loader: Loader, n: int) -> list[tuple[str, str]]:
+    """Write units of the write path and of the indexer for the first ``n`` traces."""
+    from tools.heat_meter import HeatMeter
+
+    meter = HeatMeter()
+    meter.install()
+    table.reset_client()
+    _drain(bench.runtime)
+    meter.reset()
+    try:
+        for index in range(n):
+            loader.log(index)
+        write_path = sum(u.units for u in meter.reset().values())
+        _drain(bench.runtime)
+        indexer_usage = meter.reset()
+    finally:
+        meter.uninstall()
+        table.reset_client()
+    loader.count = n
+    indexer = sum(u.units for u in indexer_usage.values())
+    rollup_units = sum(u.units for pk, u in indexer_usage.items() if "ROLLUP" in pk.upper())
+    return [
+        (f"write path (OTLP spans + start_trace), first {n} traces", f"{write_path / n:.1f} write units per trace"),
+        (
+            f"indexer (aggregates, span-content index, rollups), first {n} traces",
+            f"{indexer / n:.1f} write units per trace ({indexer / write_path:.0%} of the write path's); "
+            f"rollup items {rollup_units / n:.1f} of them",
+        ),
+    ]
+
+
+def scenario_trace_metrics(bench: Any, _: int) -> None:
+    import mlflow
+
+    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
+    mlflow.set_tracking_uri(bench.url)
+    experiment_id = mlflow.create_experiment(f"bench-trace-metrics-{uuid.uuid4().hex[:8]}")
+    sizes = _sizes()
+    final = sizes[-1]
+    loader = Loader(bench, experiment_id, final)
+    rows = bench.extra.setdefault(SECTION, [])
+    metered = int(os.environ.get("TRACE_METRICS_METERED", "100"))
+    rows += metered_units(bench, loader, min(metered, sizes[0]))
+    for size in sizes:
+        loader.load_to(size)
+        rows.append((f"setup: {size:,} traces logged and indexed (cumulative)", f"{loader.seconds:.0f} s"))
+        for label, body in _queries(experiment_id, loader.window):
+            items, requests, points = _read(bench, body)
+            rows.append((f"{size:,} traces: {label}", f"{items} items read, {requests} requests, {points} data points"))
+        # Partial figures survive a run stopped at a later size.
+        print("\n".join(f"| {key} | {value} |" for key, value in rows), file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    from tools.bench import run_standalone
+
+    run_standalone(scenario_trace_metrics)
