@@ -206,6 +206,9 @@ def _open(page: Any, failures: list[str], name: str, path: str, *expected: str) 
     failures.clear()
     requested.clear()
     page_errors.clear()
+    # Each page loads as a fresh document, as a person opening a link does: a hash change alone would keep the
+    # previous test's app state (caches, or an error page it fell into) and carry one failure into every later test.
+    page.goto("about:blank")
     page.goto(path)
     try:
         for text in expected:
@@ -373,9 +376,8 @@ def test_review_page_shows_a_labeled_trace(browser_page: tuple[Any, list[str]], 
     post("review-queues/items/set-status", {"queue_id": queue_id, "item_id": trace_id, "status": "COMPLETE"})
 
     page, failures = browser_page
-    # The labeling happened outside this page: a person opens the queue afresh (the single-page app would show its
-    # cached, empty item list of the previous test's visit), by the queue's own link ("Share queue link").
-    page.goto("about:blank")
+    # The labeling happened outside this page: a person opens the queue afresh (``_open`` loads a fresh document;
+    # the single-page app would otherwise show its cached, empty item list), by the queue's own link.
     path = f"/#/experiments/{experiment_id}/review-queue?selectedQueueId={queue_id}"
     _open(page, failures, "12-review-labeled", path, "Completed (1)", "Needs review (0)", GENAI_QUESTIONS[1], "Reviewed")
     # The trace's review shows the reviewer's answer to the question.
