@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -186,6 +187,8 @@ def browser_page(ui_server: str, logged: dict[str, Any]) -> Iterator[tuple[Any, 
         page.on("response", check)
         page.on("pageerror", lambda error: page_errors.append(f"script error: {error}"))
         page.on("crash", lambda _: page_errors.append("the renderer crashed"))
+        # React's error boundary reports what it caught on the console, not as an uncaught error.
+        page.on("console", lambda message: page_errors.append(f"console: {message.text[:800]}") if message.type == "error" else None)
         # The assistant panel opens itself on the first visit; closed once, it stays closed (localStorage).
         # A person opens the UI without credentials: the index sends the browser to /login, which challenges
         # until it has them and sends it back to the UI.
@@ -201,6 +204,27 @@ def browser_page(ui_server: str, logged: dict[str, Any]) -> Iterator[tuple[Any, 
             browser.close()
 
 
+ERROR_PAGE = "Something went wrong"
+
+
+def _reload_once_after_the_error_page(page: Any, name: str, text: str) -> None:
+    """Wait for the page's first text; if the app fell into its error page instead, reload once, as a person would.
+
+    Under heavy load the 3.18 bundle sometimes lands on "Something went wrong" while it loads a page's code chunks
+    (seen here and on CI with the GenAI pages; no request failed). A second failure fails the test as before. What
+    the page reported goes beside the screenshots (``<name>-RELOADED.txt``), so the cause stays visible."""
+    first = page.get_by_text(text, exact=False).first
+    page.get_by_text(text, exact=False).or_(page.get_by_text(ERROR_PAGE)).first.wait_for(state="visible")
+    if first.is_visible():
+        return
+    page.screenshot(path=str(screenshot_dir() / f"{name}-RELOADED.png"), full_page=True)
+    calls = [f"{method} {path} -> {status}" for method, path, status, _ in requested]
+    (screenshot_dir() / f"{name}-RELOADED.txt").write_text("\n".join([*page_errors, *calls]) + "\n")
+    print(f"{name}: the UI showed its error page; reloaded once (see {name}-RELOADED.txt)", file=sys.stderr)
+    page_errors.clear()
+    page.reload()
+
+
 def _open(page: Any, failures: list[str], name: str, path: str, *expected: str) -> None:
     """Open ``path``, wait until every expected text is visible, save the screenshot, check the requests."""
     failures.clear()
@@ -211,6 +235,7 @@ def _open(page: Any, failures: list[str], name: str, path: str, *expected: str) 
     page.goto("about:blank")
     page.goto(path)
     try:
+        _reload_once_after_the_error_page(page, name, expected[0])
         for text in expected:
             page.get_by_text(text, exact=False).first.wait_for(state="visible")
     except Exception:
