@@ -292,7 +292,7 @@ class LocalRuntime:
         on a worker thread like Lambda's asynchronous invocation."""
 
         def run() -> dict[str, Any]:
-            return self._recorded(feature, lambda: self.handler_for(feature)(event, LambdaContext(feature)))
+            return self._recorded(feature, lambda: invoke_api_function(self.handler_for(feature), feature, event))
 
         if wait:
             return run()
