@@ -105,7 +105,16 @@ ACCESS: dict[str, Access] = {
     ),
     # Under the artifact prefix: listing (GraphQL's mlflowListArtifacts) and PutObject (the promptlab run's model
     # files and evaluation table, a few KB written by the function).
-    "runs": Access(table=(*TABLE_READ, *TABLE_WRITE), objects=("s3:PutObject",), prefixes=(ARTIFACTS,), list_objects=True),
+    # Prompt-optimization jobs (MLflow 3.18): the job's item and one message on the jobs queue, with the job's token
+    # under basic auth.
+    "runs": Access(
+        table=(*TABLE_READ, *TABLE_WRITE),
+        objects=("s3:PutObject",),
+        prefixes=(ARTIFACTS,),
+        list_objects=True,
+        job_queue=("sqs:SendMessage",),
+        job_token_key=True,
+    ),
     "logged_models": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")),
     # BatchWriteItem: basic auth moves/drops a model's grants on rename/delete.
     "registry": Access(table=(*TABLE_READ, "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")),

@@ -72,7 +72,13 @@ class MlflowServerlessStack(Stack):
             self, "RegistryEvents", shared=shared, stream_dead_letters=self.indexer.dead_letter_queue, settings=self.config.webhook_settings
         )
         self.jobs = JobsRunner(
-            self, "Jobs", shared=shared, api_function=self.features.functions["jobs"], api_url=self.api.url, api_id=self.api.api.api_id
+            self,
+            "Jobs",
+            shared=shared,
+            api_function=self.features.functions["jobs"],
+            api_url=self.api.url,
+            api_id=self.api.api.api_id,
+            submitters=(self.features.functions["runs"],),
         )
         self.monitoring = Monitoring(
             self,

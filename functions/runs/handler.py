@@ -11,7 +11,7 @@ from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import json_text
 
-from . import data, datasets, history, inputs, lifecycle, promptlab
+from . import data, datasets, history, inputs, lifecycle, prompt_optimization, promptlab
 from .messages import MESSAGES
 
 # Searches and the UI's GraphQL need the search grammar (sqlparse): imported by those routes, not at cold start.
@@ -114,6 +114,30 @@ def graphql(req: Request) -> Response:
     return json_response(graphql_api.execute(body, graphql_guard.for_identity(req.identity)))
 
 
+def _username(req: Request) -> str | None:
+    return req.identity.username if req.identity is not None else None
+
+
+def create_prompt_optimization_job(req: Request) -> dict[str, Any]:
+    return prompt_optimization.create(req.message(MESSAGES["create_prompt_optimization_job"]), _username(req))
+
+
+def get_prompt_optimization_job(req: Request) -> dict[str, Any]:
+    return prompt_optimization.get(req.path_params["job_id"])
+
+
+def search_prompt_optimization_jobs(req: Request) -> dict[str, Any]:
+    return prompt_optimization.search(req.message(MESSAGES["search_prompt_optimization_jobs"])["experiment_id"])
+
+
+def cancel_prompt_optimization_job(req: Request) -> dict[str, Any]:
+    return prompt_optimization.cancel(req.path_params["job_id"])
+
+
+def delete_prompt_optimization_job(req: Request) -> dict[str, Any]:
+    return prompt_optimization.delete(req.path_params["job_id"])
+
+
 app = build_app(
     "runs",
     {
@@ -137,6 +161,11 @@ app = build_app(
         "search_datasets": search_datasets,
         "graphql": graphql,
         "create_promptlab_run": create_promptlab_run,
+        "create_prompt_optimization_job": create_prompt_optimization_job,
+        "get_prompt_optimization_job": get_prompt_optimization_job,
+        "search_prompt_optimization_jobs": search_prompt_optimization_jobs,
+        "cancel_prompt_optimization_job": cancel_prompt_optimization_job,
+        "delete_prompt_optimization_job": delete_prompt_optimization_job,
     },
 )
 lambda_handler = lambda_entry(app)

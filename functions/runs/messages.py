@@ -155,4 +155,11 @@ MESSAGES: dict[str, Message] = {
     "get_metric_history_bulk": Message({"run_id": "[string]", "metric_key": "string", "max_results": "int32"}),
     "search_datasets": Message({"experiment_ids": "[string]"}),
     "graphql": Message({"query": "string", "operationName": "string", "variables": "message"}),
+    # prompt_optimization.proto (MLflow 3.18): job ids come from the path.
+    "create_prompt_optimization_job": Message(
+        {"experiment_id": "string", "source_prompt_uri": "string", "config": "message", "tags": "[message]"},
+        {"experiment_id": [string], "source_prompt_uri": [string, required], "config": [required], "tags": [array]},
+    ),
+    "search_prompt_optimization_jobs": Message({"experiment_id": "string"}, {"experiment_id": [required, string]}),
+    **{f"{op}_prompt_optimization_job": Message({"job_id": "string"}) for op in ("get", "cancel", "delete")},
 }

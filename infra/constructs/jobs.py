@@ -45,7 +45,15 @@ def worker_code(scope: Construct) -> lambda_.Code:
 
 class JobsRunner(Construct):
     def __init__(
-        self, scope: Construct, construct_id: str, *, shared: SharedResources, api_function: ServerlessFunction, api_url: str, api_id: str
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        shared: SharedResources,
+        api_function: ServerlessFunction,
+        api_url: str,
+        api_id: str,
+        submitters: tuple[ServerlessFunction, ...] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         config = shared.config
@@ -81,7 +89,9 @@ class JobsRunner(Construct):
             sources.SqsEventSource(self.queue, batch_size=1, report_batch_item_failures=True, max_concurrency=5)
         )
         self.queue.grant(self.worker.role, "sqs:SendMessage", "sqs:ChangeMessageVisibility")
-        self.queue.grant_send_messages(api_function.role)
-        api_function.function.add_environment("JOB_QUEUE_URL", self.queue.queue_url)
+        # The functions that submit jobs: the jobs API, and the routes MLflow answers with a job (prompt optimization).
+        for submitter in (api_function, *submitters):
+            self.queue.grant_send_messages(submitter.role)
+            submitter.function.add_environment("JOB_QUEUE_URL", self.queue.queue_url)
         self.api_resource = Stack.of(self).format_arn(service="execute-api", resource=api_id, resource_name="*")
         self.worker.role.add_to_principal_policy(iam.PolicyStatement(actions=["execute-api:Invoke"], resources=[self.api_resource]))

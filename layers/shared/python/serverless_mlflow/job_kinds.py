@@ -1,8 +1,8 @@
 """The job names this server runs (the jobs API refuses others with MLflow's "Invalid job name").
 
 Read by the request path without importing the worker: each name maps to ``module:function`` in the job
-worker's package (``functions/job_worker``). MLflow's own job functions (``invoke_scorer``, ``optimize_prompts``,
-...) need MLflow's GenAI code in the worker and are not served yet.
+worker's package (``functions/job_worker``). MLflow's own job functions run under MLflow's job names, with MLflow's
+params (``optimize_prompts``, ``invoke_issue_detection``): the jobs API's search finds them as MLflow's does.
 """
 
 from __future__ import annotations
@@ -11,10 +11,14 @@ import os
 
 DEMO_GENERATE = "demo_generate"
 DEMO_DELETE = "demo_delete"
+OPTIMIZE_PROMPTS = "optimize_prompts"
+INVOKE_ISSUE_DETECTION = "invoke_issue_detection"
 
 KINDS: dict[str, str] = {
     DEMO_GENERATE: "job_worker.kinds.demo:generate",
     DEMO_DELETE: "job_worker.kinds.demo:delete",
+    OPTIMIZE_PROMPTS: "job_worker.kinds.mlflow_jobs:optimize_prompts",
+    INVOKE_ISSUE_DETECTION: "job_worker.kinds.mlflow_jobs:invoke_issue_detection",
 }
 
 # Small jobs that exercise the runner (succeed, fail, fail transiently, continue across invocations). Served only

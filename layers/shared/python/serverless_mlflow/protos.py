@@ -33,6 +33,8 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "ReviewItemType": ("REVIEW_ITEM_TYPE_UNSPECIFIED", "TRACE"),
     "ReviewQueueType": ("REVIEW_QUEUE_TYPE_UNSPECIFIED", "USER", "CUSTOM"),
     "ReviewStatus": ("REVIEW_STATUS_UNSPECIFIED", "PENDING", "COMPLETE", "DECLINED"),
+    # prompt_optimization.proto
+    "OptimizerType": ("OPTIMIZER_TYPE_UNSPECIFIED", "OPTIMIZER_TYPE_GEPA", "OPTIMIZER_TYPE_METAPROMPT"),
 }
 
 MESSAGES: dict[str, dict[str, tuple[int, str]]] = {
@@ -122,6 +124,14 @@ MESSAGES: dict[str, dict[str, tuple[int, str]]] = {
         "categories": (12, "[string]"),
         "trace_count": (13, "int32"),
     },
+    # --- prompt_optimization.proto (the request's config and tags) ------------------------------
+    "PromptOptimizationJobConfig": {
+        "optimizer_type": (1, "enum:OptimizerType"),
+        "dataset_id": (2, "string"),
+        "scorers": (3, "[string]"),
+        "optimizer_config_json": (4, "string"),
+    },
+    "PromptOptimizationJobTag": {"key": (1, "string"), "value": (2, "string")},
 }
 
 # Oneofs: a message's fields that exclude each other (protobuf refuses JSON setting two of them).

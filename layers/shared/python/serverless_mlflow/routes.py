@@ -121,6 +121,13 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", "/graphql", "runs", "graphql"),
     # The prompt engineering UI's run: a run, its params and tags, and the promptlab model's files in its artifacts.
     ("POST", f"{AJAX2}/runs/create-promptlab-run", "runs", "create_promptlab_run"),
+    # MLflow 3.18's prompt-optimization jobs: a run of the experiment tracks each (greedy family: GREEDY_FAMILIES).
+    ("POST", f"{M3}/prompt-optimization/jobs", "runs", "create_prompt_optimization_job"),
+    ("GET", f"{M3}/prompt-optimization/jobs/search", "runs", "search_prompt_optimization_jobs"),
+    ("POST", f"{M3}/prompt-optimization/jobs/search", "runs", "search_prompt_optimization_jobs"),
+    ("GET", f"{M3}/prompt-optimization/jobs/{{job_id}}", "runs", "get_prompt_optimization_job"),
+    ("DELETE", f"{M3}/prompt-optimization/jobs/{{job_id}}", "runs", "delete_prompt_optimization_job"),
+    ("POST", f"{M3}/prompt-optimization/jobs/{{job_id}}/cancel", "runs", "cancel_prompt_optimization_job"),
     # --- logged models ------------------------------------------------------------------------
     ("POST", f"{M2}/logged-models", "logged_models", "create_logged_model"),
     ("POST", f"{M2}/logged-models/search", "logged_models", "search_logged_models"),
@@ -420,6 +427,7 @@ GREEDY_FAMILIES: dict[str, str] = {
     f"{M3}/users": "auth",
     JOBS: "jobs",
     f"{M3}/workspaces": "experiments",
+    f"{M3}/prompt-optimization": "runs",
 }
 
 ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in _TABLE)

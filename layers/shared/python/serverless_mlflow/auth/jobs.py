@@ -4,14 +4,17 @@ non-admin only the jobs they created (jobs with no creator stay hidden)."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from serverless_mlflow import table
 from serverless_mlflow.auth.checks import Identity, is_admin
+from serverless_mlflow.auth.permissions import EXPERIMENT, PROMPT
 from serverless_mlflow.store import jobs
 
 if TYPE_CHECKING:
     from serverless_mlflow.api import Request
+    from serverless_mlflow.auth.resources import Resource
 
 
 def job_creator(req: Request, identity: Identity) -> bool:
@@ -25,3 +28,33 @@ def own_jobs(_req: Request, identity: Identity, result: Any, _rerun: Any) -> Any
     if not isinstance(result, dict) or is_admin(identity):
         return result
     return {**result, "jobs": [job for job in result.get("jobs", []) if job.get("creator") == identity.username]}
+
+
+# --- prompt-optimization jobs (MLflow 3.18: permissions inherit from the job's experiment) ------------------
+
+
+def optimization_job_experiment(req: Request) -> list[Resource] | None:
+    """The experiment named by the job's params. A missing job answers 404 (admins included): MLflow's validators
+    read it with ``get_job``, whose not-found escapes them. A job naming no experiment denies a non-admin."""
+    item = table.get(jobs.JOB.key(job_id=req.path_params.get("job_id", "")))
+    if item is None:
+        raise jobs.not_found_error(req.path_params.get("job_id", ""))
+    experiment_id = json.loads(item["params"]).get("experiment_id")
+    return [(EXPERIMENT, str(experiment_id))] if experiment_id else None
+
+
+def source_prompts(req: Request) -> list[Resource] | None:
+    """``_source_prompt_requirements``: every prompt the request's ``source_prompt_uri`` may load (the name before
+    the last ``@`` of a ``prompts:/`` URI or its ``/<version>``; a bare name both whole and before its alias).
+    A URI naming no prompt denies a non-admin; no URI names nothing (the handler refuses it)."""
+    uri = req.json.get("source_prompt_uri")
+    if not isinstance(uri, str) or not uri:
+        return []
+    if uri.startswith("prompts:/"):
+        rest = uri[len("prompts:/") :]
+        name = rest.rpartition("@")[0] if "@" in rest else (rest.split("/")[0] if rest.count("/") >= 1 else "")
+        return [(PROMPT, name)] if name else None
+    names = [uri]
+    if "@" in uri and uri.rpartition("@")[0]:
+        names.append(uri.rpartition("@")[0])
+    return [(PROMPT, name) for name in names]

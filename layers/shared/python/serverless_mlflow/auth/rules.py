@@ -366,6 +366,13 @@ RULES: dict[str, Rule] = {
     "get_job": Rule(jobs.job_creator),
     "cancel_job": Rule(jobs.job_creator),
     "generate_demo": Rule(authenticated),
+    # MLflow 3.18's prompt-optimization jobs: UPDATE on the experiment to create one (and the source prompt not
+    # denied: the job loads it), READ to read or search, UPDATE to cancel, DELETE to delete.
+    "create_prompt_optimization_job": Rule(needs((review.body_experiment, UPDATE), (jobs.source_prompts, NOT_DENIED))),
+    "get_prompt_optimization_job": Rule(need(jobs.optimization_job_experiment, READ_ACTION)),
+    "search_prompt_optimization_jobs": Rule(_READ_EXPERIMENT),
+    "cancel_prompt_optimization_job": Rule(need(jobs.optimization_job_experiment, UPDATE)),
+    "delete_prompt_optimization_job": Rule(need(jobs.optimization_job_experiment, DELETE)),
     "delete_demo": Rule(authenticated),
     # --- AI gateway budget policies: admin-only (they cap every user's spend and name no per-user owner) -------
     **{

@@ -174,6 +174,17 @@ def requeue(job_id: str, retry: bool, checkpoint: Any = None) -> dict[str, Any] 
     return _move(job_id, (RUNNING,), sets, removes=("lease_expires_at",))
 
 
+def delete_finalized(job_id: str) -> bool:
+    """MLflow's ``delete_jobs(job_ids=[job_id])``: a finished job is deleted, any other is kept (no error)."""
+    values = {f":s{i}": status for i, status in enumerate(sorted(FINALIZED))}
+    condition = f"#status IN ({', '.join(values)})"
+    try:
+        table.delete(JOB.key(job_id=job_id), condition=condition, names={"#status": "status"}, values=values)
+    except table.ConditionFailed:
+        return False
+    return True
+
+
 def fail_unqueued(job_id: str) -> None:
     """PENDING -> FAILED: the job's message never reached the queue."""
     _move(job_id, (PENDING,), {"status": FAILED, "result": "The job could not be queued for a worker."})

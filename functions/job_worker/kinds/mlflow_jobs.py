@@ -1,0 +1,41 @@
+"""MLflow's own job functions, run as MLflow's job runner runs them: the function MLflow submits, called with the
+params it submitted, its stock client pointed at this server's API (``JOB_SERVER_URL``) as the job's creator.
+
+* ``optimize_prompts``: ``mlflow.genai.optimize.job.optimize_prompts_job`` (prompt-optimization jobs). It resumes
+  the run the create route made, loads the prompt and optimizes it with the optimizer named; it needs MLflow's
+  GenAI extras (``litellm``, and ``gepa`` for GEPA). Without them it fails with MLflow's own error, as MLflow's
+  server does when they are not installed.
+* ``invoke_issue_detection``: ``mlflow.genai.discovery.job.invoke_issue_detection_job`` (``issues/invoke``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..credentials import as_creator
+from ..runner import JobRun
+
+
+def _point_client() -> None:
+    import mlflow
+
+    url = os.environ["JOB_SERVER_URL"]
+    mlflow.set_tracking_uri(url)
+    mlflow.set_registry_uri(url)
+
+
+def optimize_prompts(params: dict[str, Any], run: JobRun) -> Any:
+    with as_creator(run):
+        _point_client()
+        from mlflow.genai.optimize.job import optimize_prompts_job
+
+        return optimize_prompts_job(**params)
+
+
+def invoke_issue_detection(params: dict[str, Any], run: JobRun) -> Any:
+    with as_creator(run):
+        _point_client()
+        from mlflow.genai.discovery.job import invoke_issue_detection_job
+
+        return invoke_issue_detection_job(**params)
