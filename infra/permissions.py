@@ -154,7 +154,8 @@ ACCESS: dict[str, Access] = {
     ),
     # Label schemas, review queues (items in their own partitions) and issues: transactions of puts/deletes with
     # their name claims and locators; trace infos read to check the traces a queue is given.
-    "review": Access(table=(*TABLE_READ, *TABLE_WRITE)),
+    # issues/invoke (MLflow 3.18): a run and a job item, and one message on the jobs queue with the job's token.
+    "review": Access(table=(*TABLE_READ, *TABLE_WRITE), job_queue=("sqs:SendMessage",), job_token_key=True),
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
     # GetItem/PutItem/DeleteItem: run summaries are rebuilt with a condition on their revision.
     # A trace's aggregates (metric rollups, content signature) are rebuilt from its spans, spilled ones read from S3;

@@ -78,7 +78,7 @@ class MlflowServerlessStack(Stack):
             api_function=self.features.functions["jobs"],
             api_url=self.api.url,
             api_id=self.api.api.api_id,
-            submitters=(self.features.functions["runs"],),
+            submitters=(self.features.functions["runs"], self.features.functions["review"]),
         )
         self.monitoring = Monitoring(
             self,

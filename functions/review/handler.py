@@ -13,7 +13,7 @@ from serverless_mlflow.store import issues, label_schemas, review_queues
 from serverless_mlflow.store import traces as trace_store
 from serverless_mlflow.validation import review as rules
 
-from . import schedule_state
+from . import detection, schedule_state
 from .messages import MESSAGES
 
 # protobuf is imported by the first call that builds or parses a message, not at a handler's cold start.
@@ -261,6 +261,10 @@ def search_issues(req: Request) -> dict[str, Any]:
     return _page("issues", rows, token)
 
 
+def invoke_issue_detection(req: Request) -> dict[str, Any]:
+    return detection.invoke(_msg(req, "invoke_issue_detection"), _username(req))
+
+
 def sync_issue_detection_schedule_state(req: Request) -> dict[str, Any]:
     return schedule_state.sync_schedule_state(_msg(req, "sync_issue_detection_schedule_state")["experiment_id"])
 
@@ -290,6 +294,7 @@ app = build_app(
         "update_issue": update_issue,
         "search_issues": search_issues,
         "sync_issue_detection_schedule_state": sync_issue_detection_schedule_state,
+        "invoke_issue_detection": invoke_issue_detection,
     },
 )
 lambda_handler = lambda_entry(app)

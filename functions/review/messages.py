@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from serverless_mlflow.request import Message, between, intlike, required, string
 
+from . import detection
+
 _MAX_RESULTS = between(1, 50000, "max_results must be between 1 and 50000.")
 _SCHEMA_ID = Message({"schema_id": "string"}, {"schema_id": [required, string]})
 _QUEUE_ID = Message({"queue_id": "string"}, {"queue_id": [required, string]})
@@ -118,4 +120,6 @@ MESSAGES: dict[str, Message] = {
     ),
     # MLflow 3.18's _sync_issue_detection_schedule_state_handler: raw JSON, no proto message.
     "sync_issue_detection_schedule_state": Message(None, {"experiment_id": [required, string]}),
+    # MLflow 3.18's _invoke_issue_detection_handler: raw JSON (detection.MESSAGE).
+    "invoke_issue_detection": detection.MESSAGE,
 }

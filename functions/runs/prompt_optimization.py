@@ -110,12 +110,7 @@ def create(msg: dict[str, Any], user: str | None) -> dict[str, Any]:
         "optimizer_config": optimizer_config,
         "scorer_names": scorers,
     }
-    item = job_store.create(JOB_NAME, job_params, None, user)
-    try:
-        job_queue.submit(item["job_id"], user)
-    except Exception:
-        job_store.fail_unqueued(item["job_id"])
-        raise
+    item = job_queue.create_and_submit(JOB_NAME, job_params, None, user)
     job: dict[str, Any] = {
         "job_id": item["job_id"],
         "run_id": run_id,

@@ -10,6 +10,7 @@ params it submitted, its stock client pointed at this server's API (``JOB_SERVER
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any
 
@@ -38,4 +39,11 @@ def invoke_issue_detection(params: dict[str, Any], run: JobRun) -> Any:
         _point_client()
         from mlflow.genai.discovery.job import invoke_issue_detection_job
 
-        return invoke_issue_detection_job(**params)
+        return invoke_issue_detection_job(**_accepted(invoke_issue_detection_job, params))
+
+
+def _accepted(function: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """The params the installed MLflow's function takes: MLflow 3.18 submits ``instructions``, which the pinned
+    MLflow's (3.17) ``invoke_issue_detection_job`` does not take yet."""
+    accepted = inspect.signature(function).parameters
+    return {name: value for name, value in params.items() if name in accepted}

@@ -55,3 +55,19 @@ def enqueue(job_id: str, delay_seconds: int = 0, token: str | None = None) -> No
         MessageBody=json.dumps(body),
         DelaySeconds=max(0, min(delay_seconds, MAX_DELAY_SECONDS)),
     )
+
+
+def create_and_submit(
+    job_name: str, params: dict[str, Any], timeout: float | None, creator: str | None, job_id: str | None = None
+) -> dict[str, Any]:
+    """A new job: its item first (PENDING), then its message; a job whose message could not be sent is failed at
+    once, so no job waits forever for a worker that will never hear of it."""
+    from serverless_mlflow.store import jobs
+
+    item = jobs.create(job_name, params, timeout, creator, job_id=job_id)
+    try:
+        submit(item["job_id"], creator)
+    except Exception:
+        jobs.fail_unqueued(item["job_id"])
+        raise
+    return item

@@ -205,6 +205,8 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("PATCH", f"{M3}/issues/{{issue_id}}", "review", "update_issue"),
     # MLflow 3.18's schedule dialog, after saving the schedule tags (ajax only; behind the ajax issues group).
     ("POST", f"{AJAX3}/issues/schedule/state", "review", "sync_issue_detection_schedule_state"),
+    # MLflow 3.18's issue detection over chosen traces, as a job (ajax only; behind the ajax issues group).
+    ("POST", f"{AJAX3}/issues/invoke", "review", "invoke_issue_detection"),
     # --- AI gateway configuration (secrets stored KMS-encrypted) -------------------------------
     ("POST", f"{M3}/gateway/secrets/create", "gateway", "create_gateway_secret"),
     ("GET", f"{M3}/gateway/secrets/get", "gateway", "get_gateway_secret"),

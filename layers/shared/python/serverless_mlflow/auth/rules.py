@@ -254,6 +254,8 @@ RULES: dict[str, Rule] = {
     "search_issues": Rule(need(review.body_experiment, READ_ACTION)),
     # MLflow 3.18's auth app has no validator for it and fails the /mlflow/issues/ family closed: admins only.
     "sync_issue_detection_schedule_state": Rule(admin),
+    # validate_can_invoke_issue_detection: it creates a run in the experiment (a saved key's USE is moot: refused).
+    "invoke_issue_detection": Rule(need(review.body_experiment, UPDATE)),
     # --- AI gateway configuration: per-resource gateway grants are not served; reads for every user
     # (secret values are never answered), changes for admins -------------------------------------------
     **{

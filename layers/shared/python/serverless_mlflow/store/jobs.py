@@ -40,9 +40,15 @@ def not_found_error(job_id: str) -> MlflowError:
 
 
 def create(
-    job_name: str, params: dict[str, Any], timeout: float | None, creator: str | None, workspace: str = DEFAULT_WORKSPACE
+    job_name: str,
+    params: dict[str, Any],
+    timeout: float | None,
+    creator: str | None,
+    workspace: str = DEFAULT_WORKSPACE,
+    job_id: str | None = None,
 ) -> dict[str, Any]:
-    job_id = str(uuid.uuid4())
+    """A PENDING job; ``job_id`` when the caller names the job before submitting it (a run tagged with it)."""
+    job_id = job_id or str(uuid.uuid4())
     now = clock.now_millis()
     attributes: dict[str, Any] = {
         "job_id": job_id,

@@ -1,0 +1,156 @@
+"""``POST /ajax-api/3.0/mlflow/issues/invoke`` (MLflow 3.18) end to end: refusals as MLflow's server answers them
+(compared with it where the pinned MLflow's handler has the same checks), the run made up front with MLflow's tags,
+MLflow's ``invoke_issue_detection`` job with MLflow's params (found by the jobs API), one detection at a time per
+experiment, traces of another experiment refused; the job worker runs MLflow's own job function."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import mlflow
+import pytest
+import requests
+
+from tests.conftest import unique
+from tests.mlflow_reference import reference_server
+
+pytestmark = pytest.mark.e2e
+
+INVOKE = "/ajax-api/3.0/mlflow/issues/invoke"
+
+
+def call(url: str, body: Any, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    if headers is None:
+        response = requests.post(f"{url}{INVOKE}", json=body, timeout=60)
+    else:
+        response = requests.post(f"{url}{INVOKE}", data=body, headers=headers, timeout=60)
+    return response.status_code, response.json()
+
+
+def reference(body: Any, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    status, answer = call(reference_server().url, body, headers)
+    for field in ("sqlstate", "error_class"):
+        answer.pop(field, None)
+    return status, answer
+
+
+BASE = {"experiment_id": "0", "trace_ids": ["tr-1"], "categories": ["quality"], "provider": "openai"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {**BASE, "experiment_id": 5},
+        {**BASE, "trace_ids": "tr-1"},
+        {**BASE, "trace_ids": [1]},
+        {key: value for key, value in BASE.items() if key != "categories"},
+        {key: value for key, value in BASE.items() if key != "provider"},
+        {**BASE, "categories": "quality"},
+        {**BASE, "trace_ids": []},
+        {**BASE, "provider": "nope", "model": "m"},
+        {**BASE, "model": "gpt-4o", "endpoint_name": 3},
+        {**BASE, "model": "gpt-4o"},  # no OPENAI_API_KEY on either server
+    ],
+)
+def test_refusals_answer_as_mlflow(server: str, body: dict[str, Any]) -> None:
+    assert call(server, body) == reference(body)
+
+
+def test_refusals_of_this_server(server: str) -> None:
+    # MLflow answers a missing model with a 500 (an exception without error code): refused input is a 400 here.
+    assert call(server, BASE) == (
+        400,
+        {"error_code": "INVALID_PARAMETER_VALUE", "message": "Either 'endpoint_name' or both 'provider' and 'model' must be provided"},
+    )
+    status, answer = call(server, {**BASE, "model": "gpt-4o", "secret_id": "s-1"})
+    assert status == 400 and "'secret_id'" in answer["message"]
+    status, answer = call(server, "{}", headers={"Content-Type": "text/plain"})
+    assert (status, answer) == reference("{}", headers={"Content-Type": "text/plain"})
+
+
+def _trace(server: str, experiment_id: str) -> str:
+    mlflow.set_tracking_uri(server)
+    mlflow.set_experiment(experiment_id=experiment_id)
+
+    @mlflow.trace
+    def answer(question: str) -> str:
+        return "42"
+
+    answer("why?")
+    trace_id = mlflow.get_last_active_trace_id()
+    assert trace_id is not None
+    return trace_id
+
+
+def test_invoke_submits_mlflows_job(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+    client = mlflow.MlflowClient(server)
+    experiment_id = client.create_experiment(unique("detect"))
+    other = client.create_experiment(unique("detect-other"))
+    trace_id, foreign = _trace(server, experiment_id), _trace(server, other)
+    body = {
+        "experiment_id": experiment_id,
+        "trace_ids": [trace_id, trace_id, "tr-missing"],
+        "categories": ["quality", "safety"],
+        "provider": "openai",
+        "endpoint_name": "no-such-endpoint",
+        "instructions": "look closely",
+    }
+
+    status, refused = call(server, {**body, "trace_ids": [trace_id, foreign]})
+    assert (status, refused) == (403, {"error_code": "PERMISSION_DENIED", "message": "Not all requested traces could be accessed."})
+
+    status, answer = call(server, body)
+    assert status == 200, answer
+    assert set(answer) == {"job_id", "run_id"}
+    run = client.get_run(answer["run_id"])
+    assert run.info.experiment_id == experiment_id and run.info.status == "RUNNING" and run.info.end_time is not None
+    assert {key: value for key, value in run.data.tags.items() if not key.startswith("mlflow.") or key.startswith("mlflow.runType")} == {
+        "mlflow.runType": "issue_detection",
+        "categories": "quality,safety",
+        "model": "gateway:/no-such-endpoint",
+        "total_traces": "2",
+        "endpoint_name": "no-such-endpoint",
+    }
+    assert run.data.tags["mlflow.issueDetection.jobId"] == answer["job_id"]
+
+    found = requests.post(f"{server}/ajax-api/3.0/jobs/search", json={"job_name": "invoke_issue_detection"}, timeout=60).json()["jobs"]
+    job = next(j for j in found if j["job_id"] == answer["job_id"])
+    assert job["params"] == {
+        "experiment_id": experiment_id,
+        "trace_ids": [trace_id, "tr-missing"],
+        "categories": ["quality", "safety"],
+        "run_id": answer["run_id"],
+        "model": "gateway:/no-such-endpoint",
+        "instructions": "look closely",
+    }
+
+    # MLflow's job function runs in the worker: it judges the trace through the endpoint named, which does not exist.
+    deadline = time.monotonic() + 45
+    while (final := requests.get(f"{server}/ajax-api/3.0/jobs/{answer['job_id']}", timeout=60).json())["status"] in ("PENDING", "RUNNING"):
+        assert time.monotonic() < deadline, final
+        time.sleep(0.3)
+    assert final["status"] == "FAILED", final
+    assert "GatewayEndpoint not found (name='no-such-endpoint')" in final["error_message"]
+
+
+def test_one_detection_at_a_time(server: str) -> None:
+    """MLflow's ``in_flight_detection_run``: an issue-detection run of the experiment still RUNNING (and younger
+    than the job timeout) refuses another; a finished one does not."""
+    client = mlflow.MlflowClient(server)
+    experiment_id = client.create_experiment(unique("detect-busy"))
+    running = client.create_run(experiment_id, tags={"mlflow.runType": "issue_detection"})
+    body = {"experiment_id": experiment_id, "trace_ids": ["tr-1"], "categories": ["q"], "provider": "openai", "endpoint_name": "e"}
+    assert call(server, body) == (
+        400,
+        {
+            "error_code": "RESOURCE_ALREADY_EXISTS",
+            "message": f"Issue detection is already running for this experiment (run {running.info.run_id}). "
+            "Wait for it to finish, or cancel it, before starting another.",
+        },
+    )
+    client.set_terminated(running.info.run_id, "FINISHED")
+    status, answer = call(server, body)
+    assert status == 200, answer
