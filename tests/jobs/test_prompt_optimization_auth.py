@@ -1,4 +1,4 @@
-"""Prompt-optimization jobs under basic auth, as MLflow 3.18's validators gate them: creating one takes UPDATE on the
+"""Prompt-optimization jobs (and ``issues/invoke``, in the same runtime) under basic auth, as MLflow 3.18's validators gate them: creating one takes UPDATE on the
 experiment (and the source prompt not denied), reading or searching READ, canceling UPDATE, deleting DELETE, all
 judged on the experiment the job's params name; a missing job answers 404. No job worker runs here, so the job
 stays PENDING and cancel moves it (and kills its run) as MLflow's handler does."""
@@ -17,6 +17,7 @@ from tests.conftest import unique
 pytestmark = pytest.mark.e2e
 
 PO = "/api/3.0/mlflow/prompt-optimization/jobs"
+INVOKE = "/ajax-api/3.0/mlflow/issues/invoke"
 
 
 def call(url: str, user: tuple[str, str] | None, method: str, path: str, body: Any = None, query: Any = None) -> tuple[int, Any]:
@@ -79,6 +80,14 @@ def test_optimization_jobs_follow_the_experiment_permission(monkeypatch: pytest.
         assert call(url, bob, "POST", PO, body)[0] == 403
         assert call(url, bob, "POST", f"{PO}/{job_id}/cancel")[0] == 400  # allowed now; the job is already canceled
         assert call(url, bob, "DELETE", f"{PO}/{job_id}")[0] == 403  # EDIT does not delete
+
+        # issues/invoke (validate_can_invoke_issue_detection): it creates a run, so UPDATE on the experiment.
+        detect = {"experiment_id": experiment_id, "trace_ids": ["tr-1"], "categories": ["q"], "provider": "openai", "endpoint_name": "e"}
+        other = client.create_experiment(unique("po-auth-other"))  # alice's; bob reads it (the default)
+        assert call(url, bob, "POST", INVOKE, {**detect, "experiment_id": other})[0] == 403
+        assert call(url, None, "POST", INVOKE, detect)[0] == 401
+        status, invoked = call(url, bob, "POST", INVOKE, detect)  # EDIT
+        assert status == 200 and set(invoked) == {"job_id", "run_id"}
 
         assert call(url, alice, "DELETE", f"{PO}/{job_id}") == (200, {})
         assert call(url, alice, "GET", f"{PO}/{job_id}")[0] == 404
