@@ -14,18 +14,22 @@ import json
 import re
 from typing import Any
 
-from serverless_mlflow import clock, job_kinds, job_queue
+from serverless_mlflow import clock, job_kinds, job_queue, table
 from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.request import workspace as request_workspace
+from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import jobs as job_store
 from serverless_mlflow.store import runs as run_store
 
-from . import data, lifecycle
+from . import data, inputs, lifecycle
 
 # protobuf is imported by the first create, not at the runs function's cold start.
 protos = deferred("serverless_mlflow.protos")
 
 JOB_NAME = job_kinds.OPTIMIZE_PROMPTS
+# Evaluation dataset ids longer than this cannot fit a key (the evaluation feature's bound): no dataset has one.
+MAX_DATASET_ID_BYTES = 512
 
 # OptimizerType (mlflow.genai.optimize.job): the proto enum's name -> the job param's value.
 OPTIMIZER_VALUES = {"OPTIMIZER_TYPE_GEPA": "gepa", "OPTIMIZER_TYPE_METAPROMPT": "metaprompt"}
@@ -101,6 +105,8 @@ def create(msg: dict[str, Any], user: str | None) -> dict[str, Any]:
         params.append({"key": "optimizer_config_json", "value": config.optimizer_config_json})
     batch = {"run_id": run_id, "params": params}
     data.log_batch(batch, batch)
+    if config.dataset_id:
+        _link_dataset(run_id, config.dataset_id)
     job_params = {
         "run_id": run_id,
         "experiment_id": experiment_id,
@@ -123,6 +129,26 @@ def create(msg: dict[str, Any], user: str | None) -> dict[str, Any]:
     if tags:
         job["tags"] = [{"key": tag.key, "value": tag.value} for tag in tags]
     return {"job": job}
+
+
+def _link_dataset(run_id: str, dataset_id: str) -> None:
+    """The evaluation dataset as the run's input for lineage (``EvaluationDataset._to_mlflow_entity``, tagged
+    ``mlflow.data.context=optimization``); a missing one is MLflow's 404, after the run is made, as in MLflow."""
+    item = None
+    if 0 < len(dataset_id.encode("utf-8")) <= MAX_DATASET_ID_BYTES:
+        item = table.get(ENTITY["evaluation_dataset"].key(workspace=request_workspace.current(), dataset_id=dataset_id))
+    if item is None or item.get("deleting"):
+        raise not_found(f"Evaluation dataset with id '{dataset_id}' not found")
+    dataset = {
+        "name": item["name"],
+        "digest": item["digest"],
+        "source_type": "mlflow_evaluation_dataset",
+        "source": json.dumps({"dataset_id": dataset_id}),
+        **{field: item[field] for field in ("schema", "profile") if item.get(field) is not None},
+    }
+    inputs.log_inputs(
+        {"run_id": run_id, "datasets": [{"tags": [{"key": "mlflow.data.context", "value": "optimization"}], "dataset": dataset}]}
+    )
 
 
 def job_json(item: dict[str, Any]) -> dict[str, Any]:

@@ -196,3 +196,28 @@ def test_create_in_missing_experiment_submits_nothing(server: str) -> None:
     status, answer = call(server, "POST", PO, _body("987654321", "prompts:/p/1"))
     assert status == 404 and answer["error_code"] == "RESOURCE_DOES_NOT_EXIST"
     assert call(server, "GET", f"{PO}/search", query={"experiment_id": "987654321"}) == (200, {})
+
+
+def test_dataset_is_linked_to_the_run(server: str) -> None:
+    from mlflow.genai.datasets import create_dataset
+
+    mlflow.set_tracking_uri(server)
+    client = mlflow.MlflowClient(server)
+    experiment_id = client.create_experiment(unique("po-data"))
+    dataset = create_dataset(name=unique("po-ds"), experiment_id=[experiment_id])
+    status, created = call(server, "POST", PO, _body(experiment_id, "prompts:/p/1", dataset_id=dataset.dataset_id))
+    assert status == 200, created
+    assert created["job"]["config"]["dataset_id"] == dataset.dataset_id
+    inputs = client.get_run(created["job"]["run_id"]).inputs.dataset_inputs
+    assert [(i.dataset.name, i.dataset.digest, i.dataset.source_type) for i in inputs] == [
+        (dataset.name, dataset.digest, "mlflow_evaluation_dataset")
+    ]
+    assert json.loads(inputs[0].dataset.source) == {"dataset_id": dataset.dataset_id}
+    assert [(t.key, t.value) for t in inputs[0].tags] == [("mlflow.data.context", "optimization")]
+
+    # A missing dataset: MLflow's 404, after the run is made (as MLflow's handler orders it); no job.
+    body = _body(experiment_id, "prompts:/p/1", dataset_id="d-" + "0" * 32)
+    status, answer = call(server, "POST", PO, body)
+    assert (status, answer) == reference("POST", PO, {**body, "experiment_id": "0"})
+    _, listed = call(server, "GET", f"{PO}/search", query={"experiment_id": experiment_id})
+    assert [j["job_id"] for j in listed["jobs"]] == [created["job"]["job_id"]]
