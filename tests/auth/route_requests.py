@@ -573,6 +573,19 @@ SHAPES: dict[str, Shape] = {
     "POST /ajax-api/3.0/mlflow/issues/schedule/state": Shape(
         {"experiment_id": EXPERIMENT}, _q(experiment_id="$experiment_id"), admin_only=True
     ),
+    # MLflow 3.18: issue detection creates a run in the experiment (validate_can_invoke_issue_detection).
+    "POST /ajax-api/3.0/mlflow/issues/invoke": Shape(
+        {"experiment_id": EXPERIMENT},
+        _q(experiment_id="$experiment_id", trace_ids=["tr-x"], categories=["q"], provider="openai", endpoint_name="e"),
+        fresh=True,
+    ),
+    # --- MLflow 3.18's prompt-optimization jobs (the job-id routes: NO_RESOURCE_ID) --------------------------
+    "POST /api/3.0/mlflow/prompt-optimization/jobs": Shape(
+        {"experiment_id": EXPERIMENT},
+        _q(experiment_id="$experiment_id", source_prompt_uri="prompts:/bob-prompt/1", config={"optimizer_type": "OPTIMIZER_TYPE_GEPA"}),
+    ),
+    "GET /api/3.0/mlflow/prompt-optimization/jobs/search": Shape({"experiment_id": EXPERIMENT}, _q(experiment_id="$experiment_id")),
+    "POST /api/3.0/mlflow/prompt-optimization/jobs/search": Shape({"experiment_id": EXPERIMENT}, _q(experiment_id="$experiment_id")),
 }
 
 _GATEWAY = (
@@ -732,6 +745,13 @@ NO_RESOURCE_ID: dict[str, str] = {
         )
         for route in ROUTES
         if route.path.startswith("/ajax-api/3.0/jobs")
+    },
+    **{
+        f"{method} /api/3.0/mlflow/prompt-optimization/jobs/{{job_id}}{tail}": (
+            "a prompt-optimization job is judged on the experiment its params name (READ, UPDATE to cancel, DELETE): "
+            "tests/jobs/test_prompt_optimization_auth.py; MLflow's reference app runs no jobs here (job execution is off)"
+        )
+        for method, tail in (("GET", ""), ("DELETE", ""), ("POST", "/cancel"))
     },
     "POST /ajax-api/3.0/mlflow/demo/generate": "the demo data, for any logged-in user (MLflow's auth app lets every user in)",
     "POST /ajax-api/3.0/mlflow/demo/delete": "the demo data, for any logged-in user (MLflow's auth app lets every user in)",
