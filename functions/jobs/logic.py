@@ -1,5 +1,4 @@
-"""Submitting a job: the item first (PENDING), then its message; a job whose message could not be sent is
-failed at once, so no job waits forever for a worker that will never hear of it."""
+"""Submitting a job by name (the jobs API): a name this server runs, then its item and message."""
 
 from __future__ import annotations
 
@@ -7,16 +6,9 @@ from typing import Any
 
 from serverless_mlflow import job_kinds, job_queue
 from serverless_mlflow.errors import invalid
-from serverless_mlflow.store import jobs as store
 
 
 def submit(job_name: str, params: dict[str, Any], timeout: float | None, creator: str | None) -> dict[str, Any]:
     if job_kinds.target(job_name) is None:
         raise invalid(f"Invalid job name: {job_name}")
-    item = store.create(job_name, params, timeout, creator)
-    try:
-        job_queue.submit(item["job_id"], creator)
-    except Exception:
-        store.fail_unqueued(item["job_id"])
-        raise
-    return item
+    return job_queue.create_and_submit(job_name, params, timeout, creator)

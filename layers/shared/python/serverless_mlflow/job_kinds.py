@@ -1,8 +1,9 @@
 """The job names this server runs (the jobs API refuses others with MLflow's "Invalid job name").
 
 Read by the request path without importing the worker: each name maps to ``module:function`` in the job
-worker's package (``functions/job_worker``). MLflow's own job functions (``invoke_scorer``, ``optimize_prompts``,
-...) need MLflow's GenAI code in the worker and are not served yet.
+worker's package (``functions/job_worker``). MLflow's own job functions run under MLflow's job names: those the
+UI's invoke routes submit (``invoke_scorer``, ``invoke_genai_evaluate``); ``optimize_prompts`` and the others are
+not served yet.
 """
 
 from __future__ import annotations
@@ -11,10 +12,14 @@ import os
 
 DEMO_GENERATE = "demo_generate"
 DEMO_DELETE = "demo_delete"
+INVOKE_SCORER = "invoke_scorer"
+INVOKE_GENAI_EVALUATE = "invoke_genai_evaluate"
 
 KINDS: dict[str, str] = {
     DEMO_GENERATE: "job_worker.kinds.demo:generate",
     DEMO_DELETE: "job_worker.kinds.demo:delete",
+    INVOKE_SCORER: "job_worker.kinds.scorers:invoke_scorer",
+    INVOKE_GENAI_EVALUATE: "job_worker.kinds.scorers:invoke_genai_evaluate",
 }
 
 # Small jobs that exercise the runner (succeed, fail, fail transiently, continue across invocations). Served only

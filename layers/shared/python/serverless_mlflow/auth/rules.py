@@ -365,6 +365,10 @@ RULES: dict[str, Rule] = {
     "search_jobs": Rule(authenticated, after=jobs.own_jobs),
     "get_job": Rule(jobs.job_creator),
     "cancel_job": Rule(jobs.job_creator),
+    "get_job_flask": Rule(jobs.job_creator),
+    "cancel_job_flask": Rule(jobs.job_creator),
+    "invoke_scorer": Rule(_UPDATE_EXPERIMENT),
+    "invoke_genai_evaluate": Rule(jobs.can_invoke_genai_evaluate),
     "generate_demo": Rule(authenticated),
     "delete_demo": Rule(authenticated),
     # --- AI gateway budget policies: admin-only (they cap every user's spend and name no per-user owner) -------

@@ -39,10 +39,20 @@ def not_found_error(job_id: str) -> MlflowError:
     return not_found(f"Job with ID {job_id} not found")
 
 
+def new_job_id() -> str:
+    return str(uuid.uuid4())
+
+
 def create(
-    job_name: str, params: dict[str, Any], timeout: float | None, creator: str | None, workspace: str = DEFAULT_WORKSPACE
+    job_name: str,
+    params: dict[str, Any],
+    timeout: float | None,
+    creator: str | None,
+    workspace: str = DEFAULT_WORKSPACE,
+    job_id: str | None = None,
 ) -> dict[str, Any]:
-    job_id = str(uuid.uuid4())
+    """A PENDING job; ``job_id`` when the caller chose it first (a run tagged with it before the job exists)."""
+    job_id = job_id or new_job_id()
     now = clock.now_millis()
     attributes: dict[str, Any] = {
         "job_id": job_id,
