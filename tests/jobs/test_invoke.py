@@ -237,9 +237,13 @@ def test_invoke_validation_answers_mlflows(server: str, client: Any) -> None:
 def test_flask_job_twins_answer_mlflows_shape_and_errors(server: str) -> None:
     reference = asgi_reference_server()
     for method, path in (("GET", f"{FLASK_JOBS}/no-such-job"), ("PATCH", f"{FLASK_JOBS}/cancel/no-such-job")):
-        assert call(server, method, path) == reference_call(reference.url, method, path) == (
-            404,
-            {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "Job with ID no-such-job not found"},
+        assert (
+            call(server, method, path)
+            == reference_call(reference.url, method, path)
+            == (
+                404,
+                {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "Job with ID no-such-job not found"},
+            )
         )
 
 
@@ -248,7 +252,10 @@ def test_genai_evaluate_invoke_runs_mlflows_evaluation_into_a_new_run(server: st
     mlflow.set_experiment(experiment_id=experiment_id)
     trace_ids = two_traces(experiment_id)
     status, answer = call(
-        server, "POST", EVALUATE_INVOKE, {"experiment_id": experiment_id, "trace_ids": trace_ids, "serialized_scorers": [judge_json("helpful")]}
+        server,
+        "POST",
+        EVALUATE_INVOKE,
+        {"experiment_id": experiment_id, "trace_ids": trace_ids, "serialized_scorers": [judge_json("helpful")]},
     )
     assert status == 200, answer
     assert set(answer) == {"job_id", "run_id"}
