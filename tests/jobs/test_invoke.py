@@ -266,6 +266,8 @@ def test_genai_evaluate_invoke_runs_mlflows_evaluation_into_a_new_run(server: st
     assert done["status"] == "SUCCEEDED", done
     assert done["result"] == {"run_id": answer["run_id"], "total_traces": 2, "scorer_count": 1}
     assert client.get_run(answer["run_id"]).info.status == "FINISHED"
+    for trace_id in trace_ids:  # the judge's feedback, logged by MLflow's evaluation harness
+        assert [a.value for a in client.get_trace(trace_id).info.assessments if a.name == "helpful"] == ["yes"]
 
     # Canceling a finished job: MLflow's Flask answer (its usual error JSON, not FastAPI's {"detail"}).
     assert call(server, "PATCH", f"{FLASK_JOBS}/cancel/{answer['job_id']}") == (
