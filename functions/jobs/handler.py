@@ -1,6 +1,7 @@
-"""MLflow's jobs API (``/ajax-api/3.0/jobs/*``, FastAPI in MLflow) and the demo data routes (``demo/generate``,
-``demo/delete``): parse as MLflow's handlers do, call one function, answer MLflow's JSON. Jobs run in the job
-worker, fed by an SQS queue; a request never runs one."""
+"""MLflow's jobs API (``/ajax-api/3.0/jobs/*``, FastAPI in MLflow) with its Flask twins (``/ajax-api/3.0/mlflow/jobs/*``),
+the demo data routes (``demo/generate``, ``demo/delete``) and the UI's invoke routes (``scorer/invoke``,
+``genai/evaluate/invoke``): parse as MLflow's handlers do, call one function, answer MLflow's JSON. Jobs run in the
+job worker, fed by an SQS queue; a request never runs one."""
 
 from __future__ import annotations
 
