@@ -171,6 +171,7 @@ def test_scorer_invoke_of_a_registered_scorer_and_a_session_judge(server: str, c
         with mlflow.start_span("turn"):
             mlflow.update_current_trace(metadata={"mlflow.trace.session": session})
         traces[session].append(mlflow.get_last_active_trace_id())
+        time.sleep(0.01)  # distinct request times: a session's traces are ordered by them
     stored([*traces["s1"], *traces["s2"]])
     lone = two_traces(experiment_id)[0]
     order = [traces["s2"][0], traces["s1"][1], lone, traces["s1"][0]]
