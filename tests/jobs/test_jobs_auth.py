@@ -4,8 +4,10 @@ a job is read and canceled by its creator or an admin; a search answers a user o
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
+import mlflow
 import pytest
 import requests
 
@@ -90,3 +92,52 @@ def test_invoke_routes_need_update_on_the_experiment(server: str) -> None:
         status, answer = call(url, alice, "POST", EVALUATE_INVOKE, evaluate)
         assert status == 200, answer
         assert call(url, alice, "GET", f"{JOBS}/{answer['job_id']}")[1]["params"]["username"] == alice[0]
+
+
+@pytest.mark.long
+def test_a_judge_job_runs_as_its_creator(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under basic auth with no default permission, alice's scorer/invoke job reads her traces and logs the
+    judge's feedback on them with her rights alone (her job token), through MLflow's own job function."""
+    from tests.jobs.test_invoke import judge_json, two_traces
+    from tools.mock_llm import MockLLM
+
+    llm = MockLLM().start()
+    env = {
+        **basic_env(),
+        "AUTH_DEFAULT_PERMISSION": "NO_PERMISSIONS",
+        "OPENAI_API_KEY": "test-key",
+        "OPENAI_API_BASE": f"{llm.url}/v1",
+    }
+    try:
+        with basic_runtime(env=env) as url:
+            alice = (unique("alice"), "alice-password-1")
+            status, _ = call(
+                url, (ADMIN, ADMIN_PASSWORD), "POST", "/api/2.0/mlflow/users/create", {"username": alice[0], "password": alice[1]}
+            )
+            assert status == 200
+            monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", alice[0])
+            monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", alice[1])
+            mlflow.set_tracking_uri(url)
+            experiment_id = mlflow.MlflowClient().create_experiment(unique("judged"))
+            mlflow.set_experiment(experiment_id=experiment_id)
+            trace_ids = two_traces(experiment_id)
+            body = {
+                "experiment_id": experiment_id,
+                "serialized_scorer": judge_json("helpful"),
+                "trace_ids": trace_ids,
+                "log_assessments": True,
+            }
+            status, answer = call(url, alice, "POST", SCORER_INVOKE, body)
+            assert status == 200, answer
+            (job,) = answer["jobs"]
+            deadline = time.monotonic() + 120
+            while (done := call(url, alice, "GET", f"{FLASK_JOBS}/{job['job_id']}")[1])["status"] in ("PENDING", "RUNNING"):
+                assert time.monotonic() < deadline, done
+                time.sleep(0.5)
+            assert done["status"] == "SUCCEEDED", done
+            assert all(result["failures"] == [] for result in done["result"].values()), done
+            for trace_id in trace_ids:
+                logged = mlflow.MlflowClient().get_trace(trace_id).info.assessments
+                assert [a.value for a in logged if a.name == "helpful"] == ["yes"]
+    finally:
+        llm.stop()
