@@ -191,7 +191,13 @@ ACCESS: dict[str, Access] = {
     # with its name claim in a transaction: ConditionCheckItem none, PutItem under the transaction) and the
     # experiment id counter; one message per job on the jobs queue, with the job's token (minted with the job-token
     # key) under basic auth; PutItem also writes the caller's MANAGE grant on the demo experiment it creates.
-    "jobs": Access(table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem"), job_queue=("sqs:SendMessage",), job_token_key=True),
+    # The invoke routes read traces, scorers and experiments, and genai/evaluate/invoke creates its evaluation run
+    # (a transaction conditioned on the experiment being active: ConditionCheckItem).
+    "jobs": Access(
+        table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "ConditionCheckItem"),
+        job_queue=("sqs:SendMessage",),
+        job_token_key=True,
+    ),
     # The job worker: claims and finishes job items; hands a job to its next invocation (SendMessage) and backs a
     # retried message off (ChangeMessageVisibility). Its kinds reach the rest of the data through the API, as the
     # job's creator (its message's job token): never the job-token key.

@@ -1,5 +1,4 @@
-"""Submitting a job: the item first (PENDING), then its message; a job whose message could not be sent is
-failed at once, so no job waits forever for a worker that will never hear of it."""
+"""Submitting a job by name (the jobs API): a name this server runs, then its item and message."""
 
 from __future__ import annotations
 

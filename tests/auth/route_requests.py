@@ -569,6 +569,27 @@ SHAPES: dict[str, Shape] = {
     "PATCH /api/3.0/mlflow/issues/{issue_id}": Shape(
         {"issue_id": ISSUE}, lambda v: Call(path={"issue_id": v["issue_id"]}, params={"issue_id": v["issue_id"], "status": "resolved"})
     ),
+    # The UI's judge runs: UPDATE on the experiment; trace ids of another experiment are refused by the handler (403).
+    "POST /ajax-api/3.0/mlflow/scorer/invoke": Shape(
+        {"experiment_id": EXPERIMENT, "trace_ids": TRACE},
+        lambda v: Call(
+            params={
+                "experiment_id": v["experiment_id"],
+                "serialized_scorer": json.dumps({"name": "bob-judge"}),
+                "trace_ids": [v["trace_ids"]],
+            }
+        ),
+    ),
+    "POST /ajax-api/3.0/mlflow/genai/evaluate/invoke": Shape(
+        {"experiment_id": EXPERIMENT, "trace_ids": TRACE},
+        lambda v: Call(
+            params={
+                "experiment_id": v["experiment_id"],
+                "serialized_scorers": [json.dumps({"name": "bob-judge"})],
+                "trace_ids": [v["trace_ids"]],
+            }
+        ),
+    ),
     # MLflow 3.18's auth app fails the /mlflow/issues/ family closed and has no validator for this route: admins only.
     "POST /ajax-api/3.0/mlflow/issues/schedule/state": Shape(
         {"experiment_id": EXPERIMENT}, _q(experiment_id="$experiment_id"), admin_only=True
@@ -744,7 +765,7 @@ NO_RESOURCE_ID: dict[str, str] = {
             "own jobs): tests/jobs/test_jobs_auth.py; MLflow's reference app runs no jobs here (job execution is off)"
         )
         for route in ROUTES
-        if route.path.startswith("/ajax-api/3.0/jobs")
+        if route.path.startswith(("/ajax-api/3.0/jobs", "/ajax-api/3.0/mlflow/jobs/"))
     },
     **{
         f"{method} /api/3.0/mlflow/prompt-optimization/jobs/{{job_id}}{tail}": (

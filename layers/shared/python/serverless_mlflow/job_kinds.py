@@ -2,7 +2,8 @@
 
 Read by the request path without importing the worker: each name maps to ``module:function`` in the job
 worker's package (``functions/job_worker``). MLflow's own job functions run under MLflow's job names, with MLflow's
-params (``optimize_prompts``, ``invoke_issue_detection``): the jobs API's search finds them as MLflow's does.
+params (``invoke_scorer``, ``invoke_genai_evaluate``, ``optimize_prompts``, ``invoke_issue_detection``), submitted
+by the routes that MLflow answers with them: the jobs API's search finds them as MLflow's does.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ DEMO_GENERATE = "demo_generate"
 DEMO_DELETE = "demo_delete"
 OPTIMIZE_PROMPTS = "optimize_prompts"
 INVOKE_ISSUE_DETECTION = "invoke_issue_detection"
+INVOKE_SCORER = "invoke_scorer"
+INVOKE_GENAI_EVALUATE = "invoke_genai_evaluate"
 
 KINDS: dict[str, str] = {
     DEMO_GENERATE: "job_worker.kinds.demo:generate",
     DEMO_DELETE: "job_worker.kinds.demo:delete",
     OPTIMIZE_PROMPTS: "job_worker.kinds.mlflow_jobs:optimize_prompts",
     INVOKE_ISSUE_DETECTION: "job_worker.kinds.mlflow_jobs:invoke_issue_detection",
+    INVOKE_SCORER: "job_worker.kinds.scorers:invoke_scorer",
+    INVOKE_GENAI_EVALUATE: "job_worker.kinds.scorers:invoke_genai_evaluate",
 }
 
 # Small jobs that exercise the runner (succeed, fail, fail transiently, continue across invocations). Served only

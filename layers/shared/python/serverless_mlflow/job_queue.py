@@ -37,6 +37,22 @@ def reset_client() -> None:
     _client = None
 
 
+def create_and_submit(
+    job_name: str, params: dict[str, Any], timeout: float | None, creator: str | None, job_id: str | None = None
+) -> dict[str, Any]:
+    """A new job: its item first (PENDING), then its message. A job whose message could not be sent is failed at
+    once, so no job waits forever for a worker that will never hear of it."""
+    from serverless_mlflow.store import jobs as store
+
+    item = store.create(job_name, params, timeout, creator, job_id=job_id)
+    try:
+        submit(item["job_id"], creator)
+    except Exception:
+        store.fail_unqueued(item["job_id"])
+        raise
+    return item
+
+
 def submit(job_id: str, creator: str | None) -> None:
     """A new job's message: under basic auth with the token its worker calls the API with, as ``creator``."""
     from serverless_mlflow import auth
@@ -55,19 +71,3 @@ def enqueue(job_id: str, delay_seconds: int = 0, token: str | None = None) -> No
         MessageBody=json.dumps(body),
         DelaySeconds=max(0, min(delay_seconds, MAX_DELAY_SECONDS)),
     )
-
-
-def create_and_submit(
-    job_name: str, params: dict[str, Any], timeout: float | None, creator: str | None, job_id: str | None = None
-) -> dict[str, Any]:
-    """A new job: its item first (PENDING), then its message; a job whose message could not be sent is failed at
-    once, so no job waits forever for a worker that will never hear of it."""
-    from serverless_mlflow.store import jobs
-
-    item = jobs.create(job_name, params, timeout, creator, job_id=job_id)
-    try:
-        submit(item["job_id"], creator)
-    except Exception:
-        jobs.fail_unqueued(item["job_id"])
-        raise
-    return item

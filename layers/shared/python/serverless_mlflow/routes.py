@@ -412,6 +412,12 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("GET", f"{JOBS}/{{job_id}}", "jobs", "get_job"),
     ("POST", f"{AJAX3}/demo/generate", "jobs", "generate_demo"),
     ("POST", f"{AJAX3}/demo/delete", "jobs", "delete_demo"),
+    # MLflow's Flask twins of get and cancel (their own JSON and errors), and the UI's invoke routes, which submit
+    # jobs that run MLflow's own job functions (ajax only).
+    ("GET", f"{AJAX3}/jobs/{{job_id}}", "jobs", "get_job_flask"),
+    ("PATCH", f"{AJAX3}/jobs/cancel/{{job_id}}", "jobs", "cancel_job_flask"),
+    ("POST", f"{AJAX3}/scorer/invoke", "jobs", "invoke_scorer"),
+    ("POST", f"{AJAX3}/genai/evaluate/invoke", "jobs", "invoke_genai_evaluate"),
 )
 
 # Route families served by one feature behind two greedy API Gateway routes (``ANY <prefix>`` and

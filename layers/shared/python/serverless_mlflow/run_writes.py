@@ -98,3 +98,8 @@ def write_run_changes(run: dict[str, Any], changes: dict[str, Any]) -> None:
             table.update(key, expression, names, values, condition=condition)
     except table.ConditionFailed:
         raise store.run_not_active(run["run_id"], store.DELETED) from None
+
+
+def fail_run(run_id: str) -> None:
+    """``set_terminated(run_id, "FAILED")``: status FAILED, ended now, while the run is active."""
+    write_run_changes(store.get_active_run_item(run_id), {"status": "FAILED", "end_time": clock.now_millis()})

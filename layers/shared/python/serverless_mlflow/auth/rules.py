@@ -367,6 +367,10 @@ RULES: dict[str, Rule] = {
     "search_jobs": Rule(authenticated, after=jobs.own_jobs),
     "get_job": Rule(jobs.job_creator),
     "cancel_job": Rule(jobs.job_creator),
+    "get_job_flask": Rule(jobs.job_creator),
+    "cancel_job_flask": Rule(jobs.job_creator),
+    "invoke_scorer": Rule(_UPDATE_EXPERIMENT),
+    "invoke_genai_evaluate": Rule(jobs.can_invoke_genai_evaluate),
     "generate_demo": Rule(authenticated),
     # MLflow 3.18's prompt-optimization jobs: UPDATE on the experiment to create one (and the source prompt not
     # denied: the job loads it), READ to read or search, UPDATE to cancel, DELETE to delete.

@@ -39,6 +39,10 @@ def not_found_error(job_id: str) -> MlflowError:
     return not_found(f"Job with ID {job_id} not found")
 
 
+def new_job_id() -> str:
+    return str(uuid.uuid4())
+
+
 def create(
     job_name: str,
     params: dict[str, Any],
@@ -47,8 +51,8 @@ def create(
     workspace: str = DEFAULT_WORKSPACE,
     job_id: str | None = None,
 ) -> dict[str, Any]:
-    """A PENDING job; ``job_id`` when the caller names the job before submitting it (a run tagged with it)."""
-    job_id = job_id or str(uuid.uuid4())
+    """A PENDING job; ``job_id`` when the caller chose it first (a run tagged with it before the job exists)."""
+    job_id = job_id or new_job_id()
     now = clock.now_millis()
     attributes: dict[str, Any] = {
         "job_id": job_id,
