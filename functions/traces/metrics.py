@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import layout, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.schema import TRACE_BUCKET_MS
 from serverless_mlflow.search import traces as grammar
@@ -135,7 +135,10 @@ def _groups(query: Query) -> dict[GroupKey, Group]:
     if not _servable(query):
         return _raw_groups(query, query.start_ms, query.end_ms)
     needed = set(query.dimensions) | {_filter_dimension(f) for f in query.filters}
-    level = rollups.level_for(query.family, needed)  # type: ignore[arg-type]
+    # A table whose traces were aggregated before the coarse levels existed reads the full level until
+    # ``make migrate`` has re-aggregated every trace (``layout.ROLLUP_LEVELS``).
+    coarse = layout.rollup_levels_complete()
+    level = rollups.level_for(query.family, needed) if coarse else rollups.FULL  # type: ignore[arg-type]
     # Whole hours from the level's hourly items; within the partial hours at the edges, whole minutes from the
     # ungrouped per-minute items (when the query is ungrouped), the rest (partial minutes) from raw rows.
     hours, edges = _split(query.start_ms, query.end_ms, TRACE_BUCKET_MS)

@@ -92,3 +92,49 @@ def test_seven_day_charts_read_coarse_rollups_and_match_sqlalchemy_store(server:
         assert items <= 5 * 2 + 2 + 4, (query, items)
     points, items = _answer(ours, ours_experiment, BY_NAME)
     assert len(points) == 32 and items >= 30, (len(points), items)
+
+
+def _as_before_the_levels(experiment_id: str) -> None:
+    """The experiment as code before the coarse levels left it: contribution records with the full level's parts
+    only, no coarse rollup items, the ``rollup_levels`` step not recorded."""
+    import json
+
+    from serverless_mlflow import layout, trace_aggregates
+    from serverless_mlflow.trace_metrics import rollups
+    from tools import rollup_levels
+
+    for trace_id in rollup_levels.trace_ids(experiment_id):
+        record = table.get(trace_aggregates.RECORD.key(trace_id=trace_id))
+        assert record is not None
+        parts = {sk: part for sk, part in json.loads(record["parts"]).items() if part["f"] in rollups.FAMILY_DIMENSIONS}
+        table.put({**record, "parts": json.dumps(parts)})
+    for family, levels in rollups.LEVELS.items():
+        for level in levels:
+            if level != rollups.FULL:
+                items = table.iter_query(**rollups.ROLLUP.query("in_hours", experiment_id=experiment_id, family=family + level))
+                table.batch_write(deletes=[{"pk": item["pk"], "sk": item["sk"]} for item in items])
+    table.update(layout.LAYOUT_KEY, "DELETE steps :s", values={":s": {layout.ROLLUP_LEVELS}})
+    layout.forget()
+
+
+def test_migration_step_adds_the_levels_to_traces_aggregated_before_them(server: str) -> None:
+    from serverless_mlflow import layout
+    from tools import rollup_levels
+
+    ours, experiment_id = _log(server)
+    expected = [_answer(ours, experiment_id, query)[0] for query in UNGROUPED]
+    _as_before_the_levels(experiment_id)
+    try:
+        # Until the step is recorded, queries read the full level (an item per name and hour): still exact.
+        for query, points in zip(UNGROUPED, expected, strict=True):
+            answer, items = _answer(ours, experiment_id, query)
+            assert answer == points, (query, answer, points)
+        assert _answer(ours, experiment_id, COUNT)[1] >= 30
+        assert rollup_levels.run([experiment_id]) == len(OFFSETS_MS)
+    finally:
+        layout.record_steps([layout.ROLLUP_LEVELS])  # the session's table is shared: never leave it unrecorded
+    for query, points in zip(UNGROUPED, expected, strict=True):
+        answer, items = _answer(ours, experiment_id, query)
+        assert answer == points and items <= 12, (query, answer, points, items)
+    assert rollup_levels.run([experiment_id], record=False) == len(OFFSETS_MS)  # again: nothing changes
+    assert [_answer(ours, experiment_id, query)[0] for query in UNGROUPED] == expected
