@@ -6,17 +6,19 @@ synchronous export (two spans over OTLP, then ``start_trace``) against the in-pr
 the rest through the traces function's own write code called in-process (``traces.ingest.log_spans`` with the
 same two OTLP spans, then ``traces.ingest.start_trace`` with the info the client sends), with the function's role,
 on a few threads: the same items, without HTTP and the client. After every batch the stream is drained through
-the real indexer handler (which keeps the rollup items, ``trace_aggregates``). Request
-times are spread evenly over a fixed 7-day window (168 hours), so the rollups a query reads do not depend on the
-number of traces. The experiment grows to each size of ``TRACE_METRICS_SIZES`` (default ``1000,10000``) in turn,
-and at each size the Overview's queries are sent over HTTP and their DynamoDB reads counted (``table.STATS``):
+the real indexer handler (which keeps the rollup items, ``trace_aggregates``). Request times are spread evenly
+over a fixed 7-day window (168 hours); ``TRACE_METRICS_NAMES`` trace names (default 50), 1 in 10 an error. The
+experiment grows to each size of ``TRACE_METRICS_SIZES`` (default ``1000,10000``) in turn, and at each size the
+Overview's queries are sent over HTTP and their DynamoDB reads counted (``table.STATS``):
 
-* aligned: a range of whole hours, answered from rollups alone;
-* the UI's "last 7 days" at an arbitrary minute: rollups for the whole hours, raw trace rows for the two partial
-  hours at the edges (those grow with the traces per hour).
+* aligned: a range of whole hours, answered from rollups alone (ungrouped charts: one item per hour);
+* the UI's "last 7 days" at an arbitrary time: hourly items for the whole hours, per-minute items for the whole
+  minutes of the two partial hours, raw trace rows for the two partial minutes (status-grouped: raw edge hours);
+* grouped by trace name: the full level, an item per hour and name.
 
 Write units are counted with ``tools.heat_meter`` (DynamoDB's capacity rules) on the first
-``TRACE_METRICS_METERED`` traces (default 100): the write path's requests and the indexer's drain separately.
+``TRACE_METRICS_METERED`` traces (default 100; each alone in its hour's items) and on as many more once the
+window is loaded (every item full): the write path's requests and the indexer's drain separately.
 """
 
 from __future__ import annotations
@@ -56,13 +58,20 @@ def _window() -> tuple[int, int]:
     return end - WINDOW_HOURS * TRACE_BUCKET_MS, end
 
 
+def _name(start_ms: int) -> str:
+    """A trace's name: spread evenly and independently of time (every hour sees every name, given the traces)."""
+    import zlib
+
+    return NAMES[zlib.crc32(str(start_ms).encode()) % len(NAMES)]
+
+
 def _log_trace(mlflow: Any, experiment_id: str, index: int, start_ms: int) -> None:
     from mlflow.entities import SpanStatusCode
     from mlflow.tracing.constant import SpanAttributeKey
 
     start_ns = start_ms * 1_000_000
     root = mlflow.start_span_no_context(
-        NAMES[index % len(NAMES)], inputs={"question": f"question {index}"}, experiment_id=experiment_id, start_time_ns=start_ns
+        _name(start_ms), inputs={"question": f"question {index}"}, experiment_id=experiment_id, start_time_ns=start_ns
     )
     child = mlflow.start_span_no_context("llm", span_type="CHAT_MODEL", parent_span=root, start_time_ns=start_ns + 1_000_000)
     child.set_attribute(SpanAttributeKey.CHAT_USAGE, {"input_tokens": 10 + index % 90, "output_tokens": 5, "total_tokens": 15 + index % 90})
@@ -101,7 +110,7 @@ def _otlp_and_info(experiment_id: str, index: int, start_ms: int) -> tuple[Any, 
     )
     child.attributes.extend(attributes(**{"mlflow.spanOutputs": {"text": "an answer"}}))
     child.status.code = 1
-    root = spans.add(trace_id=trace_bytes, span_id=root_id, name=NAMES[index % len(NAMES)])
+    root = spans.add(trace_id=trace_bytes, span_id=root_id, name=_name(start_ms))
     root.start_time_unix_nano, root.end_time_unix_nano = start_ns, start_ns + (30 + index % 400) * 1_000_000
     root.attributes.extend(
         attributes(
@@ -127,7 +136,7 @@ def _otlp_and_info(experiment_id: str, index: int, start_ms: int) -> tuple[Any, 
             "mlflow.trace.tokenUsage": json.dumps(usage),
             "mlflow.trace.sizeStats": json.dumps({"total_size_bytes": 2000, "num_spans": 2}),
         },
-        "tags": {"mlflow.traceName": NAMES[index % len(NAMES)]},
+        "tags": {"mlflow.traceName": _name(start_ms)},
     }
     return request, info
 
