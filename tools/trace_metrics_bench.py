@@ -1,19 +1,24 @@
 """``traces/metrics`` at scale: items read per chart query as one experiment grows, and the indexer's extra write
 units per trace (``make bench-trace-metrics``, or the ``trace_metrics`` section of ``make bench``).
 
-Traces go through the real write path: the stock client with synchronous export (two spans over OTLP, then
-``start_trace``) against the in-process runtime, its indexer paused while a batch is logged, then the stream is
-drained through the real indexer handler (which keeps the hourly rollup items, ``trace_aggregates``). Request
-times are spread evenly over a fixed 7-day window (168 hours), so the rollups a query reads do not depend on the
-number of traces. The experiment grows to each size of ``TRACE_METRICS_SIZES`` (default ``1000,10000``) in turn,
-and at each size the Overview's queries are sent over HTTP and their DynamoDB reads counted (``table.STATS``):
+Traces go through the real write path. The first ``TRACE_METRICS_METERED`` go through the stock client with
+synchronous export (two spans over OTLP, then ``start_trace``) against the in-process runtime (~0.4 s a trace);
+the rest through the traces function's own write code called in-process (``traces.ingest.log_spans`` with the
+same two OTLP spans, then ``traces.ingest.start_trace`` with the info the client sends), with the function's role,
+on a few threads: the same items, without HTTP and the client. After every batch the stream is drained through
+the real indexer handler (which keeps the rollup items, ``trace_aggregates``). Request times are spread evenly
+over a fixed 7-day window (168 hours); ``TRACE_METRICS_NAMES`` trace names (default 50), 1 in 10 an error. The
+experiment grows to each size of ``TRACE_METRICS_SIZES`` (default ``1000,10000``) in turn, and at each size the
+Overview's queries are sent over HTTP and their DynamoDB reads counted (``table.STATS``):
 
-* aligned: a range of whole hours, answered from rollups alone;
-* the UI's "last 7 days" at an arbitrary minute: rollups for the whole hours, raw trace rows for the two partial
-  hours at the edges (those grow with the traces per hour).
+* aligned: a range of whole hours, answered from rollups alone (ungrouped charts: one item per hour);
+* the UI's "last 7 days" at an arbitrary time: hourly items for the whole hours, per-minute items for the whole
+  minutes of the two partial hours, raw trace rows for the two partial minutes (status-grouped: raw edge hours);
+* grouped by trace name: the full level, an item per hour and name.
 
 Write units are counted with ``tools.heat_meter`` (DynamoDB's capacity rules) on the first
-``TRACE_METRICS_METERED`` traces (default 100): the write path's requests and the indexer's drain separately.
+``TRACE_METRICS_METERED`` traces (default 100; each alone in its hour's items) and on as many more once the
+window is loaded (every item full): the write path's requests and the indexer's drain separately.
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ from serverless_mlflow.table import STATS  # noqa: E402
 SECTION = "Trace metrics: items read per chart as an experiment grows, indexer write units per trace"
 WINDOW_HOURS = 168
 BATCH = 200
-NAMES = ("agent-a", "agent-b", "agent-c", "agent-d", "agent-e")
+NAME_COUNT = int(os.environ.get("TRACE_METRICS_NAMES", "50"))
+NAMES = tuple(f"agent-{i:02d}" for i in range(NAME_COUNT))
+LOAD_THREADS = 4
 METRICS = "/api/3.0/mlflow/traces/metrics"
 
 
@@ -51,13 +58,20 @@ def _window() -> tuple[int, int]:
     return end - WINDOW_HOURS * TRACE_BUCKET_MS, end
 
 
+def _name(start_ms: int) -> str:
+    """A trace's name: spread evenly and independently of time (every hour sees every name, given the traces)."""
+    import zlib
+
+    return NAMES[zlib.crc32(str(start_ms).encode()) % len(NAMES)]
+
+
 def _log_trace(mlflow: Any, experiment_id: str, index: int, start_ms: int) -> None:
     from mlflow.entities import SpanStatusCode
     from mlflow.tracing.constant import SpanAttributeKey
 
     start_ns = start_ms * 1_000_000
     root = mlflow.start_span_no_context(
-        NAMES[index % len(NAMES)], inputs={"question": f"question {index}"}, experiment_id=experiment_id, start_time_ns=start_ns
+        _name(start_ms), inputs={"question": f"question {index}"}, experiment_id=experiment_id, start_time_ns=start_ns
     )
     child = mlflow.start_span_no_context("llm", span_type="CHAT_MODEL", parent_span=root, start_time_ns=start_ns + 1_000_000)
     child.set_attribute(SpanAttributeKey.CHAT_USAGE, {"input_tokens": 10 + index % 90, "output_tokens": 5, "total_tokens": 15 + index % 90})
@@ -67,6 +81,64 @@ def _log_trace(mlflow: Any, experiment_id: str, index: int, start_ms: int) -> No
         status=SpanStatusCode.ERROR if index % 10 == 0 else SpanStatusCode.OK,
         end_time_ns=start_ns + (30 + index % 400) * 1_000_000,
     )
+
+
+def _otlp_and_info(experiment_id: str, index: int, start_ms: int) -> tuple[Any, dict[str, Any]]:
+    """The two spans and the trace info the client sends for ``_log_trace``'s trace (same names, times, status,
+    token usage), as the OTLP export and ``start_trace`` body carry them."""
+    import json
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    def attributes(**values: Any) -> list[Any]:
+        # MLflow's span attributes: JSON text in OTLP string values.
+        return [KeyValue(key=k, value=AnyValue(string_value=json.dumps(v))) for k, v in values.items()]
+
+    trace_bytes = uuid.uuid4().bytes
+    root_id, child_id = os.urandom(8), os.urandom(8)
+    start_ns = start_ms * 1_000_000
+    trace_id = "tr-" + trace_bytes.hex()
+    error = index % 10 == 0
+    usage = {"input_tokens": 10 + index % 90, "output_tokens": 5, "total_tokens": 15 + index % 90}
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    child = spans.add(trace_id=trace_bytes, span_id=child_id, parent_span_id=root_id, name="llm")
+    child.start_time_unix_nano, child.end_time_unix_nano = start_ns + 1_000_000, start_ns + (20 + index % 400) * 1_000_000
+    child.attributes.extend(
+        attributes(**{"mlflow.traceRequestId": trace_id, "mlflow.spanType": "CHAT_MODEL", "mlflow.chat.tokenUsage": usage})
+    )
+    child.attributes.extend(attributes(**{"mlflow.spanOutputs": {"text": "an answer"}}))
+    child.status.code = 1
+    root = spans.add(trace_id=trace_bytes, span_id=root_id, name=_name(start_ms))
+    root.start_time_unix_nano, root.end_time_unix_nano = start_ns, start_ns + (30 + index % 400) * 1_000_000
+    root.attributes.extend(
+        attributes(
+            **{
+                "mlflow.traceRequestId": trace_id,
+                "mlflow.spanType": "UNKNOWN",
+                "mlflow.spanInputs": {"question": f"question {index}"},
+                "mlflow.spanOutputs": {"answer": "an answer"},
+            }
+        )
+    )
+    root.status.code = 2 if error else 1
+    info = {
+        "trace_id": trace_id,
+        "trace_location": {"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": experiment_id}},
+        "request_time": start_ms,
+        "execution_duration": 30 + index % 400,
+        "state": "ERROR" if error else "OK",
+        "request_preview": json.dumps({"question": f"question {index}"}),
+        "response_preview": json.dumps({"answer": "an answer"}),
+        "trace_metadata": {
+            "mlflow.trace_schema.version": "3",
+            "mlflow.trace.tokenUsage": json.dumps(usage),
+            "mlflow.trace.sizeStats": json.dumps({"total_size_bytes": 2000, "num_spans": 2}),
+        },
+        "tags": {"mlflow.traceName": _name(start_ms)},
+    }
+    return request, info
 
 
 def _drain(runtime: Any) -> None:
@@ -92,20 +164,45 @@ class Loader:
         # The same spread at every size: the first n traces cover the whole window, later ones fill the gaps.
         self.spacing = (self.window[1] - self.window[0]) // final
         self.slots = _slots(final)
-        self.seconds = 0.0
+        self.seconds = self.load_seconds = self.drain_seconds = 0.0
 
-    def log(self, index: int) -> None:
-        _log_trace(self.mlflow, self.experiment_id, index, self.window[0] + self.slots[index] * self.spacing + 7)
+    def log(self, index: int, start_ms: int | None = None) -> None:
+        """One trace through the stock client (its slot's time unless ``start_ms``)."""
+        at = start_ms if start_ms is not None else self.window[0] + self.slots[index] * self.spacing + 7
+        _log_trace(self.mlflow, self.experiment_id, index, at)
+
+    def log_in_process(self, index: int) -> None:
+        """One trace through the traces function's write code, in-process, with that function's role."""
+        import importlib
+
+        from local import iam
+
+        ingest = importlib.import_module("traces.ingest")
+        request, info = _otlp_and_info(self.experiment_id, index, self.window[0] + self.slots[index] * self.spacing + 7)
+        with iam.acting_as("traces"):
+            ingest.log_spans(self.experiment_id, request)
+            ingest.start_trace(info)
 
     def load_to(self, size: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         started = time.monotonic()
-        while self.count < size:
-            batch_end = min(size, self.count + BATCH)
-            for index in range(self.count, batch_end):
-                self.log(index)
-            _drain(self.bench.runtime)
-            self.count = batch_end
-            print(f"trace_metrics bench: {self.count} traces ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+        with ThreadPoolExecutor(LOAD_THREADS) as pool:
+            while self.count < size:
+                batch_end = min(size, self.count + BATCH)
+                logging = time.monotonic()
+                list(pool.map(self.log_in_process, range(self.count, batch_end)))
+                draining = time.monotonic()
+                _drain(self.bench.runtime)
+                self.load_seconds += draining - logging
+                self.drain_seconds += time.monotonic() - draining
+                self.count = batch_end
+                print(
+                    f"trace_metrics bench: {self.count} traces ({time.monotonic() - started:.0f} s; write path "
+                    f"{self.load_seconds:.0f} s, indexer {self.drain_seconds:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
         self.seconds += time.monotonic() - started
 
 
@@ -120,7 +217,7 @@ def _queries(experiment_id: str, window: tuple[int, int]) -> list[tuple[str, dic
     day = 24 * TRACE_BUCKET_MS
     aligned = {"start_time_ms": start, "end_time_ms": end - 1, "time_interval_seconds": 3600}
     # "Last 7 days" as the UI sends it: now minus 7 days, at an arbitrary minute (partial hours at both edges).
-    now = end - 17 * 60 * 1000
+    now = end - 17 * 60 * 1000 + 21_517  # :43:21.517
     ui = {"start_time_ms": now - 7 * day, "end_time_ms": now, "time_interval_seconds": 3600}
     base = {"experiment_ids": [experiment_id], "view_type": "TRACES"}
     count = {**base, "metric_name": "trace_count", "aggregations": [{"aggregation_type": "COUNT"}]}
@@ -136,8 +233,10 @@ def _queries(experiment_id: str, window: tuple[int, int]) -> list[tuple[str, dic
         ("latency AVG + P95 per hour, 168 whole hours", {**latency, **aligned}),
         ("total_tokens SUM per hour, 168 whole hours", {**tokens, **aligned}),
         ("trace_count by status per hour, 168 whole hours", {**errors, **aligned}),
-        ("trace_count per hour, last 7 days at :43 (2 partial hours read raw)", {**count, **ui}),
-        ("latency AVG + P95 per hour, last 7 days at :43", {**latency, **ui}),
+        ("trace_count per hour, last 7 days at :43:21.517 (edges: minute items, partial minutes raw)", {**count, **ui}),
+        ("latency AVG + P95 per hour, last 7 days at :43:21.517", {**latency, **ui}),
+        ("trace_count by status per hour, last 7 days at :43:21.517 (edges raw)", {**errors, **ui}),
+        ("latency AVG by trace_name per hour, 168 whole hours (per-name slices)", {**latency, **aligned, "dimensions": ["trace_name"]}),
     ]
 
 
@@ -155,8 +254,10 @@ def _read(bench: Any, body: dict[str, Any]) -> tuple[int, int, int]:
     return snap["items_read"], sum(snap["requests"].values()), points
 
 
-def metered_units(bench: Any, loader: Loader, n: int) -> list[tuple[str, str]]:
-    """Write units of the write path and of the indexer for the first ``n`` traces."""
+def metered_units(bench: Any, loader: Loader, n: int, late: bool = False) -> list[tuple[str, str]]:
+    """Write units of the write path and of the indexer for the first ``n`` traces (each alone in its hour's
+    rollup items), or, ``late``, for ``n`` more spread over the window once it is loaded (rollup items full:
+    an item's write units grow with its summaries' size)."""
     from tools.heat_meter import HeatMeter
 
     meter = HeatMeter()
@@ -166,20 +267,25 @@ def metered_units(bench: Any, loader: Loader, n: int) -> list[tuple[str, str]]:
     meter.reset()
     try:
         for index in range(n):
-            loader.log(index)
+            if late:
+                span = (loader.window[1] - loader.window[0]) // n
+                loader.log(loader.count + index, loader.window[0] + index * span + 11 + index % 60 * 60_000)
+            else:
+                loader.log(index)
         write_path = sum(u.units for u in meter.reset().values())
         _drain(bench.runtime)
         indexer_usage = meter.reset()
     finally:
         meter.uninstall()
         table.reset_client()
-    loader.count = n
+    loader.count = loader.count + n if late else n
     indexer = sum(u.units for u in indexer_usage.values())
     rollup_units = sum(u.units for pk, u in indexer_usage.items() if "ROLLUP" in pk.upper())
+    which = f"{n} more traces after {loader.count - n:,}" if late else f"first {n} traces"
     return [
-        (f"write path (OTLP spans + start_trace), first {n} traces", f"{write_path / n:.1f} write units per trace"),
+        (f"write path (OTLP spans + start_trace), {which}", f"{write_path / n:.1f} write units per trace"),
         (
-            f"indexer (aggregates, span-content index, rollups), first {n} traces",
+            f"indexer (aggregates, span-content index, rollups), {which}",
             f"{indexer / n:.1f} write units per trace ({indexer / write_path:.0%} of the write path's); "
             f"rollup items {rollup_units / n:.1f} of them",
         ),
@@ -200,12 +306,18 @@ def scenario_trace_metrics(bench: Any, _: int) -> None:
     rows += metered_units(bench, loader, min(metered, sizes[0]))
     for size in sizes:
         loader.load_to(size)
-        rows.append((f"setup: {size:,} traces logged and indexed (cumulative)", f"{loader.seconds:.0f} s"))
+        rows.append(
+            (
+                f"setup: {size:,} traces logged and indexed (cumulative)",
+                f"{loader.seconds:.0f} s (write path {loader.load_seconds:.0f} s, indexer drain {loader.drain_seconds:.0f} s)",
+            )
+        )
         for label, body in _queries(experiment_id, loader.window):
             items, requests, points = _read(bench, body)
             rows.append((f"{size:,} traces: {label}", f"{items} items read, {requests} requests, {points} data points"))
         # Partial figures survive a run stopped at a later size.
         print("\n".join(f"| {key} | {value} |" for key, value in rows), file=sys.stderr, flush=True)
+    rows += metered_units(bench, loader, metered, late=True)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 A metrics query is answered from the experiment's rollup items for every whole hour of its time range, and from
 the raw rows (infos, spans, assessments) of the hours the range only partly covers, merged per group. A query
+that neither groups by nor filters on a dimension reads the ungrouped level (one item per hour, ``rollups``), and
+within the partial hours its per-minute items: raw rows are then read for the partial minutes at the edges only. A query
 rollups cannot answer exactly is answered from raw rows alone: ``session_count`` (a distinct count), filters on
 tags or metadata, a time interval that is not a whole number of hours, and MIN/MAX over a rollup whose extreme
 was removed (``summary``). Raw reads cost one item per trace of the range (plus its spans for the spans view).
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import layout, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.schema import TRACE_BUCKET_MS
 from serverless_mlflow.search import traces as grammar
@@ -132,30 +134,46 @@ def _filter_dimension(f: spec.Filter) -> str | None:
 def _groups(query: Query) -> dict[GroupKey, Group]:
     if not _servable(query):
         return _raw_groups(query, query.start_ms, query.end_ms)
-    first, last = _whole_hours(query.start_ms, query.end_ms)
+    needed = set(query.dimensions) | {_filter_dimension(f) for f in query.filters}
+    # A table whose traces were aggregated before the coarse levels existed reads the full level until
+    # ``make migrate`` has re-aggregated every trace (``layout.ROLLUP_LEVELS``).
+    coarse = layout.rollup_levels_complete()
+    level = rollups.level_for(query.family, needed) if coarse else rollups.FULL  # type: ignore[arg-type]
+    # Whole hours from the level's hourly items; within the partial hours at the edges, whole minutes from the
+    # ungrouped per-minute items (when the query is ungrouped), the rest (partial minutes) from raw rows.
+    hours, edges = _split(query.start_ms, query.end_ms, TRACE_BUCKET_MS)
+    reads: list[tuple[str, tuple[int | None, int | None]]] = [(query.family + level, hours)] if hours else []
+    raw: list[tuple[int, int]] = []
+    minute_family = query.family + rollups.UNGROUPED_MINUTE
+    for low, high in edges:
+        minutes, rest = _split(low, high, rollups.MINUTE_MS) if level == rollups.UNGROUPED else (None, [(low, high)])
+        if minutes:
+            reads.append((minute_family, minutes))
+        raw += rest
     groups: dict[GroupKey, Group] = {}
     extremes_unknown = False
     for experiment_id in query.experiment_ids:
-        for item in _rollup_items(query, experiment_id, first, last):
-            rollup = rollups.Rollup.of_item(item)
-            if not _dims_match(rollup.dims, query.filters):
-                continue
-            key = _key(query, rollup.group_bucket * TRACE_BUCKET_MS, rollup.dims)
-            if key is None:
-                continue
-            group = groups.setdefault(key, Group())
-            if query.metric_name in _COUNT_METRICS:
-                group.count += rollup.count
-            elif (summary := rollup.metrics.get(query.metric_name)) is not None:
-                group.summary.merge(summary)
-                extremes_unknown = extremes_unknown or not summary.extremes_known
+        for family, (first, last) in reads:
+            for item in _rollup_items(family, experiment_id, first, last):
+                rollup = rollups.Rollup.of_item(item)
+                if not _dims_match(rollup.dims, query.filters):
+                    continue
+                key = _key(query, rollup.group_bucket * TRACE_BUCKET_MS, rollup.dims)
+                if key is None:
+                    continue
+                group = groups.setdefault(key, Group())
+                if query.metric_name in _COUNT_METRICS:
+                    group.count += rollup.count
+                elif (summary := rollup.metrics.get(query.metric_name)) is not None:
+                    group.summary.merge(summary)
+                    extremes_unknown = extremes_unknown or not summary.extremes_known
     if extremes_unknown and any(a.type in ("MIN", "MAX") for a in query.aggregations):
         return _raw_groups(query, query.start_ms, query.end_ms)
-    for low, high in _edges(query, first, last):
-        for key, raw in _raw_groups(query, low, high, fill_empty=False).items():
+    for low, high in raw:
+        for key, raw_group in _raw_groups(query, low, high, fill_empty=False).items():
             group = groups.setdefault(key, Group())
-            group.count += raw.count
-            group.summary.merge(raw.summary)
+            group.count += raw_group.count
+            group.summary.merge(raw_group.summary)
     _fill_empty(query, groups)
     return groups
 
@@ -166,31 +184,22 @@ def _fill_empty(query: Query, groups: dict[GroupKey, Group]) -> None:
         groups.setdefault((None, ()), Group())
 
 
-def _whole_hours(start: int | None, end: int | None) -> tuple[int | None, int | None]:
-    """The first and last hours wholly inside [start, end] (None: unbounded)."""
-    first = None if start is None else -(-start // TRACE_BUCKET_MS)
-    last = None if end is None else (end + 1) // TRACE_BUCKET_MS - 1
-    return first, last
-
-
-def _edges(query: Query, first: int | None, last: int | None) -> list[tuple[int, int]]:
-    """The parts of the range outside its whole hours (read raw)."""
-    out = []
-    if first is not None and query.start_ms is not None and query.start_ms < first * TRACE_BUCKET_MS:
-        out.append((query.start_ms, min(first * TRACE_BUCKET_MS - 1, query.end_ms if query.end_ms is not None else math.inf)))
-    if last is not None and query.end_ms is not None and (last + 1) * TRACE_BUCKET_MS <= query.end_ms:
-        low = max((last + 1) * TRACE_BUCKET_MS, query.start_ms if query.start_ms is not None else -math.inf)
-        if not out or low > out[0][1]:
-            out.append((int(low), query.end_ms))
+def _split(low: int | None, high: int | None, unit: int) -> tuple[tuple[int | None, int | None] | None, list[tuple[int, int]]]:
+    """The whole units (first, last; None: unbounded) inside [low, high], and the parts of it outside them."""
+    first = None if low is None else -(-low // unit)
+    last = None if high is None else (high + 1) // unit - 1
     if first is not None and last is not None and first > last:
-        return [(query.start_ms, query.end_ms)] if query.start_ms is not None and query.end_ms is not None else []
-    return [(int(a), int(b)) for a, b in out]
+        return None, [(low, high)] if low is not None and high is not None and low <= high else []  # type: ignore[list-item]
+    rest = []
+    if low is not None and first is not None and low < first * unit:
+        rest.append((low, first * unit - 1))
+    if high is not None and last is not None and (last + 1) * unit <= high:
+        rest.append(((last + 1) * unit, high))
+    return (first, last), rest
 
 
-def _rollup_items(query: Query, experiment_id: str, first: int | None, last: int | None) -> Iterator[Item]:
-    if first is not None and last is not None and first > last:
-        return
-    key_query = rollups.ROLLUP.query("in_hours", experiment_id=experiment_id, family=query.family)
+def _rollup_items(family: str, experiment_id: str, first: int | None, last: int | None) -> Iterator[Item]:
+    key_query = rollups.ROLLUP.query("in_hours", experiment_id=experiment_id, family=family)
     yield from table.iter_query(**key_query.range({"bucket": first}, {"bucket": last}))
 
 

@@ -128,17 +128,26 @@ def run(workspaces: Iterable[str] = DEFAULT_WORKSPACES, max_items: int | None = 
 
 
 def run_named_steps(workspaces: Iterable[str], log: Callable[[str], None] = print) -> None:
-    """The steps recorded by name (traces move per trace, not per version: ``tools/trace_migration.py``)."""
-    if layout.TRACES_V2 in layout.steps_done():
-        return
-    from tools import admin, trace_migration
+    """The steps recorded by name (traces move per trace, not per version: ``tools/trace_migration.py``; the
+    rollup levels are rebuilt per trace: ``tools/rollup_levels.py``)."""
+    from tools import admin
 
-    started = time.monotonic()
-    log(f"{layout.TRACES_V2}: trace infos and spans out of the experiment partitions")
-    progress = trace_migration.run(admin.experiment_ids(tuple(workspaces)))
-    log(
-        f"{layout.TRACES_V2}: done ({progress.infos_moved} infos and {progress.spans_moved} spans moved in {time.monotonic() - started:.0f} s)"
-    )
+    if layout.TRACES_V2 not in layout.steps_done():
+        from tools import trace_migration
+
+        started = time.monotonic()
+        log(f"{layout.TRACES_V2}: trace infos and spans out of the experiment partitions")
+        progress = trace_migration.run(admin.experiment_ids(tuple(workspaces)))
+        log(
+            f"{layout.TRACES_V2}: done ({progress.infos_moved} infos and {progress.spans_moved} spans moved in {time.monotonic() - started:.0f} s)"
+        )
+    if layout.ROLLUP_LEVELS not in layout.steps_done():
+        from tools import rollup_levels
+
+        started = time.monotonic()
+        log(f"{layout.ROLLUP_LEVELS}: every trace's metric rollups at the coarse levels")
+        traces = rollup_levels.run(admin.experiment_ids(tuple(workspaces)))
+        log(f"{layout.ROLLUP_LEVELS}: done ({traces} traces re-aggregated in {time.monotonic() - started:.0f} s)")
 
 
 def status() -> str:

@@ -134,8 +134,11 @@ def record_new_table() -> None:
 
 LAYOUT_KEY = ENTITY["config"].key(key="layout")
 TRACES_V2 = "traces_v2"
+# Every trace's contribution carries the coarse rollup levels (``trace_metrics.rollups.LEVELS``): until then the
+# coarse items lack the traces aggregated before them, so queries read the full level (``tools/rollup_levels.py``).
+ROLLUP_LEVELS = "rollup_levels"
 # Every step this code knows, in order: what a new table is created with.
-STEPS: tuple[str, ...] = (TRACES_V2,)
+STEPS: tuple[str, ...] = (TRACES_V2, ROLLUP_LEVELS)
 RECHECK_SECONDS = 30.0
 
 # table name -> (steps known done, when they were read); a completed step never goes back.
@@ -158,6 +161,10 @@ def steps_done() -> frozenset[str]:
 
 def layout1_traces_possible() -> bool:
     return TRACES_V2 not in steps_done()
+
+
+def rollup_levels_complete() -> bool:
+    return ROLLUP_LEVELS in steps_done()
 
 
 def record_steps(steps: list[str] | tuple[str, ...]) -> None:

@@ -1091,11 +1091,12 @@ ENTITIES: tuple[Entity, ...] = (
         "metric_rollup",
         "ROLLUP#{experiment_id}",
         "{family}#{bucket:i64}#{group_bucket:i64}#{slice}",
-        "Trace metrics of one experiment, family (T traces, S span counts/latency, C span costs, A assessments), hour and "
-        "slice of dimension values: row count and a summary (exact values or log-bucket sketch) per metric",
+        "Trace metrics of one experiment, family (T traces, S span counts/latency, C span costs, A assessments) with its "
+        "level suffix (none: every dimension; s: trace status only; 0: ungrouped; 0m: ungrouped, bucket = minute), hour "
+        "(minute) and slice of dimension values: row count and a summary (exact values or log-bucket sketch) per metric",
         attributes=("family", "bucket", "group_bucket", "data", "rev"),
         derived=True,
-        patterns={"in_hours": (None, "One family's rollups of an experiment over a range of hours")},
+        patterns={"in_hours": (None, "One family level's rollups of an experiment over a range of hours (minutes for 0m)")},
     ),
     _e(
         "rollup_meta",

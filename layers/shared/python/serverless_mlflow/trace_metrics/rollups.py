@@ -6,6 +6,12 @@ trace's request hour (MLflow's time range for them) and grouped by the span's st
 A slice is one combination of the dimensions (and filterable fields) a family answers, so a query reads
 ``hours x slices`` items and filters and groups them in memory.
 
+Coarser *levels* keep the same rows again with fewer dimensions, so the common charts (trace count, latency,
+tokens: no grouping, no filter) read one item per hour whatever the number of names and statuses: each family
+also has an ungrouped slice per hour (key family ``<F>0``) and per minute (``<F>0m``, bucket = minute, group
+bucket still the hour) for the partial hours at a range's edges; traces also have a per-status slice per hour
+(``Ts``) for status grouping and filtering. A level's key family is its family letter and suffix (``LEVELS``).
+
 The indexer keeps them exact and replay-safe with a contribution record per trace (``trace_contribution``,
 in the trace's own partition): what the trace currently adds to which rollup items. Recomputing a trace
 gives its target contribution; the difference to the recorded one is applied to the rollup items and the
@@ -35,15 +41,40 @@ FAMILY_DIMENSIONS = {
     ASSESSMENT_ROWS: ("assessment_name", "assessment_value", "assessment_type", "trace_status"),
 }
 COUNT = "count"
+MINUTE_MS = 60_000
+FULL, BY_STATUS, UNGROUPED, UNGROUPED_MINUTE = "", "s", "0", "0m"
+# Level suffix -> (dimensions kept: None for all of the family's, time unit of its bucket).
+LEVEL_SHAPES: dict[str, tuple[tuple[str, ...] | None, int]] = {
+    FULL: (None, TRACE_BUCKET_MS),
+    BY_STATUS: (("trace_status",), TRACE_BUCKET_MS),
+    UNGROUPED: ((), TRACE_BUCKET_MS),
+    UNGROUPED_MINUTE: ((), MINUTE_MS),
+}
+LEVELS = {
+    TRACE_ROWS: (FULL, BY_STATUS, UNGROUPED, UNGROUPED_MINUTE),
+    SPAN_ROWS: (FULL, UNGROUPED, UNGROUPED_MINUTE),
+    COST_ROWS: (FULL, UNGROUPED, UNGROUPED_MINUTE),
+    ASSESSMENT_ROWS: (FULL, UNGROUPED, UNGROUPED_MINUTE),
+}
 
 
 def hour(ms: int) -> int:
     return int(ms) // TRACE_BUCKET_MS
 
 
+def level_for(family: str, needed: set[str]) -> str:
+    """The coarsest level of ``family`` that keeps every dimension in ``needed`` (grouped by or filtered on)."""
+    for level in (UNGROUPED, BY_STATUS):
+        kept = LEVEL_SHAPES[level][0] or ()
+        if level in LEVELS[family] and needed <= set(kept):
+            return level
+    return FULL
+
+
 @dataclass
 class Part:
-    """One rollup item's share of a trace: dimension values, row count, and values per metric."""
+    """One rollup item's share of a trace: dimension values, row count, and values per metric (``family`` is
+    the key family: the family letter and its level's suffix)."""
 
     family: str
     bucket: int
@@ -79,13 +110,17 @@ def contribution(trace: TraceRow | None, spans: Iterable[SpanRow], assessments: 
         return {}
     parts: dict[str, Part] = {}
 
-    def part(family: str, bucket: int, group_bucket: int, dims: dict[str, str | None]) -> Part:
-        candidate = Part(family, bucket, group_bucket, dims)
-        return parts.setdefault(candidate.sort_key(), candidate)
+    def add(family: str, range_ms: int, group_ms: int, dims: dict[str, str | None], values: dict[str, Any]) -> None:
+        """One row, into its slice at every level of its family (``range_ms``: the time a range selects on)."""
+        for level in LEVELS[family]:
+            kept, unit = LEVEL_SHAPES[level]
+            level_dims = dims if kept is None else {d: dims[d] for d in kept}
+            candidate = Part(family + level, int(range_ms) // unit, hour(group_ms), level_dims)
+            parts.setdefault(candidate.sort_key(), candidate).add(values)
 
-    trace_hour = hour(trace.timestamp_ms)
-    part(TRACE_ROWS, trace_hour, trace_hour, {"trace_name": trace.name, "trace_status": trace.status}).add(
-        {"latency": trace.latency, **trace.tokens}
+    trace_ms = trace.timestamp_ms
+    add(
+        TRACE_ROWS, trace_ms, trace_ms, {"trace_name": trace.name, "trace_status": trace.status}, {"latency": trace.latency, **trace.tokens}
     )
     for span in spans:
         dims = {
@@ -96,12 +131,12 @@ def contribution(trace: TraceRow | None, spans: Iterable[SpanRow], assessments: 
             "span_model_provider": span.model_provider,
             "trace_status": trace.status,
         }
-        part(SPAN_ROWS, trace_hour, hour(span.start_ms), dims).add({"latency": span.latency})
+        add(SPAN_ROWS, trace_ms, span.start_ms, dims, {"latency": span.latency})
         if span.costs:
-            part(COST_ROWS, hour(span.start_ms), hour(span.start_ms), dims).add(dict(span.costs))
+            add(COST_ROWS, span.start_ms, span.start_ms, dims, dict(span.costs))
     for row in assessments:
         dims = {"assessment_name": row.name, "assessment_value": row.value, "assessment_type": row.type, "trace_status": trace.status}
-        part(ASSESSMENT_ROWS, trace_hour, trace_hour, dims).add({"assessment_value": row.numeric})
+        add(ASSESSMENT_ROWS, trace_ms, trace_ms, dims, {"assessment_value": row.numeric})
     return parts
 
 

@@ -1,0 +1,140 @@
+"""traces/metrics over a 7-day window: the ungrouped charts read one rollup item per hour (and per minute in the
+partial hours at the edges) however many trace names and statuses there are; answers equal MLflow's
+SqlAlchemyStore on the same traces (stock client on both).
+
+Every trace has its own name, so a query grouped by name reads an item per name and hour, while the ungrouped
+and per-status ones read the coarse levels (``rollups.LEVELS``). The window's end falls inside an hour: a trace
+in a whole minute of that hour is read from a per-minute item, one in the partial last minute from raw rows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Any
+
+import mlflow
+import pytest
+from mlflow import MlflowClient
+from mlflow.entities.trace_metrics import AggregationType, MetricAggregation, MetricViewType
+
+from serverless_mlflow import table
+from tests.conftest import unique
+
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("tracing")]
+
+HOUR_MS, MINUTE_MS = 3_600_000, 60_000
+BASE_MS = (int(time.time() * 1000) // HOUR_MS - 8) * HOUR_MS
+END_MS = BASE_MS + 5 * HOUR_MS + MINUTE_MS + 9_517  # inside minute 5h01m
+WINDOW = {"start_time_ms": END_MS - 7 * 24 * HOUR_MS, "end_time_ms": END_MS, "time_interval_seconds": 3600}
+# 30 traces in hours 0-4, one in the whole minute 5h00m, one in the partial minute 5h01m, one after the window.
+OFFSETS_MS = [i * 10 * MINUTE_MS + 7_000 for i in range(30)] + [300 * MINUTE_MS + 30_000, 301 * MINUTE_MS + 7_000, 303 * MINUTE_MS]
+
+
+def _agg(kind: str, p: float | None = None) -> MetricAggregation:
+    return MetricAggregation(aggregation_type=AggregationType(kind), percentile_value=p)
+
+
+TRACES = {"view_type": MetricViewType.TRACES, **WINDOW}
+COUNT = {**TRACES, "metric_name": "trace_count", "aggregations": [_agg("COUNT")]}
+UNGROUPED = [
+    COUNT,
+    {**TRACES, "metric_name": "latency", "aggregations": [_agg("AVG"), _agg("PERCENTILE", 50.0), _agg("PERCENTILE", 95.0)]},
+    {**TRACES, "metric_name": "total_tokens", "aggregations": [_agg("SUM"), _agg("MAX")]},
+    {
+        "view_type": MetricViewType.SPANS,
+        "metric_name": "span_count",
+        "aggregations": [_agg("COUNT")],
+        **WINDOW,
+    },
+]
+BY_STATUS = [{**COUNT, "dimensions": ["trace_status"]}, {**COUNT, "filters": ["trace.status = 'ERROR'"]}]
+BY_NAME = {**COUNT, "dimensions": ["trace_name"]}
+
+
+def _log(uri: str) -> tuple[Any, str]:
+    mlflow.set_tracking_uri(uri)
+    client = MlflowClient(uri)
+    experiment_id = client.create_experiment(unique("levels"))
+    for i, offset in enumerate(OFFSETS_MS):
+        start_ns = (BASE_MS + offset) * 1_000_000
+        root = client.start_trace(f"agent-{i}", experiment_id=experiment_id, start_time_ns=start_ns)
+        llm = client.start_span(
+            "generate", root.trace_id, root.span_id, span_type="LLM", start_time_ns=start_ns + 1_000_000,
+            attributes={"mlflow.chat.tokenUsage": {"input_tokens": 10 + i, "output_tokens": 5, "total_tokens": 15 + i}},
+        )  # fmt: skip
+        client.end_span(root.trace_id, llm.span_id, end_time_ns=start_ns + (20 + 3 * i) * 1_000_000)
+        client.end_trace(root.trace_id, status="ERROR" if i % 4 == 1 else "OK", end_time_ns=start_ns + (40 + 7 * i) * 1_000_000)
+    return client._tracing_client.store, experiment_id
+
+
+def _answer(store: Any, experiment_id: str, query: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The data points and the DynamoDB items read answering them (the runtime serves in this process)."""
+    table.STATS.reset()
+    points = [asdict(p) for p in store.query_trace_metrics(experiment_ids=[experiment_id], **query)]
+    return points, table.STATS.snapshot()["items_read"]
+
+
+def test_seven_day_charts_read_coarse_rollups_and_match_sqlalchemy_store(server: str, reference_uri: str) -> None:
+    ours, ours_experiment = _log(server)
+    theirs, their_experiment = _log(reference_uri)
+    for query in [*UNGROUPED, *BY_STATUS, BY_NAME]:
+        mine, _ = _answer(ours, ours_experiment, query)
+        reference = [asdict(p) for p in theirs.query_trace_metrics(experiment_ids=[their_experiment], **query)]
+        assert mine == reference, (query, mine, reference)
+    # 32 traces in the window, each its own name: the ungrouped charts read the 5 hours' items, the minute's
+    # item and one raw trace (its partition lookups, info and, for spans, its two spans), not an item per name.
+    for query in UNGROUPED:
+        _, items = _answer(ours, ours_experiment, query)
+        assert items <= 12, (query, items)
+    for query in BY_STATUS:  # two statuses: per-status items for whole hours, raw rows for the end's partial hour
+        _, items = _answer(ours, ours_experiment, query)
+        assert items <= 5 * 2 + 2 + 4, (query, items)
+    points, items = _answer(ours, ours_experiment, BY_NAME)
+    assert len(points) == 32 and items >= 30, (len(points), items)
+
+
+def _as_before_the_levels(experiment_id: str) -> None:
+    """The experiment as code before the coarse levels left it: contribution records with the full level's parts
+    only, no coarse rollup items, the ``rollup_levels`` step not recorded."""
+    import json
+
+    from serverless_mlflow import layout, trace_aggregates
+    from serverless_mlflow.trace_metrics import rollups
+    from tools import rollup_levels
+
+    for trace_id in rollup_levels.trace_ids(experiment_id):
+        record = table.get(trace_aggregates.RECORD.key(trace_id=trace_id))
+        assert record is not None
+        parts = {sk: part for sk, part in json.loads(record["parts"]).items() if part["f"] in rollups.FAMILY_DIMENSIONS}
+        table.put({**record, "parts": json.dumps(parts)})
+    for family, levels in rollups.LEVELS.items():
+        for level in levels:
+            if level != rollups.FULL:
+                items = table.iter_query(**rollups.ROLLUP.query("in_hours", experiment_id=experiment_id, family=family + level))
+                table.batch_write(deletes=[{"pk": item["pk"], "sk": item["sk"]} for item in items])
+    table.update(layout.LAYOUT_KEY, "DELETE steps :s", values={":s": {layout.ROLLUP_LEVELS}})
+    layout.forget()
+
+
+def test_migration_step_adds_the_levels_to_traces_aggregated_before_them(server: str) -> None:
+    from serverless_mlflow import layout
+    from tools import rollup_levels
+
+    ours, experiment_id = _log(server)
+    expected = [_answer(ours, experiment_id, query)[0] for query in UNGROUPED]
+    _as_before_the_levels(experiment_id)
+    try:
+        # Until the step is recorded, queries read the full level (an item per name and hour): still exact.
+        for query, points in zip(UNGROUPED, expected, strict=True):
+            answer, items = _answer(ours, experiment_id, query)
+            assert answer == points, (query, answer, points)
+        assert _answer(ours, experiment_id, COUNT)[1] >= 30
+        assert rollup_levels.run([experiment_id]) == len(OFFSETS_MS)
+    finally:
+        layout.record_steps([layout.ROLLUP_LEVELS])  # the session's table is shared: never leave it unrecorded
+    for query, points in zip(UNGROUPED, expected, strict=True):
+        answer, items = _answer(ours, experiment_id, query)
+        assert answer == points and items <= 12, (query, answer, points, items)
+    assert rollup_levels.run([experiment_id], record=False) == len(OFFSETS_MS)  # again: nothing changes
+    assert [_answer(ours, experiment_id, query)[0] for query in UNGROUPED] == expected
