@@ -106,10 +106,13 @@ def test_job_token_key_is_generated_and_read_only_by_who_mints_or_checks_tokens(
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             if statement["Resource"] == {"Ref": secret_id}:
                 readers.setdefault(policy["Properties"]["Roles"][0]["Ref"], []).append(statement["Action"])
-    # The jobs function mints; the authorizer and server-info's function (public: checks credentials itself) verify.
-    # The job worker, which carries the tokens, never reads the key.
+    # The functions that submit jobs mint (jobs; runs for prompt optimization; review for issue detection); the
+    # authorizer and server-info's function (public: checks credentials itself) verify. The job worker, which
+    # carries the tokens, never reads the key.
     expected = {
         basic_synth.logical_id(stack.features.functions["jobs"].role),
+        basic_synth.logical_id(stack.features.functions["runs"].role),
+        basic_synth.logical_id(stack.features.functions["review"].role),
         basic_synth.logical_id(stack.features.functions["meta"].role),
         basic_synth.logical_id(stack.basic_auth.authorizer.role),
     }

@@ -58,7 +58,11 @@ def test_queue_rights_are_each_functions_own(stack: Synth) -> None:
     assert {str(resource) for _, resource in worker_rights} == {str(queue)}
     granted = set().union(*(actions for actions, _ in worker_rights))
     assert {"sqs:SendMessage", "sqs:ChangeMessageVisibility", "sqs:ReceiveMessage", "sqs:DeleteMessage"} <= granted
-    assert not any(_sqs_rights(stack, name) for name in ("experiments", "runs", "traces", "meta"))
+    # The features whose routes submit MLflow's jobs (prompt optimization, issue detection) send to it, and only that.
+    for name in ("runs", "review"):
+        (rights,) = _sqs_rights(stack, name)
+        assert rights[1] == queue and not rights[0] - {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}, name
+    assert not any(_sqs_rights(stack, name) for name in ("experiments", "traces", "meta"))
 
 
 def test_worker_may_invoke_only_this_stacks_api(stack: Synth) -> None:

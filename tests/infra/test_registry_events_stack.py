@@ -87,8 +87,11 @@ def test_queue_and_bus_rights_are_each_functions_own(stack: Synth) -> None:
     assert not any("sqs:SendMessage" in actions for actions, resource in delivery_sqs if resource == queue)
     for name in (n for n in ("webhooks", "webhook_delivery", "indexer", "runs", "registry")):
         assert not rights(name, "events:"), name
-    for name in ("webhooks", "indexer", "runs", "registry"):
-        assert not rights(name, "sqs:SendMessage") or name == "indexer", name
+    for name in ("webhooks", "registry"):
+        assert not rights(name, "sqs:SendMessage"), name
+    # runs submits prompt-optimization jobs: it sends to the jobs queue only, never to the webhook queues.
+    jobs_queue = {"Fn::GetAtt": [stack.logical_id(stack.stack.jobs.queue), "Arn"]}
+    assert all(resource == jobs_queue for _, resource in rights("runs", "sqs:SendMessage"))
 
 
 def test_an_existing_bus_is_used_when_the_context_names_one(tmp_path: Any) -> None:
