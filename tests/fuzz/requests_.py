@@ -103,10 +103,36 @@ def checked_send(target: Target, plan: RoutePlan, fuzzed: Fuzzed) -> requests.Re
     target.settle()
     objects = target.snapshot.objects() if writes_objects(plan.route.feature) else None
     response = send(target, fuzzed)
-    where = f"{target.mode}: {fuzzed.describe()} -> {response.status_code} {response.text[:400]!r}"
+    if _check_answer(plan, fuzzed, response):
+        _check_unchanged(target, _where(target, fuzzed, response), objects)
+    return response
+
+
+def checked_sends(target: Target, plan: RoutePlan, fuzzeds: list[Fuzzed]) -> list[requests.Response]:
+    """``checked_send`` for requests none of which may change anything (a path's refused methods): each answer
+    checked as one, the table and bucket checked once after all of them (the check reads the whole stream)."""
+    target.settle()
+    objects = target.snapshot.objects() if writes_objects(plan.route.feature) else None
+    responses = []
+    for fuzzed in fuzzeds:
+        response = send(target, fuzzed)
+        _check_answer(plan, fuzzed, response)
+        responses.append(response)
+    _check_unchanged(target, "; ".join(_where(target, f, r) for f, r in zip(fuzzeds, responses, strict=True)), objects)
+    return responses
+
+
+def _where(target: Target, fuzzed: Fuzzed, response: requests.Response) -> str:
+    return f"{target.mode}: {fuzzed.describe()} -> {response.status_code} {response.text[:400]!r}"
+
+
+def _check_answer(plan: RoutePlan, fuzzed: Fuzzed, response: requests.Response) -> bool:
+    """No 5xx, and a 4xx in MLflow's JSON error shape (the gateway's and jobs' FastAPI shape on theirs). True for
+    a refused request."""
+    where = f"{fuzzed.describe()} -> {response.status_code} {response.text[:400]!r}"
     assert response.status_code < 500, where
     if response.status_code < 400:
-        return response
+        return False
     if (fuzzed.method, fuzzed.path) not in TEXT_ANSWERS and fuzzed.method != "HEAD":
         try:
             body = response.json()
@@ -121,10 +147,13 @@ def checked_send(target: Target, plan: RoutePlan, fuzzed: Fuzzed) -> requests.Re
         else:
             assert isinstance(body, dict) and isinstance(body.get("error_code"), str) and isinstance(body.get("message"), str), where
             assert body["error_code"] and body["message"], where
+    return True
+
+
+def _check_unchanged(target: Target, where: str, objects: Any) -> None:
     changes = target.snapshot.changes()
     assert not changes, f"a refused request changed the table: {where}\n" + "\n".join(
         f"{r['eventName']} {str(r['dynamodb'].get('NewImage') or r['dynamodb'].get('OldImage'))[:400]}" for r in changes[:5]
     )
     if objects is not None:
         assert target.snapshot.objects() == objects, f"a refused request changed the bucket: {where}"
-    return response
