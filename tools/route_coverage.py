@@ -128,8 +128,14 @@ class Family:
 FAMILIES: tuple[Family, ...] = (
     Family(r"/assistant/", "assistant", "needs a coding agent on the user's machine, next to the server process"),
     Family(
-        r"/(issues|label-schemas|review-queues|traces/metrics|trace-metrics|traces/calculate|unified-traces|"
-        r"get-online-trace|demo/|prompt-optimization)",
+        r"/(unified-traces|get-online-trace)",
+        "online trace views",
+        "MLflow's open-source server declares them in its protos with no handler: it answers an empty 404 "
+        "(`_not_implemented`), as Databricks-only routes",
+    ),
+    Family(
+        r"/(issues|label-schemas|review-queues|traces/metrics|trace-metrics|traces/calculate|"
+        r"demo/|prompt-optimization)",
         "GenAI online traces, issue detection and prompt optimization",
         PLANNED + " (issue detection and prompt optimization run as jobs on the job runner)",
     ),
