@@ -29,6 +29,8 @@ def test_server_info_reports_presigned_artifacts(server: str) -> None:
     assert status == 200
     assert info["artifacts_presigned_only"] is True
     assert info["multipart_uploads_enabled"] is True
+    # The AI gateway, its runtime and judges are served: the UI shows its Judges tab, Playground and gateway page.
+    assert info["features_enabled"] == {"gateway": True}
 
 
 @pytest.mark.parametrize("path", ["/api/2.0/mlflow/nope", "/api/2.0/mlflow/runs/get/extra", "/no-such-page", "/api/9.0/x"])

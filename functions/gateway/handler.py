@@ -6,7 +6,6 @@ shipped with this function and MLflow's provider auth table (``catalog``, ``prov
 from __future__ import annotations
 
 import math
-import os
 import re
 from typing import Any
 
@@ -14,18 +13,17 @@ from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.errors import MlflowError, invalid
 from serverless_mlflow.pages import page_response
 from serverless_mlflow.request import read_float, read_int32, to_string, type_error
+from serverless_mlflow.server_info import GATEWAY_DISABLED, gateway_enabled
 
 from . import budgets, catalog, endpoints, guardrails, model_definitions, provider_auth, secrets, validation
 from .mcp.operations import OPERATIONS as MCP_OPERATIONS
 from .messages import DEFINITION_UPDATES, MESSAGES
 from .skills import OPERATIONS as SKILL_OPERATIONS
 
-GATEWAY_DISABLED = "The AI Gateway feature is disabled. Set MLFLOW_ENABLE_AI_GATEWAY=true to enable it."
-
 
 def _require_enabled() -> None:
     """MLflow's ``@_disable_if_gateway_disabled``: runs before the request is parsed."""
-    if os.environ.get("MLFLOW_ENABLE_AI_GATEWAY", "true").strip().lower() not in ("true", "1"):
+    if not gateway_enabled():
         raise MlflowError(GATEWAY_DISABLED, "NOT_IMPLEMENTED")
 
 

@@ -8,21 +8,16 @@ runtime's function URL (``stream_server.py``), which streams.
 from __future__ import annotations
 
 import base64
-import os
 from typing import Any
+
+from serverless_mlflow.server_info import GATEWAY_DISABLED, gateway_enabled
 
 from . import calls
 from .answers import Answer, Call, detail
 
-GATEWAY_DISABLED = "The AI Gateway feature is disabled. Set MLFLOW_ENABLE_AI_GATEWAY=true to enable it."
-
-
-def enabled() -> bool:
-    return os.environ.get("MLFLOW_ENABLE_AI_GATEWAY", "true").strip().lower() in ("true", "1")
-
 
 def serve(call: Call) -> Answer:
-    return calls.answer(call) if enabled() else detail(501, GATEWAY_DISABLED)
+    return calls.answer(call) if gateway_enabled() else detail(501, GATEWAY_DISABLED)
 
 
 def call_from_event(event: dict[str, Any]) -> Call:

@@ -337,7 +337,7 @@ def _charts_loaded(page: Any, name: str) -> None:
 def test_genai_overview_charts(browser_page: tuple[Any, list[str]], logged: dict[str, Any]) -> None:
     page, failures = browser_page
     requested.clear()
-    _open(page, failures, "09-genai-overview", f"/#/experiments/{logged['genai_experiment_id']}/overview", "TRACE", "EVAL/TEST")
+    _open(page, failures, "09-genai-overview", f"/#/experiments/{logged['genai_experiment_id']}/overview", "TRACE", "EVAL/TEST", "Judges")
     _charts_loaded(page, "09-genai-overview-charts")
     assert not failures, failures
 

@@ -159,6 +159,9 @@ def test_disabled_gateway_answers_not_implemented(server: str) -> None:
             status, code, message = _error(_get(url, f"{AJAX}/{route}", provider="openai"))
             assert (status, code) == (501, "NOT_IMPLEMENTED"), route
             assert message is not None and "MLFLOW_ENABLE_AI_GATEWAY" in message
+        # And server-info says so, so the UI hides the Judges tab, the Playground and the AI Gateway page.
+        info = requests.get(f"{url}/ajax-api/3.0/mlflow/server-info", timeout=60).json()
+        assert info["features_enabled"] == {"gateway": False}
 
 
 # --- the catalog file -----------------------------------------------------------------------------------------

@@ -16,6 +16,16 @@ def artifacts_presigned() -> bool:
     return os.environ.get("ARTIFACTS_PRESIGNED", "true").lower() == "true"
 
 
+GATEWAY_DISABLED = "The AI Gateway feature is disabled. Set MLFLOW_ENABLE_AI_GATEWAY=true to enable it."
+
+
+def gateway_enabled() -> bool:
+    """MLflow's ``MLFLOW_ENABLE_AI_GATEWAY`` (default on), read with MLflow's boolean rule (``true``/``1``). Off, the
+    gateway's routes answer ``GATEWAY_DISABLED`` and server-info says so, so the UI hides its Judges tab, Playground
+    and AI Gateway page."""
+    return os.environ.get("MLFLOW_ENABLE_AI_GATEWAY", "true").strip().lower() in ("true", "1")
+
+
 def server_info() -> dict[str, Any]:
     presigned = artifacts_presigned()
     return {
@@ -28,5 +38,5 @@ def server_info() -> dict[str, Any]:
         "artifact_serving_enabled": True,
         "presigned_upload_run_id_supported": True,
         "presigned_upload_model_id_supported": True,
-        "features_enabled": {"gateway": False},
+        "features_enabled": {"gateway": gateway_enabled()},
     }
