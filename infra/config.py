@@ -62,6 +62,10 @@ class StackConfig:
     # MLflow's workspaces (`mlflow server --enable-workspaces`): every function gets MLFLOW_ENABLE_WORKSPACES=true.
     # Partial: see README's workspaces section for the resource families scoped so far.
     enable_workspaces: bool = False
+    # MLflow's MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS: `@scorer` (custom code) scorers may be registered and run by the
+    # job worker (scorer/invoke, genai/evaluate/invoke). Their code runs in the worker with its role: only for a
+    # team that trusts everyone who can register a scorer.
+    enable_custom_scorers: bool = False
 
     @property
     def webhook_settings(self) -> dict[str, str]:

@@ -197,6 +197,7 @@ class ServerlessFunction(Construct):
                 "AUTHORIZATION": config.authorization,
                 "AUTH_DEFAULT_PERMISSION": config.auth_default_permission,
                 **({"MLFLOW_ENABLE_WORKSPACES": "true"} if config.enable_workspaces else {}),
+                **({"MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS": "true"} if config.enable_custom_scorers else {}),
                 **(environment or {}),
             },
         )

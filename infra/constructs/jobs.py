@@ -82,7 +82,7 @@ class JobsRunner(Construct):
             shared=shared,
             memory_size=WORKER_MEMORY_MB,
             timeout=WORKER_TIMEOUT,
-            description="mlflow-serverless job worker (server-side jobs: MLflow's demo data)",
+            description="mlflow-serverless job worker (MLflow's server-side jobs: demo data, judges, evaluation, issue detection, prompt optimization)",
             environment=environment,
         )
         self.worker.function.add_event_source(

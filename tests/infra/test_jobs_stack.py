@@ -79,3 +79,18 @@ def test_no_job_token_key_outside_basic_auth(stack: Synth) -> None:
     assert not stack.resources("AWS::SecretsManager::Secret")
     for function in stack.resources("AWS::Lambda::Function").values():
         assert "JOB_TOKEN_SECRET_ARN" not in function["Properties"].get("Environment", {}).get("Variables", {})
+
+
+def test_custom_scorers_run_only_when_the_operator_turns_them_on(stack: Synth, tmp_path: Any) -> None:
+    """``enable_custom_scorers`` is MLflow's MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS on every function (registration,
+    the invoke routes and the worker that runs the code); off by default."""
+
+    def allowed(synth: Synth) -> set[str]:
+        return {
+            function["Properties"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+            for function in synth.resources("AWS::Lambda::Function").values()
+            if function["Properties"].get("Environment", {}).get("Variables", {}).get("MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS") == "true"
+        }
+
+    assert allowed(stack) == set()
+    assert {"evaluation", "jobs", "job_worker"} <= allowed(Synth(tmp_path, enable_custom_scorers="true"))

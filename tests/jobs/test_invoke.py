@@ -278,3 +278,37 @@ def test_genai_evaluate_invoke_runs_mlflows_evaluation_into_a_new_run(server: st
             "message": f"The Job {answer['job_id']} is already finalized with status: JobStatus.SUCCEEDED, it can't be updated.",
         },
     )
+
+
+def test_a_custom_scorer_runs_in_the_worker_only_when_the_operator_allows_it(
+    server: str, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``@scorer`` code runs on the server only behind MLflow's operator switch (``MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS``;
+    the stack's ``enable_custom_scorers`` context): refused by default, run by the job worker once allowed."""
+    from mlflow.genai.scorers import scorer
+
+    @scorer
+    def answer_length(trace: Any) -> int:
+        # The trace the worker loaded from this server (MLflow's invoke path gives a scorer the trace, not outputs).
+        return len(trace.data.response)
+
+    experiment_id = client.create_experiment(unique("custom"))
+    mlflow.set_experiment(experiment_id=experiment_id)
+    trace_ids = two_traces(experiment_id)
+    body = {"experiment_id": experiment_id, "serialized_scorer": json.dumps(answer_length.model_dump()), "trace_ids": trace_ids, "log_assessments": True}  # fmt: skip
+
+    monkeypatch.delenv("MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS", raising=False)
+    status, answer = call(server, "POST", SCORER_INVOKE, body)
+    assert status == 400 and answer["error_code"] == "INVALID_PARAMETER_VALUE", answer
+    assert "MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS" in answer["message"]
+
+    monkeypatch.setenv("MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS", "true")
+    status, answer = call(server, "POST", SCORER_INVOKE, body)
+    assert status == 200, answer
+    (job,) = answer["jobs"]
+    done = wait_flask_job(server, job["job_id"])
+    assert done["status"] == "SUCCEEDED", done
+    for trace_id in trace_ids:
+        trace = client.get_trace(trace_id)
+        (logged,) = [a for a in trace.info.assessments if a.name == "answer_length"]
+        assert logged.value == len(trace.data.response) > 0 and logged.source.source_type == "CODE"
