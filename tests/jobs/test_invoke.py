@@ -303,6 +303,10 @@ def test_a_custom_scorer_runs_in_the_worker_only_when_the_operator_allows_it(
     assert "MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS" in answer["message"]
 
     monkeypatch.setenv("MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS", "true")
+    # A custom scorer whose source is empty can never run: refused as MLflow 3.18 refuses it.
+    empty = {**body, "serialized_scorer": json.dumps({**answer_length.model_dump(), "call_source": "  "})}
+    status, answer = call(server, "POST", SCORER_INVOKE, empty)
+    assert status == 400 and answer["message"].startswith("Scorer 'answer_length' has no source code"), answer
     status, answer = call(server, "POST", SCORER_INVOKE, body)
     assert status == 200, answer
     (job,) = answer["jobs"]

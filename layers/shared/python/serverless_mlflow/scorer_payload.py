@@ -34,6 +34,8 @@ def validate_payload(serialized_scorer: str) -> dict[str, Any]:
         raise invalid("serialized_scorer must be valid JSON") from None
     if scorer_refs.has_call_source(data) and not _custom_scorers_enabled():
         raise invalid(DECORATOR_SCORER_REGISTRATION_NOT_SUPPORTED_ERROR)
+    if (name := scorer_refs.custom_scorer_without_source(data)) is not None:
+        raise invalid(_without_source_message(name))
     for third_party in _third_party_data(data):
         kwargs = third_party.get("kwargs")
         if kwargs is not None and not isinstance(kwargs, dict):
@@ -49,6 +51,18 @@ def validate_payload(serialized_scorer: str) -> dict[str, Any]:
         # MLflow's store then fails on `.get` (a 500); a scorer is a JSON object.
         raise invalid("serialized_scorer must be a JSON object")
     return data
+
+
+def _without_source_message(name: str) -> str:
+    # mlflow.genai.scorers.scorer_utils.custom_scorer_without_source_error_message (3.18)
+    return (
+        f"Scorer '{name or '<unnamed>'}' has no source code: the body of its function is empty "
+        "or could not be read. Common causes: a lambda (use `def` instead), a body with only a "
+        "docstring (add the scoring code), an `async def` function (not supported), or a "
+        "function defined with `exec`, in a REPL, or in a file that changed after it was "
+        "imported (define it in a file or notebook cell, and register it before you change "
+        "the file)."
+    )
 
 
 def _custom_scorers_enabled() -> bool:

@@ -22,6 +22,21 @@ def has_call_source(value: Any) -> bool:
     return False
 
 
+def custom_scorer_without_source(value: Any) -> str | None:
+    """MLflow 3.18's ``find_custom_scorer_without_source``: the name of a custom ``@scorer`` (ensembles searched
+    too) whose stored source code is empty, a scorer that can never run; None when every one has source."""
+    if isinstance(value, dict):
+        call_source = value.get("call_source")
+        if isinstance(call_source, str) and not call_source.strip():
+            return str(value.get("name") or value.get("original_func_name") or "")
+        values: list[Any] = list(value.values())
+    elif isinstance(value, list):
+        values = value
+    else:
+        return None
+    return next((name for name in map(custom_scorer_without_source, values) if name is not None), None)
+
+
 def scorer_version_json(version: dict[str, Any]) -> dict[str, Any]:
     """The Scorer message (experiment_id is an int32 there)."""
     return {
