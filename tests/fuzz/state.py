@@ -48,8 +48,7 @@ def is_change(record: dict[str, Any]) -> bool:
 class StreamWatcher:
     """The records written to a table's stream since the last read, across its shards."""
 
-    def __init__(self, table_name: str) -> None:
-        endpoint = os.environ["DYNAMODB_ENDPOINT_URL"]
+    def __init__(self, table_name: str, endpoint: str) -> None:
         self._streams = boto3.client("dynamodbstreams", endpoint_url=endpoint)
         self._arn = boto3.client("dynamodb", endpoint_url=endpoint).describe_table(TableName=table_name)["Table"]["LatestStreamArn"]
         self._iterators: dict[str, str | None] = {}  # shard id -> next iterator (None: closed and read)
@@ -89,11 +88,12 @@ class StreamWatcher:
 class Snapshot:
     table_name: str
     bucket_name: str
+    dynamodb_endpoint: str
 
     def __post_init__(self) -> None:
-        self._dynamodb = boto3.client("dynamodb", endpoint_url=os.environ["DYNAMODB_ENDPOINT_URL"])
+        self._dynamodb = boto3.client("dynamodb", endpoint_url=self.dynamodb_endpoint)
         self._s3 = boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT_URL"])
-        self.stream = StreamWatcher(self.table_name)
+        self.stream = StreamWatcher(self.table_name, self.dynamodb_endpoint)
         self.stream_reads = 0
         self.listings = 0
 
