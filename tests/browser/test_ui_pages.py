@@ -249,6 +249,12 @@ def _open(page: Any, failures: list[str], name: str, path: str, *expected: str) 
     page.wait_for_timeout(2000)
     page.keyboard.press("Escape")  # dismisses a first-visit announcement dialog (model registry)
     page.wait_for_timeout(300)
+    # A first-visit tour popover (the traces page's "Detect Issues in Your Traces", shown once the gateway is on)
+    # ignores Escape and covers the page: a person clicks its "Got it".
+    got_it = page.get_by_role("button", name="Got it")
+    if got_it.count() and got_it.first.is_visible():
+        got_it.first.click()
+        page.wait_for_timeout(300)
     page.screenshot(path=str(screenshot_dir() / f"{name}.png"), full_page=True)
     assert not failures, f"{name}: failed requests {failures}"
     assert page.get_by_text(re.compile(r"^(Request error|Internal Server Error|Page not found)")).count() == 0
