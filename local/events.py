@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -119,20 +118,13 @@ REQUEST_TOO_LARGE = mlflow_error(413, f"Request Entity Too Large: a request body
 INTEGRATION_FAILURE = mlflow_error(500, "Internal Server Error: the function's answer exceeds Lambda's 6 MB response limit.")
 
 
-# One API function invocation at a time in this process. A Lambda execution environment runs one invocation at
-# a time, and the handlers rely on it: Powertools' resolvers keep the current event on a class attribute shared
-# by every resolver (``BaseRouter.current_event``) and the route's arguments in the resolver's own ``context``,
-# so two requests resolved at once in threads could each be answered with the other's path or body (a UI chunk
-# answered 404, a concurrent log_metric lost). Re-entrant: a function may call a sibling in the same thread.
-_one_invocation_at_a_time = threading.RLock()
-
-
 def invoke_api_function(handler: Callable[[dict[str, Any], Any], dict[str, Any]], feature: str, event: dict[str, Any]) -> dict[str, Any]:
     """One API Gateway -> Lambda invocation, with the 6 MB caps both ways as AWS applies them."""
     if len(json.dumps(event)) > MAX_LAMBDA_PAYLOAD:
         return REQUEST_TOO_LARGE
-    with _one_invocation_at_a_time:
-        response = handler(event, LambdaContext(feature))
+    # Concurrent requests run side by side in threads, as in separate Lambda environments
+    # (serverless_mlflow.resolver keeps each thread's request apart).
+    response = handler(event, LambdaContext(feature))
     if len(json.dumps(response)) > MAX_LAMBDA_PAYLOAD:
         # Lambda refuses a response over 6 MB; API Gateway then answers 500 on its own.
         log.error(

@@ -30,6 +30,7 @@ from serverless_mlflow.errors import MlflowError, Unavailable, endpoint_not_foun
 from serverless_mlflow.observability import Observed
 from serverless_mlflow.request import json_text
 from serverless_mlflow.request import workspace as request_workspace
+from serverless_mlflow.resolver import ThreadLocalHttpResolver
 from serverless_mlflow.routes import AJAX_PREFIX, allowed_methods, family_of, match, operation_path, routes_for
 
 observed = Observed("mlflow-serverless")
@@ -183,7 +184,7 @@ Operation = Callable[[Request], Any]
 
 
 def build_app(feature: str, operations: dict[str, Operation]) -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver(strip_prefixes=None)
+    app = ThreadLocalHttpResolver(strip_prefixes=None)
     for route in routes_for(feature):
         if route.operation not in operations:
             raise RuntimeError(f"{feature}: no operation {route.operation} for {route.route_key}")
