@@ -1,13 +1,15 @@
-"""Migration step ``rollup_levels``: every trace's metric rollups at the coarse levels (issue 24).
+"""Migration steps ``rollup_levels`` and ``rollup_status_minutes``: every trace's metric rollups at the coarse
+levels (issue 24).
 
 The indexer keeps, per trace, a contribution record of what the trace adds to its experiment's rollup items
 (``trace_aggregates``). Code before the coarse levels (``trace_metrics.rollups.LEVELS``: ungrouped and
-per-status slices per hour, ungrouped slices per minute) wrote records without those parts, so the coarse items
+per-status slices per hour, ungrouped and per-status slices per minute) wrote records without those parts, so the coarse items
 lack every trace aggregated before the upgrade. Re-aggregating a trace finds the parts its record lacks and
 adds them, in the indexer's own replay-safe transaction (conditioned on the record's and the items' revisions):
 running this while clients trace, or twice, or after a stop, converges to the same items. When every trace of
-every experiment has been re-aggregated, the step is recorded in ``CONFIG / CFG#layout``; queries read the
-coarse levels from then on (``layout.rollup_levels_complete``), the full level until then.
+every experiment has been re-aggregated, the steps are recorded in ``CONFIG / CFG#layout``; queries read the
+coarse levels from then on (``layout.rollup_levels_complete``, ``layout.status_minutes_complete``), the full level
+(or raw edges) until then.
 """
 
 from __future__ import annotations
@@ -52,5 +54,5 @@ def run(experiment_ids: Iterable[str], record: bool = True) -> int:
             trace_aggregates.refresh(chunk)
             total += len(chunk)
     if record:
-        layout.record_steps([layout.ROLLUP_LEVELS])
+        layout.record_steps(layout.ROLLUP_STEPS)
     return total

@@ -235,7 +235,10 @@ def _queries(experiment_id: str, window: tuple[int, int]) -> list[tuple[str, dic
         ("trace_count by status per hour, 168 whole hours", {**errors, **aligned}),
         ("trace_count per hour, last 7 days at :43:21.517 (edges: minute items, partial minutes raw)", {**count, **ui}),
         ("latency AVG + P95 per hour, last 7 days at :43:21.517", {**latency, **ui}),
-        ("trace_count by status per hour, last 7 days at :43:21.517 (edges raw)", {**errors, **ui}),
+        (
+            "trace_count by status per hour, last 7 days at :43:21.517 (edges: per-status minute items, partial minutes raw)",
+            {**errors, **ui},
+        ),
         ("latency AVG by trace_name per hour, 168 whole hours (per-name slices)", {**latency, **aligned, "dimensions": ["trace_name"]}),
     ]
 

@@ -140,15 +140,15 @@ def _groups(query: Query) -> dict[GroupKey, Group]:
     coarse = layout.rollup_levels_complete()
     level = rollups.level_for(query.family, needed) if coarse else rollups.FULL  # type: ignore[arg-type]
     # Whole hours from the level's hourly items; within the partial hours at the edges, whole minutes from the
-    # ungrouped per-minute items (when the query is ungrouped), the rest (partial minutes) from raw rows.
+    # level's per-minute items (ungrouped or per status), the rest (partial minutes) from raw rows.
     hours, edges = _split(query.start_ms, query.end_ms, TRACE_BUCKET_MS)
     reads: list[tuple[str, tuple[int | None, int | None]]] = [(query.family + level, hours)] if hours else []
     raw: list[tuple[int, int]] = []
-    minute_family = query.family + rollups.UNGROUPED_MINUTE
+    minute_level = _minute_level(query.family, level)
     for low, high in edges:
-        minutes, rest = _split(low, high, rollups.MINUTE_MS) if level == rollups.UNGROUPED else (None, [(low, high)])
+        minutes, rest = _split(low, high, rollups.MINUTE_MS) if minute_level else (None, [(low, high)])
         if minutes:
-            reads.append((minute_family, minutes))
+            reads.append((query.family + minute_level, minutes))
         raw += rest
     groups: dict[GroupKey, Group] = {}
     extremes_unknown = False
@@ -176,6 +176,16 @@ def _groups(query: Query) -> dict[GroupKey, Group]:
             group.summary.merge(raw_group.summary)
     _fill_empty(query, groups)
     return groups
+
+
+def _minute_level(family: str, level: str) -> str | None:
+    """The per-minute twin of an hourly level, if the family keeps it and every trace has been aggregated into it."""
+    minute_level = rollups.MINUTE_LEVEL.get(level)
+    if minute_level not in rollups.LEVELS[family]:
+        return None
+    if minute_level == rollups.BY_STATUS_MINUTE and not layout.status_minutes_complete():
+        return None
+    return minute_level
 
 
 def _fill_empty(query: Query, groups: dict[GroupKey, Group]) -> None:

@@ -52,11 +52,11 @@ BY_STATUS = [{**COUNT, "dimensions": ["trace_status"]}, {**COUNT, "filters": ["t
 BY_NAME = {**COUNT, "dimensions": ["trace_name"]}
 
 
-def _log(uri: str) -> tuple[Any, str]:
+def _log(uri: str, offsets_ms: list[int] = OFFSETS_MS) -> tuple[Any, str]:
     mlflow.set_tracking_uri(uri)
     client = MlflowClient(uri)
     experiment_id = client.create_experiment(unique("levels"))
-    for i, offset in enumerate(OFFSETS_MS):
+    for i, offset in enumerate(offsets_ms):
         start_ns = (BASE_MS + offset) * 1_000_000
         root = client.start_trace(f"agent-{i}", experiment_id=experiment_id, start_time_ns=start_ns)
         llm = client.start_span(
@@ -138,3 +138,54 @@ def test_migration_step_adds_the_levels_to_traces_aggregated_before_them(server:
         assert answer == points and items <= 12, (query, answer, points, items)
     assert rollup_levels.run([experiment_id], record=False) == len(OFFSETS_MS)  # again: nothing changes
     assert [_answer(ours, experiment_id, query)[0] for query in UNGROUPED] == expected
+
+
+# The window ends inside minute 5h03m: 12 traces in the whole minutes 5h00m-5h02m of that partial hour (4 a
+# minute, one of them an error), one in the partial minute.
+EDGE_END_MS = BASE_MS + 5 * HOUR_MS + 3 * MINUTE_MS + 9_517
+EDGE_OFFSETS_MS = [5 * HOUR_MS + (i // 4) * MINUTE_MS + 1_000 * i for i in range(12)] + [5 * HOUR_MS + 3 * MINUTE_MS + 2_000]
+EDGE_BY_STATUS = {**COUNT, "start_time_ms": EDGE_END_MS - 7 * 24 * HOUR_MS, "end_time_ms": EDGE_END_MS, "dimensions": ["trace_status"]}
+
+
+def _without_status_minutes(experiment_id: str) -> None:
+    """The experiment as code before the per-status minute slices left it: contribution records without their
+    parts, no such items, the step unrecorded."""
+    import json
+
+    from serverless_mlflow import layout, trace_aggregates
+    from serverless_mlflow.trace_metrics import rollups
+    from tools import rollup_levels
+
+    family = rollups.TRACE_ROWS + rollups.BY_STATUS_MINUTE
+    for trace_id in rollup_levels.trace_ids(experiment_id):
+        record = table.get(trace_aggregates.RECORD.key(trace_id=trace_id))
+        assert record is not None
+        parts = {sk: part for sk, part in json.loads(record["parts"]).items() if part["f"] != family}
+        table.put({**record, "parts": json.dumps(parts)})
+    key_query = rollups.ROLLUP.query("in_hours", experiment_id=experiment_id, family=family)
+    table.batch_write(deletes=[{"pk": item["pk"], "sk": item["sk"]} for item in table.iter_query(**key_query)])
+    table.update(layout.LAYOUT_KEY, "DELETE steps :s", values={":s": {layout.ROLLUP_STATUS_MINUTES}})
+    layout.forget()
+
+
+def test_status_grouped_edges_read_per_status_minute_items(server: str, reference_uri: str) -> None:
+    from serverless_mlflow import layout
+    from tools import rollup_levels
+
+    ours, experiment_id = _log(server, EDGE_OFFSETS_MS)
+    theirs, their_experiment = _log(reference_uri, EDGE_OFFSETS_MS)
+    reference = [asdict(p) for p in theirs.query_trace_metrics(experiment_ids=[their_experiment], **EDGE_BY_STATUS)]
+    assert sum(p["values"]["COUNT"] for p in reference) == 13
+    answer, items = _answer(ours, experiment_id, EDGE_BY_STATUS)
+    assert answer == reference, (answer, reference)
+    _without_status_minutes(experiment_id)
+    try:
+        raw_answer, raw_items = _answer(ours, experiment_id, EDGE_BY_STATUS)  # the whole edge hour's traces, raw
+        assert raw_answer == reference, (raw_answer, reference)
+        rollup_levels.run([experiment_id], record=False)
+    finally:
+        layout.record_steps(layout.ROLLUP_STEPS)  # the session's table is shared: never leave it unrecorded
+    # The 12 traces of the whole minutes: at most 6 minute items (3 minutes, 2 statuses) instead of 12 infos.
+    assert items <= raw_items - 6, (items, raw_items)
+    migrated_answer, migrated_items = _answer(ours, experiment_id, EDGE_BY_STATUS)
+    assert migrated_answer == reference and migrated_items <= raw_items - 6, (migrated_answer, migrated_items, raw_items)

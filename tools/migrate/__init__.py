@@ -141,13 +141,13 @@ def run_named_steps(workspaces: Iterable[str], log: Callable[[str], None] = prin
         log(
             f"{layout.TRACES_V2}: done ({progress.infos_moved} infos and {progress.spans_moved} spans moved in {time.monotonic() - started:.0f} s)"
         )
-    if layout.ROLLUP_LEVELS not in layout.steps_done():
+    if pending_rollups := [name for name in layout.ROLLUP_STEPS if name not in layout.steps_done()]:
         from tools import rollup_levels
 
-        started = time.monotonic()
-        log(f"{layout.ROLLUP_LEVELS}: every trace's metric rollups at the coarse levels")
+        started, names = time.monotonic(), ", ".join(pending_rollups)
+        log(f"{names}: every trace's metric rollups at the coarse levels")
         traces = rollup_levels.run(admin.experiment_ids(tuple(workspaces)))
-        log(f"{layout.ROLLUP_LEVELS}: done ({traces} traces re-aggregated in {time.monotonic() - started:.0f} s)")
+        log(f"{names}: done ({traces} traces re-aggregated in {time.monotonic() - started:.0f} s)")
 
 
 def status() -> str:

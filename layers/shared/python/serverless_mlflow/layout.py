@@ -137,8 +137,13 @@ TRACES_V2 = "traces_v2"
 # Every trace's contribution carries the coarse rollup levels (``trace_metrics.rollups.LEVELS``): until then the
 # coarse items lack the traces aggregated before them, so queries read the full level (``tools/rollup_levels.py``).
 ROLLUP_LEVELS = "rollup_levels"
+# The same for the per-status slices per minute (added after ``rollup_levels``): until then a status-grouped
+# range reads the raw traces of its partial edge hours.
+ROLLUP_STATUS_MINUTES = "rollup_status_minutes"
+# One re-aggregation of every trace completes all of these (``tools/rollup_levels.py``).
+ROLLUP_STEPS: tuple[str, ...] = (ROLLUP_LEVELS, ROLLUP_STATUS_MINUTES)
 # Every step this code knows, in order: what a new table is created with.
-STEPS: tuple[str, ...] = (TRACES_V2, ROLLUP_LEVELS)
+STEPS: tuple[str, ...] = (TRACES_V2, *ROLLUP_STEPS)
 RECHECK_SECONDS = 30.0
 
 # table name -> (steps known done, when they were read); a completed step never goes back.
@@ -165,6 +170,10 @@ def layout1_traces_possible() -> bool:
 
 def rollup_levels_complete() -> bool:
     return ROLLUP_LEVELS in steps_done()
+
+
+def status_minutes_complete() -> bool:
+    return ROLLUP_STATUS_MINUTES in steps_done()
 
 
 def record_steps(steps: list[str] | tuple[str, ...]) -> None:

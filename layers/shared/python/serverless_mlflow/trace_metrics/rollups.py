@@ -10,7 +10,7 @@ Coarser *levels* keep the same rows again with fewer dimensions, so the common c
 tokens: no grouping, no filter) read one item per hour whatever the number of names and statuses: each family
 also has an ungrouped slice per hour (key family ``<F>0``) and per minute (``<F>0m``, bucket = minute, group
 bucket still the hour) for the partial hours at a range's edges; traces also have a per-status slice per hour
-(``Ts``) for status grouping and filtering. A level's key family is its family letter and suffix (``LEVELS``).
+(``Ts``) and per minute (``Tsm``) for status grouping and filtering. A level's key family is its family letter and suffix (``LEVELS``).
 
 The indexer keeps them exact and replay-safe with a contribution record per trace (``trace_contribution``,
 in the trace's own partition): what the trace currently adds to which rollup items. Recomputing a trace
@@ -42,16 +42,19 @@ FAMILY_DIMENSIONS = {
 }
 COUNT = "count"
 MINUTE_MS = 60_000
-FULL, BY_STATUS, UNGROUPED, UNGROUPED_MINUTE = "", "s", "0", "0m"
+FULL, BY_STATUS, UNGROUPED, UNGROUPED_MINUTE, BY_STATUS_MINUTE = "", "s", "0", "0m", "sm"
 # Level suffix -> (dimensions kept: None for all of the family's, time unit of its bucket).
 LEVEL_SHAPES: dict[str, tuple[tuple[str, ...] | None, int]] = {
     FULL: (None, TRACE_BUCKET_MS),
     BY_STATUS: (("trace_status",), TRACE_BUCKET_MS),
     UNGROUPED: ((), TRACE_BUCKET_MS),
     UNGROUPED_MINUTE: ((), MINUTE_MS),
+    BY_STATUS_MINUTE: (("trace_status",), MINUTE_MS),
 }
+# An hourly level -> its per-minute twin, read for the whole minutes of a range's partial edge hours.
+MINUTE_LEVEL = {UNGROUPED: UNGROUPED_MINUTE, BY_STATUS: BY_STATUS_MINUTE}
 LEVELS = {
-    TRACE_ROWS: (FULL, BY_STATUS, UNGROUPED, UNGROUPED_MINUTE),
+    TRACE_ROWS: (FULL, BY_STATUS, UNGROUPED, UNGROUPED_MINUTE, BY_STATUS_MINUTE),
     SPAN_ROWS: (FULL, UNGROUPED, UNGROUPED_MINUTE),
     COST_ROWS: (FULL, UNGROUPED, UNGROUPED_MINUTE),
     ASSESSMENT_ROWS: (FULL, UNGROUPED, UNGROUPED_MINUTE),
