@@ -110,7 +110,9 @@ def stream_url(server: str, lambda_invoke: str) -> Iterator[str]:
         stop_process(process)
 
 
-def test_streamed_chat_completion_arrives_in_pieces(server: str, stream_url: str, mock: MockLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streamed_chat_completion_arrives_in_pieces(
+    server: str, local_runtime: Any, stream_url: str, mock: MockLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name, value in LOOSE_API_BASE.items():
         monkeypatch.setenv(name, value)  # the endpoint is configured through the API, in this process
     name = unique("fnurl")
@@ -146,6 +148,9 @@ def test_streamed_chat_completion_arrives_in_pieces(server: str, stream_url: str
     missing = requests.post(f"{stream_url}/gateway/no-such-endpoint/mlflow/invocations", json=whole, timeout=30)
     missing_api = requests.post(f"{server}/gateway/no-such-endpoint/mlflow/invocations", json=whole, timeout=30)
     assert missing.status_code == missing_api.status_code == 404 and missing.json() == missing_api.json()
+    # Both whole answers are traced too (recorded asynchronously: wait, so none lands after the session's runtime).
+    assert len(_traces(server, endpoint["experiment_id"], 3)) == 3
+    local_runtime.wait_for_async_invocations()
 
 
 def test_only_the_apis_runtime_routes_are_served(server: str, stream_url: str) -> None:
