@@ -3,8 +3,8 @@
 Lambda streams responses natively only on its Node.js runtimes; a Python function streams through the Lambda
 Web Adapter layer: the function's handler is ``run.sh`` beside this file, which the adapter's ``/opt/bootstrap``
 runs in place of the Python runtime; it starts this server on ``AWS_LWA_PORT`` (8080) and the adapter relays
-each function URL request to it once ``READINESS_PATH`` answers, passing the response on as it is written. A streamed answer goes out chunk by chunk with chunked
-transfer encoding. The local runtime serves ``/gateway/...`` with ``handler.serve`` too, so streaming is the
+each function URL request to it once ``READINESS_PATH`` answers, passing the response on as it is written. A
+streamed answer goes out chunk by chunk with chunked transfer encoding. The local runtime serves ``/gateway/...`` with ``handler.serve`` too, so streaming is the
 same on a laptop. Requests are authorized before they get here: IAM (SigV4) on the function URL, or in basic
 mode the same credential check as the API's authorizer, made by the function itself (``access.py``).
 """
