@@ -66,6 +66,11 @@ class StackConfig:
     # job worker (scorer/invoke, genai/evaluate/invoke). Their code runs in the worker with its role: only for a
     # team that trusts everyone who can register a scorer.
     enable_custom_scorers: bool = False
+    # Amazon Bedrock models the gateway runtime may call with its role (comma-separated, or a list in cdk.json):
+    # model ids (foundation models in the stack's region) or full ARNs (other regions, inference profiles). Its
+    # role gets bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream on those only; empty: no Bedrock
+    # right at all (a Bedrock endpoint's calls are refused by Bedrock).
+    bedrock_models: str = ""
 
     @property
     def webhook_settings(self) -> dict[str, str]:
@@ -88,8 +93,16 @@ class StackConfig:
             raise ValueError(f"context 'noncurrent_version_days' must be at least 1, got {self.noncurrent_version_days}")
         if self.alarm_topic_arn and not self.alarm_topic_arn.startswith("arn:"):
             raise ValueError(f"context 'alarm_topic_arn' must be an SNS topic ARN, got {self.alarm_topic_arn!r}")
+        for model in self.bedrock_model_list:
+            # Least privilege: each entry names models; a wildcard would reach every model of the account.
+            if "*" in model or any(c.isspace() for c in model):
+                raise ValueError(f"context 'bedrock_models' entries must name models (no '*', no spaces), got {model!r}")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ValueError(f"context 'log_level' is not a log level: {self.log_level!r}")
+
+    @property
+    def bedrock_model_list(self) -> list[str]:
+        return [model.strip() for model in self.bedrock_models.split(",") if model.strip()]
 
     @property
     def iam_auth(self) -> bool:
@@ -119,8 +132,10 @@ class StackConfig:
             raw = scope.node.try_get_context(name)
             if raw is None:
                 continue
-            # `-c key=value` always arrives as a string.
-            if isinstance(default.default, bool):
+            # `-c key=value` always arrives as a string; cdk.json may give a list for a comma-separated field.
+            if isinstance(raw, list) and isinstance(default.default, str):
+                values[name] = ",".join(str(item) for item in raw)
+            elif isinstance(default.default, bool):
                 values[name] = raw if isinstance(raw, bool) else str(raw).strip().lower() in ("true", "1", "yes")
             else:
                 values[name] = type(default.default)(raw) if not isinstance(default.default, str) else str(raw)

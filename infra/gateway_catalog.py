@@ -206,7 +206,9 @@ def staged_function(package: Path = FUNCTIONS_DIR / GATEWAY_PACKAGE, extras: dic
     for name, content in sorted(data.items()):
         digest.update(name.encode() + b"\0" + content)
     for path in files:
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+        # The executable bit too: the streaming function's handler is a script the adapter execs (run.sh).
+        executable = b"x" if os.access(path, os.X_OK) else b"-"
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + executable + path.read_bytes())
     root = STAGING_DIR / "function" / package.name / digest.hexdigest()[:20]
     if root.is_dir():
         return root
@@ -216,7 +218,7 @@ def staged_function(package: Path = FUNCTIONS_DIR / GATEWAY_PACKAGE, extras: dic
     for path in files:
         target = partial / package.name / path.relative_to(package)
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
+        shutil.copy(path, target)  # with its mode: the zip CDK makes keeps it
     for name, content in data.items():
         (partial / package.name / name).write_bytes(content)
     try:

@@ -85,6 +85,12 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
         _function_acks(stack, function, SYNC_DLQ_REASON)
     _function_acks(
         stack,
+        stack.gateway_stream.function,
+        "Invoked synchronously through its function URL (RESPONSE_STREAM): a failure is answered to the HTTP caller, "
+        "there is no asynchronous event to park in a dead-letter queue.",
+    )
+    _function_acks(
+        stack,
         stack.indexer.function,
         INDEXER_DLQ_REASON,
         XRAY_REASON.removesuffix(" (no other action of this role is on '*').")

@@ -13,6 +13,7 @@ from infra.constructs.artifacts_bucket import ArtifactsBucket
 from infra.constructs.auth import BasicAuth, job_token_key
 from infra.constructs.bootstrap import Bootstrap
 from infra.constructs.functions import ARCHITECTURE, RUNTIME, FeatureFunctions, SharedResources
+from infra.constructs.gateway_stream import GatewayStream
 from infra.constructs.indexer import StreamIndexer
 from infra.constructs.jobs import JobsRunner
 from infra.constructs.layer import SharedLayer
@@ -57,6 +58,8 @@ class MlflowServerlessStack(Stack):
         )
 
         self.features = FeatureFunctions(self, "Features", features=routes.features(), shared=shared)
+        # Streamed gateway answers: the runtime's code behind a function URL (the API buffers them).
+        self.gateway_stream = GatewayStream(self, "GatewayStream", shared=shared, traces=self.features.functions.get("traces"))
         # authorization=basic: the Lambda authorizer and the first admin's generated password.
         self.basic_auth = BasicAuth(self, "BasicAuth", shared=shared) if self.config.basic_auth else None
         self.api = MlflowHttpApi(
@@ -95,6 +98,7 @@ class MlflowServerlessStack(Stack):
                 "webhook_events": self.registry_events.events_function.function,
                 "webhook_delivery": self.registry_events.delivery_function.function,
                 "job_worker": self.jobs.worker.function,
+                "gateway_stream": self.gateway_stream.function.function,
             },
         )
         self.bootstrap = Bootstrap(self, "Bootstrap", shared=shared, admin_secret=self.basic_auth.admin_secret if self.basic_auth else None)
@@ -104,12 +108,14 @@ class MlflowServerlessStack(Stack):
         self.client_policy = iam.ManagedPolicy(
             self,
             "ClientPolicy",
-            description="Invoke the mlflow-serverless API (SigV4-signed requests from the mlflow client)",
+            description="Invoke the mlflow-serverless API and the gateway's streaming URL (SigV4-signed requests)",
             statements=[
                 iam.PolicyStatement(
                     actions=["execute-api:Invoke"],
                     resources=[self.client_policy_resource],
-                )
+                ),
+                # Streamed gateway answers through the runtime's function URL.
+                *self.gateway_stream.client_statements(),
             ],
         )
 
@@ -127,7 +133,18 @@ class MlflowServerlessStack(Stack):
             description="Webhook deliveries that failed for good",
         )
         CfnOutput(self, "JobDeadLetterQueueUrl", value=self.jobs.dead_letter_queue.queue_url, description="Jobs that failed for good")
-        CfnOutput(self, "ClientPolicyArn", value=self.client_policy.managed_policy_arn, description="Grants execute-api:Invoke on the API")
+        CfnOutput(
+            self,
+            "ClientPolicyArn",
+            value=self.client_policy.managed_policy_arn,
+            description="Grants execute-api:Invoke on the API and the gateway's streaming URL",
+        )
+        CfnOutput(
+            self,
+            "GatewayStreamUrl",
+            value=self.gateway_stream.url.url,
+            description="AI gateway invocations that stream (<url>gateway/...; SigV4, service lambda)",
+        )
         CfnOutput(self, "Authorization", value=self.config.authorization)
         if self.basic_auth:
             CfnOutput(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -124,6 +125,33 @@ def grant_bucket(role: iam.IGrantable, bucket: s3.IBucket, access: Access) -> No
         )
 
 
+# What the runtime calls on a Bedrock model: Converse is authorized as InvokeModel, ConverseStream as
+# InvokeModelWithResponseStream.
+BEDROCK_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
+
+
+def bedrock_model_arns(scope: Construct, models: Sequence[str]) -> list[str]:
+    """The ``bedrock_models`` context as ARNs: an ARN as given, a model id as that foundation model in the
+    stack's region (foundation-model ARNs have no account)."""
+    stack = Stack.of(scope)
+    return [
+        model if model.startswith("arn:") else f"arn:{stack.partition}:bedrock:{stack.region}::foundation-model/{model}" for model in models
+    ]
+
+
+def grant_bedrock(function: ServerlessFunction, models: Sequence[str]) -> None:
+    """Bedrock on the configured models only; none configured: no Bedrock statement at all."""
+    if models:
+        iam.Grant.add_to_principal(grantee=function.role, actions=list(BEDROCK_ACTIONS), resource_arns=bedrock_model_arns(function, models))
+
+
+def allow_usage_traces(runtime: ServerlessFunction, traces: ServerlessFunction) -> None:
+    """The gateway runtime records its usage traces through the traces function (asynchronous invocations)."""
+    # The function's ARN only (grant_invoke would add "<arn>:*", every version and alias).
+    iam.Grant.add_to_principal(grantee=runtime.role, actions=["lambda:InvokeFunction"], resource_arns=[traces.function.function_arn])
+    runtime.function.add_environment("TRACES_FUNCTION_NAME", traces.function.function_name)
+
+
 class ServerlessFunction(Construct):
     """A Python function on the shared layer: own role (no managed policies), own log group, X-Ray."""
 
@@ -140,9 +168,13 @@ class ServerlessFunction(Construct):
         timeout: Duration,
         description: str,
         environment: dict[str, str] | None = None,
+        layers: Sequence[lambda_.ILayerVersion] = (),
+        permissions: str | None = None,
     ) -> None:
+        """``layers`` come after the shared layer; ``permissions`` names another function's declaration in
+        ``infra/permissions.py`` when this one runs the same code (default: its own ``name``)."""
         super().__init__(scope, construct_id)
-        access = access_for(name)
+        access = access_for(permissions or name)
         self.name = name
         self.access = access
         config = shared.config
@@ -178,7 +210,7 @@ class ServerlessFunction(Construct):
             architecture=ARCHITECTURE,
             code=code,
             handler=handler,
-            layers=[shared.layer],
+            layers=[shared.layer, *layers],
             role=self.role,
             memory_size=memory_size,
             timeout=timeout,
@@ -220,19 +252,16 @@ class FeatureFunctions(Construct):
                 memory_size=shared.config.api_memory_mb,
                 timeout=API_TIMEOUT,
                 description=f"mlflow-serverless API feature '{feature}'",
-                environment=_feature_environment(feature, shared.config),
+                environment=feature_environment(feature, shared.config),
             )
-        # The gateway runtime records its usage traces through the traces function (asynchronous invocations).
         runtime, traces = self.functions.get("gateway_runtime"), self.functions.get("traces")
-        if runtime is not None and traces is not None:
-            # The function's ARN only (grant_invoke would add "<arn>:*", every version and alias).
-            iam.Grant.add_to_principal(
-                grantee=runtime.role, actions=["lambda:InvokeFunction"], resource_arns=[traces.function.function_arn]
-            )
-            runtime.function.add_environment("TRACES_FUNCTION_NAME", traces.function.function_name)
+        if runtime is not None:
+            grant_bedrock(runtime, shared.config.bedrock_model_list)
+            if traces is not None:
+                allow_usage_traces(runtime, traces)
 
 
-def _feature_environment(feature: str, config: StackConfig) -> dict[str, str]:
+def feature_environment(feature: str, config: StackConfig) -> dict[str, str]:
     """Settings only one feature reads."""
     if feature in (gateway_catalog.GATEWAY_PACKAGE, gateway_catalog.RUNTIME_PACKAGE) and config.gateway_allowed_providers:
         return {"MLFLOW_GATEWAY_ALLOWED_PROVIDERS": config.gateway_allowed_providers}

@@ -1,10 +1,35 @@
-"""Infra tests synthesize the app once per module; group them on one xdist worker."""
+"""Infra tests synthesize the app once per session (two synths: the defaults, and non-default context shared by
+the modules that need one); group them on one xdist worker."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.infra.test_stack import Synth
+
+# Non-default context for ``open_synth``: each test module checks the part it owns.
+OPEN_CONTEXT = {
+    "authorization": "none",
+    "table_name": "mlflow-trial",
+    "alarm_email": "ops@example.com",
+    "cors_origins": "https://ui.example.com/, https://other.example.com",
+    "noncurrent_version_days": "7",
+    "gateway_allowed_providers": "openai,anthropic",
+    # A model id (the stack's region) and a full ARN in another region.
+    "bedrock_models": "anthropic.claude-3-haiku-20240307-v1:0, arn:aws:bedrock:eu-west-1::foundation-model/amazon.nova-pro-v1:0",
+}
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # Registered by pytest-xdist when it is active; registered here too so `-p no:xdist` runs stay quiet.
     config.addinivalue_line("markers", "xdist_group(name): run the marked tests on the same xdist worker")
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return Synth(tmp_path_factory.mktemp("cdk-iam"))
+
+
+@pytest.fixture(scope="session")
+def open_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return Synth(tmp_path_factory.mktemp("cdk-none"), **OPEN_CONTEXT)

@@ -57,22 +57,8 @@ class Synth:
         return self.outdir / manifest["files"][asset_hash]["source"]["path"]
 
 
-@pytest.fixture(scope="module")
-def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return Synth(tmp_path_factory.mktemp("cdk-iam"))
-
-
-@pytest.fixture(scope="module")
-def open_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return Synth(
-        tmp_path_factory.mktemp("cdk-none"),
-        authorization="none",
-        table_name="mlflow-trial",
-        alarm_email="ops@example.com",
-        cors_origins="https://ui.example.com/, https://other.example.com",
-        noncurrent_version_days="7",
-        gateway_allowed_providers="openai,anthropic",
-    )
+# The ``synth`` (defaults) and ``open_synth`` (non-default context) fixtures are in conftest.py, shared with
+# the other infra modules.
 
 
 def construct_of(synth: Synth, name: str) -> Any:
@@ -81,6 +67,7 @@ def construct_of(synth: Synth, name: str) -> Any:
         "webhook_events": synth.stack.registry_events.events_function,
         "webhook_delivery": synth.stack.registry_events.delivery_function,
         "job_worker": synth.stack.jobs.worker,
+        "gateway_stream": synth.stack.gateway_stream.function,
     }
     return workers[name] if name in workers else synth.stack.features.functions[name]
 
@@ -164,14 +151,16 @@ def test_one_function_per_feature_all_on_one_layer(synth: Synth) -> None:
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
 
     functions = own_resources(synth, "AWS::Lambda::Function")
-    # API features + workers + the deploy-time bootstrap writer.
-    assert len(functions) == len(API_FEATURES) + len(WORKERS) + 1
+    # API features + workers + the deploy-time bootstrap writer + the gateway runtime's streaming function (which
+    # adds the Lambda Web Adapter's layer: tests/infra/test_gateway_stream_stack.py).
+    assert len(functions) == len(API_FEATURES) + len(WORKERS) + 2
+    stream_id = synth.logical_id(synth.stack.gateway_stream.function.function)
     handlers = {f["Properties"]["Handler"] for f in functions.values()}
     assert {f"{name}.handler.lambda_handler" for name in ALL_FUNCTIONS} <= handlers
     runtime = layer["Properties"]["CompatibleRuntimes"][0]
-    for function in functions.values():
+    for function_id, function in functions.items():
         props = function["Properties"]
-        assert props["Layers"] == [{"Ref": layer_id}]
+        assert {"Ref": layer_id} in props["Layers"] and len(props["Layers"]) == (2 if function_id == stream_id else 1)
         assert props["Architectures"] == ["arm64"]
         assert props["Runtime"] == runtime == "python3.14"
         assert props["TracingConfig"] == {"Mode": "Active"}
@@ -604,7 +593,7 @@ def test_layer_hash_depends_on_content_only(tmp_path: Path) -> None:
 def test_alarms_cover_dlq_iterator_age_5xx_throttles_and_every_function(synth: Synth) -> None:
     alarms = synth.resources("AWS::CloudWatch::Alarm")
     expected = {"IndexerDeadLetters", "IndexerIteratorAge", "ApiServerErrorRate", "TableThrottles", "WebhookDeadLetters", "JobDeadLetters"}
-    expected |= {f"{''.join(p.capitalize() for p in name.split('_'))}Failures" for name in ALL_FUNCTIONS}
+    expected |= {f"{''.join(p.capitalize() for p in name.split('_'))}Failures" for name in [*ALL_FUNCTIONS, "gateway_stream"]}
     assert set(synth.stack.monitoring.alarms) == expected
     assert len(alarms) == len(expected)
     for alarm in alarms.values():
