@@ -137,6 +137,26 @@ def test_log_register_load_model(client: MlflowClient, experiment_id: str) -> No
     assert client.search_registered_models(f"name = '{name}'") == []
 
 
+# --- prompt registry ----------------------------------------------------------------------------------
+
+
+def test_prompts(client: MlflowClient) -> None:
+    # mlflow.register_prompt/load_prompt/set_prompt_alias exist from 2.21 on (3.x keeps them beside mlflow.genai's).
+    name = unique("prompt")
+    first = mlflow.register_prompt(name=name, template="Hello {{name}}!", commit_message="first")
+    second = mlflow.register_prompt(name=name, template="Hi {{name}}, {{mood}}?")
+    assert (int(first.version), int(second.version)) == (1, 2)
+    mlflow.set_prompt_alias(name=name, alias="prod", version=1)
+    by_alias = mlflow.load_prompt(f"prompts:/{name}@prod")
+    assert (int(by_alias.version), by_alias.template) == (1, "Hello {{name}}!")
+    assert by_alias.format(name="you") == "Hello you!"
+    assert mlflow.load_prompt(f"prompts:/{name}/2").template == "Hi {{name}}, {{mood}}?"
+    if VERSION.major >= 3:
+        assert [p.name for p in mlflow.genai.search_prompts(filter_string=f"name = '{name}'")] == [name]
+        # A prompt is no model: the registry's model search leaves it out.
+        assert name not in {m.name for m in client.search_registered_models(filter_string=f"name = '{name}'")}
+
+
 # --- traces -----------------------------------------------------------------------------------------
 
 
@@ -178,6 +198,23 @@ def test_genai_datasets(experiment_id: str) -> None:
     records = fetched.to_df()
     assert sorted(r["q"] for r in records["inputs"]) == ["1+1", "2+2"]
     assert [d.dataset_id for d in search_datasets(experiment_ids=[experiment_id])] == [dataset.dataset_id]
+
+
+@pytest.mark.skipif(VERSION < Version("3.4"), reason="make_judge and the scorer registry's REST routes arrived in 3.4")
+def test_registered_judges(experiment_id: str) -> None:
+    from mlflow.genai.judges import make_judge
+    from mlflow.genai.scorers import delete_scorer, get_scorer, list_scorers
+
+    name = unique("judge")
+    instructions = "Is the answer in {{ outputs }} polite? Answer yes or no."
+    judge = make_judge(name=name, instructions=instructions, model="openai:/gpt-4o-mini")
+    judge.register(experiment_id=experiment_id)
+    make_judge(name=name, instructions=instructions + " Be strict.", model="openai:/gpt-4o-mini").register(experiment_id=experiment_id)
+    assert get_scorer(name=name, experiment_id=experiment_id).instructions == instructions + " Be strict."
+    assert get_scorer(name=name, experiment_id=experiment_id, version=1).instructions == instructions
+    assert [s.name for s in list_scorers(experiment_id=experiment_id)] == [name]
+    delete_scorer(name=name, experiment_id=experiment_id, version="all")
+    assert list_scorers(experiment_id=experiment_id) == []
 
 
 @pytest.mark.skipif(VERSION.major < 3, reason="2.x clients keep span data in traces.json, which get-trace-artifact redirects to")
