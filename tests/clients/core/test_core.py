@@ -184,6 +184,55 @@ def test_traces(client: MlflowClient, experiment_id: str) -> None:
     assert str(fetched.info.status if VERSION.major < 3 else fetched.info.state).endswith("OK")
 
 
+@pytest.mark.skipif(VERSION < Version("3.10"), reason="trace metrics (traces/metrics) arrived in 3.10")
+def test_trace_metrics(client: MlflowClient, experiment_id: str) -> None:
+    from mlflow.entities.trace_metrics import AggregationType, MetricAggregation, MetricViewType
+
+    for name in ("a", "a", "b"):
+        with mlflow.start_span(name=name) as span:
+            span.set_inputs({"x": 1})
+    store = client._tracing_client.store
+
+    def query(metric: str, aggregation: str, dimensions: list[str] | None = None) -> list[tuple[dict, dict]]:
+        points = store.query_trace_metrics(
+            experiment_ids=[experiment_id],
+            view_type=MetricViewType.TRACES,
+            metric_name=metric,
+            aggregations=[MetricAggregation(aggregation_type=AggregationType(aggregation))],
+            dimensions=dimensions,
+        )
+        return sorted(((p.dimensions, p.values) for p in points), key=repr)
+
+    assert query("trace_count", "COUNT") == [({}, {"COUNT": 3.0})]
+    assert query("trace_count", "COUNT", ["trace_name"]) == [({"trace_name": "a"}, {"COUNT": 2.0}), ({"trace_name": "b"}, {"COUNT": 1.0})]
+    [(dimensions, values)] = query("latency", "MAX")
+    assert dimensions == {} and values["MAX"] >= 0
+
+
+# --- AI gateway configuration (3.10+) ----------------------------------------------------------------
+
+
+@pytest.mark.skipif(VERSION < Version("3.10"), reason="the AI gateway's configuration routes arrived in 3.10")
+def test_gateway_configuration(client: MlflowClient) -> None:
+    from mlflow.entities import GatewayEndpointModelConfig, GatewayModelLinkageType
+
+    store = client._tracking_client.store
+    secret = store.create_gateway_secret(secret_name=unique("key"), secret_value={"api_key": "sk-core-0123456789"}, provider="openai")
+    model = store.create_gateway_model_definition(
+        name=unique("model"), secret_id=secret.secret_id, provider="openai", model_name="gpt-4o-mini"
+    )
+    config = GatewayEndpointModelConfig(model_definition_id=model.model_definition_id, linkage_type=GatewayModelLinkageType.PRIMARY)
+    endpoint = store.create_gateway_endpoint(name=unique("endpoint"), model_configs=[config])
+    fetched = store.get_gateway_endpoint(name=endpoint.name)
+    assert fetched.endpoint_id == endpoint.endpoint_id
+    assert [m.model_definition_id for m in fetched.model_mappings] == [model.model_definition_id]
+    assert endpoint.endpoint_id in {e.endpoint_id for e in store.list_gateway_endpoints()}
+    store.delete_gateway_endpoint(endpoint.endpoint_id)
+    store.delete_gateway_model_definition(model.model_definition_id)
+    store.delete_gateway_secret(secret.secret_id)
+    assert secret.secret_id not in {s.secret_id for s in store.list_secret_infos()}
+
+
 # --- GenAI evaluation datasets (3.4+) ---------------------------------------------------------------
 
 
