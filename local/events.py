@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
 
+from serverless_mlflow.errors import MlflowError
+
 log = logging.getLogger("serverless_mlflow.local")
 
 REGION = "us-east-1"
@@ -107,9 +109,10 @@ _FRONT_ERROR_CODES = {404: "ENDPOINT_NOT_FOUND", 405: "ENDPOINT_NOT_FOUND", 500:
 
 
 def mlflow_error(status: int, message: str) -> dict[str, Any]:
-    """An answer in MLflow's JSON error shape (``error_code``, ``message``), whoever gives it."""
+    """An answer in MLflow's JSON error shape (``error_code``, ``message`` and the classification fields), whoever
+    gives it: the functions' own errors.MlflowError, so the front's refusals read as the functions' answers."""
     code = _FRONT_ERROR_CODES.get(status, "BAD_REQUEST")
-    return json_response(status, json.dumps({"error_code": code, "message": message}))
+    return json_response(status, json.dumps(MlflowError(message, code, status).to_json()))
 
 
 # When the Lambda invocation fails (the function never answers). API Gateway's own bodies carry only a

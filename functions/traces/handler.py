@@ -172,7 +172,10 @@ def delete_assessment(req: Request) -> dict[str, Any]:
 
 
 def get_trace_artifact(req: Request) -> Response:
-    body = trace_data.trace_data((req.query.get("request_id") or [""])[0])
+    request_id = (req.query.get("request_id") or [""])[0]
+    if path := (req.query.get("path") or [""])[0]:
+        return Response(status_code=302, content_type="text/plain", body="", headers={"Location": trace_data.attachment(request_id, path)})
+    body = trace_data.trace_data(request_id)
     if isinstance(body, str):
         return Response(status_code=302, content_type="text/plain", body="", headers={"Location": body})
     return Response(

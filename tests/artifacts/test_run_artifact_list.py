@@ -154,4 +154,4 @@ def test_logged_model_listing_matches_mlflow_server(server: str, client, tmp_pat
         mine = requests.get(f"{server}{route.format(model_id)}", params=bad, timeout=30)
         ref_model = ref_id if model_id == model.model_id else model_id
         status, theirs = reference_server().call("GET", route.format(ref_model), query=bad)
-        assert (mine.status_code, mine.json()["error_code"], mine.json()["message"]) == (status, theirs["error_code"], theirs["message"])
+        assert (mine.status_code, mine.json()) == (status, theirs)

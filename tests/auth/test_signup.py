@@ -45,7 +45,6 @@ def _token(session: requests.Session, url: str) -> str:
 def _answer(response: requests.Response) -> tuple[int, str, Any]:
     try:
         body: Any = response.json()
-        body.pop("sqlstate", None), body.pop("error_class", None)
         body = body.get("error_code", body)
     except ValueError:
         body = response.text

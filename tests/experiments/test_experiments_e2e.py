@@ -62,17 +62,32 @@ def test_get_by_name_missing_is_none_and_404(client: mlflow.MlflowClient, server
     assert client.get_experiment_by_name(unique("missing")) is None
     status, body = call(server, "GET", "experiments/get-by-name", query="?experiment_name=nope-xyz")
     assert status == 404
-    assert body == {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "Could not find experiment with name 'nope-xyz'"}
+    assert body == {
+        "error_code": "RESOURCE_DOES_NOT_EXIST",
+        "message": "Could not find experiment with name 'nope-xyz'",
+        "sqlstate": "KAM00",
+        "error_class": "RESOURCE_NOT_FOUND",
+    }
 
 
 def test_get_errors(server: str) -> None:
     assert call(server, "GET", "experiments/get", query="?experiment_id=99999999") == (
         404,
-        {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "No Experiment with id=99999999 exists"},
+        {
+            "error_code": "RESOURCE_DOES_NOT_EXIST",
+            "message": "No Experiment with id=99999999 exists",
+            "sqlstate": "KAM00",
+            "error_class": "RESOURCE_NOT_FOUND",
+        },
     )
     assert call(server, "GET", "experiments/get", query="?experiment_id=abc") == (
         400,
-        {"error_code": "INVALID_PARAMETER_VALUE", "message": "Invalid experiment ID 'abc'. Experiment ID must be a valid integer."},
+        {
+            "error_code": "INVALID_PARAMETER_VALUE",
+            "message": "Invalid experiment ID 'abc'. Experiment ID must be a valid integer.",
+            "sqlstate": "KAM00",
+            "error_class": "INVALID_PARAMETER_VALUE",
+        },
     )
     status, body = call(server, "GET", "experiments/get")
     assert status == 400 and body["message"].startswith("Missing value for required parameter 'experiment_id'.")
@@ -127,7 +142,12 @@ def test_delete_restore(client: mlflow.MlflowClient, server: str) -> None:
     # never a 500 on bad input), with MLflow's error code and message.
     assert call(server, "POST", "experiments/update", {"experiment_id": experiment_id, "new_name": unique("x")}) == (
         400,
-        {"error_code": "INVALID_STATE", "message": "Cannot rename a non-active experiment."},
+        {
+            "error_code": "INVALID_STATE",
+            "message": "Cannot rename a non-active experiment.",
+            "sqlstate": "XXM00",
+            "error_class": "CLIENT_INTERNAL_ERROR",
+        },
     )
     with pytest.raises(MlflowException) as error:
         client.set_experiment_tag(experiment_id, "k", "v")
@@ -137,7 +157,12 @@ def test_delete_restore(client: mlflow.MlflowClient, server: str) -> None:
     )
     assert call(server, "POST", "experiments/delete", {"experiment_id": experiment_id}) == (
         404,
-        {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"No Experiment with id={experiment_id} exists"},
+        {
+            "error_code": "RESOURCE_DOES_NOT_EXIST",
+            "message": f"No Experiment with id={experiment_id} exists",
+            "sqlstate": "KAM00",
+            "error_class": "RESOURCE_NOT_FOUND",
+        },
     )
     # A new experiment may not take the name of a deleted one.
     with pytest.raises(MlflowException) as error:
@@ -166,7 +191,12 @@ def test_tags(client: mlflow.MlflowClient, server: str) -> None:
     assert client.get_experiment(experiment_id).tags == {"b": "2"}
     assert call(server, "POST", "experiments/delete-experiment-tag", {"experiment_id": experiment_id, "key": "a"}) == (
         404,
-        {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"No tag with name: a in experiment with id {experiment_id}"},
+        {
+            "error_code": "RESOURCE_DOES_NOT_EXIST",
+            "message": f"No tag with name: a in experiment with id {experiment_id}",
+            "sqlstate": "KAM00",
+            "error_class": "RESOURCE_NOT_FOUND",
+        },
     )
     status, body = call(server, "POST", "experiments/set-experiment-tag", {"experiment_id": experiment_id, "key": "../x", "value": "v"})
     assert status == 400 and "Names may be treated as files" in body["message"]

@@ -252,4 +252,6 @@ def test_values_protobuf_cannot_read_are_type_errors(
     assert response.status_code == 400 and response.json() == {
         "error_code": "INVALID_PARAMETER_VALUE",
         "message": f"Invalid value {value} for parameter '{field}' supplied:  Hint: Value was of type '{kind}'. See the API docs for more information about request parameters.",
+        "sqlstate": "KAM00",
+        "error_class": "INVALID_PARAMETER_VALUE",
     }

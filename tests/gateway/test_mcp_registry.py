@@ -48,8 +48,7 @@ class Session:
 
 
 def _masked(body: Any, ids: dict[str, str]) -> Any:
-    """Times as 0, endpoint ids as their labels; MLflow's error classification fields (``sqlstate``,
-    ``error_class``, which no route of this project answers yet) left out."""
+    """Times as 0, endpoint ids as their labels."""
     labels = {value: f"<{label}>" for label, value in ids.items()}
     text = json.dumps(body, sort_keys=True)
     text = re.sub(r'"(creation|last_updated)_timestamp": \d+', r'"\1_timestamp": 0', text)
@@ -57,8 +56,6 @@ def _masked(body: Any, ids: dict[str, str]) -> Any:
     masked = json.loads(text)
     _endpoints_unordered(masked)
     if isinstance(masked, dict) and "error_code" in masked:
-        masked.pop("sqlstate", None)
-        masked.pop("error_class", None)
         # Python sets in messages ("Valid keys are '{...}'") print in each process's hash order.
         masked["message"] = re.sub(r"\{('[^{}]*')\}", lambda m: "{" + ", ".join(sorted(m.group(1).split(", "))) + "}", masked["message"])
     return masked

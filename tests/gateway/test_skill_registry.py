@@ -39,14 +39,11 @@ def _unique(prefix: str) -> str:
 
 
 def _masked(body: Any) -> Any:
-    """Times as 0; MLflow's error classification fields (``sqlstate``, ``error_class``, which no route of this
-    project answers) left out; alias lists (MLflow answers them in its relationship's order) sorted."""
+    """Times as 0; alias lists (MLflow answers them in its relationship's order) sorted."""
     text = json.dumps(body, sort_keys=True)
     text = re.sub(r'"(creation|last_updated)_timestamp": \d+', r'"\1_timestamp": 0', text)
     masked = json.loads(text)
     if isinstance(masked, dict) and "error_code" in masked:
-        masked.pop("sqlstate", None)
-        masked.pop("error_class", None)
         # Python sets in messages ("Valid keys are '{...}'") print in each process's hash order.
         masked["message"] = re.sub(r"\{('[^{}]*')\}", lambda m: "{" + ", ".join(sorted(m.group(1).split(", "))) + "}", masked["message"])
     return masked

@@ -32,11 +32,8 @@ def call(url: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
 
 
 def reference_call(url: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    """MLflow's answer without its error classification fields (``sqlstate``, ``error_class``), which no route of
-    this project answers yet."""
-    status, answer = call(url, method, path, body)
-    answer.pop("sqlstate", None), answer.pop("error_class", None)
-    return status, answer
+    """MLflow's answer, error classification fields (``sqlstate``, ``error_class``) included."""
+    return call(url, method, path, body)
 
 
 @pytest.fixture
@@ -157,6 +154,8 @@ def test_scorer_invoke_of_a_registered_scorer_and_a_session_judge(server: str, c
         {
             "error_code": "RESOURCE_DOES_NOT_EXIST",
             "message": f"Scorer with name 'registered' and version 2 not found for experiment {experiment_id}.",
+            "sqlstate": "KAM00",
+            "error_class": "RESOURCE_NOT_FOUND",
         },
     )
     assert call(server, "POST", SCORER_INVOKE, {**body, "scorer_name": "nope", "scorer_version": 1})[1]["message"] == (
@@ -231,7 +230,12 @@ def test_invoke_validation_answers_mlflows(server: str, client: Any) -> None:
     ):
         assert call(server, "POST", path, body) == (
             403,
-            {"error_code": "PERMISSION_DENIED", "message": "Not all requested traces could be accessed."},
+            {
+                "error_code": "PERMISSION_DENIED",
+                "message": "Not all requested traces could be accessed.",
+                "sqlstate": "KAM00",
+                "error_class": "PERMISSION_DENIED",
+            },
         )
 
 
@@ -243,7 +247,12 @@ def test_flask_job_twins_answer_mlflows_shape_and_errors(server: str) -> None:
             == reference_call(reference.url, method, path)
             == (
                 404,
-                {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "Job with ID no-such-job not found"},
+                {
+                    "error_code": "RESOURCE_DOES_NOT_EXIST",
+                    "message": "Job with ID no-such-job not found",
+                    "sqlstate": "KAM00",
+                    "error_class": "RESOURCE_NOT_FOUND",
+                },
             )
         )
 
@@ -276,6 +285,8 @@ def test_genai_evaluate_invoke_runs_mlflows_evaluation_into_a_new_run(server: st
         {
             "error_code": "INVALID_PARAMETER_VALUE",
             "message": f"The Job {answer['job_id']} is already finalized with status: JobStatus.SUCCEEDED, it can't be updated.",
+            "sqlstate": "KAM00",
+            "error_class": "INVALID_PARAMETER_VALUE",
         },
     )
 

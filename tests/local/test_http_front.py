@@ -34,9 +34,10 @@ def _raw(server: str, request: bytes) -> tuple[int, bytes]:
 
 
 def _mlflow_error(body: bytes) -> str:
-    """The error code of an answer in MLflow's JSON error shape (fails on anything else, e.g. an HTML page)."""
+    """The error code of an answer in MLflow's JSON error shape, classification fields included as MLflow's
+    MlflowException.serialize_as_json gives them (fails on anything else, e.g. an HTML page)."""
     answer = json.loads(body)
-    assert set(answer) == {"error_code", "message"} and answer["message"], answer
+    assert list(answer) == ["error_code", "message", "sqlstate", "error_class"] and answer["message"], answer
     return answer["error_code"]
 
 

@@ -70,7 +70,12 @@ def test_tags_and_params(client: mlflow.MlflowClient, experiment_id: str, server
     status, body = call(server, "DELETE", f"logged-models/{model.model_id}/tags/x")
     assert (status, body) == (
         404,
-        {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"No tag with key 'x' found for model with ID '{model.model_id}'."},
+        {
+            "error_code": "RESOURCE_DOES_NOT_EXIST",
+            "message": f"No tag with key 'x' found for model with ID '{model.model_id}'.",
+            "sqlstate": "KAM00",
+            "error_class": "RESOURCE_NOT_FOUND",
+        },
     )
     client.log_model_params(model.model_id, {"b": "2", "c": "3"})
     assert client.get_logged_model(model.model_id).params == {"a": "1", "b": "2", "c": "3"}
@@ -88,7 +93,12 @@ def test_not_found_and_validation(client: mlflow.MlflowClient, experiment_id: st
     assert error.value.error_code == "RESOURCE_DOES_NOT_EXIST"
     assert call(server, "GET", f"logged-models/{missing}") == (
         404,
-        {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": f"Logged model with ID '{missing}' not found."},
+        {
+            "error_code": "RESOURCE_DOES_NOT_EXIST",
+            "message": f"Logged model with ID '{missing}' not found.",
+            "sqlstate": "KAM00",
+            "error_class": "RESOURCE_NOT_FOUND",
+        },
     )
     status, body = call(server, "POST", "logged-models", {"experiment_id": experiment_id, "name": "a.b"})
     assert status == 400 and body["message"].startswith("Invalid model name ('a.b') provided.")

@@ -29,10 +29,7 @@ def call(url: str, body: Any, headers: dict[str, str] | None = None) -> tuple[in
 
 
 def reference(body: Any, headers: dict[str, str] | None = None) -> tuple[int, Any]:
-    status, answer = call(reference_server().url, body, headers)
-    for field in ("sqlstate", "error_class"):
-        answer.pop(field, None)
-    return status, answer
+    return call(reference_server().url, body, headers)
 
 
 BASE = {"experiment_id": "0", "trace_ids": ["tr-1"], "categories": ["quality"], "provider": "openai"}
@@ -62,7 +59,12 @@ def test_refusals_of_this_server(server: str) -> None:
     # MLflow answers a missing model with a 500 (an exception without error code): refused input is a 400 here.
     assert call(server, BASE) == (
         400,
-        {"error_code": "INVALID_PARAMETER_VALUE", "message": "Either 'endpoint_name' or both 'provider' and 'model' must be provided"},
+        {
+            "error_code": "INVALID_PARAMETER_VALUE",
+            "message": "Either 'endpoint_name' or both 'provider' and 'model' must be provided",
+            "sqlstate": "KAM00",
+            "error_class": "INVALID_PARAMETER_VALUE",
+        },
     )
     status, answer = call(server, {**BASE, "model": "gpt-4o", "secret_id": "s-1"})
     assert status == 400 and "'secret_id'" in answer["message"]
@@ -100,7 +102,15 @@ def test_invoke_submits_mlflows_job(server: str, monkeypatch: pytest.MonkeyPatch
     }
 
     status, refused = call(server, {**body, "trace_ids": [trace_id, foreign]})
-    assert (status, refused) == (403, {"error_code": "PERMISSION_DENIED", "message": "Not all requested traces could be accessed."})
+    assert (status, refused) == (
+        403,
+        {
+            "error_code": "PERMISSION_DENIED",
+            "message": "Not all requested traces could be accessed.",
+            "sqlstate": "KAM00",
+            "error_class": "PERMISSION_DENIED",
+        },
+    )
 
     status, answer = call(server, body)
     assert status == 200, answer
@@ -149,6 +159,8 @@ def test_one_detection_at_a_time(server: str) -> None:
             "error_code": "RESOURCE_ALREADY_EXISTS",
             "message": f"Issue detection is already running for this experiment (run {running.info.run_id}). "
             "Wait for it to finish, or cancel it, before starting another.",
+            "sqlstate": "KAM00",
+            "error_class": "RESOURCE_ALREADY_EXISTS",
         },
     )
     client.set_terminated(running.info.run_id, "FINISHED")

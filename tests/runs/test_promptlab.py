@@ -116,13 +116,18 @@ def test_a_missing_field_answers_as_mlflow(server: str, missing: str) -> None:
         body = _request(mlflow.MlflowClient(base).create_experiment(unique("promptlab-bad")))
         body.pop(missing)
         answer = requests.post(f"{base}{PROMPTLAB}", json=body, timeout=60)
-        answers.append((answer.status_code, {k: answer.json()[k] for k in ("error_code", "message")}))
+        answers.append((answer.status_code, answer.json()))
     assert (
         answers[0]
         == answers[1]
         == (
             400,
-            {"error_code": "INVALID_PARAMETER_VALUE", "message": f"CreatePromptlabRun request must specify {missing}."},
+            {
+                "error_code": "INVALID_PARAMETER_VALUE",
+                "message": f"CreatePromptlabRun request must specify {missing}.",
+                "sqlstate": "KAM00",
+                "error_class": "INVALID_PARAMETER_VALUE",
+            },
         )
     )
 

@@ -137,6 +137,26 @@ def test_log_register_load_model(client: MlflowClient, experiment_id: str) -> No
     assert client.search_registered_models(f"name = '{name}'") == []
 
 
+# --- prompt registry ----------------------------------------------------------------------------------
+
+
+def test_prompts(client: MlflowClient) -> None:
+    # mlflow.register_prompt/load_prompt/set_prompt_alias exist from 2.21 on (3.x keeps them beside mlflow.genai's).
+    name = unique("prompt")
+    first = mlflow.register_prompt(name=name, template="Hello {{name}}!", commit_message="first")
+    second = mlflow.register_prompt(name=name, template="Hi {{name}}, {{mood}}?")
+    assert (int(first.version), int(second.version)) == (1, 2)
+    mlflow.set_prompt_alias(name=name, alias="prod", version=1)
+    by_alias = mlflow.load_prompt(f"prompts:/{name}@prod")
+    assert (int(by_alias.version), by_alias.template) == (1, "Hello {{name}}!")
+    assert by_alias.format(name="you") == "Hello you!"
+    assert mlflow.load_prompt(f"prompts:/{name}/2").template == "Hi {{name}}, {{mood}}?"
+    if VERSION.major >= 3:
+        assert [p.name for p in mlflow.genai.search_prompts(filter_string=f"name = '{name}'")] == [name]
+        # A prompt is no model: the registry's model search leaves it out.
+        assert name not in {m.name for m in client.search_registered_models(filter_string=f"name = '{name}'")}
+
+
 # --- traces -----------------------------------------------------------------------------------------
 
 
@@ -164,6 +184,75 @@ def test_traces(client: MlflowClient, experiment_id: str) -> None:
     assert str(fetched.info.status if VERSION.major < 3 else fetched.info.state).endswith("OK")
 
 
+@pytest.mark.skipif(VERSION < Version("3.10"), reason="trace metrics (traces/metrics) arrived in 3.10")
+def test_trace_metrics(client: MlflowClient, experiment_id: str) -> None:
+    from mlflow.entities.trace_metrics import AggregationType, MetricAggregation, MetricViewType
+
+    for name in ("a", "a", "b"):
+        with mlflow.start_span(name=name) as span:
+            span.set_inputs({"x": 1})
+    store = client._tracing_client.store
+
+    def query(metric: str, aggregation: str, dimensions: list[str] | None = None) -> list[tuple[dict, dict]]:
+        points = store.query_trace_metrics(
+            experiment_ids=[experiment_id],
+            view_type=MetricViewType.TRACES,
+            metric_name=metric,
+            aggregations=[MetricAggregation(aggregation_type=AggregationType(aggregation))],
+            dimensions=dimensions,
+        )
+        return sorted(((p.dimensions, p.values) for p in points), key=repr)
+
+    assert query("trace_count", "COUNT") == [({}, {"COUNT": 3.0})]
+    assert query("trace_count", "COUNT", ["trace_name"]) == [({"trace_name": "a"}, {"COUNT": 2.0}), ({"trace_name": "b"}, {"COUNT": 1.0})]
+    [(dimensions, values)] = query("latency", "MAX")
+    assert dimensions == {} and values["MAX"] >= 0
+
+
+# --- AI gateway configuration (3.10+) ----------------------------------------------------------------
+
+
+@pytest.mark.skipif(VERSION < Version("3.10"), reason="the AI gateway's configuration routes arrived in 3.10")
+def test_gateway_configuration(client: MlflowClient) -> None:
+    from mlflow.entities import GatewayEndpointModelConfig, GatewayModelLinkageType
+
+    store = client._tracking_client.store
+    secret = store.create_gateway_secret(secret_name=unique("key"), secret_value={"api_key": "sk-core-0123456789"}, provider="openai")
+    model = store.create_gateway_model_definition(
+        name=unique("model"), secret_id=secret.secret_id, provider="openai", model_name="gpt-4o-mini"
+    )
+    config = GatewayEndpointModelConfig(model_definition_id=model.model_definition_id, linkage_type=GatewayModelLinkageType.PRIMARY)
+    endpoint = store.create_gateway_endpoint(name=unique("endpoint"), model_configs=[config])
+    fetched = store.get_gateway_endpoint(name=endpoint.name)
+    assert fetched.endpoint_id == endpoint.endpoint_id
+    assert [m.model_definition_id for m in fetched.model_mappings] == [model.model_definition_id]
+    assert endpoint.endpoint_id in {e.endpoint_id for e in store.list_gateway_endpoints()}
+    store.delete_gateway_endpoint(endpoint.endpoint_id)
+    store.delete_gateway_model_definition(model.model_definition_id)
+    store.delete_gateway_secret(secret.secret_id)
+    assert secret.secret_id not in {s.secret_id for s in store.list_secret_infos()}
+
+
+@pytest.mark.skipif(VERSION < Version("3.17"), reason="trace attachments arrived in 3.17")
+def test_trace_attachment(client: MlflowClient, experiment_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A binary span input goes up beside the trace and the UI's download (get-trace-artifact?path=) serves it."""
+    import requests
+    from mlflow.tracing.attachments import Attachment
+
+    if VERSION < Version("3.18"):
+        # 3.17 sends the local file (a PosixPath for an attachment) as mpu/create's "path", which its JSON encoder
+        # refuses: the README's 3.17 note, files below 4 MiB PUT through the API instead. 3.18 sends the basename.
+        monkeypatch.setenv("MLFLOW_MULTIPART_UPLOAD_MINIMUM_FILE_SIZE", "4194304")
+    picture = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+    with mlflow.start_span(name="look") as span:
+        span.set_inputs({"image": Attachment(content_type="image/png", content_bytes=picture)})
+    parsed = Attachment.parse_ref(client.get_trace(span.trace_id).data.spans[0].inputs["image"])
+    assert parsed is not None and parsed["content_type"] == "image/png"
+    params = {"request_id": span.trace_id, "path": parsed["attachment_id"]}
+    response = requests.get(f"{URI}/ajax-api/2.0/mlflow/get-trace-artifact", params=params, timeout=30)
+    assert (response.status_code, response.content) == (200, picture)
+
+
 # --- GenAI evaluation datasets (3.4+) ---------------------------------------------------------------
 
 
@@ -178,6 +267,23 @@ def test_genai_datasets(experiment_id: str) -> None:
     records = fetched.to_df()
     assert sorted(r["q"] for r in records["inputs"]) == ["1+1", "2+2"]
     assert [d.dataset_id for d in search_datasets(experiment_ids=[experiment_id])] == [dataset.dataset_id]
+
+
+@pytest.mark.skipif(VERSION < Version("3.4"), reason="make_judge and the scorer registry's REST routes arrived in 3.4")
+def test_registered_judges(experiment_id: str) -> None:
+    from mlflow.genai.judges import make_judge
+    from mlflow.genai.scorers import delete_scorer, get_scorer, list_scorers
+
+    name = unique("judge")
+    instructions = "Is the answer in {{ outputs }} polite? Answer yes or no."
+    judge = make_judge(name=name, instructions=instructions, model="openai:/gpt-4o-mini")
+    judge.register(experiment_id=experiment_id)
+    make_judge(name=name, instructions=instructions + " Be strict.", model="openai:/gpt-4o-mini").register(experiment_id=experiment_id)
+    assert get_scorer(name=name, experiment_id=experiment_id).instructions == instructions + " Be strict."
+    assert get_scorer(name=name, experiment_id=experiment_id, version=1).instructions == instructions
+    assert [s.name for s in list_scorers(experiment_id=experiment_id)] == [name]
+    delete_scorer(name=name, experiment_id=experiment_id, version="all")
+    assert list_scorers(experiment_id=experiment_id) == []
 
 
 @pytest.mark.skipif(VERSION.major < 3, reason="2.x clients keep span data in traces.json, which get-trace-artifact redirects to")

@@ -1,4 +1,5 @@
-"""MLflow's error contract: `{"error_code": ..., "message": ...}` with the HTTP status MLflow maps it to."""
+"""MLflow's error contract: `{"error_code", "message", "sqlstate", "error_class"}` with the HTTP status MLflow maps
+the code to."""
 
 from __future__ import annotations
 
@@ -28,14 +29,43 @@ HTTP_STATUS: dict[str, int] = {
 }
 
 
+# mlflow/error_classification.py (3.17+). MlflowException.__init__ derives its error_class and sqlstate from the code
+# with these client-side tables, and the server raises MlflowException too, so its error bodies carry them: a code
+# missing here (REQUEST_LIMIT_EXCEEDED, RESOURCE_CONFLICT...) has neither field.
+ERROR_CLASS: dict[str, str] = {
+    "BAD_REQUEST": "INVALID_PARAMETER_VALUE",
+    "CUSTOMER_UNAUTHORIZED": "PERMISSION_DENIED",
+    "ENDPOINT_NOT_FOUND": "RESOURCE_NOT_FOUND",
+    "FEATURE_DISABLED": "FEATURE_DISABLED",
+    "INTERNAL_ERROR": "CLIENT_INTERNAL_ERROR",
+    "INVALID_PARAMETER_VALUE": "INVALID_PARAMETER_VALUE",
+    "INVALID_STATE": "CLIENT_INTERNAL_ERROR",
+    "NOT_FOUND": "RESOURCE_NOT_FOUND",
+    "PERMISSION_DENIED": "PERMISSION_DENIED",
+    "RESOURCE_ALREADY_EXISTS": "RESOURCE_ALREADY_EXISTS",
+    "RESOURCE_DOES_NOT_EXIST": "RESOURCE_NOT_FOUND",
+    "TEMPORARILY_UNAVAILABLE": "CLIENT_INTERNAL_ERROR",
+}
+SQLSTATE: dict[str, str] = {
+    **dict.fromkeys(("BAD_REQUEST", "CUSTOMER_UNAUTHORIZED", "ENDPOINT_NOT_FOUND", "FEATURE_DISABLED", "INVALID_PARAMETER_VALUE"), "KAM00"),
+    **dict.fromkeys(("NOT_FOUND", "PERMISSION_DENIED", "RESOURCE_ALREADY_EXISTS", "RESOURCE_DOES_NOT_EXIST"), "KAM00"),
+    **dict.fromkeys(("INTERNAL_ERROR", "INVALID_STATE", "TEMPORARILY_UNAVAILABLE"), "XXM00"),
+}
+# A class a raise site names where the code is too coarse (_ERROR_CLASS_TO_SQLSTATE); only this one reaches a route.
+ATTRIBUTE_NOT_FOUND = "ATTRIBUTE_NOT_FOUND"
+CLASS_SQLSTATE: dict[str, str] = {ATTRIBUTE_NOT_FOUND: "KAM04"}
+
+
 class MlflowError(Exception):
     """An error answered to the client in MLflow's JSON shape."""
 
-    def __init__(self, message: str, error_code: str = "INTERNAL_ERROR", status: int | None = None) -> None:
+    def __init__(self, message: str, error_code: str = "INTERNAL_ERROR", status: int | None = None, error_class: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.error_code = error_code
         self._status = status
+        # MLflow's error_class argument: only where its raise site names one; otherwise derived from the code.
+        self.error_class = error_class
 
     @property
     def http_status(self) -> int:
@@ -43,7 +73,15 @@ class MlflowError(Exception):
         return self._status or HTTP_STATUS.get(self.error_code, 500)
 
     def to_json(self) -> dict[str, str]:
-        return {"error_code": self.error_code, "message": self.message}
+        """MlflowException.serialize_as_json: the classification fields follow the message, each only when known."""
+        body = {"error_code": self.error_code, "message": self.message}
+        error_class = self.error_class or ERROR_CLASS.get(self.error_code)
+        sqlstate = CLASS_SQLSTATE.get(error_class or "") or SQLSTATE.get(self.error_code)
+        if sqlstate is not None:
+            body["sqlstate"] = sqlstate
+        if error_class is not None:
+            body["error_class"] = error_class
+        return body
 
 
 class CollectionFull(MlflowError):

@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlparse.sql import Comparison as SqlComparison
 
-from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.errors import ATTRIBUTE_NOT_FOUND, MlflowError, invalid
 from serverless_mlflow.search import filters, ordering
 from serverless_mlflow.search.filters import LOGGED_MODEL, Filter, compare, metric_value
 from serverless_mlflow.search.grammar import join_in_comparison_tokens, parse_sql
@@ -231,7 +231,8 @@ def parse_logged_model_order_by(order_by: list[dict[str, Any]] | None) -> OrderB
         if "." not in field_name:
             name = _ALIASES.get(field_name, field_name)
             if name not in _COLUMNS:
-                raise invalid(f"Invalid order by field name: {field_name}")
+                # MLflow's getattr on its model fails: an attribute lookup, classified as such.
+                raise MlflowError(f"Invalid order by field name: {field_name}", "INVALID_PARAMETER_VALUE", error_class=ATTRIBUTE_NOT_FOUND)
             has_creation = has_creation or name == "creation_timestamp_ms"
             has_model_id = has_model_id or name == "model_id"
             terms.append(OrderTerm("attribute", name, ascending, True))
