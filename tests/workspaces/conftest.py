@@ -1,0 +1,30 @@
+"""One runtime with ``MLFLOW_ENABLE_WORKSPACES=true`` and one MLflow server with workspaces enabled, shared by every
+workspace test module (each test names its workspaces with a unique suffix)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import mlflow
+import pytest
+
+from tests.conftest import runtime_process, unique
+from tests.mlflow_reference import workspaces_reference_server
+
+
+@pytest.fixture(scope="package")
+def ours() -> Iterator[str]:
+    env = {"MLFLOW_ENABLE_WORKSPACES": "true", "TABLE_NAME": unique("ws"), "BUCKET_NAME": unique("ws")}
+    with runtime_process(env) as url:
+        yield url
+
+
+@pytest.fixture(scope="package")
+def reference() -> str:
+    return workspaces_reference_server().url
+
+
+@pytest.fixture(autouse=True)
+def _no_workspace_left_set() -> Iterator[None]:
+    yield
+    mlflow.set_workspace(None)

@@ -1,0 +1,128 @@
+"""Registered models, model versions, aliases, tags and prompts in workspaces (issue 27), with the real client
+against the local runtime, compared call by call with MLflow's server run with workspaces enabled.
+
+The same model name in two workspaces is two models; a name, version, alias or prompt of one workspace does not
+exist for a request of another (by name, by alias, as a ``models:/`` source, in searches); webhooks belong to
+their workspace the same way; a workspace holding models is not deleted (RESTRICT)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mlflow
+import pytest
+from mlflow import MlflowClient
+
+from tests.conftest import unique
+from tests.workspaces.support import assert_same, outcome, raw
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("workspaces")]
+
+
+def _model(client: MlflowClient, name: str) -> Any:
+    model = client.get_registered_model(name)
+    return (model.description, sorted(model.tags.items()), sorted(model.aliases.items()), [v.version for v in model.latest_versions])
+
+
+def _version(client: MlflowClient, name: str, version: str, run_id: str) -> Any:
+    found = client.get_model_version(name, version)
+    return (found.version, found.source, found.run_id == run_id, found.description, sorted(found.tags.items()), sorted(found.aliases))
+
+
+def scenario(url: str, suffix: str) -> list[Any]:
+    mlflow.set_tracking_uri(url)
+    mlflow.set_registry_uri(url)
+    client = MlflowClient(url, registry_uri=url)
+    team_a, team_b = f"reg-a-{suffix}", f"reg-b-{suffix}"
+    shared, only_a, prompt = f"shared-{suffix}", f"only-a-{suffix}", f"prompt-{suffix}"
+    transcript: list[Any] = []
+    record = transcript.append
+    mlflow.set_workspace(None)
+    for name in (team_a, team_b):
+        mlflow.create_workspace(name)
+
+    mlflow.set_workspace(team_a)
+    run_a = client.create_run(client.create_experiment("registry-a")).info.run_id
+    logged_a = client.create_logged_model(client.get_experiment_by_name("registry-a").experiment_id, name="lm").model_id
+    client.create_registered_model(shared, tags={"team": "a"}, description="team a")
+    client.create_model_version(shared, "s3://bucket/a1", run_id=run_a, tags={"k": "v"}, description="first")
+    client.create_model_version(shared, "s3://bucket/a2", run_id=run_a)
+    client.set_registered_model_alias(shared, "champion", "1")
+    client.create_registered_model(only_a)
+    client.create_model_version(only_a, "s3://bucket/only", run_id=run_a)
+    mlflow.genai.register_prompt(prompt, template="Hello {{name}} from A")
+    hook = client.create_webhook(f"hook-{suffix}", "https://8.8.8.8/hook", ["prompt_alias.deleted"]).webhook_id
+    record(outcome(lambda: client.create_registered_model(shared)))  # unique per workspace
+    record(_model(client, shared))
+    record(_version(client, shared, "1", run_a))
+
+    mlflow.set_workspace(team_b)
+    record(outcome(lambda: client.create_registered_model(shared, description="team b").name))  # same name: another model
+    record(_model(client, shared))
+    record(outcome(lambda: _version(client, shared, "1", run_a)))
+    record(outcome(lambda: client.get_model_version_by_alias(shared, "champion").version))
+    record(outcome(lambda: client.get_latest_versions(shared)))
+    for call in (
+        lambda: client.get_registered_model(only_a),
+        lambda: client.update_registered_model(only_a, description="stolen"),
+        lambda: client.rename_registered_model(only_a, f"taken-{suffix}"),
+        lambda: client.set_registered_model_tag(only_a, "k", "v"),
+        lambda: client.set_registered_model_alias(only_a, "x", "1"),
+        lambda: client.get_model_version(only_a, "1"),
+        lambda: client.set_model_version_tag(only_a, "1", "k", "v"),
+        lambda: client.transition_model_version_stage(only_a, "1", "Production"),
+        lambda: client.get_model_version_download_uri(only_a, "1"),
+        lambda: client.delete_model_version(only_a, "1"),
+        lambda: client.delete_registered_model(only_a),
+    ):
+        record(outcome(lambda call=call: call() and None))
+    record(sorted(m.name for m in client.search_registered_models()))
+    record(sorted(m.name for m in client.search_registered_models(f"name LIKE '%-{suffix}'")))
+    record([v.version for v in client.search_model_versions(f"name = '{shared}'")])
+    record([v.version for v in client.search_model_versions(f"name = '{only_a}'")])
+    record([(v.name, v.version) for v in client.search_model_versions(f"run_id = '{run_a}'")])
+    record([p.name for p in mlflow.genai.search_prompts(f"name LIKE '%-{suffix}'")])
+    record(outcome(lambda: mlflow.genai.load_prompt(f"prompts:/{prompt}/1").template))
+    # Sources that name another workspace's model version, run or logged model.
+    record(outcome(lambda: client.create_model_version(shared, f"models:/{only_a}/1").version))
+    record(outcome(lambda: client.copy_model_version(f"models:/{only_a}/1", shared).version))
+    # MLflow's store raises this one without an error code (a 500); this server answers bad input with a 400
+    # (versions.storage_location_for), in any workspace.
+    refused = outcome(lambda: client.create_model_version(shared, f"models:/{logged_a}", model_id=logged_a).version)
+    record(refused in ("INTERNAL_ERROR", "INVALID_PARAMETER_VALUE"))
+    record(outcome(lambda: client.create_model_version(shared, f"runs:/{run_a}/model", run_id=run_a).run_id == run_a))
+    status, body = raw(url, "GET", "/model-versions/get-artifact", team_b, params={"name": only_a, "version": "1", "path": "MLmodel"})
+    record((status, body.get("error_code") if isinstance(body, dict) else None))
+    record([w.name for w in client.list_webhooks()])  # webhooks belong to their workspace too
+    for call in (lambda: client.get_webhook(hook), lambda: client.update_webhook(hook, name="x"), lambda: client.delete_webhook(hook)):
+        record(outcome(lambda call=call: call() and None))
+    client.delete_registered_model(shared)  # B's model, not A's
+
+    mlflow.set_workspace(None)  # default holds none of them
+    record(sorted(m.name for m in client.search_registered_models(f"name LIKE '%-{suffix}'")))
+    record(outcome(lambda: client.get_registered_model(shared).name))
+    record(hook in [w.webhook_id for w in client.list_webhooks()])
+
+    mlflow.set_workspace(team_a)
+    record(_model(client, shared))
+    record(client.get_model_version_by_alias(shared, "champion").version)
+    record(sorted(m.name for m in client.search_registered_models(f"name LIKE '%-{suffix}'")))
+    record([(v.name, v.version) for v in client.search_model_versions(f"run_id = '{run_a}'")])
+    record(mlflow.genai.load_prompt(f"prompts:/{prompt}/1").template)
+    record([p.name for p in mlflow.genai.search_prompts(f"name LIKE '%-{suffix}'")])
+    record([w.name for w in client.list_webhooks()])
+    client.rename_registered_model(only_a, f"renamed-{suffix}")
+    record(_version(client, f"renamed-{suffix}", "1", run_a))
+
+    mlflow.set_workspace(None)
+    # RESTRICT: team A still holds its models, prompt and experiment (registered_models is checked first).
+    status, body = raw(url, "DELETE", f"/api/3.0/mlflow/workspaces/{team_a}")
+    record((status in (400, 500), body))
+    # Team B's experiment-free workspace goes once its last model is deleted.
+    record(raw(url, "DELETE", f"/api/3.0/mlflow/workspaces/{team_b}")[0])
+    return transcript
+
+
+def test_registry_in_two_workspaces_as_mlflow_server(ours: str, reference: str) -> None:
+    suffix = unique("r")[-6:]
+    assert_same(scenario(ours, suffix), scenario(reference, suffix))
