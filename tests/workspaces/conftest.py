@@ -10,11 +10,13 @@ import pytest
 
 from tests.conftest import runtime_process, unique
 from tests.mlflow_reference import workspaces_reference_server
+from tests.webhooks.conftest import LOCAL_TARGETS, receiver  # noqa: F401 (the local webhook receiver fixture)
 
 
 @pytest.fixture(scope="package")
 def ours() -> Iterator[str]:
-    env = {"MLFLOW_ENABLE_WORKSPACES": "true", "TABLE_NAME": unique("ws"), "BUCKET_NAME": unique("ws")}
+    # Webhooks may target a local receiver (no test compares a refused target with the reference server).
+    env = {"MLFLOW_ENABLE_WORKSPACES": "true", "TABLE_NAME": unique("ws"), "BUCKET_NAME": unique("ws"), **LOCAL_TARGETS}
     with runtime_process(env) as url:
         yield url
 

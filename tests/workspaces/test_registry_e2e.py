@@ -7,6 +7,7 @@ their workspace the same way; a workspace holding models is not deleted (RESTRIC
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import mlflow
@@ -14,6 +15,7 @@ import pytest
 from mlflow import MlflowClient
 
 from tests.conftest import unique
+from tests.webhooks.conftest import Receiver
 from tests.workspaces.support import assert_same, outcome, raw
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("workspaces")]
@@ -126,3 +128,42 @@ def scenario(url: str, suffix: str) -> list[Any]:
 def test_registry_in_two_workspaces_as_mlflow_server(ours: str, reference: str) -> None:
     suffix = unique("r")[-6:]
     assert_same(scenario(ours, suffix), scenario(reference, suffix))
+
+
+def test_events_reach_the_webhooks_of_their_workspace(ours: str, receiver: Receiver) -> None:
+    """A registry change is delivered to the webhooks of the workspace it was made in (MLflow's envelope then names
+    that workspace), never to another's; whether a model is a prompt is read in the event's workspace."""
+    suffix = unique("h")[-6:]
+    team_a, team_b = f"hooks-a-{suffix}", f"hooks-b-{suffix}"
+    mlflow.set_tracking_uri(ours)
+    mlflow.set_registry_uri(ours)
+    client = MlflowClient(ours, registry_uri=ours)
+    events = ["registered_model.created", "prompt_alias.created", "model_version_alias.created"]
+    for workspace in (team_a, team_b, None):
+        mlflow.set_workspace(None)
+        if workspace is not None:
+            mlflow.create_workspace(workspace)
+        mlflow.set_workspace(workspace)
+        client.create_webhook(f"hook-{suffix}", f"{receiver.url}/{workspace or 'default'}", events)
+    name = f"same-{suffix}"
+    mlflow.set_workspace(team_b)
+    client.create_registered_model(name)  # a plain model in B ...
+    client.create_model_version(name, "s3://bucket/b")
+    mlflow.set_workspace(team_a)
+    mlflow.genai.register_prompt(name, template="Hi {{x}}")  # ... and a prompt of the same name in A
+    mlflow.genai.set_prompt_alias(name, "prod", 1)
+    mlflow.set_workspace(team_b)
+    client.set_registered_model_alias(name, "prod", "1")
+
+    def delivered(seen: list[Any]) -> list[tuple[str, str, str, str | None]]:
+        bodies = [(r.path, r.json) for r in seen]
+        return sorted((path, body["entity"], body["data"]["name"], body.get("workspace")) for path, body in bodies)
+
+    expected = [
+        (f"/{team_a}", "prompt_alias", name, team_a),
+        (f"/{team_b}", "model_version_alias", name, team_b),
+        (f"/{team_b}", "registered_model", name, team_b),
+    ]
+    seen = receiver.wait_for(lambda got: len(got) >= len(expected))
+    time.sleep(1)  # anything sent to the wrong webhook would have arrived with the rest
+    assert delivered(receiver.requests) == expected, seen
