@@ -122,6 +122,14 @@ def scenario(url: str, suffix: str) -> list[Any]:
     record((status in (400, 500), body))
     # Team B's experiment-free workspace goes once its last model is deleted.
     record(raw(url, "DELETE", f"/api/3.0/mlflow/workspaces/{team_b}")[0])
+    # A webhook alone keeps its workspace too.
+    hooked = f"reg-hook-{suffix}"
+    mlflow.create_workspace(hooked)
+    mlflow.set_workspace(hooked)
+    client.create_webhook(f"hook-{suffix}", "https://8.8.8.8/hook", ["prompt_alias.deleted"])
+    mlflow.set_workspace(None)
+    status, body = raw(url, "DELETE", f"/api/3.0/mlflow/workspaces/{hooked}")
+    record((status in (400, 500), body))
     return transcript
 
 
