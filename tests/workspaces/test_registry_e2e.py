@@ -13,6 +13,7 @@ from typing import Any
 import mlflow
 import pytest
 from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
 
 from tests.conftest import unique
 from tests.webhooks.conftest import Receiver
@@ -175,3 +176,44 @@ def test_events_reach_the_webhooks_of_their_workspace(ours: str, receiver: Recei
     seen = receiver.wait_for(lambda got: len(got) >= len(expected))
     time.sleep(1)  # anything sent to the wrong webhook would have arrived with the rest
     assert delivered(receiver.requests) == expected, seen
+
+
+def test_log_register_and_load_in_a_workspace(ours: str) -> None:
+    """The whole flow in a workspace: a logged model's artifacts land under the workspace's root, the same name
+    registered in another workspace loads that workspace's model, and one workspace's ``models:/`` URIs do not
+    resolve in another."""
+    import pandas as pd
+
+    class AddN(mlflow.pyfunc.PythonModel):
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def predict(self, context: Any, model_input: Any, params: Any = None) -> Any:
+            return model_input + self.n
+
+    suffix = unique("l")[-6:]
+    team_a, team_b, name = f"load-a-{suffix}", f"load-b-{suffix}", f"loaded-{suffix}"
+    mlflow.set_tracking_uri(ours)
+    mlflow.set_registry_uri(ours)
+    client = MlflowClient(ours, registry_uri=ours)
+    frame = pd.DataFrame({"x": [1, 2]})
+    for workspace, n in ((team_a, 1), (team_b, 10)):
+        mlflow.set_workspace(None)
+        mlflow.create_workspace(workspace)
+        mlflow.set_workspace(workspace)
+        mlflow.set_experiment(f"load-{suffix}")
+        with mlflow.start_run():
+            logged = mlflow.pyfunc.log_model(name="model", python_model=AddN(n), registered_model_name=name, pip_requirements=[])
+        assert str(logged.registered_model_version) == "1"
+        assert f"workspaces/{workspace}/" in client.get_model_version_download_uri(name, "1")
+        client.set_registered_model_alias(name, "champion", "1")
+    only_b = mlflow.register_model(f"models:/{logged.model_id}", f"only-b-{suffix}")  # B's logged model, in B
+    assert only_b.version == "1"
+
+    mlflow.set_workspace(team_a)
+    assert mlflow.pyfunc.load_model(f"models:/{name}@champion").predict(frame)["x"].tolist() == [2, 3]
+    with pytest.raises(MlflowException) as refused:
+        mlflow.pyfunc.load_model(f"models:/only-b-{suffix}/1")
+    assert refused.value.error_code == "RESOURCE_DOES_NOT_EXIST"
+    mlflow.set_workspace(team_b)
+    assert mlflow.pyfunc.load_model(f"models:/{name}/1").predict(frame)["x"].tolist() == [11, 12]
