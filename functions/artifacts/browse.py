@@ -14,7 +14,8 @@ import posixpath
 from serverless_mlflow import table
 from serverless_mlflow.artifact_locations import relative_path, safe_relative_path
 from serverless_mlflow.errors import MlflowError, invalid, not_found
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.request import workspace as request_workspace
+from serverless_mlflow.schema import ENTITY, model_scope
 from serverless_mlflow.store import logged_models, runs
 
 from . import storage
@@ -52,7 +53,11 @@ def model_version_artifact_url(name: str, version: str, path: str) -> str:
         number = int(version)
     except (TypeError, ValueError):
         raise invalid(f"Model version must be an integer, got '{version}'") from None
-    item = table.get(MODEL_VERSION.key(model_name=name, version=number)) if 1 <= number <= MAX_VERSION else None
+    item = (
+        table.get(MODEL_VERSION.key(model_name=name, model_scope=model_scope(request_workspace.current()), version=number))
+        if 1 <= number <= MAX_VERSION
+        else None
+    )
     if item is None or item.get("deleting"):
         raise not_found(f"Model Version (name={name}, version={number}) not found")
     uri = item.get("storage_location") or item.get("source")

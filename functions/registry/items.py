@@ -1,6 +1,7 @@
 """Registry items: keys, item builders and the JSON shapes MLflow's server answers.
 
-Everything of one registered model lives in its partition ``RM#<name>``; the sort keys order the
+Everything of one registered model lives in its partition ``RM#<name>`` (with the workspace after the name
+outside ``default``: ``schema.model_scope``); the sort keys order the
 partition as ``M#ALIAS#...`` < ``M#META`` < ``M#TAG#...`` < ``M#V#<version>`` (each version followed by
 its ``#T#`` tags), so "head" reads (aliases, metadata, model tags) are one Query with ``sk < M#V#``
 and a version with its tags is one Query on the version's prefix.
@@ -11,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow import clock
-from serverless_mlflow.schema import ENTITY, PK, SK, KeyQuery
+from serverless_mlflow.request import workspace as request_workspace
+from serverless_mlflow.schema import ENTITY, PK, SK, KeyQuery, model_scope
 
 RM = ENTITY["registered_model"]
 ENTRY = ENTITY["registered_model_entry"]
@@ -20,7 +22,6 @@ MV_TAG = ENTITY["model_version_tag"]
 RM_TAG = ENTITY["registered_model_tag"]
 ALIAS = ENTITY["model_alias"]
 
-WORKSPACE = "default"
 IS_PROMPT_TAG_KEY = "mlflow.prompt.is_prompt"
 
 STAGE_NONE = "None"
@@ -40,40 +41,51 @@ NO_MARKERS = (
 VERSION_LIVE = "attribute_exists(pk) AND attribute_not_exists(deleting)"
 
 
+def workspace() -> str:
+    """The request's workspace: every model name is looked up there (MLflow's workspace-aware registry store
+    filters every query by it), so the same name in two workspaces is two models."""
+    return request_workspace.current()
+
+
+def scope() -> str:
+    """The ``model_scope`` of the request's workspace in a model's partition key (empty in ``default``)."""
+    return model_scope(request_workspace.current())
+
+
 def partition(name: str) -> str:
-    return RM.key(model_name=name)[PK]
+    return RM.key(model_name=name, model_scope=scope())[PK]
 
 
 def meta_key(name: str) -> dict[str, str]:
-    return RM.key(model_name=name)
+    return RM.key(model_name=name, model_scope=scope())
 
 
 def entry_key(name: str) -> dict[str, str]:
-    return ENTRY.key(workspace=WORKSPACE, model_name=name)
+    return ENTRY.key(workspace=workspace(), model_name=name)
 
 
 def version_key(name: str, version: int) -> dict[str, str]:
-    return MV.key(model_name=name, version=version)
+    return MV.key(model_name=name, model_scope=scope(), version=version)
 
 
 def versions_query(name: str, version: int | None = None) -> KeyQuery:
     """Every version of the model with its tags, or one version with its tags (fixed width: version 1 is
     never a prefix of 10)."""
-    return MV.query("with_tags", model_name=name, version=version)
+    return MV.query("with_tags", model_name=name, model_scope=scope(), version=version)
 
 
 def version_tags_query(name: str, version: int) -> KeyQuery:
-    return MV_TAG.query("of_version", model_name=name, version=version)
+    return MV_TAG.query("of_version", model_name=name, model_scope=scope(), version=version)
 
 
 def aliases_query(name: str) -> KeyQuery:
-    return ALIAS.query("of_model", model_name=name)
+    return ALIAS.query("of_model", model_name=name, model_scope=scope())
 
 
 def head_query(name: str, with_tags: bool = True) -> KeyQuery:
     """Everything sorted before the versions: aliases, META and (``with_tags``) the model's tags."""
     if with_tags:
-        return RM.query("head", model_name=name).below()
+        return RM.query("head", model_name=name, model_scope=scope()).below()
     aliases = aliases_query(name)
     return aliases.between(aliases.bound(), meta_key(name)[SK])
 
@@ -86,18 +98,19 @@ def has_marker(meta: dict[str, Any]) -> bool:
 
 
 def meta_item(attributes: dict[str, Any]) -> dict[str, Any]:
-    return RM.item(attributes, model_name=attributes["name"], workspace=attributes.get("workspace", WORKSPACE))
+    return RM.item(attributes, model_name=attributes["name"], model_scope=scope())
 
 
 def entry_item(name: str, is_prompt: bool) -> dict[str, Any]:
     # changed_at sets the lsi5 "name not yet indexed" flag the FTS indexer clears (serverless_mlflow.fts).
-    return ENTRY.item({"name": name, "is_prompt": is_prompt}, workspace=WORKSPACE, model_name=name, changed_at=clock.now_millis())
+    return ENTRY.item({"name": name, "is_prompt": is_prompt}, workspace=workspace(), model_name=name, changed_at=clock.now_millis())
 
 
 def version_item(attributes: dict[str, Any]) -> dict[str, Any]:
     return MV.item(
         attributes,
         model_name=attributes["name"],
+        model_scope=scope(),
         version=attributes["version"],
         # Versions without a run stay out of the run-id index (sparse index).
         run_id=attributes.get("run_id") or None,
@@ -106,11 +119,11 @@ def version_item(attributes: dict[str, Any]) -> dict[str, Any]:
 
 
 def version_tag_item(name: str, version: int, key: str, value: str) -> dict[str, Any]:
-    return MV_TAG.item({"key": key, "value": value, "version": version}, model_name=name, version=version, key=key)
+    return MV_TAG.item({"key": key, "value": value, "version": version}, model_name=name, model_scope=scope(), version=version, key=key)
 
 
 def model_tag_item(name: str, key: str, value: str) -> dict[str, Any]:
-    return RM_TAG.item({"key": key, "value": value}, model_name=name, key=key)
+    return RM_TAG.item({"key": key, "value": value}, model_name=name, model_scope=scope(), key=key)
 
 
 def alias_item(name: str, alias: str, version: int, split: tuple[int, int] | None = None) -> dict[str, Any]:
@@ -118,7 +131,7 @@ def alias_item(name: str, alias: str, version: int, split: tuple[int, int] | Non
     attributes: dict[str, Any] = {"alias": alias, "version": version}
     if split is not None:
         attributes.update(secondary_version=split[0], secondary_weight=split[1])
-    return ALIAS.item(attributes, model_name=name, alias=alias)
+    return ALIAS.item(attributes, model_name=name, model_scope=scope(), alias=alias)
 
 
 def split_of(item: dict[str, Any]) -> tuple[int, int] | None:

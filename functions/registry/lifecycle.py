@@ -47,6 +47,7 @@ from .items import (
     meta_item,
     meta_key,
     rebuild_for,
+    scope,
 )
 
 # A transaction holds 100 operations and 4 MB; leave room for the marker checks.
@@ -184,7 +185,11 @@ def finish_delete(name: str, stop_after: int | None = None) -> None:
 
 def _partition_items(name: str) -> list[dict[str, Any]]:
     """Every item of the model except META (strongly consistent)."""
-    return [item for item in table.iter_query(**RM.query("everything", model_name=name)) if item.get(ENTITY_TYPE) != RM.name]
+    return [
+        item
+        for item in table.iter_query(**RM.query("everything", model_name=name, model_scope=scope()))
+        if item.get(ENTITY_TYPE) != RM.name
+    ]
 
 
 def _run_batches(checks: list[dict[str, Any]], operations: list[dict[str, Any]], stop_after: int | None) -> bool:

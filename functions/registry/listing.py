@@ -27,12 +27,12 @@ from . import reads
 from .items import (
     ENTRY,
     IS_PROMPT_TAG_KEY,
-    WORKSPACE,
     has_marker,
     meta_key,
     model_json,
     version_json,
     versions_query,
+    workspace,
 )
 
 # The search grammar (sqlparse) is imported by the searches that parse a filter, not at cold start.
@@ -44,14 +44,14 @@ def _entries(flt: search.Filter | None = None) -> list[dict[str, Any]]:
 
     Candidates include names not yet indexed, so the exact filter applied afterwards decides alone.
     """
-    names = None
+    names, current = None, workspace()
     if flt is not None:
         names = fts.filter_candidates(
-            flt, [fts.registered_models_scope(WORKSPACE)], fts.REGISTERED_MODEL, pending_scope=fts.registered_models_collection(WORKSPACE)
+            flt, [fts.registered_models_scope(current)], fts.REGISTERED_MODEL, pending_scope=fts.registered_models_collection(current)
         )
     if names is None:
-        return table.query(fts.registered_models_collection(WORKSPACE))
-    return table.batch_get([ENTRY.key(workspace=WORKSPACE, model_name=name) for name in names])
+        return table.query(fts.registered_models_collection(current))
+    return table.batch_get([ENTRY.key(workspace=current, model_name=name) for name in names])
 
 
 def _name_ok(name: str, flt: search.Filter) -> bool:

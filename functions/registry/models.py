@@ -6,6 +6,8 @@ from typing import Any
 
 from serverless_mlflow import clock, registry_events, table
 from serverless_mlflow.errors import MlflowError, already_exists, invalid, retry_later
+from serverless_mlflow.request.workspace import DEFAULT_WORKSPACE
+from serverless_mlflow.store import workspaces
 from serverless_mlflow.validation import (
     validate_model_alias_name,
     validate_model_alias_name_reserved,
@@ -21,7 +23,6 @@ from .items import (
     NO_MARKERS,
     RM_TAG,
     VERSION_LIVE,
-    WORKSPACE,
     alias_item,
     entry_item,
     has_marker,
@@ -29,7 +30,9 @@ from .items import (
     meta_key,
     model_json,
     model_tag_item,
+    scope,
     version_key,
+    workspace,
 )
 
 # META + name-list entry + tags + the event: one transaction holds 100 operations.
@@ -56,23 +59,28 @@ def create_registered_model(name: str, tags: dict[str, str], description: str) -
             "creation_timestamp": now,
             "last_updated_timestamp": now,
             "next_version": 1,
-            "workspace": WORKSPACE,
+            "workspace": workspace(),
             "is_prompt": is_prompt,
         }
     )
     tag_items = [model_tag_item(name, k, v) for k, v in tags.items()]
     entity, payload = registry_events.model_created(name, tags, description)
+    operations = [
+        table.put_op(meta, condition="attribute_not_exists(pk)"),
+        table.put_op(entry_item(name, is_prompt)),
+        *(table.put_op(item) for item in tag_items[:TAGS_IN_CREATE_TRANSACTION]),
+        registry_events.event_op(entity, "created", payload, name),
+    ]
+    guard_workspace = workspace() != DEFAULT_WORKSPACE
+    if guard_workspace:
+        operations.append(workspaces.exists_check(workspace()))  # not while the workspace is being deleted
     try:
         # The conditional put on the model's own META key is the name-uniqueness check.
-        table.transact(
-            [
-                table.put_op(meta, condition="attribute_not_exists(pk)"),
-                table.put_op(entry_item(name, is_prompt)),
-                *(table.put_op(item) for item in tag_items[:TAGS_IN_CREATE_TRANSACTION]),
-                registry_events.event_op(entity, "created", payload, name),
-            ]
-        )
-    except table.ConditionFailed:
+        table.transact(operations)
+    except table.ConditionFailed as failure:
+        reasons = failure.reasons
+        if guard_workspace and reasons[-1:] == ["ConditionalCheckFailed"] and reasons[:1] != ["ConditionalCheckFailed"]:
+            raise workspaces.missing(workspace()) from None
         raise _name_taken(name, IS_PROMPT_TAG_KEY in tags) from None
     for item in tag_items[TAGS_IN_CREATE_TRANSACTION:]:
         _guarded_model_write(name, [table.put_op(item)])
@@ -81,7 +89,7 @@ def create_registered_model(name: str, tags: dict[str, str], description: str) -
 
 def _name_taken(name: str, new_is_prompt: bool) -> MlflowError:
     """MLflow's handle_resource_already_exist_error: the message depends on prompt vs model."""
-    existing_prompt = table.get(RM_TAG.key(model_name=name, key=IS_PROMPT_TAG_KEY)) is not None
+    existing_prompt = table.get(RM_TAG.key(model_name=name, model_scope=scope(), key=IS_PROMPT_TAG_KEY)) is not None
     old_entity = "Prompt" if existing_prompt else "Registered Model"
     new_entity = "Prompt" if new_is_prompt else "Registered Model"
     if old_entity != new_entity:

@@ -18,6 +18,7 @@ from .items import (
     RM,
     has_marker,
     head_query,
+    scope,
     split_of,
     version_json,
     version_tags_query,
@@ -114,7 +115,7 @@ def version_tags(name: str, version: int) -> dict[str, str]:
 
 def latest_in_stage(name: str, stage: str) -> dict[str, Any] | None:
     """Highest live version in ``stage``: a descending, limit-1 consistent query on the stage LSI."""
-    in_stage = MV.query("by_stage", model_name=name, current_stage=stage)
+    in_stage = MV.query("by_stage", model_name=name, model_scope=scope(), current_stage=stage)
     before: str | None = None
     while True:
         if before is None:

@@ -34,6 +34,7 @@ from .items import (
     VERSION_LIVE,
     aliases_query,
     meta_key,
+    scope,
     version_item,
     version_json,
     version_key,
@@ -397,7 +398,7 @@ def transition_model_version_stage(name: str, version: Any, stage: str, archive_
     now = clock.now_millis()
     updates = [_stage_update(name, number, target, now)]
     if archive_existing_versions:
-        in_stage = table.query(**MV.query("by_stage", model_name=name, current_stage=target))
+        in_stage = table.query(**MV.query("by_stage", model_name=name, model_scope=scope(), current_stage=target))
         updates += [
             _stage_update(name, item["version"], STAGE_ARCHIVED, now)
             for item in in_stage

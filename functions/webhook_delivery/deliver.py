@@ -53,7 +53,7 @@ def deliver(message: dict[str, Any], attempt: int) -> Outcome:
     event = table.get(EVENT.key(event_id=message["event_id"]))
     if event is None:
         return Outcome(dead=True, reason="event expired before delivery")
-    body = webhook_http.envelope(message["entity"], message["action"], registry_events.full_payload(event))
+    body = webhook_http.envelope(message["entity"], message["action"], registry_events.full_payload(event), hook)
     try:
         headers = webhook_http.headers(message["delivery_id"], body, webhooks.secret_of(hook))
         status, _ = webhook_http.post(hook["url"], body, headers)

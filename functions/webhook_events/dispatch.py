@@ -29,18 +29,20 @@ def _client(service: str) -> Any:
         return _clients[service]
 
 
-def is_prompt(model_name: str, cache: dict[str, bool]) -> bool:
-    """MLflow's ``_is_prompt(name)``: the model's ``mlflow.prompt.is_prompt`` tag, read when dispatching."""
-    if model_name not in cache:
-        tag = table.get(RM_TAG.key(model_name=model_name, key=registry_events.IS_PROMPT_TAG_KEY))
-        cache[model_name] = registry_events.is_prompt_value(tag.get("value") if tag else None)
-    return cache[model_name]
+def is_prompt(event: dict[str, Any], cache: dict[tuple[str, str], bool]) -> bool:
+    """MLflow's ``_is_prompt(name)``: the model's ``mlflow.prompt.is_prompt`` tag (in the event's workspace), read
+    when dispatching."""
+    scope, model_name = registry_events.model_scope_of(event), event["model_name"]
+    if (scope, model_name) not in cache:
+        tag = table.get(RM_TAG.key(model_name=model_name, model_scope=scope, key=registry_events.IS_PROMPT_TAG_KEY))
+        cache[scope, model_name] = registry_events.is_prompt_value(tag.get("value") if tag else None)
+    return cache[scope, model_name]
 
 
-def dispatch(event: dict[str, Any], prompt_flags: dict[str, bool]) -> None:
+def dispatch(event: dict[str, Any], prompt_flags: dict[tuple[str, str], bool]) -> None:
     entity: str | None = event["entity"]
     if event.get("prompt_aware"):
-        entity = registry_events.resolve_entity(event["entity"], is_prompt(event["model_name"], prompt_flags))
+        entity = registry_events.resolve_entity(event["entity"], is_prompt(event, prompt_flags))
     if entity is None:
         return  # MLflow sends no event for this change (a tag on a registered model that is not a prompt)
     action = event["action"]

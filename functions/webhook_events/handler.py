@@ -25,7 +25,7 @@ processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire
 
 @logger.inject_lambda_context
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    prompt_flags: dict[str, bool] = {}
+    prompt_flags: dict[tuple[str, str], bool] = {}
 
     def handle(record: DynamoDBRecord) -> None:
         image = (record.raw_event.get("dynamodb") or {}).get("NewImage")

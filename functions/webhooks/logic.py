@@ -103,7 +103,7 @@ def test(webhook_id: str, raw_event: Any) -> dict[str, Any]:
     item = store.get(webhook_id)
     event = event or (item.get("events") or ["registered_model.created"])[0]
     entity, action = event.split(".", 1)
-    body = webhook_http.envelope(entity, action, registry_events.EXAMPLE_PAYLOADS[event])
+    body = webhook_http.envelope(entity, action, registry_events.EXAMPLE_PAYLOADS[event], item)
     try:
         headers = webhook_http.headers(registry_events.new_delivery_id(), body, store.secret_of(item))
         status, text = webhook_http.post(item["url"], body, headers)

@@ -105,7 +105,7 @@ def test_entity_parse_reads_table_and_index_keys() -> None:
     assert run.parse(run_item["lsi4sk"], index="lsi4") == {"run_name": "n#1", "run_id": "a" * 32}
     assert run.parse_pk(run_item["gsi1pk"], index="gsi1") == {"run_id": "a" * 32}
     version = schema.ENTITY["model_version"]
-    assert version.parse(version.key(model_name="m", version=12)[schema.SK]) == {"version": 12}
+    assert version.parse(version.key(model_name="m", model_scope="", version=12)[schema.SK]) == {"version": 12}
 
 
 def test_parse_refuses_a_truncated_user_string_and_a_foreign_key() -> None:
@@ -163,7 +163,7 @@ def test_query_builder_ranges() -> None:
     assert not low <= trace.sk.render({"request_time": 21, "trace_id": "tr-0"}) <= high
     open_ended = by_time.range(high={"request_time": None})
     assert open_ended["sk_between"] == ("T#", "T#" + schema.HIGH)
-    versions = schema.ENTITY["registered_model"].query("head", model_name="m").below()
+    versions = schema.ENTITY["registered_model"].query("head", model_name="m", model_scope="").below()
     assert versions["sk_before"] == "M#V#" and "sk_prefix" not in versions
     after = by_time.after("T#x")
     assert after["sk_after"] == "T#x" and "sk_prefix" not in after

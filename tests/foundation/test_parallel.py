@@ -51,3 +51,16 @@ def test_the_first_failure_in_input_order_propagates() -> None:
 def test_one_input_runs_in_the_calling_thread() -> None:
     assert parallel_map(lambda _: threading.current_thread(), [0]) == [threading.current_thread()]
     assert parallel_map(lambda _: 1, []) == []
+
+
+def test_calls_see_the_callers_request_context() -> None:
+    """Worker threads serve the caller's request: its workspace (a context variable) holds in every call."""
+    from serverless_mlflow.request import workspace
+
+    def seen(_: int) -> str:
+        time.sleep(0.01)
+        return workspace.current()
+
+    with workspace.bound("team-a"):
+        assert parallel_map(seen, list(range(6)), workers=3) == ["team-a"] * 6
+    assert parallel_map(seen, list(range(2))) == ["default"] * 2

@@ -71,7 +71,7 @@ def test_index_keys_only_for_declared_indexes() -> None:
 )
 def test_user_strings_never_make_a_key_a_prefix_of_another(entity_name: str, field: str) -> None:
     entity = schema.ENTITY[entity_name]
-    base = {"experiment_id": "7", "run_id": "0" * 32, "model_name": "m", "changed_at": 1}
+    base = {"experiment_id": "7", "run_id": "0" * 32, "model_name": "m", "model_scope": "", "changed_at": 1}
     sks = {name: entity.key(**base, **{field: name})["sk"] for name in NASTY_NAMES}
     assert len(set(sks.values())) == len(NASTY_NAMES)
     for a, sk_a in sks.items():
@@ -98,10 +98,25 @@ def test_metric_history_prefix_of_one_key_never_matches_another() -> None:
 
 def test_model_names_with_separators_get_distinct_partitions() -> None:
     model = schema.ENTITY["registered_model"]
-    pks = {name: model.key(model_name=name)["pk"] for name in NASTY_NAMES}
+    pks = {name: model.key(model_name=name, model_scope="")["pk"] for name in NASTY_NAMES}
     assert len(set(pks.values())) == len(NASTY_NAMES)
     version = schema.ENTITY["model_version"]
-    assert version.key(model_name="m", version=2)["sk"] < version.key(model_name="m", version=10)["sk"]
+    assert version.key(model_name="m", model_scope="", version=2)["sk"] < version.key(model_name="m", model_scope="", version=10)["sk"]
+
+
+def test_model_partitions_per_workspace_keep_default_keys() -> None:
+    """``default`` keeps the partition models always had (no migration); another workspace's model of the same
+    name has its own, and no name in one workspace spells the key of a model of another."""
+    model = schema.ENTITY["registered_model"]
+
+    def pk(name: str, workspace: str) -> str:
+        return model.key(model_name=name, model_scope=schema.model_scope(workspace))["pk"]
+
+    assert pk("m", "default") == "RM#m\x01"
+    assert pk("m", "team-a") != pk("m", "default")
+    pks = {pk(name, workspace) for name in (*NASTY_NAMES, "m", "m\x01team-a") for workspace in ("default", "team-a", "team")}
+    assert len(pks) == 3 * (len(NASTY_NAMES) + 2)
+    assert model.parse_pk(pk("m", "team-a")) == {"model_name": "m", "model_scope": "team-a"}
 
 
 def test_catalog_names_known_entities_operations_and_indexes() -> None:

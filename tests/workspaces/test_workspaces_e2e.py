@@ -8,47 +8,17 @@ experiment); evaluation datasets; AI gateway secrets and the MCP registry."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import mlflow
 import pytest
-import requests
 from mlflow import MlflowClient
-from mlflow.exceptions import MlflowException
 
-from tests.conftest import runtime_process, unique
-from tests.mlflow_reference import workspaces_reference_server
+from tests.conftest import unique
+from tests.workspaces.support import assert_same, outcome
+from tests.workspaces.support import raw as _raw
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("workspaces")]
-
-HEADER = "X-MLFLOW-WORKSPACE"
-
-
-@pytest.fixture(scope="module")
-def ours() -> Iterator[str]:
-    env = {"MLFLOW_ENABLE_WORKSPACES": "true", "TABLE_NAME": unique("ws"), "BUCKET_NAME": unique("ws")}
-    with runtime_process(env) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def reference() -> str:
-    return workspaces_reference_server().url
-
-
-@pytest.fixture(autouse=True)
-def _no_workspace_left_set() -> Iterator[None]:
-    yield
-    mlflow.set_workspace(None)
-
-
-def outcome(call: Callable[[], Any]) -> Any:
-    """A call's value, or the error code it raised (what the two servers must agree on)."""
-    try:
-        return call()
-    except MlflowException as error:
-        return error.error_code
 
 
 def _same_ids(text: str) -> str:
@@ -134,22 +104,6 @@ def scenario(url: str, suffix: str) -> list[Any]:
 def test_two_workspaces_as_mlflow_server(ours: str, reference: str) -> None:
     suffix = unique("x")[-6:]
     assert_same(scenario(ours, suffix), scenario(reference, suffix))
-
-
-def assert_same(got: list[Any], expected: list[Any]) -> None:
-    assert len(got) == len(expected)
-    for step, (mine, theirs) in enumerate(zip(got, expected, strict=True)):
-        assert mine == theirs, f"step {step}: ours {mine!r}, MLflow's {theirs!r}"
-
-
-def _raw(url: str, method: str, path: str, workspace: str | None = None, **kwargs: Any) -> tuple[int, Any]:
-    headers = {HEADER: workspace} if workspace is not None else {}
-    response = requests.request(method, f"{url}{path}", headers=headers, timeout=60, **kwargs)
-    try:
-        body: Any = response.json()
-    except ValueError:
-        body = response.text
-    return response.status_code, body
 
 
 def _codes(url: str, suffix: str) -> list[Any]:

@@ -20,6 +20,7 @@ from typing import Any
 from ulid import ULID
 
 from serverless_mlflow import clock, schema, table
+from serverless_mlflow.request import workspace as request_workspace
 
 EVENT = schema.entity("registry_event")
 # Long enough for SQS's whole retry schedule (the delivery queue keeps a message 4 days).
@@ -69,7 +70,7 @@ def event_op(
     model_name: str,
     *,
     prompt_aware: bool = False,
-    workspace: str = "default",
+    workspace: str | None = None,
     split: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The outbox put for one event, to add to the change's own transaction."""
@@ -83,15 +84,16 @@ def event_item(
     model_name: str,
     *,
     prompt_aware: bool = False,
-    workspace: str = "default",
+    workspace: str | None = None,
     split: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One event's outbox item."""
+    """One event's outbox item, in ``workspace`` (the request's when not given: MLflow delivers an event to the
+    webhooks of the workspace its change was made in)."""
     now = clock.now_millis()
     event_id = str(ULID())
     attributes: dict[str, Any] = {
         "event_id": event_id,
-        "workspace": workspace,
+        "workspace": workspace or request_workspace.current(),
         "entity": entity,
         "action": action,
         "payload": payload,
@@ -187,6 +189,11 @@ EXAMPLE_PAYLOADS: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 
+def model_scope_of(event: dict[str, Any]) -> str:
+    """The ``model_scope`` of the partition of the model an event is about (its workspace's)."""
+    return schema.model_scope(event.get("workspace") or "default")
+
+
 def new_delivery_id() -> str:
     return str(uuid.uuid4())
 
@@ -203,11 +210,11 @@ def full_payload(event: dict[str, Any]) -> dict[str, Any]:
         payload[key] = float(payload[key])
     if not event.get("tags_deferred"):
         return payload
-    name = event["model_name"]
+    name, scope = event["model_name"], model_scope_of(event)
     if "version" in payload:
-        query = schema.entity("model_version_tag").query("of_version", model_name=name, version=int(payload["version"]))
+        query = schema.entity("model_version_tag").query("of_version", model_name=name, model_scope=scope, version=int(payload["version"]))
     else:
-        query = schema.entity("registered_model_tag").query("of_model", model_name=name)
+        query = schema.entity("registered_model_tag").query("of_model", model_name=name, model_scope=scope)
     tags = {item["key"]: item["value"] for item in table.iter_query(**query)}
     if event["entity"].startswith("prompt"):
         payload["template"] = tags.pop(PROMPT_TEXT_TAG_KEY, None) if "version" in payload else payload.get("template")

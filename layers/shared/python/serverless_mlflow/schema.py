@@ -386,7 +386,10 @@ def _e(
 EXP = "EXP#{experiment_id}"
 RUN = "RUN#{run_id}"
 LM = "LM#{model_id}"
-RM = "RM#{model_name:str}"
+# A registered model's partition. ``model_scope`` is empty in the ``default`` workspace (the keys models always had,
+# so existing data needs no migration) and the workspace's name elsewhere: after the name's terminator, so the
+# same name in two workspaces gets two partitions and no name can spell another workspace's key.
+RM = "RM#{model_name:str}{model_scope}"
 EDS = "EDS#{dataset_id}"
 GW = "GW#{workspace}"
 MCP = "MCP#{workspace}"
@@ -397,6 +400,11 @@ TRACE_PARTITION = "TB#{experiment_id}#{bucket}#{shard}"
 # A trace info's partition: the hour of its request time and a hash shard of its trace id (see trace_partition).
 TRACE_BUCKET_MS = 3_600_000
 TRACE_SHARDS = 8
+
+
+def model_scope(workspace: str) -> str:
+    """The ``model_scope`` of a registered model's partition (``RM``) in ``workspace``."""
+    return "" if workspace == "default" else workspace
 
 
 def trace_bucket(request_time_ms: int) -> int:

@@ -26,6 +26,7 @@ from urllib3.util import Timeout
 
 from serverless_mlflow import checked_http, public_url, settings
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.request import workspace as request_workspace
 
 SIGNATURE_HEADER = "X-MLflow-Signature"
 TIMESTAMP_HEADER = "X-MLflow-Timestamp"
@@ -65,9 +66,13 @@ def check_url(url: Any, schemes: list[str], allow_private_ips: bool) -> None:
         public_url.require_public_host(hostname, "Webhook URL")
 
 
-def envelope(entity: str, action: str, payload: dict[str, Any]) -> str:
-    """The JSON body MLflow sends (``_send_webhook_request``), as text (the signature covers these bytes)."""
-    return json.dumps({"entity": entity, "action": action, "timestamp": datetime.now(UTC).isoformat(), "data": payload})
+def envelope(entity: str, action: str, payload: dict[str, Any], webhook: dict[str, Any]) -> str:
+    """The JSON body MLflow sends (``_send_webhook_request``), as text (the signature covers these bytes). With
+    workspaces enabled it names the webhook's workspace, as MLflow's does."""
+    body: dict[str, Any] = {"entity": entity, "action": action, "timestamp": datetime.now(UTC).isoformat(), "data": payload}
+    if request_workspace.enabled():
+        body["workspace"] = webhook.get("workspace") or request_workspace.DEFAULT_WORKSPACE
+    return json.dumps(body)
 
 
 def signature(secret: str, delivery_id: str, timestamp: str, body: str) -> str:

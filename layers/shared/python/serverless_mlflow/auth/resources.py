@@ -133,7 +133,8 @@ def model_kind(name: Any) -> str | None:
     """``prompt`` or ``registered_model`` from the persisted model (never the request body); None if absent."""
     if not isinstance(name, str) or not name:
         return None
-    item = table.get(schema.entity("registered_model").key(model_name=name), projection="is_prompt, #n", names={"#n": "name"})
+    key = schema.entity("registered_model").key(model_name=name, model_scope=schema.model_scope(request_workspace.current()))
+    item = table.get(key, projection="is_prompt, #n", names={"#n": "name"})
     if item is None:
         return None
     return PROMPT if item.get("is_prompt") else REGISTERED_MODEL

@@ -15,6 +15,7 @@ from serverless_mlflow import schema, table
 from serverless_mlflow.auth import passwords
 from serverless_mlflow.auth.permissions import ALL, EXPERIMENT, GATEWAY_ENDPOINT, GRANTABLE, KINDS, PROMPT, REGISTERED_MODEL
 from serverless_mlflow.errors import already_exists, invalid, not_found
+from serverless_mlflow.request import workspace as request_workspace
 
 USER = schema.entity("user")
 USER_ENTRY = schema.entity("user_entry")
@@ -55,8 +56,19 @@ def user_key(username: str) -> dict[str, str]:
     return USER.key(username=username)
 
 
+def stored_id(kind: str, resource_id: str) -> str:
+    """The id a grant on a resource is kept under. Registered model and prompt names are unique per workspace
+    only, so outside ``default`` a grant on one is kept as ``<workspace>/<name>``: a grant on a model of one
+    workspace never holds for the model of the same name in another (model names cannot hold ``/``, so no
+    ``default`` name spells it). ``default``'s grants keep their ids, and the ``*`` grant holds everywhere."""
+    workspace = request_workspace.current()
+    if kind not in (REGISTERED_MODEL, PROMPT) or resource_id == "*" or workspace == request_workspace.DEFAULT_WORKSPACE:
+        return resource_id
+    return f"{workspace}/{resource_id}"
+
+
 def grant_key(username: str, kind: str, resource_id: str) -> dict[str, str]:
-    return _GRANT_ENTITY[kind].key(username=username, **{_ID_FIELD[kind]: resource_id})
+    return _GRANT_ENTITY[kind].key(username=username, **{_ID_FIELD[kind]: stored_id(kind, resource_id)})
 
 
 # --- users -----------------------------------------------------------------------------------
@@ -192,6 +204,7 @@ def check_grantable(permission: Any, kind: str) -> str:
 
 
 def _grant_item(username: str, kind: str, resource_id: str, permission: str) -> dict[str, Any]:
+    resource_id = stored_id(kind, resource_id)
     return _GRANT_ENTITY[kind].item(
         {"username": username, "resource_id": resource_id, "permission": permission},
         username=username,
@@ -238,7 +251,7 @@ def has_grants(username: str) -> bool:
 
 
 def _grants_of_resource(kind: str, resource_id: str) -> list[dict[str, Any]]:
-    hits = table.query(**_GRANT_ENTITY[kind].query("by_resource", **{_ID_FIELD[kind]: resource_id}), consistent=False)
+    hits = table.query(**_GRANT_ENTITY[kind].query("by_resource", **{_ID_FIELD[kind]: stored_id(kind, resource_id)}), consistent=False)
     keys = [{schema.PK: item[schema.PK], schema.SK: item[schema.SK]} for item in hits]
     return table.batch_get(keys) if keys else []
 
@@ -262,4 +275,5 @@ def access(username: str, kind: str, resource_ids: list[str]) -> tuple[User | No
     user = next((_user_from(item) for item in items if item[schema.ENTITY_TYPE] == USER.name), None)
     by_id = {item["resource_id"]: item["permission"] for item in items if item[schema.ENTITY_TYPE] != USER.name}
     wildcard = [by_id["*"]] if "*" in by_id else []
-    return user, {rid: wildcard + ([by_id[rid]] if rid in by_id and rid != "*" else []) for rid in resource_ids}
+    held = {rid: by_id.get(stored_id(kind, rid)) if rid != "*" else None for rid in resource_ids}
+    return user, {rid: wildcard + ([held[rid]] if held[rid] is not None else []) for rid in resource_ids}

@@ -16,6 +16,7 @@ from typing import Any
 from serverless_mlflow import clock, kms_secrets, schema, table
 from serverless_mlflow.errors import invalid, not_found
 from serverless_mlflow.pages import token_json
+from serverless_mlflow.request import workspace as request_workspace
 
 WEBHOOK = schema.entity("webhook")
 ACTIVE = "ACTIVE"
@@ -62,6 +63,13 @@ def webhook_json(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _in(workspace: str | None) -> str:
+    """The given workspace (the dispatcher's and the deliverer's: the event's), else the request's: MLflow's
+    workspace-aware store keeps each webhook in the workspace it was created in, and lists, gets, updates and
+    deletes only the request's."""
+    return workspace or request_workspace.current()
+
+
 def event_json(event: str) -> dict[str, str]:
     entity, action = event.split(".", 1)
     return {"entity": entity.upper(), "action": action.upper()}
@@ -74,7 +82,7 @@ def create(
     description: str | None,
     secret: str | None,
     status: str | None,
-    workspace: str = DEFAULT_WORKSPACE,
+    workspace: str | None = None,
 ) -> dict[str, Any]:
     webhook_id = str(uuid.uuid4())
     now = clock.now_millis()
@@ -86,25 +94,25 @@ def create(
         "status": status or ACTIVE,
         "creation_timestamp": now,
         "last_updated_timestamp": now,
-        "workspace": workspace,
+        "workspace": _in(workspace),
     }
     if description:
         attributes["description"] = description
     if secret:
         attributes["secret_ciphertext"] = encrypt_secret(webhook_id, secret)
-    item = WEBHOOK.item(attributes, workspace=workspace, webhook_id=webhook_id, creation_timestamp=now)
+    item = WEBHOOK.item(attributes, workspace=_in(workspace), webhook_id=webhook_id, creation_timestamp=now)
     table.put(item, condition="attribute_not_exists(pk)")
     return item
 
 
-def get(webhook_id: str, workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any]:
-    item = table.get(WEBHOOK.key(workspace=workspace, webhook_id=webhook_id))
+def get(webhook_id: str, workspace: str | None = None) -> dict[str, Any]:
+    item = table.get(WEBHOOK.key(workspace=_in(workspace), webhook_id=webhook_id))
     if item is None:
         raise not_found_error(webhook_id)
     return item
 
 
-def update(webhook_id: str, changes: dict[str, Any], secret: str | None, workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any]:
+def update(webhook_id: str, changes: dict[str, Any], secret: str | None, workspace: str | None = None) -> dict[str, Any]:
     """Set the given attributes (a ``description`` of None is cleared); ``secret`` replaces the stored one
     ("" clears it, as MLflow stores an empty secret)."""
     sets = {name: value for name, value in changes.items() if value is not None}
@@ -123,7 +131,7 @@ def update(webhook_id: str, changes: dict[str, Any], secret: str | None, workspa
     values = {f":v{i}": value for i, value in enumerate(sets.values())}
     try:
         updated = table.update(
-            WEBHOOK.key(workspace=workspace, webhook_id=webhook_id),
+            WEBHOOK.key(workspace=_in(workspace), webhook_id=webhook_id),
             expression,
             names=names,
             values=values,
@@ -136,21 +144,19 @@ def update(webhook_id: str, changes: dict[str, Any], secret: str | None, workspa
     return updated
 
 
-def delete(webhook_id: str, workspace: str = DEFAULT_WORKSPACE) -> None:
+def delete(webhook_id: str, workspace: str | None = None) -> None:
     try:
-        table.delete(WEBHOOK.key(workspace=workspace, webhook_id=webhook_id), condition="attribute_exists(pk)")
+        table.delete(WEBHOOK.key(workspace=_in(workspace), webhook_id=webhook_id), condition="attribute_exists(pk)")
     except table.ConditionFailed:
         raise not_found_error(webhook_id) from None
 
 
-def list_page(
-    max_results: int | None, page_token: str | None, workspace: str = DEFAULT_WORKSPACE
-) -> tuple[list[dict[str, Any]], str | None]:
+def list_page(max_results: int | None, page_token: str | None, workspace: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
     """Newest first, as MLflow lists them (creation time descending); keyset page tokens."""
     max_results = max_results or DEFAULT_LIST_RESULTS
     if max_results < 1 or max_results > MAX_LIST_RESULTS:
         raise invalid(f"max_results must be between 1 and {MAX_LIST_RESULTS}.")
-    query = WEBHOOK.query("by_creation", workspace=workspace)
+    query = WEBHOOK.query("by_creation", workspace=_in(workspace))
     after = _decode_token(page_token) if page_token else None
     if after is not None:
         # Every key sorting before the last one answered (the collection holds only webhooks).
@@ -164,9 +170,9 @@ def list_page(
     return page, _encode_token(WEBHOOK.index_sk(by_creation.index or "", **_index_values(last)))
 
 
-def subscribed(event: str, workspace: str = DEFAULT_WORKSPACE) -> list[dict[str, Any]]:
+def subscribed(event: str, workspace: str | None = None) -> list[dict[str, Any]]:
     """Active webhooks of a workspace subscribed to ``event`` (``entity.action``), oldest first."""
-    items = table.query(**WEBHOOK.query("in_workspace", workspace=workspace))
+    items = table.query(**WEBHOOK.query("in_workspace", workspace=_in(workspace)))
     hooks = [item for item in items if item.get("status", ACTIVE) == ACTIVE and event in (item.get("events") or [])]
     return sorted(hooks, key=lambda item: (int(item["creation_timestamp"]), item["webhook_id"]))
 

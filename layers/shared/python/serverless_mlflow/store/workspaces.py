@@ -140,15 +140,19 @@ def exists_check(name: str) -> dict[str, Any]:
 def _count(entity_name: str, workspace: str) -> int:
     """How many items of an entity a workspace's partition holds (the entity's whole sort-key range)."""
     entity = ENTITY[entity_name]
-    items = table.iter_query(entity.pk.render({"workspace": workspace}), entity.sk_prefix())
-    return sum(1 for item in items if item["entity_type"] == entity.name)
+    # A sort key that starts with a field (a model's name) has no prefix: the whole partition.
+    items = table.iter_query(entity.pk.render({"workspace": workspace}), entity.sk_prefix() or None)
+    return sum(1 for item in items if item.get("entity_type") == entity.name)
 
 
 # MLflow's tables (``_WORKSPACE_ROOT_MODELS``, in the order its store checks them) and this server's entities for
-# the families it scopes to workspaces; registered models, webhooks, budgets, guardrails and jobs are not scoped.
+# the families it scopes to workspaces; budgets, guardrails and jobs are not counted. A registered model (or
+# prompt) is counted by its entry in the workspace's name list.
 _ROOT_ENTITIES = (
+    ("registered_models", "registered_model_entry"),
     ("experiments", "experiment_entry"),
     ("evaluation_datasets", "evaluation_dataset"),
+    ("webhooks", "webhook"),
     ("secrets", "gateway_secret"),
     ("endpoints", "gateway_endpoint"),
     ("model_definitions", "gateway_model_definition"),

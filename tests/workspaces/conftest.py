@@ -1,0 +1,32 @@
+"""One runtime with ``MLFLOW_ENABLE_WORKSPACES=true`` and one MLflow server with workspaces enabled, shared by every
+workspace test module (each test names its workspaces with a unique suffix)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import mlflow
+import pytest
+
+from tests.conftest import runtime_process, unique
+from tests.mlflow_reference import workspaces_reference_server
+from tests.webhooks.conftest import LOCAL_TARGETS, receiver  # noqa: F401 (the local webhook receiver fixture)
+
+
+@pytest.fixture(scope="package")
+def ours() -> Iterator[str]:
+    # Webhooks may target a local receiver (no test compares a refused target with the reference server).
+    env = {"MLFLOW_ENABLE_WORKSPACES": "true", "TABLE_NAME": unique("ws"), "BUCKET_NAME": unique("ws"), **LOCAL_TARGETS}
+    with runtime_process(env) as url:
+        yield url
+
+
+@pytest.fixture(scope="package")
+def reference() -> str:
+    return workspaces_reference_server().url
+
+
+@pytest.fixture(autouse=True)
+def _no_workspace_left_set() -> Iterator[None]:
+    yield
+    mlflow.set_workspace(None)

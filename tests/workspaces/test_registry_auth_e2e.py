@@ -1,0 +1,63 @@
+"""Basic auth with workspaces: a grant on a registered model or prompt holds in its own workspace only.
+
+Model names are unique per workspace, so two users can each create (and so MANAGE) a model of the same name in
+two workspaces; neither may then manage the other's, and deleting one model drops only its own grants."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from tests.auth.conftest import ADMIN, ADMIN_PASSWORD, basic_env, basic_runtime
+from tests.conftest import unique
+from tests.workspaces.support import HEADER
+
+pytestmark = [pytest.mark.e2e]
+
+PASSWORD = "a-long-password-" + unique("p")[-6:]
+
+
+@pytest.fixture(scope="module")
+def basic_workspaces() -> Iterator[str]:
+    with basic_runtime(env={**basic_env(), "MLFLOW_ENABLE_WORKSPACES": "true"}) as url:
+        yield url
+
+
+def _call(url: str, user: str, method: str, path: str, workspace: str | None = None, **kwargs: Any) -> tuple[int, Any]:
+    password = ADMIN_PASSWORD if user == ADMIN else PASSWORD
+    headers = {HEADER: workspace} if workspace else {}
+    response = requests.request(method, f"{url}{path}", auth=(user, password), headers=headers, timeout=60, **kwargs)
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    return response.status_code, body.get("error_code") if isinstance(body, dict) else None
+
+
+def test_model_grants_stay_in_their_workspace(basic_workspaces: str) -> None:
+    url, suffix = basic_workspaces, unique("a")[-6:]
+    team_a, team_b = f"auth-a-{suffix}", f"auth-b-{suffix}"
+    alice, bob = f"alice-{suffix}", f"bob-{suffix}"
+    for name in (team_a, team_b):
+        assert _call(url, ADMIN, "POST", "/api/3.0/mlflow/workspaces", json={"name": name})[0] == 201
+    for user in (alice, bob):
+        assert _call(url, ADMIN, "POST", "/api/2.0/mlflow/users/create", json={"username": user, "password": PASSWORD})[0] == 200
+
+    create, update = "/api/2.0/mlflow/registered-models/create", "/api/2.0/mlflow/registered-models/update"
+    delete = "/api/2.0/mlflow/registered-models/delete"
+    assert _call(url, alice, "POST", create, team_a, json={"name": "shared"})[0] == 200  # alice MANAGEs A's
+    assert _call(url, bob, "POST", create, team_b, json={"name": "shared"})[0] == 200  # bob MANAGEs B's
+
+    # Bob reads A's model (the default permission is READ) but his grant on B's does not reach it.
+    assert _call(url, bob, "GET", "/api/2.0/mlflow/registered-models/get", team_a, params={"name": "shared"})[0] == 200
+    assert _call(url, bob, "PATCH", update, team_a, json={"name": "shared", "description": "x"})[0] == 403
+    assert _call(url, bob, "DELETE", delete, team_a, json={"name": "shared"})[0] == 403
+    assert _call(url, alice, "PATCH", update, team_b, json={"name": "shared", "description": "x"})[0] == 403
+
+    # Deleting B's model drops B's grants only: alice still manages A's.
+    assert _call(url, bob, "DELETE", delete, team_b, json={"name": "shared"})[0] == 200
+    assert _call(url, alice, "PATCH", update, team_a, json={"name": "shared", "description": "mine"})[0] == 200
+    assert _call(url, alice, "DELETE", delete, team_a, json={"name": "shared"})[0] == 200
