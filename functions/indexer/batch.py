@@ -1,14 +1,21 @@
 """A batch of stream records, worked in units: one per run (every record of its items, latest metrics and marker),
-one per other source item. Units run in parallel; a unit's steps run in order:
+one per other source item. Units run in parallel, in steps that every unit ends before the next begins:
 
 1. a run whose latest metrics have records: ``metric_marks.begin`` (its pass's epoch), before anything is read;
-2. the current version of every source item of the unit (one BatchGetItem for the whole batch, after step 1);
-3. each source item once: its RANK/FTS items (``logic.index_item``);
-4. the run's digest of its latest values, then its summary (once per run);
-5. the items' flags, then the run's marker (``metric_marks.retire``): only after what they vouch for is written.
+2. the current version of every source item, the runs' digests and summaries and their experiments' pair
+   declarations: one BatchGetItem per 100 keys for the whole batch, after step 1;
+3. each source item once: its RANK/FTS items (``logic.index_item``), and the run's digest of its latest values,
+   planned, not written;
+4. the whole batch's derived writes at once, coalesced (one intent per key, the last in stream order): a few
+   25-item BatchWriteItems for the batch instead of some per source item (FTS postings in two steps: a forward
+   posting never exists without its reverse item);
+5. per run its summary (from the summary read in step 2, re-read only if another rebuild moved it on); then
+   the items' flags (conditional, one by one) and the run's marker (``metric_marks.retire``): only after what
+   they vouch for is written.
 
 A record whose images cannot be derived fails alone (the others are indexed); a unit that fails reports every
-one of its records. Lambda retries from the lowest failed record: everything is idempotent.
+one of its records; if step 4 fails every unit's records are reported (nothing was cleared). Lambda retries
+from the lowest failed record: everything is idempotent.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import metric_marks, parallel, run_metrics, run_summaries
+from serverless_mlflow import metric_marks, pair_ranks, parallel, run_metrics, run_summaries
 from serverless_mlflow.schema import ENTITY_TYPE
 
 from . import logic
@@ -90,25 +97,64 @@ def process(records: list[dict[str, Any]]) -> BatchResult:
 
     _each(units, [u for u in units if u.metric_pass], begin, result)
     digests = {run: _digest_key(*run) for run in epochs}
+    runs = [unit.run for unit in units if unit.run is not None]
+    summaries = [_summary_key(*run) for run in runs]
+    declarations = [_declaration_key(run[0]) for run in runs]
     # Read after every epoch began: a metric write bumped after its pass began is not missed (metric_marks).
-    currents = logic.prefetch([key for unit in units for key in unit.items] + list(digests.values()))
+    # Summaries are listed before the pair declarations: each is read no later than its declaration
+    # (run_summaries.rebuild), whichever of the 100-key BatchGetItems they fall in.
+    currents = logic.prefetch([key for unit in units for key in unit.items] + list(digests.values()) + summaries + declarations)
+    planned: dict[int, tuple[list[Outcome], logic.Writes]] = {}
 
-    def work(unit: Unit) -> None:
+    def derive(unit: Unit) -> None:
+        writes = logic.Writes()
         outcomes = [
-            _merged(records, logic.index_item(key, records, unit.stale[key], currents.get(key))) for key, records in unit.items.items()
+            _merged(records, logic.index_item(key, records, unit.stale[key], currents.get(key), writes))
+            for key, records in unit.items.items()
         ]
+        if unit.run is not None and unit.run in epochs:
+            logic.metric_pass(*unit.run, currents.get(digests[unit.run]), writes)
+        planned[id(unit)] = (outcomes, writes)
+
+    _each(units, list(units), derive, result)
+    # Every unit's derived writes at once (a few BatchWriteItems for the batch, not some per item), then the
+    # metric keys their RANK items are under, listed for their experiments (once per batch and key). If either
+    # fails, every unit's records are reported (nothing was cleared; the replay is idempotent).
+    writes = logic.Writes()
+    for unit in units:
+        writes.merge(planned[id(unit)][1])
+    metric_keys = {o.metric_key for unit in units for o in planned[id(unit)][0] if o.metric_key is not None}
+    try:
+        logic.apply(writes)
+        logic.register_metric_keys(metric_keys)
+    except Exception:
+        log.exception("writing the derived items of %d units failed", len(units))
+        for unit in units:
+            result.failures.extend(unit.sequences)
+        return result
+
+    def finish(unit: Unit) -> None:
+        outcomes = planned[id(unit)][0]
         if unit.run is not None:
-            if unit.run in epochs:
-                logic.metric_pass(*unit.run, epochs[unit.run], currents.get(digests[unit.run]))
-            logic.refresh_summary(unit.run)
+            logic.refresh_summary(unit.run, currents)
         for key, outcome in zip(unit.items, outcomes, strict=True):
             outcome.flag_cleared = logic.clear_flag(currents.get(key))
         if unit.run is not None and unit.run in epochs:
             metric_marks.retire(*unit.run, epochs[unit.run])
         result.outcomes.extend(outcomes)
 
-    _each(units, list(units), work, result)
+    _each(units, list(units), finish, result)
     return result
+
+
+def _summary_key(experiment_id: str, run_id: str) -> Key:
+    key = run_summaries.key(experiment_id, run_id)
+    return key["pk"], key["sk"]
+
+
+def _declaration_key(experiment_id: str) -> Key:
+    key = pair_ranks.declaration_key(experiment_id)
+    return key["pk"], key["sk"]
 
 
 def _digest_key(experiment_id: str, run_id: str) -> Key:

@@ -71,6 +71,7 @@ class Outcome:
     deletes: int = 0
     flag_cleared: bool = False
     created_ms: int | None = None
+    metric_key: tuple[str, str] | None = None  # (experiment id, key) of a latest metric: its RANK partition is listed
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -101,8 +102,9 @@ def stale_of(img: Images) -> dict[Key, Item]:
     return {**derive(img.old), **derive(img.new)}
 
 
-def index_item(key: Key, records: list[Images], stale: dict[Key, Item], current: Item | None) -> Outcome:
-    """Write what the item implies now and delete what its records' images implied (``stale``) and no longer holds."""
+def index_item(key: Key, records: list[Images], stale: dict[Key, Item], current: Item | None, writes: Writes) -> Outcome:
+    """Plan what the item implies now (puts) and what its records' images implied (``stale``) and no longer holds
+    (deletes) into ``writes``, the invocation's coalesced writes (``apply`` writes them)."""
     outcome = Outcome(indexed=True)
     if current is not None and not is_source(current):
         current = None
@@ -125,9 +127,10 @@ def index_item(key: Key, records: list[Images], stale: dict[Key, Item], current:
     puts = [item for derived_key, item in target.items() if derived_key not in existing_fts]
     deletes = [item for derived_key, item in stale.items() if derived_key not in target]
     outcome.puts, outcome.deletes = len(puts), len(deletes)
-    apply(puts, deletes)
+    writes.delete(*deletes)
+    writes.put(*puts)
     if current is not None and current.get(ENTITY_TYPE) == run_metrics.LATEST.type_name and not run_metrics.is_legacy_latest(current):
-        register_metric_key(str(current["experiment_id"]), current["key"])
+        outcome.metric_key = (str(current["experiment_id"]), current["key"])
     return outcome
 
 
@@ -140,71 +143,103 @@ def _name_sources(*items: Item | None) -> list[NameSource]:
     return list(seen.values())
 
 
-def apply(puts: list[Item], deletes: list[Item]) -> None:
-    """Write so that every forward posting always has its reverse item (cleanup can find it)."""
+@dataclass
+class Writes:
+    """Derived puts and deletes planned by one unit (or merged for an invocation): one intent per key, the last
+    planned wins (units plan in stream order; a key is put or deleted once however many records imply it)."""
 
-    def is_forward(item: Item) -> bool:
-        return item[ENTITY_TYPE] == "fts_forward"
+    intents: dict[Key, tuple[bool, Item]] = field(default_factory=dict)  # key -> (put?, item or key)
+
+    def put(self, *items: Item) -> None:
+        for item in items:
+            self.intents[(item[PK], item[SK])] = (True, item)
+
+    def delete(self, *items: Item) -> None:
+        for item in items:
+            self.intents[(item[PK], item[SK])] = (False, item)
+
+    def merge(self, other: Writes) -> None:
+        self.intents.update(other.intents)
+
+
+def apply(writes: Writes) -> None:
+    """Write the coalesced intents so that every forward posting always has its reverse item (cleanup can find
+    it): first every put but forward postings' and every delete but reverse postings', then forward puts and
+    reverse deletes (a forward put's reverse is never deleted: both are implied together). Each step is as few
+    BatchWriteItems as its 25-item chunks take."""
 
     def key(item: Item) -> dict[str, str]:
         return {PK: item[PK], SK: item[SK]}
 
-    first_puts = [item for item in puts if not is_forward(item)]
-    forward_puts = [item for item in puts if is_forward(item)]
-    reverse_deletes = [key(item) for item in deletes if item[ENTITY_TYPE] == "fts_reverse"]
-    other_deletes = [key(item) for item in deletes if item[ENTITY_TYPE] != "fts_reverse"]
-    if first_puts:
-        table.batch_write(puts=first_puts)
-    if forward_puts or other_deletes:
-        table.batch_write(puts=forward_puts, deletes=other_deletes)
-    if reverse_deletes:
-        table.batch_write(deletes=reverse_deletes)
+    first_puts: list[Item] = []
+    first_deletes: list[dict[str, str]] = []
+    forward_puts: list[Item] = []
+    reverse_deletes: list[dict[str, str]] = []
+    for is_put, item in writes.intents.values():
+        kind = item.get(ENTITY_TYPE)
+        if is_put:
+            (forward_puts if kind == "fts_forward" else first_puts).append(item)
+        else:
+            (reverse_deletes if kind == "fts_reverse" else first_deletes).append(key(item))
+    if first_puts or first_deletes:
+        table.batch_write(puts=first_puts, deletes=first_deletes)
+    if forward_puts or reverse_deletes:
+        table.batch_write(puts=forward_puts, deletes=reverse_deletes)
 
 
 _registered: set[tuple[str, str, str]] = set()
 _registered_lock = threading.Lock()
 
 
-def register_metric_key(experiment_id: str, key: str) -> None:
-    """Record that the experiment has a RANK partition for ``key`` (once per key; remembered per instance)."""
-    remembered = (table.table_name(), experiment_id, key)
+def register_metric_keys(keys: Iterable[tuple[str, str]]) -> None:
+    """Record that each experiment has a RANK partition for its key: (experiment id, key) pairs not remembered
+    by this instance are read in one BatchGetItem, the missing ones put in one BatchWriteItem (per 100 / 25)."""
+    name = table.table_name()
     with _registered_lock:
-        if remembered in _registered:
-            return
-    item_key = METRIC_KEY.key(experiment_id=experiment_id, key=key)
-    if table.get(item_key, consistent=False) is None:
-        table.put(METRIC_KEY.item({"key": key}, experiment_id=experiment_id, key=key))
+        unknown = sorted({pair for pair in keys if (name, *pair) not in _registered})
+    if not unknown:
+        return
+    item_keys = [METRIC_KEY.key(experiment_id=experiment_id, key=key) for experiment_id, key in unknown]
+    found = {(item[PK], item[SK]) for item in table.batch_get(item_keys, consistent=False)}
+    table.batch_write(
+        puts=[
+            METRIC_KEY.item({"key": key}, experiment_id=experiment_id, key=key)
+            for (experiment_id, key), item_key in zip(unknown, item_keys, strict=True)
+            if (item_key[PK], item_key[SK]) not in found
+        ]
+    )
     with _registered_lock:
-        _registered.add(remembered)
+        _registered.update((name, *pair) for pair in unknown)
 
 
 # --- a run: its summary and its metric pass -----------------------------------------------------------------
 
 
-def write_digest(experiment_id: str, run_id: str, latest: list[Item], current: Item | None) -> bool:
-    """Copy the run's latest values into its range (the digest), unless it holds them already (a run without any
-    has none). True if written."""
+def plan_digest(experiment_id: str, run_id: str, latest: list[Item], current: Item | None, writes: Writes) -> bool:
+    """Plan the copy of the run's latest values into its range (the digest) unless it holds them already (a run
+    without any has none). True if it changes."""
     if not latest:
         if current is None:
             return False
-        table.delete(run_metrics.DIGEST.key(experiment_id=experiment_id, run_id=run_id))
+        writes.delete(current)
         return True
     digest = run_metrics.digest_item(experiment_id, run_id, latest)
     if run_metrics.same_digest(current, digest):
         return False
-    table.put(digest)
+    writes.put(digest)
     return True
 
 
-def metric_pass(experiment_id: str, run_id: str, epoch: int, digest: Item | None) -> None:
-    """After ``metric_marks.begin`` gave ``epoch``: the digest from the run's latest values read now. The RANK
-    items of those values are written by ``index_item`` from the same reads' era (both after the epoch began)."""
-    write_digest(experiment_id, run_id, run_metrics.read_latest(run_id), digest)
+def metric_pass(experiment_id: str, run_id: str, digest: Item | None, writes: Writes) -> None:
+    """After ``metric_marks.begin`` gave the pass its epoch: the digest from the run's latest values read now,
+    written with the RANK items of those values (``index_item``: the same reads' era, both after the epoch began)."""
+    plan_digest(experiment_id, run_id, run_metrics.read_latest(run_id), digest, writes)
 
 
-def refresh_summary(run: tuple[str, str]) -> None:
-    """Rebuild the summary of a run (before any of its flags or its marker may be cleared)."""
-    run_summaries.rebuild(*run)
+def refresh_summary(run: tuple[str, str], read: dict[Key, Item | None] | None = None) -> None:
+    """Rebuild the summary of a run (before any of its flags or its marker may be cleared); ``read``: its summary
+    and its experiment's pair declaration as prefetched (the summary read no later than the declaration)."""
+    run_summaries.rebuild(*run, read=read)
 
 
 def clear_flag(current: Item | None) -> bool:
@@ -230,9 +265,23 @@ def clear_flag(current: Item | None) -> bool:
     return True
 
 
+# An instance records the watermark at most this often per table (by its own clock): one conditional write per
+# invocation was an eighth of the indexer's requests when each write is indexed on its own (the local sync drain),
+# for a figure read as a lag, which this leaves at most a second behind.
+WATERMARK_INTERVAL_MS = 1000
+_watermarked: dict[str, int] = {}  # table name -> when this instance last recorded its watermark (epoch ms)
+_watermark_lock = threading.Lock()
+
+
 def record_watermark(created_ms: int) -> None:
-    """CONFIG CFG#indexer_watermark: the latest source change time indexed (monotonic; lag reporting)."""
+    """CONFIG CFG#indexer_watermark: the latest source change time indexed (monotonic; lag reporting), at most
+    once per ``WATERMARK_INTERVAL_MS`` per instance and table."""
     now = clock.now_millis()
+    name = table.table_name()
+    with _watermark_lock:
+        if now - _watermarked.get(name, -WATERMARK_INTERVAL_MS) < WATERMARK_INTERVAL_MS:
+            return
+        _watermarked[name] = now
     try:
         table.update(
             WATERMARK,

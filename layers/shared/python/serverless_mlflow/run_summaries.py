@@ -101,17 +101,27 @@ def same_content(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
     )
 
 
-def rebuild(experiment_id: str, run_id: str) -> bool:
+def rebuild(experiment_id: str, run_id: str, read: dict[tuple[str, str], dict[str, Any] | None] | None = None) -> bool:
     """Bring a run's summary (and its pair index items) up to date with its range (removed with the run);
     True if it was written.
+
+    ``read``: the summary and the experiment's pair declaration as the caller read them (strongly consistent,
+    the summary no later than the declaration, both before this call: the indexer's one BatchGetItem per
+    batch), used by the first attempt instead of reading them again.
 
     Raises after repeated conflicting rebuilds: the stream record is then retried (nothing is cleared)."""
     summary_key = key(experiment_id, run_id)
     declaration_key = pair_ranks.declaration_key(experiment_id)
-    for _ in range(_REBUILD_ATTEMPTS):
+    wanted = [(k[PK], k[SK]) for k in (summary_key, declaration_key)]
+    given = {k: read[k] for k in wanted if k in read} if read is not None else {}
+    for attempt in range(_REBUILD_ATTEMPTS):
         # The declared pairs with the summary, in one strongly consistent read: a rebuild that read an older
-        # declaration writes on condition of the rev it read, which a backfill's own rebuild has moved on.
-        found = {(item[PK], item[SK]): item for item in table.batch_get([summary_key, declaration_key])}
+        # declaration writes on condition of the rev it read, which a backfill's own rebuild has moved on. (A
+        # summary read before the declaration is as good: a backfill between them moved the rev on, too.)
+        if attempt == 0 and len(given) == len(wanted):
+            found = {k: item for k, item in given.items() if item is not None}
+        else:
+            found = {(item[PK], item[SK]): item for item in table.batch_get([summary_key, declaration_key])}
         old = found.get((summary_key[PK], summary_key[SK]))
         pairs = pair_ranks.pairs_of(found.get((declaration_key[PK], declaration_key[SK])))
         range_items = store.run_range(experiment_id, run_id)
