@@ -191,9 +191,10 @@ def test_datasets_as_mlflow_server(ours: str, reference: str) -> None:
 
 
 def _gateway(url: str, suffix: str) -> list[Any]:
-    """AI gateway secrets and the MCP registry belong to their workspace; either keeps it from being deleted."""
-    gateway, registry = f"gw-{suffix}", f"mcp-{suffix}"
-    for name in (gateway, registry):
+    """AI gateway secrets, budget policies and the MCP registry belong to their workspace; each keeps it from
+    being deleted."""
+    gateway, registry, budgets = f"gw-{suffix}", f"mcp-{suffix}", f"bud-{suffix}"
+    for name in (gateway, registry, budgets):
         _raw(url, "POST", "/api/3.0/mlflow/workspaces", json={"name": name})
     out: list[Any] = []
     status, body = _raw(
@@ -210,7 +211,20 @@ def _gateway(url: str, suffix: str) -> list[Any]:
     for workspace in (registry, "default"):
         _, listed = _raw(url, "GET", "/api/3.0/mlflow/mcp-servers", workspace)
         out.append([s["name"] for s in listed.get("servers", listed.get("mcp_servers", []))])
-    for name in (gateway, registry):
+    policy = {"budget_unit": "USD", "budget_amount": 5.0, "duration": {"unit": "DAYS", "value": 1}, "target_scope": "WORKSPACE"}
+    policy["budget_action"] = "ALERT"
+    status, body = _raw(url, "POST", "/api/3.0/mlflow/gateway/budgets/create", budgets, json=policy)
+    out.append((status, sorted(body.get("budget_policy", {}))))
+    for workspace in (budgets, "default"):
+        _, listed = _raw(url, "GET", "/api/3.0/mlflow/gateway/budgets/list", workspace)
+        out.append(
+            [
+                p["budget_amount"]
+                for p in listed.get("budget_policies", [])
+                if p["budget_policy_id"] == body["budget_policy"]["budget_policy_id"]
+            ]
+        )
+    for name in (gateway, registry, budgets):
         status, body = _raw(url, "DELETE", f"/api/3.0/mlflow/workspaces/{name}")
         out.append((status in (400, 500), body))
     return out

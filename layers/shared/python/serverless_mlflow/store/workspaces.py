@@ -146,8 +146,8 @@ def _count(entity_name: str, workspace: str) -> int:
 
 
 # MLflow's tables (``_WORKSPACE_ROOT_MODELS``, in the order its store checks them) and this server's entities for
-# the families it scopes to workspaces; budgets, guardrails and jobs are not counted. A registered model (or
-# prompt) is counted by its entry in the workspace's name list.
+# the families it scopes to workspaces; jobs are not scoped here, so not counted. A registered model (or prompt)
+# is counted by its entry in the workspace's name list.
 _ROOT_ENTITIES = (
     ("registered_models", "registered_model_entry"),
     ("experiments", "experiment_entry"),
@@ -156,6 +156,8 @@ _ROOT_ENTITIES = (
     ("secrets", "gateway_secret"),
     ("endpoints", "gateway_endpoint"),
     ("model_definitions", "gateway_model_definition"),
+    ("budget_policies", "gateway_budget_policy"),
+    ("guardrails", "gateway_guardrail"),
     ("mcp_servers", "mcp_server"),
 )
 
