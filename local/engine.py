@@ -92,6 +92,8 @@ class DynamoDBLocal:
             str(self.port),
             # One database for every access key and region: tests and the runtime use different credentials.
             "-sharedDb",
+            # A laptop tool should not phone home, and this machine's offline runs should not try to.
+            "-disableTelemetry",
             *(["-dbPath", self.db_path] if self.db_path else ["-inMemory"]),
         ]
         if self.db_path:

@@ -5,8 +5,8 @@ the same feature handler, picked by the same route table, with the same 6 MB pay
 its deployed role has (``local/iam.py``). DynamoDB is AWS's DynamoDB Local and S3 is moto, both embedded
 (``local/engine.py``), unless ``DYNAMODB_ENDPOINT_URL`` / ``S3_ENDPOINT_URL`` name other endpoints. The
 table's stream is followed like Lambda's event source mapping does it (``local/streams.py``) and fed to the
-indexer; in ``sync`` mode the stream is drained before a write is answered, so a read after a write sees
-derived items.
+indexer; in ``sync`` mode the stream is drained before a write is answered, or, for a run's own writes, before
+the next other request runs (``local/barrier.py``), so a read after a write sees derived items.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions"):
 from infra import gateway_catalog  # noqa: E402
 from local import engine, iam, writes  # noqa: E402
 from local.authorizer import UNAUTHORIZED, Authorizer  # noqa: E402
+from local.barrier import ReadBarrier, defers  # noqa: E402
 from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
 from local.events import REGION, LambdaContext, api_gateway_event, invoke_api_function  # noqa: E402
 from local.http_server import serve  # noqa: E402
@@ -53,7 +54,11 @@ class LocalRuntime:
     def __init__(self, port: int | None = None, host: str = "127.0.0.1", indexer_mode: str | None = None) -> None:
         self.host = host
         self.port = port if port is not None else int(os.environ.get("PORT", "5000"))
-        self.indexer_mode = indexer_mode or os.environ.get("INDEXER_MODE", "sync")  # sync | async | paused
+        # Invocations whose stream records may not be delivered yet (their writes date those records).
+        self._pending_writes = writes.Pending()
+        # Sync mode: run writes answered before their records are delivered (drained by the next other request).
+        self._barrier = ReadBarrier(self._pending_writes, lambda: self._catch_up_quietly())
+        self._indexer_mode = indexer_mode or os.environ.get("INDEXER_MODE", "sync")  # sync | async | paused
         self.table_name = os.environ.get("TABLE_NAME", DEFAULT_TABLE)
         self.bucket_name = os.environ.get("BUCKET_NAME", DEFAULT_BUCKET)
         self.dynamodb: DynamoDBLocal | None = None
@@ -68,8 +73,6 @@ class LocalRuntime:
         self._environment_set: dict[str, str | None] = {}
         # Lambda's asynchronous invocations (one worker: they run in the order they were queued).
         self._async_invocations = ThreadPoolExecutor(max_workers=1, thread_name_prefix="async-invoke")
-        # Invocations whose stream records may not be delivered yet (their writes date those records).
-        self._pending_writes = writes.Pending()
         # AUTHORIZATION=basic: API Gateway's Lambda authorizer in front of every non-public route.
         self.authorization = os.environ.get("AUTHORIZATION", "none").lower()
         self.authorizer: Authorizer | None = None
@@ -86,9 +89,9 @@ class LocalRuntime:
         # Looked up per request: tools and tests wrap ``invoke`` to count invocations.
         self._http = serve(self.host, self.port, lambda *request: self.invoke(*request))
         threading.Thread(target=self._http.serve_forever, daemon=True, name="local-http").start()
-        if self.indexer_mode == "async":
-            self._poller = threading.Thread(target=self._poll_forever, daemon=True, name="stream-poller")
-            self._poller.start()
+        # Async: the stream is polled; sync: deferred run writes are flushed once idle (the mode may change later).
+        self._poller = threading.Thread(target=self._poll_forever, daemon=True, name="stream-poller")
+        self._poller.start()
         if self.webhooks is not None:
             self.webhooks.start()
         if self.jobs is not None:
@@ -117,6 +120,17 @@ class LocalRuntime:
             else:
                 os.environ[name] = value
         job_queue.reset_client()
+
+    @property
+    def indexer_mode(self) -> str:
+        return self._indexer_mode
+
+    @indexer_mode.setter
+    def indexer_mode(self, mode: str) -> None:
+        # Leaving sync delivers the deferred writes first: they were answered on the promise of sync mode.
+        if self._indexer_mode == "sync" and mode != "sync":
+            self._barrier.clear()
+        self._indexer_mode = mode
 
     @property
     def url(self) -> str:
@@ -245,10 +259,16 @@ class LocalRuntime:
             event["requestContext"]["authorizer"] = {"lambda": context}
         if feature == STREAMING_FEATURE:
             return self._invoke_streaming(event)
-        return self._recorded(feature, lambda: invoke_api_function(self.handler_for(feature), feature, event))
 
-    def _recorded(self, feature: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        def run() -> dict[str, Any]:
+            return invoke_api_function(self.handler_for(feature), feature, event)
+
+        return self._recorded(feature, run, deferrable=defers(method, raw_path))
+
+    def _recorded(self, feature: str, run: Callable[[], dict[str, Any]], deferrable: bool = False) -> dict[str, Any]:
         """One invocation of a function with its role, its writes followed to the indexer and webhooks."""
+        if self.indexer_mode == "sync" and not deferrable:
+            self._barrier.clear()
         with iam.acting_as(feature), writes.recording() as invocation:
             self._pending_writes.open(invocation)
             try:
@@ -258,10 +278,13 @@ class LocalRuntime:
                     # Its records (if any) are read by a later drain or poll: dated by the last caught-up read.
                     self._pending_writes.close(invocation)
         if invocation.reaches_indexer and self.indexer_mode == "sync":
-            try:
-                self._catch_up_quietly()
-            finally:
-                self._pending_writes.close(invocation)
+            if deferrable:
+                self._barrier.defer(invocation)
+            else:
+                try:
+                    self._catch_up_quietly()
+                finally:
+                    self._pending_writes.close(invocation)
         if invocation.registry_events and self.webhooks is not None:
             self.webhooks.wake()
         return response
@@ -334,4 +357,7 @@ class LocalRuntime:
 
     def _poll_forever(self) -> None:
         while not self._stopping.wait(POLL_SECONDS):
-            self._drain_quietly()
+            if self.indexer_mode == "async":
+                self._drain_quietly()
+            elif self.indexer_mode == "sync" and self._barrier.idle_for(POLL_SECONDS):
+                self._barrier.clear()

@@ -36,14 +36,22 @@ class Target:
     snapshot: Snapshot
     headers: dict[str, str] = field(default_factory=dict)
     seeds: dict[str, Any] = field(default_factory=dict)
+    # A request was answered 2xx/3xx since the last settle: it may have left run writes the indexer has not had.
+    unsettled: bool = False
 
     def call(self, method: str, path: str, body: Any = None, params: Any = None) -> Any:
         response = requests.request(method, self.url + path, json=body, params=params, headers=self.headers, timeout=60)
+        self.unsettled = True
         assert response.status_code < 300, f"seeding {method} {path}: {response.status_code} {response.text[:500]}"
         return response.json() if response.content else {}
 
     def settle(self) -> None:
-        """Read the table's stream to its end: what a request changes is what comes after."""
+        """Index what earlier requests wrote, then read the table's stream to its end: what a request changes is
+        what comes after. A run's writes are indexed when the next other request arrives (``local/barrier.py``),
+        or a second later: a read is that request, whatever it answers."""
+        if self.unsettled:
+            requests.get(f"{self.url}{M2}/experiments/search", params={"max_results": 1}, headers=self.headers, timeout=60)
+            self.unsettled = False
         self.snapshot.changes()
 
 

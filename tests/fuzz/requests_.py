@@ -88,7 +88,10 @@ def fuzzed_requests(draw: Any, plan: RoutePlan, target: Target) -> Fuzzed:
 
 def send(target: Target, fuzzed: Fuzzed) -> requests.Response:
     url = target.url + fuzzed.path + ("?" + fuzzed.query if fuzzed.query else "")
-    return requests.request(fuzzed.method, url, data=fuzzed.body, headers=fuzzed.headers, timeout=120, allow_redirects=False)
+    response = requests.request(fuzzed.method, url, data=fuzzed.body, headers=fuzzed.headers, timeout=120, allow_redirects=False)
+    if response.status_code < 400:
+        target.unsettled = True
+    return response
 
 
 def writes_objects(feature: str) -> bool:

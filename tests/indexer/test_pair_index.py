@@ -60,6 +60,7 @@ def _load(client: Any, store: Any, experiments: tuple[str, str], n: int, offset:
         client.log_batch(ours, metrics=metrics, params=params, tags=tags)
         store.log_batch(theirs, metrics=metrics, params=params, tags=tags)
         runs.append((ours, theirs))
+    client.get_experiment(experiments[0])  # not a run write: in sync mode the runs are indexed before it runs
     return runs
 
 
@@ -221,6 +222,7 @@ def test_pair_keys_hold_any_param_value(paused_runtime: Any, tmp_path: Path) -> 
         params = [Param(param, values[i % 4])]
         client.log_batch(ours, metrics=metrics, params=params, tags=tags)
         store.log_batch(theirs, metrics=metrics, params=params, tags=tags)
+    client.get_experiment(experiments[0])  # not a run write: the runs are indexed before it runs
     from mlflow.entities import ViewType
 
     for value in values:

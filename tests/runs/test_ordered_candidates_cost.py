@@ -1,8 +1,8 @@
 """A filter on one key ordered by another (``params.p = 'v'`` ORDER BY ``metrics.m``) reads the order value of
 every candidate but run items for about one page only, and later pages skip what precedes the token.
 
-Runs are written over HTTP (the session runtime's sync indexer has indexed them when the write returns); the
-search runs in-process so ``table.STATS`` counts its DynamoDB work alone.
+Runs are written over HTTP (the session runtime's sync indexer has indexed them once a request other than a run
+write has been answered); the search runs in-process so ``table.STATS`` counts its DynamoDB work alone.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def test_param_filter_ordered_by_a_metric_reads_run_items_for_about_a_page(clien
         run_id = client.create_run(experiment_id, start_time=1000 + i).info.run_id
         client.log_param(run_id, "p", "v")
         client.log_metric(run_id, "m", float((i * 37) % N_RUNS), timestamp=1, step=0)
+    client.get_experiment(experiment_id)  # not a run write: the runs' records are indexed before it runs
 
     body = {"experiment_ids": [experiment_id], "filter": "params.p = 'v'", "order_by": ["metrics.m DESC"], "max_results": PAGE}
     seen: list[float] = []
