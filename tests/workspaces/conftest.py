@@ -15,8 +15,15 @@ from tests.webhooks.conftest import LOCAL_TARGETS, receiver  # noqa: F401 (the l
 
 @pytest.fixture(scope="package")
 def ours() -> Iterator[str]:
-    # Webhooks may target a local receiver (no test compares a refused target with the reference server).
-    env = {"MLFLOW_ENABLE_WORKSPACES": "true", "TABLE_NAME": unique("ws"), "BUCKET_NAME": unique("ws"), **LOCAL_TARGETS}
+    # Webhooks may target a local receiver (no test compares a refused target with the reference server); the
+    # runner's small test job kinds are served (JOB_TEST_KINDS).
+    env = {
+        "MLFLOW_ENABLE_WORKSPACES": "true",
+        "TABLE_NAME": unique("ws"),
+        "BUCKET_NAME": unique("ws"),
+        "JOB_TEST_KINDS": "true",
+        **LOCAL_TARGETS,
+    }
     with runtime_process(env) as url:
         yield url
 
