@@ -162,6 +162,7 @@ _ROOT_ENTITIES = (
     ("guardrails", "gateway_guardrail"),
     (JOBS, "job"),
     ("mcp_servers", "mcp_server"),
+    ("skills", "skill"),  # MLflow 3.18's skill registry
 )
 
 
