@@ -9,6 +9,7 @@ import mlflow
 import pytest
 
 from tests.conftest import runtime_process, unique
+from tests.gateway_runtime.test_runtime_e2e import LOOSE_API_BASE
 from tests.mlflow_reference import workspaces_reference_server
 from tests.webhooks.conftest import LOCAL_TARGETS, receiver  # noqa: F401 (the local webhook receiver fixture)
 
@@ -16,8 +17,9 @@ from tests.webhooks.conftest import LOCAL_TARGETS, receiver  # noqa: F401 (the l
 @pytest.fixture(scope="package")
 def ours() -> Iterator[str]:
     # Webhooks may target a local receiver (no test compares a refused target with the reference server); the
-    # runner's small test job kinds are served (JOB_TEST_KINDS).
+    # runner's small test job kinds are served (JOB_TEST_KINDS); gateway endpoints may call the local mock provider.
     env = {
+        **LOOSE_API_BASE,
         "MLFLOW_ENABLE_WORKSPACES": "true",
         "TABLE_NAME": unique("ws"),
         "BUCKET_NAME": unique("ws"),
