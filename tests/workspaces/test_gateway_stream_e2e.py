@@ -7,7 +7,6 @@ handler consumes the stream as the function URL's server does) with the local mo
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import mlflow
@@ -21,13 +20,6 @@ from tools.mock_llm import MockLLM
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("workspaces")]
 
 GW = "/api/3.0/mlflow/gateway"
-
-
-@pytest.fixture(scope="module")
-def mock() -> Iterator[MockLLM]:
-    server = MockLLM().start()
-    yield server
-    server.stop()
 
 
 def _post(url: str, workspace: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -45,13 +37,13 @@ def _endpoint(url: str, workspace: str, mock_url: str, name: str) -> dict[str, A
     return _post(url, workspace, "/endpoints/create", {"name": name, "model_configs": [config]})["endpoint"]
 
 
-def test_gateway_calls_record_spend_and_traces_in_their_workspace(ours: str, mock: MockLLM) -> None:
+def test_gateway_calls_record_spend_and_traces_in_their_workspace(ours: str, mock_llm: MockLLM) -> None:
     suffix = unique("g")[-6:]
     team, name = f"stream-{suffix}", f"chat-{suffix}"
     mlflow.set_tracking_uri(ours)
     mlflow.set_workspace(None)
     mlflow.create_workspace(team)
-    endpoint = _endpoint(ours, team, mock.url, name)
+    endpoint = _endpoint(ours, team, mock_llm.url, name)
     policy = {
         "budget_unit": "USD",
         "budget_amount": 100.0,

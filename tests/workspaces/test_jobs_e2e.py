@@ -2,8 +2,9 @@
 reference server runs no jobs here, so answers are checked against its texts).
 
 A job belongs to the workspace it was submitted in: get, cancel and search (FastAPI routes and their Flask twins)
-see it there only; the worker runs it in that workspace, so what it writes through the client lands there; and a
-workspace holding only jobs is not deleted (RESTRICT counts MLflow's ``jobs`` table)."""
+see it there only; the worker runs it in that workspace, so what it writes through the client lands there (an
+experiment; a judge's assessments on the workspace's traces); and a workspace holding only jobs is not deleted
+(RESTRICT counts MLflow's ``jobs`` table)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import pytest
 from mlflow import MlflowClient
 
 from tests.conftest import unique
+from tests.jobs.test_invoke import judge_json, stored
 from tests.workspaces.support import raw
+from tools.mock_llm import MockLLM
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("workspaces")]
 
@@ -92,3 +95,28 @@ def test_jobs_stay_in_their_workspace(ours: str) -> None:
         "Remove or reassign them before deleting the workspace."
     )
     assert raw(ours, "DELETE", f"/api/3.0/mlflow/workspaces/{team_b}")[0] == 204
+
+
+def test_a_judge_job_assesses_the_traces_of_its_workspace(ours: str, mock_llm: MockLLM) -> None:
+    """``scorer/invoke`` in a workspace: MLflow's job function, run by the worker, reads the workspace's traces
+    and logs its assessments on them (in ``default`` it would find no such traces)."""
+    team = f"judge-{unique('k')[-6:]}"
+    mlflow.set_tracking_uri(ours)
+    mlflow.set_workspace(None)
+    mlflow.create_workspace(team)
+    mlflow.set_workspace(team)
+    client = MlflowClient(ours)
+    experiment_id = client.create_experiment("judged")
+    trace_id = client.start_trace("answer", experiment_id=experiment_id).trace_id
+    client.end_trace(trace_id, outputs="JUDGE: an answer")  # the marker makes the mock answer as a judge
+    stored([trace_id])  # exported in the background: on the server before a user could pick it
+    body = {"experiment_id": experiment_id, "serialized_scorer": judge_json("helpful"), "trace_ids": [trace_id], "log_assessments": True}
+    status, answer = raw(ours, "POST", "/ajax-api/3.0/mlflow/scorer/invoke", team, json=body)
+    assert status == 200, answer
+    (job,) = answer["jobs"]
+    done = _finished(ours, team, job["job_id"])
+    assert done["status"] == "SUCCEEDED", done
+    assert done["result"][trace_id]["failures"] == []
+    logged = [(a.name, a.value) for a in client.get_trace(trace_id).info.assessments]
+    assert logged == [("helpful", "yes")]
+    assert raw(ours, "GET", f"{JOBS}/{job['job_id']}", "default")[0] == 404
