@@ -8,6 +8,7 @@ bytes (a stream). The HTTP API handler buffers a stream into one body; the funct
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from serverless_mlflow.errors import MlflowError
@@ -33,10 +34,14 @@ _PASSTHROUGH = {
 
 def answer(call: Call) -> Answer:
     try:
-        with request_workspace.bound(_workspace(call)):
+        workspace = _workspace(call)
+        with request_workspace.bound(workspace):
             if refusal := access.refusal(call):
                 return refusal
-            return _route(call)
+            result = _route(call)
+        if result.stream is not None:
+            result.stream = _bound_stream(result.stream, workspace)
+        return result
     except GatewayHTTPError as error:
         return detail(error.status, error.detail)
     except MlflowError as error:
@@ -45,11 +50,31 @@ def answer(call: Call) -> Answer:
 
 
 def _workspace(call: Call) -> str:
-    """The workspace the call names (``X-MLFLOW-WORKSPACE``) when workspaces are enabled, else ``default``. A
-    streamed answer's chunks are produced after this returns: its spend and trace are recorded in ``default``."""
+    """The workspace the call names (``X-MLFLOW-WORKSPACE``) when workspaces are enabled, else ``default``."""
     if not request_workspace.enabled():
         return request_workspace.DEFAULT_WORKSPACE
     return request_workspace.resolve(call.headers.get(request_workspace.HEADER))
+
+
+def _bound_stream(chunks: Iterator[bytes], workspace: str) -> Iterator[bytes]:
+    """A streamed answer's chunks are produced after ``answer`` returns, by whoever writes them out (the function
+    URL's server, or the API handler buffering them); its spend and usage trace are recorded as the last chunk is
+    produced. Each step runs bound to the call's workspace, so they are recorded there, not in ``default``. The
+    binding is set and reset around each step in the consumer's own frame (a context variable set across a
+    generator's ``yield`` would leak into, and be reset from, whatever context resumes it)."""
+    try:
+        while True:
+            with request_workspace.bound(workspace):
+                try:
+                    chunk = next(chunks)
+                except StopIteration:
+                    return
+            yield chunk
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:  # an abandoned stream (client gone) finishes its trace in its workspace too
+            with request_workspace.bound(workspace):
+                close()
 
 
 def _route(call: Call) -> Answer:

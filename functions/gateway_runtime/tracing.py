@@ -20,6 +20,7 @@ from typing import Any
 
 from serverless_mlflow import siblings
 from serverless_mlflow.llm_gateway.config import EndpointConfig
+from serverless_mlflow.request import workspace as request_workspace
 
 from .spans import COST, FUNCTION_NAME, INPUTS, OUTPUTS, UNSET, USAGE, Span, dumps
 
@@ -262,9 +263,11 @@ def _export(trace: GatewayTrace) -> str:
     metadata["mlflow.trace.sizeStats"] = json.dumps(stats)
     metadata["mlflow.trace.sizeBytes"] = str(stats["total_size_bytes"])
     otlp = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "mlflow-serverless.gateway"}, "spans": spans}]}]}
+    # The endpoint's experiment is in the call's workspace: the traces function serves the events there.
+    scope = {request_workspace.HEADER: request_workspace.current()} if request_workspace.enabled() else {}
     events = [
-        siblings.api_event("POST", "/v1/traces", otlp, {"x-mlflow-experiment-id": trace.endpoint.experiment_id}),
-        siblings.api_event("POST", "/api/3.0/mlflow/traces", {"trace": {"trace_info": info}}),
+        siblings.api_event("POST", "/v1/traces", otlp, {"x-mlflow-experiment-id": trace.endpoint.experiment_id, **scope}),
+        siblings.api_event("POST", "/api/3.0/mlflow/traces", {"trace": {"trace_info": info}}, scope),
     ]
     for event in events:  # the traces function accepts spans and info in either order
         if trace.caller_context:

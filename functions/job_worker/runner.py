@@ -26,6 +26,8 @@ from typing import Any
 from serverless_mlflow import clock, job_kinds, job_queue
 from serverless_mlflow.store import jobs as store
 
+from . import workspace
+
 MAX_RETRIES = job_queue.MAX_RETRIES
 MAX_RECEIVES = job_queue.MAX_RECEIVES
 # Time kept back for saving a checkpoint and handing over before Lambda stops the invocation.
@@ -120,7 +122,8 @@ def run(job_id: str, context: Any, attempt: int, token: str | None = None) -> in
     job_run = JobRun(item, context, token)
     try:
         kind = load_kind(item["job_name"])
-        result = kind(json.loads(item["params"]), job_run)
+        with workspace.of_job(item):
+            result = kind(json.loads(item["params"]), job_run)
     except Suspend as suspend:
         if store.requeue(job_id, retry=False, checkpoint=suspend.checkpoint) is not None:
             job_queue.enqueue(job_id, token=token)  # the continuation runs as the same user, until the same expiry

@@ -1,5 +1,9 @@
 """Skill registry items of a workspace's ``SKILL#<workspace>`` partition, read back as skills in memory.
 
+The workspace is the request's (MLflow 3.18 scopes its skill tables by workspace: names are unique per
+workspace, and a skill of another workspace does not exist for a request); ``default``'s partition is the one
+the registry always used, so its skills need no migration.
+
 A registry is a few hundred small items (skills are curated by people), so a read is one strongly consistent
 Query: the whole partition for a search, one skill's ``K#<organization>#<name>`` prefix otherwise. What MLflow's
 SQL resolves with joins (a skill's latest version, its status and source type) is resolved here from those items.
@@ -11,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serverless_mlflow import table
+from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.schema import ENTITY
-from serverless_mlflow.store.experiments import DEFAULT_WORKSPACE
 
 SKILL = ENTITY["skill"]
 SKILL_TAG = ENTITY["skill_tag"]
@@ -20,7 +24,6 @@ ALIAS = ENTITY["skill_alias"]
 VERSION = ENTITY["skill_version"]
 VERSION_TAG = ENTITY["skill_version_tag"]
 
-WORKSPACE = DEFAULT_WORKSPACE
 ACTIVE = "active"
 DRAFT = "draft"
 DEPRECATED = "deprecated"
@@ -87,18 +90,23 @@ def _build(items: list[dict[str, Any]]) -> dict[tuple[str, str], Skill]:
     return skills
 
 
+def workspace() -> str:
+    """The request's workspace, whose partition every read and write goes to."""
+    return request_workspace.current()
+
+
 def load_all() -> list[Skill]:
-    return list(_build(table.query(**SKILL.query("in_workspace", workspace=WORKSPACE))).values())
+    return list(_build(table.query(**SKILL.query("in_workspace", workspace=workspace()))).values())
 
 
 def load(organization: str, name: str) -> Skill | None:
     """One skill whole, or None."""
-    items = table.query(**SKILL.query("whole_skill", workspace=WORKSPACE, organization=organization, name=name))
+    items = table.query(**SKILL.query("whole_skill", workspace=workspace(), organization=organization, name=name))
     return _build(items).get((organization, name))
 
 
 def _ids(organization: str, name: str) -> dict[str, Any]:
-    return {"workspace": WORKSPACE, "organization": organization, "name": name}
+    return {"workspace": workspace(), "organization": organization, "name": name}
 
 
 def skill_key(organization: str, name: str) -> dict[str, str]:

@@ -117,7 +117,7 @@ def search_skills(params: dict[str, Any]) -> dict[str, Any]:
     max_results = params["max_results"]
     filter_string, order_by = params["filter_string"], params["order_by"]
     search.validate_max_results(max_results)
-    scope = f"workspace:{records.WORKSPACE}:skills"
+    scope = f"workspace:{records.workspace()}:skills"
     offset = search.start_offset(params["page_token"], filter_string, order_by, scope)
     comparisons = search.SkillGrammar.parse(filter_string)
     terms = search.parse_order_by(order_by, _ORDER_KEYS)

@@ -211,7 +211,7 @@ def search_versions(organization: str, name: str, params: dict[str, Any]) -> dic
     max_results = params["max_results"]
     filter_string, order_by = params["filter_string"], params["order_by"]
     search.validate_max_results(max_results)
-    scope = f"workspace:{records.WORKSPACE}:skill_versions:{organization}/{name}"
+    scope = f"workspace:{records.workspace()}:skill_versions:{organization}/{name}"
     offset = search.start_offset(params["page_token"], filter_string, order_by, scope)
     comparisons = search.VersionGrammar.parse(filter_string)
     terms = search.parse_order_by(order_by, _ORDER_KEYS)

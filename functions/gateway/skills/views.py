@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .records import WORKSPACE, Skill
+from .records import Skill, workspace
 
 
 def _icon(icon: dict[str, Any]) -> dict[str, Any]:
@@ -26,7 +26,7 @@ def skill_json(skill: Skill) -> dict[str, Any]:
     return {
         "name": skill.name,
         "organization": skill.organization,
-        "workspace": WORKSPACE,
+        "workspace": workspace(),
         "description": item.get("description"),
         "icons": None if icons is None else [_icon(icon) for icon in icons],
         "status": latest["status"] if latest is not None else None,
@@ -47,7 +47,7 @@ def version_json(skill: Skill, item: dict[str, Any], aliases: list[str] | None =
         "name": skill.name,
         "version": version,
         "organization": skill.organization,
-        "workspace": WORKSPACE,
+        "workspace": workspace(),
         "source_type": item.get("source_type"),
         "source": item.get("source"),
         "ref": item.get("ref"),

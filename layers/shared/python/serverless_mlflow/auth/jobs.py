@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from serverless_mlflow import table
 from serverless_mlflow.auth import resources
 from serverless_mlflow.auth.checks import Identity, is_admin, need
 from serverless_mlflow.auth.permissions import EXPERIMENT, PROMPT, UPDATE
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.errors import MlflowError, invalid
 from serverless_mlflow.store import jobs
 
 if TYPE_CHECKING:
@@ -26,8 +25,13 @@ if TYPE_CHECKING:
 def job_creator(req: Request, identity: Identity) -> bool:
     if is_admin(identity):
         return True
-    item = table.get(jobs.JOB.key(job_id=req.path_params.get("job_id", "")))
-    return item is not None and item.get("creator") == identity.username
+    # MLflow's ``validate_is_job_owner`` reads the job with its (workspace-scoped) ``get_job``: a missing job, or
+    # one of another workspace, is denied.
+    try:
+        item = jobs.get(req.path_params.get("job_id", ""))
+    except MlflowError:
+        return False
+    return item.get("creator") == identity.username
 
 
 def own_jobs(_req: Request, identity: Identity, result: Any, _rerun: Any) -> Any:
@@ -42,9 +46,7 @@ def own_jobs(_req: Request, identity: Identity, result: Any, _rerun: Any) -> Any
 def optimization_job_experiment(req: Request) -> list[Resource] | None:
     """The experiment named by the job's params. A missing job answers 404 (admins included): MLflow's validators
     read it with ``get_job``, whose not-found escapes them. A job naming no experiment denies a non-admin."""
-    item = table.get(jobs.JOB.key(job_id=req.path_params.get("job_id", "")))
-    if item is None:
-        raise jobs.not_found_error(req.path_params.get("job_id", ""))
+    item = jobs.get(req.path_params.get("job_id", ""))  # another workspace's job is missing too
     experiment_id = json.loads(item["params"]).get("experiment_id")
     return [(EXPERIMENT, str(experiment_id))] if experiment_id else None
 

@@ -18,6 +18,7 @@ from serverless_mlflow import clock, table
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.issue_links import ISSUE_TRACE
+from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.schema import entity
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import review
@@ -31,7 +32,6 @@ issue_grammar = deferred("serverless_mlflow.store.issue_grammar")
 ISSUE = entity("issue")
 KIND = "issue"
 ID_PREFIX = "iss-"
-WORKSPACE = "default"
 STATUSES = ("pending", "rejected", "resolved")  # mlflow.entities.issue.IssueStatus
 SEVERITIES = ("not_an_issue", "low", "medium", "high")  # IssueSeverity, lowest to highest
 DEFAULT_MAX_RESULTS = 100  # SEARCH_ISSUES_DEFAULT_MAX_RESULTS
@@ -111,7 +111,10 @@ def create_issue(
         "created_timestamp": now,
         "last_updated_timestamp": now,
     }
-    item = ISSUE.item(attributes, experiment_id=experiment_id, issue_id=issue_id, workspace=WORKSPACE)
+    # The experiment was just found in the request's workspace (``default`` with workspaces off): the issue's
+    # workspace-wide search entry goes there.
+    workspace = request_workspace.current()
+    item = ISSUE.item(attributes, experiment_id=experiment_id, issue_id=issue_id, workspace=workspace)
     table.transact(
         [table.put_op(item, condition="attribute_not_exists(pk)"), table.put_op(review.locator_item(issue_id, experiment_id, KIND))]
     )
@@ -177,10 +180,12 @@ def search_issues(
     clauses = issue_grammar.IssueGrammar.parse_search_filter(filter_string)
     if experiment_id is not None:
         # A filter, not a lookup: an integer id is required, a missing experiment just has no issues.
+        # An experiment of another workspace has none for this request (MLflow joins issues to the workspace).
         normalized = experiment_store.normalize_experiment_id(experiment_id)
-        items = list(table.iter_query(**ISSUE.query("of_experiment", experiment_id=normalized)))
+        in_workspace = experiment_store.in_request_workspace(normalized)
+        items = list(table.iter_query(**ISSUE.query("of_experiment", experiment_id=normalized))) if in_workspace else []
     else:
-        items = list(table.iter_query(**ISSUE.query("in_workspace", workspace=WORKSPACE)))
+        items = list(table.iter_query(**ISSUE.query("in_workspace", workspace=request_workspace.current())))
     items = [item for item in items if _matches(item, clauses)]
     counts = {item["issue_id"]: trace_count(item["issue_id"]) for item in items} if include_trace_count else {}
 

@@ -8,6 +8,9 @@ the next delivery of its message claims it again (counted as a retry).
 
 JSON-valued fields (params, result, status details, progress, checkpoint) are stored as JSON text, as MLflow's
 store keeps them: DynamoDB's number type would change floats and refuse empty sets.
+
+A job belongs to the workspace of the request that submitted it (MLflow's workspace-aware job store): get, cancel
+and search see only the request's workspace; the worker runs the job bound to its workspace.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from typing import Any
 
 from serverless_mlflow import clock, schema, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.request import workspace as request_workspace
 
 JOB = schema.entity("job")
-DEFAULT_WORKSPACE = "default"
+DEFAULT_WORKSPACE = request_workspace.DEFAULT_WORKSPACE
 
 PENDING = "PENDING"
 RUNNING = "RUNNING"
@@ -48,11 +52,13 @@ def create(
     params: dict[str, Any],
     timeout: float | None,
     creator: str | None,
-    workspace: str = DEFAULT_WORKSPACE,
+    workspace: str | None = None,
     job_id: str | None = None,
 ) -> dict[str, Any]:
-    """A PENDING job; ``job_id`` when the caller chose it first (a run tagged with it before the job exists)."""
+    """A PENDING job in ``workspace`` (the request's by default); ``job_id`` when the caller chose it first (a run
+    tagged with it before the job exists)."""
     job_id = job_id or new_job_id()
+    workspace = workspace or request_workspace.current()
     now = clock.now_millis()
     attributes: dict[str, Any] = {
         "job_id": job_id,
@@ -73,17 +79,25 @@ def create(
     return item
 
 
+def workspace_of(item: dict[str, Any]) -> str:
+    return item.get("workspace") or DEFAULT_WORKSPACE
+
+
 def get(job_id: str) -> dict[str, Any]:
+    """The job, when it is in the request's workspace (any, with workspaces off): one of another workspace does not
+    exist for the request, as MLflow's workspace-aware store filters its job queries."""
     item = table.get(JOB.key(job_id=job_id))
-    if item is None:
+    if item is None or (request_workspace.enabled() and workspace_of(item) != request_workspace.current()):
         raise not_found_error(job_id)
     return item
 
 
 def search(
-    job_name: str | None, statuses: list[str] | None, params: dict[str, Any] | None, workspace: str = DEFAULT_WORKSPACE
+    job_name: str | None, statuses: list[str] | None, params: dict[str, Any] | None, workspace: str | None = None
 ) -> list[dict[str, Any]]:
-    """MLflow's ``list_jobs``: oldest first; a job matches ``params`` when it holds each of them with an equal value."""
+    """MLflow's ``list_jobs`` in ``workspace`` (the request's by default): oldest first; a job matches ``params``
+    when it holds each of them with an equal value."""
+    workspace = workspace or request_workspace.current()
     found = []
     for item in table.iter_query(**JOB.query("in_workspace", workspace=workspace)):
         if job_name is not None and item["job_name"] != job_name:
@@ -135,6 +149,7 @@ def _refuse(job_id: str, action: str, allowed: tuple[str, ...]) -> MlflowError:
 
 
 def cancel(job_id: str) -> dict[str, Any]:
+    get(job_id)  # another workspace's job is not found (a job never changes workspace)
     updated = _move(job_id, CANCELABLE, {"status": CANCELED}, removes=("lease_expires_at",))
     if updated is None:
         raise _refuse(job_id, "cancel", CANCELABLE)
@@ -182,6 +197,11 @@ def requeue(job_id: str, retry: bool, checkpoint: Any = None) -> dict[str, Any] 
     if checkpoint is not None:
         sets["checkpoint"] = json.dumps(checkpoint)
     return _move(job_id, (RUNNING,), sets, removes=("lease_expires_at",))
+
+
+def count_in_workspace(workspace: str) -> int:
+    """How many jobs (any status) a workspace holds: what its RESTRICT deletion counts, as MLflow's ``jobs`` table."""
+    return sum(len(items) for items, _ in table.query_pages(**JOB.query("in_workspace", workspace=workspace)))
 
 
 def delete_finalized(job_id: str) -> bool:

@@ -41,13 +41,17 @@ def locator_key(object_id: str) -> dict[str, str]:
 
 
 def experiment_of(object_id: str, kind: str) -> str | None:
-    """The experiment holding the label schema / queue / issue with this id, or None."""
+    """The experiment holding the label schema / queue / issue with this id, or None. With workspaces on, one
+    whose experiment is in another workspace is None too: MLflow's workspace-aware store joins these tables
+    (and a queue's items, users and schemas through the queue) to their experiment's workspace, so every
+    id-addressed route answers as for a missing object."""
     if not isinstance(object_id, str) or not object_id or len(object_id) > 200:
         return None
     found = table.get(locator_key(object_id))
     if found is None or found.get("kind") != kind:
         return None
-    return str(found["experiment_id"])
+    experiment_id = str(found["experiment_id"])
+    return experiment_id if experiment_store.in_request_workspace(experiment_id) else None
 
 
 def check_max_results(max_results: int | None, allow_null: bool = False) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from serverless_mlflow import table
 from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found, wrong_state
 from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.store import jobs
 
 WORKSPACE = ENTITY["workspace"]
 
@@ -146,8 +147,9 @@ def _count(entity_name: str, workspace: str) -> int:
 
 
 # MLflow's tables (``_WORKSPACE_ROOT_MODELS``, in the order its store checks them) and this server's entities for
-# the families it scopes to workspaces; jobs are not scoped here, so not counted. A registered model (or prompt)
-# is counted by its entry in the workspace's name list.
+# the families it scopes to workspaces. A registered model (or prompt) is counted by its entry in the workspace's
+# name list; jobs (one partition each) by the workspace's job index.
+JOBS = "jobs"
 _ROOT_ENTITIES = (
     ("registered_models", "registered_model_entry"),
     ("experiments", "experiment_entry"),
@@ -158,13 +160,18 @@ _ROOT_ENTITIES = (
     ("model_definitions", "gateway_model_definition"),
     ("budget_policies", "gateway_budget_policy"),
     ("guardrails", "gateway_guardrail"),
+    (JOBS, "job"),
     ("mcp_servers", "mcp_server"),
+    ("skills", "skill"),  # MLflow 3.18's skill registry
 )
 
 
 def _resource_counts(name: str) -> list[tuple[str, int]]:
     """(MLflow's table name, how many) of every resource family this server scopes to workspaces."""
-    return [(table_name, _count(entity_name, name)) for table_name, entity_name in _ROOT_ENTITIES]
+    return [
+        (table_name, jobs.count_in_workspace(name) if table_name == JOBS else _count(entity_name, name))
+        for table_name, entity_name in _ROOT_ENTITIES
+    ]
 
 
 def delete_workspace(name: str, mode: str) -> None:
