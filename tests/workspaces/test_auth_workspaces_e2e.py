@@ -1,7 +1,10 @@
-"""Basic auth with workspaces: a grant on a registered model or prompt holds in its own workspace only.
+"""Basic auth with workspaces on, as MLflow 3.17's auth app: the scenario of ``auth_scenario.py`` on our runtime
+against MLflow's recorded answers, and (long run) MLflow's basic-auth app against the same answers.
 
-Model names are unique per workspace, so two users can each create (and so MANAGE) a model of the same name in
-two workspaces; neither may then manage the other's, and deleting one model drops only its own grants."""
+And a grant on a registered model or prompt holds in its own workspace only: model names are unique per
+workspace, so two users can each create (and so MANAGE) a model of the same name in two workspaces (each a
+member of both through the workspace's seeded ``user`` role, which lets them create there); neither may then
+manage the other's, and deleting one model drops only its own grants."""
 
 from __future__ import annotations
 
@@ -11,9 +14,11 @@ from typing import Any
 import pytest
 import requests
 
-from tests.auth.conftest import ADMIN, ADMIN_PASSWORD, basic_env, basic_runtime
+from tests.auth.conftest import ADMIN, ADMIN_PASSWORD, basic_env, basic_runtime, mlflow_basic_auth_server
 from tests.conftest import unique
-from tests.workspaces.support import HEADER
+from tests.workspaces.auth_expected import EXPECTED
+from tests.workspaces.auth_scenario import caller, play
+from tests.workspaces.support import HEADER, assert_same
 
 pytestmark = [pytest.mark.e2e]
 
@@ -24,6 +29,17 @@ PASSWORD = "a-long-password-" + unique("p")[-6:]
 def basic_workspaces() -> Iterator[str]:
     with basic_runtime(env={**basic_env(), "MLFLOW_ENABLE_WORKSPACES": "true"}) as url:
         yield url
+
+
+def test_workspace_permissions_and_roles(basic_workspaces: str) -> None:
+    assert_same(play(caller(basic_workspaces)), EXPECTED)
+
+
+@pytest.mark.long
+def test_mlflow_answers_the_same() -> None:
+    """The recorded answers are MLflow's: its basic-auth app with workspaces on, fresh, plays the scenario."""
+    with mlflow_basic_auth_server({"MLFLOW_ENABLE_WORKSPACES": "true"}) as url:
+        assert_same(play(caller(url)), EXPECTED)
 
 
 def _call(url: str, user: str, method: str, path: str, workspace: str | None = None, **kwargs: Any) -> tuple[int, Any]:
@@ -46,13 +62,21 @@ def test_model_grants_stay_in_their_workspace(basic_workspaces: str) -> None:
     for user in (alice, bob):
         assert _call(url, ADMIN, "POST", "/api/2.0/mlflow/users/create", json={"username": user, "password": PASSWORD})[0] == 200
 
+    for workspace in (team_a, team_b):
+        roles = requests.get(
+            f"{url}/api/3.0/mlflow/roles/list", params={"workspace": workspace}, auth=(ADMIN, ADMIN_PASSWORD), timeout=60
+        ).json()["roles"]
+        user_role = next(role["id"] for role in roles if role["name"] == "user")
+        for user in (alice, bob):
+            assert _call(url, ADMIN, "POST", "/api/3.0/mlflow/roles/assign", json={"username": user, "role_id": user_role})[0] == 200
+
     create, update = "/api/2.0/mlflow/registered-models/create", "/api/2.0/mlflow/registered-models/update"
     delete = "/api/2.0/mlflow/registered-models/delete"
     assert _call(url, alice, "POST", create, team_a, json={"name": "shared"})[0] == 200  # alice MANAGEs A's
     assert _call(url, bob, "POST", create, team_b, json={"name": "shared"})[0] == 200  # bob MANAGEs B's
 
-    # Bob reads A's model (the default permission is READ) but his grant on B's does not reach it.
-    assert _call(url, bob, "GET", "/api/2.0/mlflow/registered-models/get", team_a, params={"name": "shared"})[0] == 200
+    # Bob's grant on B's model does not reach A's (the workspace's USE lets him create, not read others' models).
+    assert _call(url, bob, "GET", "/api/2.0/mlflow/registered-models/get", team_a, params={"name": "shared"})[0] == 403
     assert _call(url, bob, "PATCH", update, team_a, json={"name": "shared", "description": "x"})[0] == 403
     assert _call(url, bob, "DELETE", delete, team_a, json={"name": "shared"})[0] == 403
     assert _call(url, alice, "PATCH", update, team_b, json={"name": "shared", "description": "x"})[0] == 403
