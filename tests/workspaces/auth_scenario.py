@@ -45,6 +45,10 @@ def _summary(status: int, body: Any) -> Any:
         return status, body["error_code"]
     if "workspaces" in body or body == {}:
         return status, sorted(w["name"] for w in body.get("workspaces", []) if w["name"] in (W1, W2, "default"))
+    if "registered_models" in body:
+        return status, sorted(m["name"] for m in body["registered_models"])
+    if "users" in body:
+        return status, sorted(u["username"] for u in body["users"] if u["username"] in (ADMIN, ALICE, BOB, CAROL))
     if "experiments" in body:
         return status, sorted(e["name"] for e in body["experiments"])
     if "roles" in body:
@@ -133,6 +137,20 @@ def play(call: Call) -> list[tuple[str, Any]]:
         params={"experiment_id": mine["experiment_id"]},
     )
     step("alice creates a model in w1", ALICE, "POST", "/api/2.0/mlflow/registered-models/create", W1, json={"name": "m-alice"})
+    step("admin creates a model in w1", ADMIN, "POST", "/api/2.0/mlflow/registered-models/create", W1, json={"name": "m-admin"})
+    step("alice reads admin's model", ALICE, "GET", "/api/2.0/mlflow/registered-models/get", W1, params={"name": "m-admin"})
+    step(
+        "alice updates her model",
+        ALICE,
+        "PATCH",
+        "/api/2.0/mlflow/registered-models/update",
+        W1,
+        json={"name": "m-alice", "description": "d"},
+    )
+    step("alice searches w1's models", ALICE, "GET", "/api/2.0/mlflow/registered-models/search", W1)
+    step("alice reads her model through w2", ALICE, "GET", "/api/2.0/mlflow/registered-models/get", W2, params={"name": "m-alice"})
+    step("alice lists users in w1", ALICE, "GET", "/api/2.0/mlflow/users/list", W1)
+    step("alice lists users in w2", ALICE, "GET", "/api/2.0/mlflow/users/list", W2)
 
     # MANAGE on the workspace: everything in it, nothing elsewhere (an id of another workspace is refused, not found).
     step("bob creates in w2", BOB, "POST", "/api/2.0/mlflow/experiments/create", W2, json={"name": "e-bob"})
@@ -174,6 +192,8 @@ def play(call: Call) -> list[tuple[str, Any]]:
          json={"username": CAROL, "resource_type": "experiment", "resource_id": "*", "permission": "READ"})  # fmt: skip
     step("carol reads admin's experiment in w1 now", CAROL, "GET", "/api/2.0/mlflow/experiments/get", W1, params={"experiment_id": exp_id})
     step("carol searches w1 now", CAROL, "POST", "/api/2.0/mlflow/experiments/search", W1, json={"max_results": 10})
+    step("carol searches w1's models", CAROL, "GET", "/api/2.0/mlflow/registered-models/search", W1)
+    step("carol lists users in w1", CAROL, "GET", "/api/2.0/mlflow/users/list", W1)
     step("carol reads experiment 0", CAROL, "GET", "/api/2.0/mlflow/experiments/get", params={"experiment_id": "0"})
     step("carol lists workspaces again", CAROL, "GET", "/api/3.0/mlflow/workspaces")
     step("carol's permission in w1", CAROL, "GET", "/api/3.0/mlflow/users/permissions/get", W1,

@@ -430,7 +430,8 @@ RULES: dict[str, Rule] = {
     "create_user_ui": Rule(admin),
     "get_user": Rule(self_or_admin()),
     "get_current_user": Rule(authenticated),
-    "list_users": Rule(authenticated),
+    # validate_can_list_users: any member of the request's workspace who may create there (always, workspaces off).
+    "list_users": Rule(create_in_workspace),
     "update_user_password": Rule(self_or_admin()),
     "update_user_admin": Rule(admin),
     "delete_user": Rule(admin),
