@@ -3,8 +3,9 @@
 ``X-MLFLOW-WORKSPACE`` header. Two workspaces with an experiment each: the experiments page of each shows its
 own experiment only, and no request fails; a user holding a role in one of them is offered that one only.
 
-Its own runtime (basic auth and workspaces on) and browser: about 35 s on a quiet 2-core machine, minutes on a
-loaded one (the bundle's first load in a fresh Chromium), hence the page timeout of test_ui_pages.
+Its own runtime (basic auth and workspaces on) and browser: about 50 s on a quiet 2-core machine, minutes on a
+loaded one (the bundle's first load in a fresh Chromium), so it is marked long: ``make test-ui`` (which takes
+every browser test) and ``make test-long`` run it, ``make test`` does not.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 from tests.browser.test_ui_pages import CHROMIUM, CHROMIUM_ARGS, CHROMIUM_UNSAFE_PORTS, TIMEOUT_MS, credentials, screenshot_dir
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = [pytest.mark.xdist_group("browser"), pytest.mark.long]
 
 HEADER = "X-MLFLOW-WORKSPACE"
 VIEWER, VIEWER_PASSWORD = "ws-viewer", "a-long-viewer-password"

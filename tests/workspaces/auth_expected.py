@@ -68,3 +68,20 @@ EXPECTED: list[tuple[str, Any]] = [
     ("carol searches w2 after", (200, [])),
     ("carol lists workspaces after", (200, [])),
 ]
+
+# auth_scenario.play_default_access, with grant_default_workspace_access = true.
+EXPECTED_DEFAULT_ACCESS: list[tuple[str, Any]] = [
+    ("admin creates dave", (200, ["user"])),
+    ("admin creates w3", (201, ["workspace"])),
+    ("admin creates in default", (200, "created")),
+    ("admin creates in w3", (200, "created")),
+    ("dave lists workspaces", (200, ["default"])),
+    ("dave gets default (admin-only)", (403, "Permission denied")),
+    ("dave reads in default", (200, "e-default")),
+    ("dave renames in default", (403, "Permission denied")),
+    ("dave creates in default (READ cannot use)", (403, "Permission denied")),
+    ("dave searches default", (200, ["Default", "e-default"])),
+    ("dave reads in w3", (403, "Permission denied")),
+    ("dave searches w3", (200, [])),
+    ("dave lists users in default", (403, "Permission denied")),
+]

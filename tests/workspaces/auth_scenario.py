@@ -206,3 +206,33 @@ def play(call: Call) -> list[tuple[str, Any]]:
     step("carol searches w2 after", CAROL, "POST", "/api/2.0/mlflow/experiments/search", W2, json={"max_results": 10})
     step("carol lists workspaces after", CAROL, "GET", "/api/3.0/mlflow/workspaces")
     return out
+
+
+DAVE, W3 = "ws-dave", "team-three"
+
+
+def play_default_access(call: Call) -> list[tuple[str, Any]]:
+    """With ``grant_default_workspace_access`` on: a user without any grant holds ``default_permission`` (READ)
+    in ``default``, and only there."""
+    out: list[tuple[str, Any]] = []
+
+    def step(label: str, *args: Any, **kwargs: Any) -> Any:
+        status, body = call(*args, **kwargs)
+        out.append((label, _summary(status, body)))
+        return body
+
+    step("admin creates dave", ADMIN, "POST", "/api/2.0/mlflow/users/create", json={"username": DAVE, "password": PASSWORD})
+    step("admin creates w3", ADMIN, "POST", "/api/3.0/mlflow/workspaces", json={"name": W3})
+    made = step("admin creates in default", ADMIN, "POST", "/api/2.0/mlflow/experiments/create", json={"name": "e-default"})
+    other = step("admin creates in w3", ADMIN, "POST", "/api/2.0/mlflow/experiments/create", W3, json={"name": "e-three"})
+    step("dave lists workspaces", DAVE, "GET", "/api/3.0/mlflow/workspaces")
+    step("dave gets default (admin-only)", DAVE, "GET", "/api/3.0/mlflow/workspaces/default")
+    step("dave reads in default", DAVE, "GET", "/api/2.0/mlflow/experiments/get", params={"experiment_id": made["experiment_id"]})
+    step("dave renames in default", DAVE, "POST", "/api/2.0/mlflow/experiments/update",
+         json={"experiment_id": made["experiment_id"], "new_name": "e-renamed"})  # fmt: skip
+    step("dave creates in default (READ cannot use)", DAVE, "POST", "/api/2.0/mlflow/experiments/create", json={"name": "e-dave"})
+    step("dave searches default", DAVE, "POST", "/api/2.0/mlflow/experiments/search", json={"max_results": 10})
+    step("dave reads in w3", DAVE, "GET", "/api/2.0/mlflow/experiments/get", W3, params={"experiment_id": other["experiment_id"]})
+    step("dave searches w3", DAVE, "POST", "/api/2.0/mlflow/experiments/search", W3, json={"max_results": 10})
+    step("dave lists users in default", DAVE, "GET", "/api/2.0/mlflow/users/list")
+    return out

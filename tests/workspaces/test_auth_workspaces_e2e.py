@@ -9,6 +9,7 @@ manage the other's, and deleting one model drops only its own grants."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +17,8 @@ import requests
 
 from tests.auth.conftest import ADMIN, ADMIN_PASSWORD, basic_env, basic_runtime, mlflow_basic_auth_server
 from tests.conftest import unique
-from tests.workspaces.auth_expected import EXPECTED
-from tests.workspaces.auth_scenario import caller, play
+from tests.workspaces.auth_expected import EXPECTED, EXPECTED_DEFAULT_ACCESS
+from tests.workspaces.auth_scenario import caller, play, play_default_access
 from tests.workspaces.support import HEADER, assert_same
 
 pytestmark = [pytest.mark.e2e]
@@ -40,6 +41,27 @@ def test_mlflow_answers_the_same() -> None:
     """The recorded answers are MLflow's: its basic-auth app with workspaces on, fresh, plays the scenario."""
     with mlflow_basic_auth_server({"MLFLOW_ENABLE_WORKSPACES": "true"}) as url:
         assert_same(play(caller(url)), EXPECTED)
+
+
+def test_default_workspace_access() -> None:
+    """MLflow's opt-in ``grant_default_workspace_access`` (``AUTH_GRANT_DEFAULT_WORKSPACE_ACCESS``)."""
+    env = {**basic_env(), "MLFLOW_ENABLE_WORKSPACES": "true", "AUTH_GRANT_DEFAULT_WORKSPACE_ACCESS": "true"}
+    with basic_runtime(env=env) as url:
+        assert_same(play_default_access(caller(url)), EXPECTED_DEFAULT_ACCESS)
+
+
+@pytest.mark.long
+def test_mlflow_answers_the_same_with_default_workspace_access(tmp_path: Path) -> None:
+    """MLflow's basic-auth app configured with ``grant_default_workspace_access = true`` (its own ini, that one
+    setting changed) gives the recorded answers."""
+    from mlflow.server import auth
+
+    shipped = (Path(auth.__file__).parent / "basic_auth.ini").read_text()
+    assert "grant_default_workspace_access = false" in shipped
+    ini = tmp_path / "basic_auth.ini"
+    ini.write_text(shipped.replace("grant_default_workspace_access = false", "grant_default_workspace_access = true"))
+    with mlflow_basic_auth_server({"MLFLOW_ENABLE_WORKSPACES": "true", "MLFLOW_AUTH_CONFIG_PATH": str(ini)}) as url:
+        assert_same(play_default_access(caller(url)), EXPECTED_DEFAULT_ACCESS)
 
 
 def _call(url: str, user: str, method: str, path: str, workspace: str | None = None, **kwargs: Any) -> tuple[int, Any]:

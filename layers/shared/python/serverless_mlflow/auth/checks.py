@@ -14,8 +14,10 @@ from serverless_mlflow.auth.permissions import (
     PROMPT,
     REGISTERED_MODEL,
     Permission,
+    default_permission,
     effective,
     fold,
+    inherits_default_workspace,
 )
 from serverless_mlflow.auth.resources import Locator, Resource, model_kind, param
 from serverless_mlflow.errors import invalid
@@ -82,6 +84,8 @@ def create_in_workspace(_req: Request, identity: Identity) -> bool:
     if user.is_admin:
         return True
     granted = fold(tier)
+    if granted is None and inherits_default_workspace():
+        return default_permission().can_use
     return granted is not None and granted.can_use
 
 

@@ -68,13 +68,28 @@ def fold(grants: list[str]) -> Permission | None:
     return ALL[max(grants, key=lambda name: PRIORITY.get(name, 0))]
 
 
-def absent_permission() -> Permission:
-    """What no grant at all means (MLflow's ``_absent_permission``): ``default_permission`` with workspaces off;
-    with them on, no permission (a user sees only what a grant or role of the resource's workspace gives it;
-    MLflow's opt-in ``grant_default_workspace_access`` is not served)."""
+def default_workspace_access() -> bool:
+    """MLflow's ``grant_default_workspace_access`` (``AUTH_GRANT_DEFAULT_WORKSPACE_ACCESS``; off, as MLflow ships it)."""
+    return os.environ.get("AUTH_GRANT_DEFAULT_WORKSPACE_ACCESS", "false").strip().lower() in ("true", "1")
+
+
+def inherits_default_workspace() -> bool:
+    """MLflow's ``_user_inherits_default_workspace_grant``: the request is in ``default`` and the operator opted
+    into ``grant_default_workspace_access``, so a user without a grant there holds ``default_permission``."""
     from serverless_mlflow.request import workspace as request_workspace
 
-    return NO_PERMISSIONS if request_workspace.enabled() else default_permission()
+    return default_workspace_access() and request_workspace.current() == request_workspace.DEFAULT_WORKSPACE
+
+
+def absent_permission() -> Permission:
+    """What no grant at all means (MLflow's ``_absent_permission``): ``default_permission`` with workspaces off;
+    with them on, no permission (a user sees only what a grant or role of the resource's workspace gives it),
+    unless the request is in ``default`` and the operator opted into ``grant_default_workspace_access``."""
+    from serverless_mlflow.request import workspace as request_workspace
+
+    if not request_workspace.enabled() or inherits_default_workspace():
+        return default_permission()
+    return NO_PERMISSIONS
 
 
 def effective(is_admin: bool, grants: list[str], fallback: list[str] | None = None) -> Permission:

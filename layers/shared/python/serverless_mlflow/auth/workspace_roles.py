@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from serverless_mlflow.auth import role_access, roles
 from serverless_mlflow.auth.checks import Identity, is_admin
+from serverless_mlflow.auth.permissions import default_workspace_access
 from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.request import workspace as request_workspace
 
 if TYPE_CHECKING:
     from serverless_mlflow.api import Request
@@ -59,5 +61,7 @@ def filter_workspaces(_req: Request, identity: Identity, result: Any, _rerun: An
     if not isinstance(result, dict) or is_admin(identity):
         return result
     allowed = role_access.member_workspaces(identity.username)
+    if default_workspace_access():  # MLflow's grant_default_workspace_access lists ``default`` to everyone
+        allowed.add(request_workspace.DEFAULT_WORKSPACE)
     kept = [workspace for workspace in result.get("workspaces") or [] if workspace.get("name") in allowed]
     return {"workspaces": kept} if kept else {}
