@@ -137,6 +137,10 @@ def play(call: Call) -> list[tuple[str, Any]]:
         params={"experiment_id": mine["experiment_id"]},
     )
     step("alice creates a model in w1", ALICE, "POST", "/api/2.0/mlflow/registered-models/create", W1, json={"name": "m-alice"})
+    step("admin denies alice a model name in w1", ADMIN, "POST", "/api/3.0/mlflow/users/permissions/grant", W1,
+         json={"username": ALICE, "resource_type": "registered_model", "resource_id": "m-denied", "permission": "DENY"})  # fmt: skip
+    step("alice creates the denied model", ALICE, "POST", "/api/2.0/mlflow/registered-models/create", W1, json={"name": "m-denied"})
+    step("alice creates it in w2 (no role there)", ALICE, "POST", "/api/2.0/mlflow/registered-models/create", W2, json={"name": "m-denied"})
     step("admin creates a model in w1", ADMIN, "POST", "/api/2.0/mlflow/registered-models/create", W1, json={"name": "m-admin"})
     step("alice reads admin's model", ALICE, "GET", "/api/2.0/mlflow/registered-models/get", W1, params={"name": "m-admin"})
     step(

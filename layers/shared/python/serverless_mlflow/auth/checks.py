@@ -53,7 +53,8 @@ def permissions_on(identity: Identity, resources: list[Resource], listing: bool 
             out[(kind, resource_id)] = effective(user.is_admin, grants[resource_id], tier if listing else None)
         if not listing and not user.is_admin and request_workspace.enabled():
             for resource_id in ids:
-                if not _in_request_workspace(kind, resource_id):
+                # A DENY stays one: a create names a resource that does not exist yet, and its veto must hold.
+                if not out[(kind, resource_id)].denied and not _in_request_workspace(kind, resource_id):
                     out[(kind, resource_id)] = NO_PERMISSIONS
     return [out[resource] for resource in resources]
 
