@@ -35,6 +35,9 @@ class StackConfig:
     authorization: str = "iam"
     # basic: the permission a user has on a resource without a grant, and the first admin's user name.
     auth_default_permission: str = "READ"
+    # basic with workspaces: MLflow's grant_default_workspace_access (every user holds auth_default_permission in
+    # the `default` workspace, as if it held a role there); off, as MLflow ships it.
+    auth_grant_default_workspace_access: bool = False
     admin_username: str = "admin"
     log_level: str = "INFO"
     log_retention_days: int = 30

@@ -1838,7 +1838,7 @@ PATTERNS: tuple[AccessPattern, ...] = (
         TRANSACT,
         "table",
         "Put USER#<name> U#ROLE#<id> IF attribute_not_exists(pk) + Put ROLE#<id> R#U#<name> + ConditionCheck R#META "
-        "+ Update U#META ADD role_ids (a role of workspace default)",
+        "+ Update U#META ADD role_ids (role_ids@<workspace> for a role of another workspace than default)",
     ),
     _p(
         "Authentication and authorization",
@@ -1855,8 +1855,8 @@ PATTERNS: tuple[AccessPattern, ...] = (
         "role_permission",
         BATCH_GET,
         "table",
-        "per role in the user item's role_ids: R#P#workspace#* + R#P#<kind>#* + R#P#<kind>#<id>",
-        note="only for users holding roles of workspace default: a second batch after the user's own",
+        "per role in the user item's role ids of the request's workspace: R#P#workspace#* + R#P#<kind>#* + R#P#<kind>#<id>",
+        note="only for users holding roles in the request's workspace: a second batch after the user's own",
     ),
     _p("Authentication and authorization", "List permissions for prompt", "prompt_permission", QUERY, "gsi4", "gsi4pk = PPERM#<name>"),
     _p(
@@ -1877,7 +1877,15 @@ PATTERNS: tuple[AccessPattern, ...] = (
         seed="Get workspace",
         note="also the X-MLFLOW-WORKSPACE header's check on every request when workspaces are enabled; `default` needs no item",
     ),
-    _p("Workspace", "List workspaces", "workspace", QUERY, "table", "pk = WORKSPACES AND begins_with(sk, 'WS#')"),
+    _p(
+        "Workspace",
+        "List workspaces",
+        "workspace",
+        QUERY,
+        "table",
+        "pk = WORKSPACES AND begins_with(sk, 'WS#')",
+        note="under basic auth a non-admin's answer keeps the workspaces of its role assignments (List a user's roles)",
+    ),
     _p(
         "Workspace",
         "Create/update workspace",

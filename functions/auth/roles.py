@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow.api import Request
-from serverless_mlflow.auth import roles, store
+from serverless_mlflow.auth import role_access, roles, store
 from serverless_mlflow.auth.checks import int_param
 from serverless_mlflow.auth.resources import param
 from serverless_mlflow.errors import invalid
@@ -24,7 +24,7 @@ def _visible(caller: str, target: str, listed: list[roles.Role]) -> list[roles.R
     administers."""
     if caller == target or store.get_user(caller).is_admin:
         return listed
-    workspaces = roles.admin_workspaces(caller)
+    workspaces = role_access.admin_workspaces(caller)
     return [role for role in listed if role.workspace in workspaces]
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow.api import Request
-from serverless_mlflow.auth import roles, store
+from serverless_mlflow.auth import role_access, roles, store
 from serverless_mlflow.auth.permissions import PROMPT, effective
 from serverless_mlflow.auth.resources import param
 from serverless_mlflow.errors import MlflowError, invalid
@@ -39,7 +39,7 @@ def list_users(_req: Request, caller: str) -> dict[str, Any]:
     """Every user with its roles: all of them for an admin and for the caller's own row, else those of the
     workspaces the caller administers (MLflow's list_users)."""
     everything = roles.list_roles()
-    admin_workspaces = None if store.get_user(caller).is_admin else roles.admin_workspaces(caller)
+    admin_workspaces = None if store.get_user(caller).is_admin else role_access.admin_workspaces(caller)
     out = []
     for user in store.list_users():
         held = [role for role in everything if any(member.username == user.username for member in role.members)]
@@ -107,7 +107,7 @@ def get_user_permission(req: Request, _caller: str) -> dict[str, Any]:
         # MLflow's resolver has no per-prompt lookup for this API (only the wildcard reaches it).
         raise invalid(f"resource_type '{kind}' is not supported by the per-user permission convenience APIs.")
     # MLflow resolves this from grants and default_permission only: the is_admin flag does not enter it.
-    _user, grants = roles.access(username, kind, [resource_id])
+    _user, grants = role_access.access(username, kind, [resource_id])
     permission = effective(False, grants[resource_id])
     return {"allowed": permission.can_use, "permission": permission.name}
 
@@ -136,6 +136,6 @@ def list_user_permissions(req: Request, caller: str) -> dict[str, Any]:
     is_admin, rows = _permission_rows(username)
     if username != caller and not store.get_user(caller).is_admin:
         # A workspace admin sees the rows of the workspaces it administers.
-        workspaces = roles.admin_workspaces(caller)
+        workspaces = role_access.admin_workspaces(caller)
         rows = [row for row in rows if row["workspace"] in workspaces]
     return {"is_admin": is_admin, "permissions": rows}

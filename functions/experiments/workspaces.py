@@ -11,7 +11,9 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
+from serverless_mlflow import auth
 from serverless_mlflow.api import Request, json_response
+from serverless_mlflow.auth import workspace_roles
 from serverless_mlflow.errors import endpoint_not_found, invalid
 from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.store import workspaces as store
@@ -70,7 +72,10 @@ def create_workspace(req: Request) -> Response:
     if name == store.DEFAULT_WORKSPACE:
         raise invalid(f"The '{store.DEFAULT_WORKSPACE}' workspace is reserved and cannot be created")
     store.validate_name(name)
-    return json_response({"workspace": store.create_workspace(name, values)}, 201)
+    created = store.create_workspace(name, values)
+    if auth.basic_enabled():
+        workspace_roles.seed_roles(name)  # MLflow's after-request handler: the new workspace's default roles
+    return json_response({"workspace": created}, 201)
 
 
 def get_workspace(req: Request) -> dict[str, Any]:

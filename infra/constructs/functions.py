@@ -228,6 +228,7 @@ class ServerlessFunction(Construct):
                 # serverless_mlflow.auth enforces MLflow's permissions only in "basic" mode.
                 "AUTHORIZATION": config.authorization,
                 "AUTH_DEFAULT_PERMISSION": config.auth_default_permission,
+                **({"AUTH_GRANT_DEFAULT_WORKSPACE_ACCESS": "true"} if config.auth_grant_default_workspace_access else {}),
                 **({"MLFLOW_ENABLE_WORKSPACES": "true"} if config.enable_workspaces else {}),
                 **({"MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS": "true"} if config.enable_custom_scorers else {}),
                 **(environment or {}),

@@ -58,8 +58,9 @@ def mlflow_server() -> Iterator[str]:
 
 
 @contextmanager
-def mlflow_basic_auth_server() -> Iterator[str]:
-    """A fresh MLflow basic-auth server (for scenarios whose user names must not exist yet)."""
+def mlflow_basic_auth_server(extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """A fresh MLflow basic-auth server (for scenarios whose user names must not exist yet); ``extra_env``
+    configures it further (``MLFLOW_ENABLE_WORKSPACES``)."""
     from local.engine import free_port
 
     port = free_port()
@@ -76,6 +77,7 @@ def mlflow_basic_auth_server() -> Iterator[str]:
     )
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
         env.pop(name, None)
+    env.update(extra_env or {})
     command = [
         str(Path(sys.executable).parent / "mlflow"), "server", "--app-name", "basic-auth",
         "--backend-store-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--artifacts-destination", str(workdir / "artifacts"),

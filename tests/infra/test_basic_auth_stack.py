@@ -20,7 +20,12 @@ pytestmark = pytest.mark.xdist_group("infra")
 
 @pytest.fixture(scope="module")
 def basic_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return Synth(tmp_path_factory.mktemp("cdk-basic"), authorization="basic", auth_default_permission="NO_PERMISSIONS")
+    return Synth(
+        tmp_path_factory.mktemp("cdk-basic"),
+        authorization="basic",
+        auth_default_permission="NO_PERMISSIONS",
+        auth_grant_default_workspace_access="true",
+    )
 
 
 def _authorizer(synth: Synth) -> tuple[str, dict[str, Any]]:
@@ -67,12 +72,13 @@ def test_every_route_but_the_public_ones_carries_the_authorizer(basic_synth: Syn
             assert props["AuthorizerId"] == {"Ref": authorizer_id}, key
 
 
-def test_functions_know_the_mode_and_default_permission(basic_synth: Synth) -> None:
+def test_functions_know_the_mode_and_default_permissions(basic_synth: Synth) -> None:
     for function in basic_synth.resources("AWS::Lambda::Function").values():
         env = function["Properties"].get("Environment", {}).get("Variables", {})
         if "TABLE_NAME" in env:
             assert env["AUTHORIZATION"] == "basic"
             assert env["AUTH_DEFAULT_PERMISSION"] == "NO_PERMISSIONS"
+            assert env["AUTH_GRANT_DEFAULT_WORKSPACE_ACCESS"] == "true"
 
 
 def test_admin_password_is_generated_and_only_the_bootstrap_reads_it(basic_synth: Synth) -> None:

@@ -1612,8 +1612,8 @@ ENTITIES: tuple[Entity, ...] = (
         "user",
         "USER#{username:str}",
         "U#META",
-        "User credentials (salted scrypt hash)",
-        attributes=("username", "user_id", "password_hash", "is_admin"),
+        "User credentials (salted scrypt hash); its role ids per workspace (role_ids, role_ids@<workspace>)",
+        attributes=("username", "user_id", "password_hash", "is_admin", "role_ids"),
         patterns={"with_grants": (None, "A user's credentials and every permission granted to them", "U#")},
     ),
     _e(
@@ -1632,7 +1632,7 @@ ENTITIES: tuple[Entity, ...] = (
         "U#PERM#{experiment_id:str}",
         'User permission on an experiment (or "*")',
         indexes={"gsi4": ("EXPPERM#{experiment_id:str}", "USER#{username:str}")},
-        attributes=("username", "resource_id", "permission"),
+        attributes=("username", "resource_id", "permission", "workspace"),
         patterns={"by_resource": ("gsi4", "Every grant on one experiment (eventually consistent)")},
     ),
     _e(
@@ -1641,7 +1641,7 @@ ENTITIES: tuple[Entity, ...] = (
         "U#RPERM#{model_name:str}",
         'User permission on a registered model (or "*")',
         indexes={"gsi4": ("RMPERM#{model_name:str}", "USER#{username:str}")},
-        attributes=("username", "resource_id", "permission"),
+        attributes=("username", "resource_id", "permission", "workspace"),
         patterns={"by_resource": ("gsi4", "Every grant on one registered model (eventually consistent)")},
     ),
     _e(
@@ -1650,7 +1650,7 @@ ENTITIES: tuple[Entity, ...] = (
         "U#PPERM#{model_name:str}",
         'User permission on a prompt (or "*")',
         indexes={"gsi4": ("PPERM#{model_name:str}", "USER#{username:str}")},
-        attributes=("username", "resource_id", "permission"),
+        attributes=("username", "resource_id", "permission", "workspace"),
         patterns={"by_resource": ("gsi4", "Every grant on one prompt (eventually consistent)")},
     ),
     # Roles (MLflow 3's basic-auth RBAC). A role's definition, its permissions and its members share the role's
@@ -1715,7 +1715,7 @@ ENTITIES: tuple[Entity, ...] = (
         "U#GPERM#{endpoint_id:str}",
         # No by-resource index yet: nothing moves or drops an endpoint's grants (endpoint ids are never reused).
         'User permission on an AI gateway endpoint (or "*"): USE lets the user invoke it',
-        attributes=("username", "resource_id", "permission"),
+        attributes=("username", "resource_id", "permission", "workspace"),
     ),
     _e(
         "config",

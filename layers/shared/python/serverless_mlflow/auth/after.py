@@ -88,7 +88,7 @@ def _readable(
 ) -> list[dict[str, Any]]:
     if not rows:
         return []
-    allowed = permissions_on(identity, [resource_of(row) for row in rows])
+    allowed = permissions_on(identity, [resource_of(row) for row in rows], listing=True)
     return [row for row, permission in zip(rows, allowed, strict=True) if permission.allows(READ_ACTION)]
 
 

@@ -6,10 +6,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from serverless_mlflow.auth import roles, store
-from serverless_mlflow.auth.permissions import MANAGE_ACTION, Permission, effective
-from serverless_mlflow.auth.resources import Locator, Resource, param
+from serverless_mlflow.auth import role_access, roles, store
+from serverless_mlflow.auth.permissions import (
+    EXPERIMENT,
+    MANAGE_ACTION,
+    NO_PERMISSIONS,
+    PROMPT,
+    REGISTERED_MODEL,
+    Permission,
+    default_permission,
+    effective,
+    fold,
+    inherits_default_workspace,
+)
+from serverless_mlflow.auth.resources import Locator, Resource, model_kind, param
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.request import workspace as request_workspace
 
 if TYPE_CHECKING:
     from serverless_mlflow.api import Request
@@ -25,19 +37,65 @@ class Identity:
     is_admin: bool  # as the authorizer saw it; checks that depend on it re-read the user item
 
 
-def permissions_on(identity: Identity, resources: list[Resource]) -> list[Permission]:
-    """The permission governing each resource, from one BatchGetItem (user + grants)."""
+def permissions_on(identity: Identity, resources: list[Resource], listing: bool = False) -> list[Permission]:
+    """The permission governing each resource, from one BatchGetItem (user + grants). ``listing``: a search's
+    rows, which MLflow's read predicate lets fall back to the workspace-wide grant at any level (a point read
+    takes it at MANAGE only)."""
     by_kind: dict[str, list[str]] = {}
     for kind, resource_id in resources:
         by_kind.setdefault(kind, []).append(resource_id)
     out: dict[Resource, Permission] = {}
     for kind, ids in by_kind.items():
-        user, grants = roles.access(identity.username, kind, ids)
+        user, grants, tier = role_access.access_with_tier(identity.username, kind, ids)
         if user is None:
             raise Unauthenticated()
         for resource_id in ids:
-            out[(kind, resource_id)] = effective(user.is_admin, grants[resource_id])
+            out[(kind, resource_id)] = effective(user.is_admin, grants[resource_id], tier if listing else None)
+        if not listing and not user.is_admin and request_workspace.enabled():
+            for resource_id in ids:
+                # A DENY stays one: a create names a resource that does not exist yet, and its veto must hold.
+                if not out[(kind, resource_id)].denied and not _in_request_workspace(kind, resource_id):
+                    out[(kind, resource_id)] = NO_PERMISSIONS
     return [out[resource] for resource in resources]
+
+
+def _in_request_workspace(kind: str, resource_id: str) -> bool:
+    """MLflow resolves grants in the resource's workspace, read through the request's workspace: a resource this
+    workspace does not hold (another's, or none at all) gives no permission, whatever the grants say (so a
+    non-admin is refused, never told whether it exists)."""
+    from serverless_mlflow.store import experiments
+
+    if resource_id == "*":
+        return True
+    if kind == EXPERIMENT:
+        return experiments.in_request_workspace(resource_id)
+    if kind in (REGISTERED_MODEL, PROMPT):
+        return model_kind(resource_id) is not None
+    return True
+
+
+def create_in_workspace(_req: Request, identity: Identity) -> bool:
+    """MLflow's ``_can_create_in_workspace``: with workspaces on, creating an experiment or registered model
+    needs a workspace-wide grant that can use (a role's USE or MANAGE on the request's workspace)."""
+    if not request_workspace.enabled():
+        return True
+    user, tier = role_access.workspace_tier(identity.username)
+    if user is None:
+        raise Unauthenticated()
+    if user.is_admin:
+        return True
+    granted = fold(tier)
+    if granted is None and inherits_default_workspace():
+        return default_permission().can_use
+    return granted is not None and granted.can_use
+
+
+def all_of(*checks: Check) -> Check:
+    def check(req: Request, identity: Identity) -> bool:
+        return all(one(req, identity) for one in checks)
+
+    check.__name__ = "_and_".join(one.__name__ for one in checks)
+    return check
 
 
 def is_admin(identity: Identity) -> bool:
@@ -107,7 +165,7 @@ def manage_grant_target(req: Request, identity: Identity) -> bool:
     kind = store.check_kind(param(req, "resource_type"))
     resource_id = str(param(req, "resource_id"))
     if resource_id == "*":
-        return is_admin(identity) or roles.DEFAULT_WORKSPACE in roles.admin_workspaces(identity.username)
+        return is_admin(identity) or request_workspace.current() in role_access.admin_workspaces(identity.username)
     return permissions_on(identity, [(kind, resource_id)])[0].allows(MANAGE_ACTION)
 
 
@@ -122,7 +180,7 @@ def read_permission_of(req: Request, identity: Identity) -> bool:
         return True
     if store.get_user_or_none(target) is None:
         return False
-    return roles.DEFAULT_WORKSPACE in roles.admin_workspaces(identity.username)
+    return request_workspace.current() in role_access.admin_workspaces(identity.username)
 
 
 # --- roles (validate_can_manage_roles and its siblings) ---------------------------------------------
@@ -164,14 +222,14 @@ def manage_roles(req: Request, identity: Identity) -> bool:
     if is_admin(identity):
         return True
     workspace = _role_workspace(req)
-    return workspace is not None and workspace in roles.admin_workspaces(identity.username)
+    return workspace is not None and workspace in role_access.admin_workspaces(identity.username)
 
 
 def view_roles(req: Request, identity: Identity) -> bool:
     if is_admin(identity):
         return True
     workspace = _role_workspace(req)
-    return workspace is not None and workspace in roles.present_workspaces(identity.username)
+    return workspace is not None and workspace in role_access.present_workspaces(identity.username)
 
 
 def list_roles(req: Request, identity: Identity) -> bool:
@@ -179,7 +237,7 @@ def list_roles(req: Request, identity: Identity) -> bool:
     if is_admin(identity):
         return True
     requested = {w.strip() for w in req.query.get("workspace", []) if w.strip()}
-    return bool(requested) and requested <= roles.present_workspaces(identity.username)
+    return bool(requested) and requested <= role_access.present_workspaces(identity.username)
 
 
 def view_user_roles(req: Request, identity: Identity) -> bool:
@@ -191,9 +249,9 @@ def view_user_roles(req: Request, identity: Identity) -> bool:
         return True
     if not isinstance(target, str) or store.get_user_or_none(target) is None:
         return False
-    return bool(roles.admin_workspaces(identity.username) & roles.present_workspaces(target))
+    return bool(role_access.admin_workspaces(identity.username) & role_access.present_workspaces(target))
 
 
 def create_user(_req: Request, identity: Identity) -> bool:
     """Admins, and workspace admins seeding an account for a role (``validate_can_create_user``)."""
-    return is_admin(identity) or bool(roles.admin_workspaces(identity.username))
+    return is_admin(identity) or bool(role_access.admin_workspaces(identity.username))

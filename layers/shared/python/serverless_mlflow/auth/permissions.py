@@ -1,10 +1,11 @@
 """MLflow's permission levels and how grants resolve (mlflow/server/auth/permissions.py, requirements.py).
 
-With workspaces off (this stack has one workspace) MLflow resolves a user's permission on a resource as:
+With workspaces off MLflow resolves a user's permission on a resource as:
 admin -> MANAGE; else the grants matching the resource (its own id or ``"*"``), DENY winning, otherwise the
 highest, floored by ``default_permission``; no grant at all -> ``default_permission``. Sub-resources (runs,
 logged models, model versions) have no grants of their own here, so their checks fall back to the parent's,
-exactly MLflow's ``fallback_if_no_grant`` when no sub-resource grant exists.
+exactly MLflow's ``fallback_if_no_grant`` when no sub-resource grant exists. With workspaces on, the grants are
+those of the request's workspace and no grant at all is no permission (``absent_permission``).
 """
 
 from __future__ import annotations
@@ -67,14 +68,41 @@ def fold(grants: list[str]) -> Permission | None:
     return ALL[max(grants, key=lambda name: PRIORITY.get(name, 0))]
 
 
-def effective(is_admin: bool, grants: list[str]) -> Permission:
-    """The permission that governs a request (admins are not restrictable)."""
+def default_workspace_access() -> bool:
+    """MLflow's ``grant_default_workspace_access`` (``AUTH_GRANT_DEFAULT_WORKSPACE_ACCESS``; off, as MLflow ships it)."""
+    return os.environ.get("AUTH_GRANT_DEFAULT_WORKSPACE_ACCESS", "false").strip().lower() in ("true", "1")
+
+
+def inherits_default_workspace() -> bool:
+    """MLflow's ``_user_inherits_default_workspace_grant``: the request is in ``default`` and the operator opted
+    into ``grant_default_workspace_access``, so a user without a grant there holds ``default_permission``."""
+    from serverless_mlflow.request import workspace as request_workspace
+
+    return default_workspace_access() and request_workspace.current() == request_workspace.DEFAULT_WORKSPACE
+
+
+def absent_permission() -> Permission:
+    """What no grant at all means (MLflow's ``_absent_permission``): ``default_permission`` with workspaces off;
+    with them on, no permission (a user sees only what a grant or role of the resource's workspace gives it),
+    unless the request is in ``default`` and the operator opted into ``grant_default_workspace_access``."""
+    from serverless_mlflow.request import workspace as request_workspace
+
+    if not request_workspace.enabled() or inherits_default_workspace():
+        return default_permission()
+    return NO_PERMISSIONS
+
+
+def effective(is_admin: bool, grants: list[str], fallback: list[str] | None = None) -> Permission:
+    """The permission that governs a request (admins are not restrictable). ``fallback``: the grants consulted
+    only when none matches the resource itself (a listing's workspace tier)."""
     if is_admin:
         return MANAGE
     floor = default_permission()
     granted = fold(grants)
+    if granted is None and fallback:
+        granted = fold(fallback)
     if granted is None:
-        return floor
+        return absent_permission()
     if granted.name in ("DENY", "NO_PERMISSIONS"):
         return granted
     return granted if PRIORITY[granted.name] >= PRIORITY[floor.name] else floor

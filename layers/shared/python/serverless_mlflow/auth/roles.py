@@ -2,12 +2,13 @@
 
 A role lives in its own partition (``ROLE#<id>``: its definition, its permissions and its members); ROLELIST
 lists roles by workspace and claims each role name once per workspace; an assignment is also an item of the
-user's partition. The user item keeps the ids of its roles in the ``default`` workspace (``role_ids``), the
-only workspace whose grants apply on this server, so authorizing a request of a user without roles costs what
-it did before roles existed, and one more BatchGetItem for a user with roles.
+user's partition. The user item keeps the ids of its roles per workspace (``role_ids`` for ``default``,
+``role_ids@<workspace>`` for another), so authorizing a request of a user without roles in the request's
+workspace costs what it did before roles existed, and one more BatchGetItem for a user with roles there.
 
-Roles may name any workspace, as on an MLflow server without workspaces: such a role is stored and listed,
-but its grants never apply (MLflow resolves every grant in ``default`` then).
+A role's grants apply in its own workspace only (with workspaces off every request is in ``default``: a role of
+another workspace is stored and listed, but its grants never apply, as MLflow resolves every grant in
+``default`` then).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from serverless_mlflow import schema, table
 from serverless_mlflow.auth import store
-from serverless_mlflow.auth.permissions import ALL, GRANTABLE, KINDS, MANAGE
+from serverless_mlflow.auth.permissions import ALL, GRANTABLE, KINDS
 from serverless_mlflow.errors import already_exists, invalid, not_found
 
 ROLE = schema.entity("role")
@@ -346,12 +347,15 @@ def assign(username: str, role_id: int) -> Member:
         table.put_op(ROLE_MEMBER.item(fields, role_id=role_id, username=username)),
         table.check_op(ROLE.key(role_id=role_id), "attribute_exists(pk)"),
     ]
-    if role.workspace == DEFAULT_WORKSPACE:
-        operations.append(
-            table.update_op(store.user_key(username), "ADD role_ids :r", values={":r": {str(role_id)}}, condition="attribute_exists(pk)")
+    operations.append(
+        table.update_op(
+            store.user_key(username),
+            "ADD #r :r",
+            names={"#r": store.role_ids_attribute(role.workspace)},
+            values={":r": {str(role_id)}},
+            condition="attribute_exists(pk)",
         )
-    else:
-        operations.append(table.check_op(store.user_key(username), "attribute_exists(pk)"))
+    )
     try:
         table.transact(operations)
     except table.ConditionFailed:
@@ -368,7 +372,11 @@ def _unassign_items(username: str, role: Role) -> None:
             table.delete_op(ROLE_ASSIGNMENT.key(username=username, role_id=role.id), condition="attribute_exists(pk)"),
             table.delete_op(ROLE_MEMBER.key(role_id=role.id, username=username)),
             table.update_op(
-                store.user_key(username), "DELETE role_ids :r", values={":r": {str(role.id)}}, condition="attribute_exists(pk)"
+                store.user_key(username),
+                "DELETE #r :r",
+                names={"#r": store.role_ids_attribute(role.workspace)},
+                values={":r": {str(role.id)}},
+                condition="attribute_exists(pk)",
             ),
         ]
     )
@@ -377,10 +385,11 @@ def _unassign_items(username: str, role: Role) -> None:
 def unassign(username: str, role_id: int) -> None:
     user = store.get_user(username)
     missing = not_found(f"User role assignment (user_id={user.id}, role_id={role_id}) not found")
-    if table.get(ROLE_ASSIGNMENT.key(username=username, role_id=role_id)) is None:
+    assignment = table.get(ROLE_ASSIGNMENT.key(username=username, role_id=role_id))
+    if assignment is None:
         raise missing
     try:
-        _unassign_items(username, Role(role_id, "", "", None))
+        _unassign_items(username, Role(role_id, "", assignment.get("workspace") or DEFAULT_WORKSPACE, None))
     except table.ConditionFailed:
         raise missing from None
 
@@ -404,53 +413,3 @@ def member_keys(partition_items: Iterable[dict[str, Any]]) -> list[dict[str, str
         for item in partition_items
         if item[schema.ENTITY_TYPE] == ROLE_ASSIGNMENT.name
     ]
-
-
-# --- what roles mean for authorization ------------------------------------------------------------------
-
-
-def grants(role_ids: Iterable[str], kind: str, resource_ids: list[str]) -> tuple[bool, dict[str, list[str]]]:
-    """(workspace admin?, the permissions of the ``default`` roles on each resource: its own id and "*").
-
-    One BatchGetItem. MLflow folds these with the user's own grants (they are one more role there).
-    """
-    ids = [int(role_id) for role_id in role_ids]
-    keys = []
-    for role_id in ids:
-        keys.append(ROLE_PERMISSION.key(role_id=role_id, resource_type=WORKSPACE, resource_pattern="*"))
-        for pattern in dict.fromkeys(["*", *resource_ids]):
-            keys.append(ROLE_PERMISSION.key(role_id=role_id, resource_type=kind, resource_pattern=pattern))
-    items = table.batch_get(keys) if keys else []
-    admin = any(item["resource_type"] == WORKSPACE and item["permission"] == MANAGE.name for item in items)
-    found = [item for item in items if item["resource_type"] == kind]
-    return admin, {rid: [item["permission"] for item in found if item["resource_pattern"] in ("*", rid)] for rid in resource_ids}
-
-
-def access(username: str, kind: str, resource_ids: list[str]) -> tuple[store.User | None, dict[str, list[str]]]:
-    """``store.access`` with the grants of the user's ``default`` roles folded in: the grants matching each
-    resource from every role the user holds, as MLflow's ``list_grants`` loads them; a workspace admin (MANAGE on
-    the workspace) is not restrictable, so it has MANAGE on everything, DENY included."""
-    user, own = store.access(username, kind, resource_ids)
-    if user is None or not user.role_ids:
-        return user, own
-    admin, from_roles = grants(user.role_ids, kind, resource_ids)
-    if admin:
-        return user, {rid: [MANAGE.name] for rid in resource_ids}
-    return user, {rid: own[rid] + from_roles[rid] for rid in resource_ids}
-
-
-def admin_workspaces(username: str) -> set[str]:
-    """The workspaces where the user holds a role with MANAGE on the workspace (MLflow's workspace admin)."""
-    by_role = {int(item["role_id"]): item["workspace"] for item in assignments_of(username)}
-    keys = [ROLE_PERMISSION.key(role_id=role_id, resource_type=WORKSPACE, resource_pattern="*") for role_id in by_role]
-    items = table.batch_get(keys) if keys else []
-    return {by_role[int(item["role_id"])] for item in items if item["permission"] == MANAGE.name}
-
-
-def present_workspaces(username: str) -> set[str]:
-    """The workspaces where the user holds any role; its own grants count as a role of ``default`` (MLflow's
-    synthetic per-user role)."""
-    present = {item["workspace"] for item in assignments_of(username)}
-    if DEFAULT_WORKSPACE not in present and store.has_grants(username):
-        present.add(DEFAULT_WORKSPACE)
-    return present

@@ -13,12 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from serverless_mlflow.auth import after, jobs, links, resources, review
+from serverless_mlflow.auth import after, jobs, links, resources, review, workspace_roles
 from serverless_mlflow.auth.checks import (
     Check,
     Identity,
     admin,
+    all_of,
     authenticated,
+    create_in_workspace,
     create_user,
     list_roles,
     manage_grant_target,
@@ -75,7 +77,7 @@ def _readable_experiments(req: Request, identity: Identity) -> Request | dict[st
     ids = req.json.get("experiment_ids")
     if not isinstance(ids, list) or not ids or not all(isinstance(i, (str, int)) for i in ids):
         return req  # the operation reports malformed input as MLflow does
-    allowed = permissions_on(identity, [(EXPERIMENT, str(i)) for i in ids])
+    allowed = permissions_on(identity, [(EXPERIMENT, str(i)) for i in ids], listing=True)
     readable = [i for i, permission in zip(ids, allowed, strict=True) if permission.allows(READ_ACTION)]
     if not readable:
         return {}
@@ -88,7 +90,9 @@ RULES: dict[str, Rule] = {
     # --- meta ----------------------------------------------------------------------------------
     "version": Rule(authenticated),
     # --- experiments ---------------------------------------------------------------------------
-    "create_experiment": Rule(need(resources.kind_wildcard(EXPERIMENT), NOT_DENIED), after=after.grant_experiment_creator),
+    "create_experiment": Rule(
+        all_of(create_in_workspace, need(resources.kind_wildcard(EXPERIMENT), NOT_DENIED)), after=after.grant_experiment_creator
+    ),
     "get_experiment": Rule(_READ_EXPERIMENT),
     "get_experiment_by_name": Rule(need(resources.experiment_by_name, READ_ACTION)),
     "search_experiments": Rule(authenticated, after=after.filtered("experiments", after.experiment_row, 1000)),
@@ -125,7 +129,9 @@ RULES: dict[str, Rule] = {
     "delete_logged_model_tag": Rule(_UPDATE_LOGGED_MODEL),
     "log_logged_model_params": Rule(_UPDATE_LOGGED_MODEL),
     # --- model registry (shared with prompts: the persisted model says which family governs) -------
-    "create_registered_model": Rule(need(resources.created_model, NOT_DENIED), after=after.grant_model_creator),
+    "create_registered_model": Rule(
+        all_of(create_in_workspace, need(resources.created_model, NOT_DENIED)), after=after.grant_model_creator
+    ),
     "rename_registered_model": Rule(_UPDATE_MODEL, after=after.move_model_grants),
     "update_registered_model": Rule(_UPDATE_MODEL),
     "delete_registered_model": Rule(need(resources.registered_model, DELETE), after=after.drop_model_grants),
@@ -411,8 +417,11 @@ RULES: dict[str, Rule] = {
     # The gateway runtime's calls: any signed-in user reaches it, and it checks USE on the endpoint a call names
     # (gateway_runtime/access.py, as MLflow's auth middleware does for its gateway routes).
     "invoke": Rule(authenticated),
-    # --- workspaces (behind MLFLOW_ENABLE_WORKSPACES): admin-only until per-workspace grants are served -------
-    **{op: Rule(admin) for op in ("list_workspaces", "get_workspace", "create_workspace", "update_workspace", "delete_workspace")},
+    # --- workspaces (behind MLFLOW_ENABLE_WORKSPACES): a user lists the workspaces it holds a role in; creating
+    # one seeds its ``admin`` and ``user`` roles (experiments/workspaces.py). The rest is admin-only: MLflow's
+    # get_workspace validator refuses every non-admin, a workspace admin included ----------------------------
+    "list_workspaces": Rule(authenticated, after=workspace_roles.filter_workspaces),
+    **{op: Rule(admin) for op in ("create_workspace", "get_workspace", "update_workspace", "delete_workspace")},
     # --- webhooks: MLflow's WEBHOOK_BEFORE_REQUEST_HANDLERS (sender_is_admin) ---------------------------
     **{op: Rule(admin) for op in ("create_webhook", "list_webhooks", "get_webhook", "update_webhook", "delete_webhook", "test_webhook")},
     # --- users and permissions (mlflow/server/auth routes) ---------------------------------------------
@@ -421,7 +430,8 @@ RULES: dict[str, Rule] = {
     "create_user_ui": Rule(admin),
     "get_user": Rule(self_or_admin()),
     "get_current_user": Rule(authenticated),
-    "list_users": Rule(authenticated),
+    # validate_can_list_users: any member of the request's workspace who may create there (always, workspaces off).
+    "list_users": Rule(create_in_workspace),
     "update_user_password": Rule(self_or_admin()),
     "update_user_admin": Rule(admin),
     "delete_user": Rule(admin),

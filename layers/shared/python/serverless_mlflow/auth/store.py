@@ -39,17 +39,22 @@ class User:
     username: str
     is_admin: bool
     password_hash: str
-    # Its roles in the ``default`` workspace (role ids as strings), whose grants apply with its own.
+    # Its roles in the request's workspace (role ids as strings), whose grants apply with its own there.
     role_ids: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "username": self.username, "is_admin": self.is_admin}
 
 
+def role_ids_attribute(workspace: str) -> str:
+    """The user item's attribute holding its role ids in ``workspace``: ``role_ids`` for ``default`` (as before
+    workspaces), ``role_ids@<workspace>`` for another, so authorizing a request still reads one item."""
+    return "role_ids" if workspace == request_workspace.DEFAULT_WORKSPACE else f"role_ids@{workspace}"
+
+
 def _user_from(item: dict[str, Any]) -> User:
-    return User(
-        int(item["user_id"]), item["username"], bool(item.get("is_admin")), item["password_hash"], frozenset(item.get("role_ids") or ())
-    )
+    role_ids = item.get(role_ids_attribute(request_workspace.current())) or ()
+    return User(int(item["user_id"]), item["username"], bool(item.get("is_admin")), item["password_hash"], frozenset(role_ids))
 
 
 def user_key(username: str) -> dict[str, str]:
@@ -57,14 +62,28 @@ def user_key(username: str) -> dict[str, str]:
 
 
 def stored_id(kind: str, resource_id: str) -> str:
-    """The id a grant on a resource is kept under. Registered model and prompt names are unique per workspace
-    only, so outside ``default`` a grant on one is kept as ``<workspace>/<name>``: a grant on a model of one
-    workspace never holds for the model of the same name in another (model names cannot hold ``/``, so no
-    ``default`` name spells it). ``default``'s grants keep their ids, and the ``*`` grant holds everywhere."""
+    """The id a grant on a resource is kept under. MLflow keeps a user's grants in its ``__user_<id>__`` role of
+    the workspace the grant was made in, and resolves a request with the grants of the resource's workspace only.
+    Registered model and prompt names are unique per workspace only, so outside ``default`` a grant on one is kept
+    as ``<workspace>/<name>`` (model names cannot hold ``/``, so no ``default`` name spells it); the ``*`` grant
+    of any kind likewise as ``<workspace>/*``. Experiment and endpoint ids are unique across workspaces and keep
+    their ids. ``default``'s grants keep their ids (nothing changes with workspaces off)."""
     workspace = request_workspace.current()
-    if kind not in (REGISTERED_MODEL, PROMPT) or resource_id == "*" or workspace == request_workspace.DEFAULT_WORKSPACE:
+    if workspace == request_workspace.DEFAULT_WORKSPACE or (kind not in (REGISTERED_MODEL, PROMPT) and resource_id != "*"):
         return resource_id
     return f"{workspace}/{resource_id}"
+
+
+def shown_id(kind: str, stored: str, workspace: str) -> str:
+    """The id a stored grant names, as MLflow lists it (with its workspace beside it)."""
+    prefix = f"{workspace}/"
+    if (
+        workspace != request_workspace.DEFAULT_WORKSPACE
+        and stored.startswith(prefix)
+        and (kind in (REGISTERED_MODEL, PROMPT) or stored == f"{prefix}*")
+    ):
+        return stored[len(prefix) :]
+    return stored
 
 
 def grant_key(username: str, kind: str, resource_id: str) -> dict[str, str]:
@@ -206,7 +225,7 @@ def check_grantable(permission: Any, kind: str) -> str:
 def _grant_item(username: str, kind: str, resource_id: str, permission: str) -> dict[str, Any]:
     resource_id = stored_id(kind, resource_id)
     return _GRANT_ENTITY[kind].item(
-        {"username": username, "resource_id": resource_id, "permission": permission},
+        {"username": username, "resource_id": resource_id, "permission": permission, "workspace": request_workspace.current()},
         username=username,
         **{_ID_FIELD[kind]: resource_id},
     )
@@ -232,22 +251,34 @@ def delete_grant(username: str, kind: str, resource_id: str) -> None:
         raise not_found(f"Permission for user={username} on resource_type={kind}, resource_id={resource_id} not found.") from None
 
 
+def _workspace_of(item: dict[str, Any]) -> str:
+    """The workspace a grant was made in (grants from before workspaces carry none: ``default``)."""
+    return item.get("workspace") or request_workspace.DEFAULT_WORKSPACE
+
+
 def user_grants(username: str) -> list[dict[str, Any]]:
-    """Every grant of a user as MLflow's list-permissions rows need them."""
+    """Every grant of a user as MLflow's list-permissions rows need them (with the workspace it holds in)."""
     out = []
     for item in table.query(**USER.query("with_grants", username=username)):
         kind = _KIND_OF_ENTITY.get(item[schema.ENTITY_TYPE])
         if kind is not None:
-            out.append({"resource_type": kind, "resource_pattern": item["resource_id"], "permission": item["permission"]})
+            workspace = _workspace_of(item)
+            out.append(
+                {
+                    "resource_type": kind,
+                    "resource_pattern": shown_id(kind, item["resource_id"], workspace),
+                    "permission": item["permission"],
+                    "workspace": workspace,
+                }
+            )
     return out
 
 
-def has_grants(username: str) -> bool:
-    """Whether the user holds any grant of its own: MLflow keeps them in the user's ``__user_<id>__`` role of
-    ``default``, which makes the user present in that workspace (it may read the workspace's roles). Stops at the
-    first grant (a user may hold many)."""
-    items = table.iter_query(**USER.query("with_grants", username=username), page_size=4)
-    return any(item[schema.ENTITY_TYPE] in _KIND_OF_ENTITY for item in items)
+def grant_workspaces(username: str) -> set[str]:
+    """The workspaces where the user holds a grant of its own: MLflow keeps them in the user's ``__user_<id>__``
+    role of each, which makes the user present there (it may read the workspace's roles)."""
+    items = table.query(**USER.query("with_grants", username=username))
+    return {_workspace_of(item) for item in items if item[schema.ENTITY_TYPE] in _KIND_OF_ENTITY}
 
 
 def _grants_of_resource(kind: str, resource_id: str) -> list[dict[str, Any]]:
@@ -269,11 +300,19 @@ def rename_grants_of_resource(kind: str, old_id: str, new_id: str) -> None:
 
 
 def access(username: str, kind: str, resource_ids: list[str]) -> tuple[User | None, dict[str, list[str]]]:
-    """One BatchGetItem: the user and the grants on each resource (wildcard included in every list)."""
+    """One BatchGetItem: the user and the grants on each resource (wildcard included in every list). Only the
+    grants made in the request's workspace count (MLflow resolves in the resource's workspace; a resource of
+    another workspace is not found in this one, which MLflow answers with no permission)."""
     keys = [user_key(username), grant_key(username, kind, "*")] + [grant_key(username, kind, rid) for rid in resource_ids]
     items = table.batch_get(keys)
     user = next((_user_from(item) for item in items if item[schema.ENTITY_TYPE] == USER.name), None)
-    by_id = {item["resource_id"]: item["permission"] for item in items if item[schema.ENTITY_TYPE] != USER.name}
-    wildcard = [by_id["*"]] if "*" in by_id else []
+    workspace = request_workspace.current()
+    by_id = {
+        item["resource_id"]: item["permission"]
+        for item in items
+        if item[schema.ENTITY_TYPE] != USER.name and _workspace_of(item) == workspace
+    }
+    wildcard_id = stored_id(kind, "*")
+    wildcard = [by_id[wildcard_id]] if wildcard_id in by_id else []
     held = {rid: by_id.get(stored_id(kind, rid)) if rid != "*" else None for rid in resource_ids}
     return user, {rid: wildcard + ([held[rid]] if held[rid] is not None else []) for rid in resource_ids}
