@@ -89,6 +89,12 @@ def fresh_runtime() -> Iterator[str]:
     """A runtime process with an empty table and bucket; stopped when the test's server would be."""
     assert _pool is not None, "MLFLOW_REST_TARGET=ours needs the session's engines"
     process, url = _pool.take()
+    # Stock's tests share one sqlite file between the server and the test process (MLflow's ``tracking_uri_mock``
+    # points the process at ``db_uri``), so fluent calls and the CLI reach the server's store; here they reach ours.
+    import mlflow
+
+    mlflow.set_tracking_uri(url)
+    mlflow.set_registry_uri(url)
     try:
         yield url
     finally:
