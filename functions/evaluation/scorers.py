@@ -9,6 +9,7 @@ registration reuse its number.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -55,6 +56,14 @@ def _check_model(model: Any) -> None:
         key = ENDPOINT_NAME.key(workspace=request_workspace.current(), name=name) if len(name.encode("utf-8")) <= 1024 else None
         if key is None or table.get(key) is None:
             raise not_found(f"GatewayEndpoint not found (name='{name}')")
+
+
+def _is_gateway_model(model: Any) -> bool:
+    """``is_gateway_model``: ``_parse_model_uri`` gives provider ``gateway`` (a malformed URI is not one)."""
+    if not isinstance(model, str):
+        return False
+    provider, separator, path = model.partition(":/")
+    return bool(separator and provider == "gateway" and path.lstrip("/"))
 
 
 # --- store ---------------------------------------------------------------------------------------------
@@ -212,15 +221,15 @@ def get_online_scoring_configs(scorer_ids: list[str]) -> list[dict[str, Any]]:
 
 
 def upsert_online_scoring_config(experiment_id: str, name: str, sample_rate: float, filter_string: str | None) -> dict[str, Any]:
-    """SqlAlchemyStore.upsert_online_scoring_config. A positive sample rate needs a gateway-model scorer, and
-    this server has no AI gateway, so only a stopped configuration (sample rate 0) can be stored."""
+    """SqlAlchemyStore.upsert_online_scoring_config. A positive sample rate needs a scorer whose latest version
+    judges with a gateway model (``gateway:/<endpoint>``, MLflow's ``is_gateway_model``)."""
     if not 0.0 <= sample_rate <= 1.0:
         raise invalid(f"sample_rate must be between 0.0 and 1.0, got {sample_rate}")
     experiment_id = _experiment(experiment_id)
     scorer, versions = _read(experiment_id, name)
     if scorer is None:
         raise _not_found(name, experiment_id)
-    if versions and sample_rate > 0:
+    if versions and sample_rate > 0 and not _is_gateway_model(_model(json.loads(versions[-1]["serialized_scorer"]))):
         raise invalid(
             f"Scorer '{name}' does not use a gateway model. Automatic evaluation is only supported for scorers that use gateway models."
         )

@@ -170,3 +170,47 @@ def test_concurrent_registrations_get_distinct_versions(server: str) -> None:
     listed = requests.get(f"{server}/api/3.0/mlflow/scorers/versions", params={"experiment_id": experiment_id, "name": "race"}, timeout=30)
     assert [s["scorer_version"] for s in listed.json()["scorers"]] == list(range(1, 13))
     assert len({s["scorer_id"] for s in listed.json()["scorers"]}) == 1
+
+
+def test_online_scoring_starts_for_a_gateway_model_judge(against: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLflow's test_online_scoring_config: a scorer judging with ``gateway:/<endpoint>`` takes a positive sample
+    rate (any other model is refused), and the configuration reads back."""
+    import mlflow
+    from mlflow.entities import GatewayEndpointModelConfig, GatewayModelLinkageType
+
+    # MLflow's store encrypts gateway secrets with this passphrase; ours uses the stack's KMS key.
+    monkeypatch.setenv("MLFLOW_CRYPTO_KEK_PASSPHRASE", "test-passphrase-at-least-32-characters-long")
+
+    def scenario() -> dict[str, Any]:
+        store = mlflow.tracking._tracking_service.utils._get_store()
+        experiment_id = mlflow.create_experiment(unique("online"))
+        secret = store.create_gateway_secret(secret_name=unique("secret"), secret_value={"api_key": "sk-test"}, provider="openai")
+        model = store.create_gateway_model_definition(
+            name=unique("model"), secret_id=secret.secret_id, provider="openai", model_name="gpt-4"
+        )
+        endpoint = store.create_gateway_endpoint(
+            name=unique("endpoint"),
+            model_configs=[
+                GatewayEndpointModelConfig(model_definition_id=model.model_definition_id, linkage_type=GatewayModelLinkageType.PRIMARY)
+            ],
+        )
+        gateway_judge = json.dumps({"instructions_judge_pydantic_data": {"model": f"gateway:/{endpoint.name}"}})
+        version = store.register_scorer(experiment_id, "judge", gateway_judge)
+        config = store.upsert_online_scoring_config(
+            experiment_id=experiment_id, scorer_name="judge", sample_rate=0.5, filter_string="status = 'OK'"
+        )
+        out: dict[str, Any] = {"config": (config.sample_rate, config.filter_string, config.scorer_id == version.scorer_id)}
+        read = store.get_online_scoring_configs([version.scorer_id])
+        out["read"] = [(c.sample_rate, c.filter_string, c.experiment_id == experiment_id) for c in read]
+        store.register_scorer(experiment_id, "openai", json.dumps({"instructions_judge_pydantic_data": {"model": "openai:/gpt-4o"}}))
+        try:
+            store.upsert_online_scoring_config(experiment_id=experiment_id, scorer_name="openai", sample_rate=0.5, filter_string=None)
+            out["openai"] = "ok"
+        except mlflow.MlflowException as error:
+            # A REST error's message carries the code as a prefix, the in-process store's does not.
+            out["openai"] = (error.error_code, error.message.removeprefix(f"{error.error_code}: "))
+        return out
+
+    ours, reference = against(scenario)
+    assert ours == reference
+    assert ours["config"] == (0.5, "status = 'OK'", True) and ours["openai"][0] == "INVALID_PARAMETER_VALUE"
