@@ -59,6 +59,8 @@ def synthesize(outdir: Path) -> tuple[dict[str, dict[str, Any]], Path]:
     for properties in (v["Properties"] for v in resources.values() if v["Type"] == "AWS::Lambda::Function"):
         if {"Ref": layer_id} not in properties.get("Layers", []):
             continue
+        if "/" in properties["Handler"]:
+            continue  # a script the Lambda Web Adapter runs (gateway_stream): not a Python handler import
         environment = {k: v for k, v in properties.get("Environment", {}).get("Variables", {}).items() if isinstance(v, str)}
         handler = properties["Handler"]
         functions[handler.split(".")[0]] = {"handler": handler, "asset": asset_dir(properties["Code"]["S3Key"]), "environment": environment}
