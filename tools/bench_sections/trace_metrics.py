@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.bench_sections import titled_tables
+from tools.bench_sections import Figures, tables
 
 TITLE = "Trace metrics"
 
 
-def section(context: Any) -> str:
+def section(context: Any) -> Figures:
     import os
 
     from tools import bench
@@ -20,7 +20,7 @@ def section(context: Any) -> str:
     saved = os.environ.get("DYNAMODB_LOCAL_JAVA_OPTS")
     os.environ["DYNAMODB_LOCAL_JAVA_OPTS"] = saved or LOAD_JAVA_OPTS
     try:
-        return titled_tables(bench.run_scenarios([("trace_metrics", scenario_trace_metrics)], context.n_runs).extra)
+        return Figures(tables(bench.run_scenarios([("trace_metrics", scenario_trace_metrics)], context.n_runs).extra))
     finally:
         if saved is None:
             os.environ.pop("DYNAMODB_LOCAL_JAVA_OPTS", None)
