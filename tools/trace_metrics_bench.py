@@ -5,8 +5,10 @@ Traces go through the real write path. The first ``TRACE_METRICS_METERED`` go th
 synchronous export (two spans over OTLP, then ``start_trace``) against the in-process runtime (~0.4 s a trace);
 the rest through the traces function's own write code called in-process (``traces.ingest.log_spans`` with the
 same two OTLP spans, then ``traces.ingest.start_trace`` with the info the client sends), with the function's role,
-on a few threads: the same items, without HTTP and the client. After every batch the stream is drained through
-the real indexer handler (which keeps the rollup items, ``trace_aggregates``). Request times are spread evenly
+on ``TRACE_METRICS_THREADS`` threads: the same items, without HTTP and the client. Meanwhile one thread drains the
+stream through the runtime's stream follower into the real indexer handler (which keeps the rollup items,
+``trace_aggregates``), in invocations of up to ``TRACE_METRICS_DRAIN_BATCH`` records: what the deployed mapping
+delivers under a backlog with its BatchSize raised. DynamoDB Local runs with the C2 compiler (``LOAD_JAVA_OPTS``). Request times are spread evenly
 over a fixed 7-day window (168 hours); ``TRACE_METRICS_NAMES`` trace names (default 50), 1 in 10 an error. The
 experiment grows to each size of ``TRACE_METRICS_SIZES`` (default ``1000,10000``) in turn, and at each size the
 Overview's queries are sent over HTTP and their DynamoDB reads counted (``table.STATS``):
@@ -53,7 +55,8 @@ from tools.search_bench import LOAD_JAVA_OPTS  # noqa: E402
 
 NAME_COUNT = int(os.environ.get("TRACE_METRICS_NAMES", "50"))
 NAMES = tuple(f"agent-{i:02d}" for i in range(NAME_COUNT))
-LOAD_THREADS = int(os.environ.get("TRACE_METRICS_THREADS", "8"))
+# Two writers keep ahead of the indexer; more only take the interpreter lock from its drain (both are Python).
+LOAD_THREADS = int(os.environ.get("TRACE_METRICS_THREADS", "2"))
 METRICS = "/api/3.0/mlflow/traces/metrics"
 
 
