@@ -361,7 +361,9 @@ def scenario_trace_metrics(bench: Any, _: int) -> None:
         )
         for label, body in _queries(experiment_id, loader.window):
             items, requests, points = _read(bench, body)
-            rows.append((f"{size:,} traces: {label}", f"{items} items read, {requests} requests, {points} data points"))
+            rows.append(
+                (f"{size:,} traces: {label}", f"{items} items read, {requests} request{'' if requests == 1 else 's'}, {points} data points")
+            )
         # Partial figures survive a run stopped at a later size.
         print("\n".join(f"| {key} | {value} |" for key, value in rows), file=sys.stderr, flush=True)
     rows += metered_units(bench, loader, metered, late=True)
