@@ -111,7 +111,8 @@ bench:
 	@$(SETUP_DEV)
 	$(PY) -m tools.bench
 
-# make bench's "Trace metrics" section alone, printed (TRACE_METRICS_SIZES=1000,10000,100000 for the full curve).
+# make bench's "Trace metrics" section alone, printed (TRACE_METRICS_SIZES=1000,100000 for the issue's two sizes;
+# TRACE_METRICS_THREADS, TRACE_METRICS_DRAIN_BATCH: the load's write threads and records per indexer invocation).
 bench-trace-metrics:
 	@$(SETUP_DEV)
 	$(PY) -m tools.trace_metrics_bench

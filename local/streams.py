@@ -103,8 +103,12 @@ class StreamFollower:
         complete_pages: bool = False,
         written_since: WrittenSince | None = None,
         consumer: str = "",
+        batch_size: int = BATCH_SIZE,
     ) -> None:
         self.client = streams_client
+        # Records per indexer invocation: the deployed mapping's, unless a caller (a bulk load) raises it as the
+        # mapping's BatchSize allows (up to 10,000; the indexer coalesces one invocation's writes).
+        self.batch_size = batch_size
         self.written_since = written_since
         self.stream_arn = stream_arn
         self.deliver = deliver
@@ -296,8 +300,8 @@ class StreamFollower:
                 at_end = state.iterator is None or not records or (self.complete_pages and len(records) < PAGE_LIMIT)
                 if at_end:
                     state.caught_up_at = asked_at
-                while len(pending) >= BATCH_SIZE or (pending and at_end):
-                    batch, pending = pending[:BATCH_SIZE], pending[BATCH_SIZE:]
+                while len(pending) >= self.batch_size or (pending and at_end):
+                    batch, pending = pending[: self.batch_size], pending[self.batch_size :]
                     self._deliver(batch)
                     state.last_sequence = batch[-1]["dynamodb"]["SequenceNumber"]
                 if not pending:

@@ -406,21 +406,25 @@ def render(figures: list[Figures], sizes: Sizes, window: float, notes: list[str]
         f"cap counts) gains. Ceilings assume {PARTITION_UNITS_PER_SECOND:,} write units/s and 10 GB per partition key.\n",
     ]
     for one in figures:
-        lines += [f"### {one.name}\n", "| measure | value |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in one.rows()]
-        lines += [
-            "",
-            "| partition key shape | keys | write units | share | hottest key's share | bytes gained | largest gain on one key |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        total = one.total.units
-        for shape, keys, usage, hottest, largest in one.by_shape():
-            lines.append(
-                f"| `{shape}` | {keys:,} | {usage.units:,.0f} | {usage.units / total:.1%} | {hottest / total:.1%} | {usage.bytes:,} | {largest:,} |"
-            )
-        lines.append("")
+        measures, shapes = tables(one)
+        lines += [f"### {one.name}\n", measures, "", shapes, ""]
     lines += notes or []
     return "\n".join(lines) + "\n"
+
+
+def tables(one: Figures) -> tuple[str, str]:
+    """A scenario's two tables: its measures, and write units and bytes by partition key shape."""
+    lines = ["| measure | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in one.rows()]
+    shapes = [
+        "| partition key shape | keys | write units | share | hottest key's share | bytes gained | largest gain on one key |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    total = one.total.units
+    for shape, keys, usage, hottest, largest in one.by_shape():
+        shapes.append(
+            f"| `{shape}` | {keys:,} | {usage.units:,.0f} | {usage.units / total:.1%} | {hottest / total:.1%} | {usage.bytes:,} | {largest:,} |"
+        )
+    return "\n".join(lines), "\n".join(shapes)
 
 
 def scenario_a(metered: Metered, sizes: Sizes) -> Figures:

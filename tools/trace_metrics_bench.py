@@ -5,8 +5,10 @@ Traces go through the real write path. The first ``TRACE_METRICS_METERED`` go th
 synchronous export (two spans over OTLP, then ``start_trace``) against the in-process runtime (~0.4 s a trace);
 the rest through the traces function's own write code called in-process (``traces.ingest.log_spans`` with the
 same two OTLP spans, then ``traces.ingest.start_trace`` with the info the client sends), with the function's role,
-on a few threads: the same items, without HTTP and the client. After every batch the stream is drained through
-the real indexer handler (which keeps the rollup items, ``trace_aggregates``). Request times are spread evenly
+on ``TRACE_METRICS_THREADS`` threads: the same items, without HTTP and the client. Meanwhile one thread drains the
+stream through the runtime's stream follower into the real indexer handler (which keeps the rollup items,
+``trace_aggregates``), in invocations of up to ``TRACE_METRICS_DRAIN_BATCH`` records: what the deployed mapping
+delivers under a backlog with its BatchSize raised. DynamoDB Local runs with the C2 compiler (``LOAD_JAVA_OPTS``). Request times are spread evenly
 over a fixed 7-day window (168 hours); ``TRACE_METRICS_NAMES`` trace names (default 50), 1 in 10 an error. The
 experiment grows to each size of ``TRACE_METRICS_SIZES`` (default ``1000,10000``) in turn, and at each size the
 Overview's queries are sent over HTTP and their DynamoDB reads counted (``table.STATS``):
@@ -41,10 +43,20 @@ from serverless_mlflow.table import STATS  # noqa: E402
 
 SECTION = "Trace metrics: items read per chart as an experiment grows, indexer write units per trace"
 WINDOW_HOURS = 168
-BATCH = 200
+# Traces logged between progress lines.
+PROGRESS_EVERY = 1000
+# Records per indexer invocation while loading: a backlog fills the mapping's batches up to its BatchSize (up to
+# 10,000), as far as Lambda's 6 MB invocation payload allows: these records are ~1.5 KB of event JSON each (4 a
+# trace), so 3,500 make ~5.3 MB. The indexer coalesces each invocation's writes (rollup items shared by its traces).
+DRAIN_BATCH = int(os.environ.get("TRACE_METRICS_DRAIN_BATCH", "3500"))
+# The in-process runtime's default JVM flags favour a test session's start-up (C1 only); a long load runs faster
+# with the C2 compiler (tools/search_bench.py).
+from tools.search_bench import LOAD_JAVA_OPTS  # noqa: E402
+
 NAME_COUNT = int(os.environ.get("TRACE_METRICS_NAMES", "50"))
 NAMES = tuple(f"agent-{i:02d}" for i in range(NAME_COUNT))
-LOAD_THREADS = 4
+# Two writers keep ahead of the indexer; more only take the interpreter lock from its drain (both are Python).
+LOAD_THREADS = int(os.environ.get("TRACE_METRICS_THREADS", "2"))
 METRICS = "/api/3.0/mlflow/traces/metrics"
 
 
@@ -141,13 +153,17 @@ def _otlp_and_info(experiment_id: str, index: int, start_ms: int) -> tuple[Any, 
     return request, info
 
 
-def _drain(runtime: Any) -> None:
-    mode = runtime.indexer_mode
+def _drain(runtime: Any, batch_size: int | None = None) -> int:
+    """Every pending stream record through the runtime's stream follower into the real indexer handler, in
+    invocations of ``batch_size`` records (default: the deployed mapping's); returns how many were delivered."""
+    follower = runtime.follower
+    mode, size = runtime.indexer_mode, follower.batch_size
     runtime.indexer_mode = "sync"
+    follower.batch_size = batch_size or size
     try:
-        runtime.drain_stream()
+        return runtime.drain_stream()
     finally:
-        runtime.indexer_mode = mode
+        runtime.indexer_mode, follower.batch_size = mode, size
 
 
 class Loader:
@@ -184,26 +200,53 @@ class Loader:
             ingest.start_trace(info)
 
     def load_to(self, size: int) -> None:
+        """Log traces up to ``size`` on LOAD_THREADS threads while one thread drains the stream into the indexer
+        in big invocations (DRAIN_BATCH records), as the deployed mapping does under a backlog; then drain the rest."""
+        import threading
         from concurrent.futures import ThreadPoolExecutor
 
         started = time.monotonic()
-        with ThreadPoolExecutor(LOAD_THREADS) as pool:
-            while self.count < size:
-                batch_end = min(size, self.count + BATCH)
-                logging = time.monotonic()
-                list(pool.map(self.log_in_process, range(self.count, batch_end)))
-                draining = time.monotonic()
-                _drain(self.bench.runtime)
-                self.load_seconds += draining - logging
-                self.drain_seconds += time.monotonic() - draining
-                self.count = batch_end
-                print(
-                    f"trace_metrics bench: {self.count} traces ({time.monotonic() - started:.0f} s; write path "
-                    f"{self.load_seconds:.0f} s, indexer {self.drain_seconds:.0f} s)",
-                    file=sys.stderr,
-                    flush=True,
-                )
+        loading = threading.Event()
+        loading.set()
+        errors: list[BaseException] = []
+
+        def drainer() -> None:
+            try:
+                while True:
+                    still_loading = loading.is_set()  # read before the drain: a drain after the last write follows
+                    began = time.monotonic()
+                    delivered = _drain(self.bench.runtime, DRAIN_BATCH)
+                    if delivered:
+                        self.drain_seconds += time.monotonic() - began
+                    elif not still_loading:
+                        return
+                    else:
+                        time.sleep(0.2)
+            except BaseException as error:  # reported by load_to
+                errors.append(error)
+
+        thread = threading.Thread(target=drainer, name="trace-metrics-drain", daemon=True)
+        thread.start()
+        try:
+            with ThreadPoolExecutor(LOAD_THREADS) as pool:
+                while self.count < size:
+                    batch_end = min(size, self.count + PROGRESS_EVERY)
+                    list(pool.map(self.log_in_process, range(self.count, batch_end)))
+                    self.count = batch_end
+                    print(
+                        f"trace_metrics bench: {self.count} traces written ({time.monotonic() - started:.0f} s; "
+                        f"indexer busy {self.drain_seconds:.0f} s)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+        finally:
+            self.load_seconds += time.monotonic() - started
+            loading.clear()
+            thread.join()
+        if errors:
+            raise errors[0]
         self.seconds += time.monotonic() - started
+        print(f"trace_metrics bench: {self.count} traces indexed ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
 
 
 def _slots(final: int) -> list[int]:
@@ -312,12 +355,15 @@ def scenario_trace_metrics(bench: Any, _: int) -> None:
         rows.append(
             (
                 f"setup: {size:,} traces logged and indexed (cumulative)",
-                f"{loader.seconds:.0f} s (write path {loader.load_seconds:.0f} s, indexer drain {loader.drain_seconds:.0f} s)",
+                f"{loader.seconds:.0f} s ({LOAD_THREADS} write threads done after {loader.load_seconds:.0f} s, the indexer "
+                f"draining meanwhile in invocations of up to {DRAIN_BATCH:,} records, busy {loader.drain_seconds:.0f} s)",
             )
         )
         for label, body in _queries(experiment_id, loader.window):
             items, requests, points = _read(bench, body)
-            rows.append((f"{size:,} traces: {label}", f"{items} items read, {requests} requests, {points} data points"))
+            rows.append(
+                (f"{size:,} traces: {label}", f"{items} items read, {requests} request{'' if requests == 1 else 's'}, {points} data points")
+            )
         # Partial figures survive a run stopped at a later size.
         print("\n".join(f"| {key} | {value} |" for key, value in rows), file=sys.stderr, flush=True)
     rows += metered_units(bench, loader, metered, late=True)
@@ -326,4 +372,5 @@ def scenario_trace_metrics(bench: Any, _: int) -> None:
 if __name__ == "__main__":
     from tools.bench import run_standalone
 
+    os.environ.setdefault("DYNAMODB_LOCAL_JAVA_OPTS", LOAD_JAVA_OPTS)
     run_standalone(scenario_trace_metrics)

@@ -562,6 +562,27 @@ def test_local_retries_and_batches_match_the_deployed_mapping() -> None:
     assert streams.BATCHING_WINDOW_SECONDS == indexer.BATCHING_WINDOW_SECONDS
 
 
+def test_a_bigger_batch_size_delivers_fewer_bigger_invocations_in_stream_order(stream: s.Stream) -> None:
+    """A bulk load (tools/trace_metrics_bench.py) raises the records per invocation as the mapping's BatchSize
+    allows: the same records, in order, in invocations of at most that many (the last one shorter)."""
+    sizes: list[int] = []
+    recorder = Recorder()
+
+    def deliver(records: list[dict[str, Any]]) -> dict[str, Any]:
+        sizes.append(len(records))
+        return recorder(records)
+
+    follower = StreamFollower(_streams_client(), stream.arn, deliver, complete_pages=True, batch_size=3)
+    assert follower.batch_size == 3 and StreamFollower(_streams_client(), stream.arn, deliver).batch_size == streams.BATCH_SIZE
+    for i in range(4):
+        s.put_experiment(str(i), f"batched {i}", i)  # two records each
+    assert follower.drain() == 8
+    assert sizes == [3, 3, 2] and recorder.sequences == _all_sequences(stream)
+    follower.batch_size = 10
+    s.put_experiment("9", "one more", 9)
+    assert follower.drain() == 2 and sizes[-1] == 2
+
+
 def test_only_the_indexer_s_source_records_reach_it_and_the_checkpoint_passes_the_others(stream: s.Stream) -> None:
     from local.streams import is_indexer_source
     from serverless_mlflow import table

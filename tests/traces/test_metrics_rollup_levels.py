@@ -130,7 +130,16 @@ def test_migration_step_adds_the_levels_to_traces_aggregated_before_them(server:
             answer, items = _answer(ours, experiment_id, query)
             assert answer == points, (query, answer, points)
         assert _answer(ours, experiment_id, COUNT)[1] >= 30
+        table.STATS.reset()
         assert rollup_levels.run([experiment_id]) == len(OFFSETS_MS)
+        requests = table.STATS.snapshot()["requests"]
+        # Each trace is read once (its locator and record: one BatchGetItem; its info: one GetItem), though its
+        # writes take more than one transaction: the packs are cut from the traces already read, never read again
+        # (trace_aggregates.refresh); a pack's rollup items are one more BatchGetItem.
+        transactions = requests.get("TransactWriteItems", 0)
+        assert 1 < transactions < len(OFFSETS_MS) // 3, requests
+        assert requests.get("GetItem", 0) <= len(OFFSETS_MS), requests
+        assert requests.get("BatchGetItem", 0) <= len(OFFSETS_MS) + transactions, requests
     finally:
         layout.record_steps([layout.ROLLUP_LEVELS])  # the session's table is shared: never leave it unrecorded
     for query, points in zip(UNGROUPED, expected, strict=True):

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tools.bench_sections import table
+from tools.bench_sections import Figures, table
 
 TITLE = "Handler import time (cold start, from the synthesized asset + layer)"
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,7 +105,7 @@ def timed_import(code: str, path: list[Path], environment: dict[str, str]) -> tu
     return statistics.median(cpu), statistics.median(wall)
 
 
-def section(context: Any) -> str:
+def section(context: Any) -> Figures:
     with tempfile.TemporaryDirectory(prefix="bench-imports-") as tmp:
         functions, layer = synthesize(Path(tmp) / "cdk.out")
         provided = runtime_provided(Path(tmp) / "runtime")
@@ -121,15 +121,4 @@ def section(context: Any) -> str:
             )
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     rows.append(("load average (1 / 5 / 15 min) after", load))
-    return (
-        f"## {TITLE}\n\n{table(rows, ('function', f'import (median of {RUNS})'))}\n\n"
-        "A loaded machine inflates every figure alike (the baseline is about 160 ms CPU on a quiet one): read the ratio to the "
-        "baseline when the load is high. How: `tools/bench_sections/imports.py` (its docstring). What keeps it down: the X-Ray SDK is imported only when "
-        "tracing is on (`serverless_mlflow.observability`; Powertools' `Tracer()` imports it even when disabled, and its "
-        "recorder builds a botocore session), and modules only some routes need are imported by those routes "
-        "(`serverless_mlflow.deferred`): protobuf (OTLP, span data, trace timestamps), the search grammar with sqlparse, "
-        "the basic-auth rules. `tests/foundation/test_cold_imports.py` keeps them out of every handler's import. What is "
-        "left is mostly Powertools' event handler (its package imports every resolver and event class) and our request "
-        "parsing and routes. With tracing on (a deployed stack's default), the X-Ray SDK adds about its own import to "
-        "every cold start."
-    )
+    return Figures([table(rows, ("function", f"import (median of {RUNS})"))])

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.bench_sections import titled_tables
+from tools.bench_sections import Figures, tables
 
 TITLE = "Indexer"
 
 
-def section(context: Any) -> str:
+def section(context: Any) -> Figures:
     from tools import bench
     from tools.indexer_bench import scenario_indexer
 
-    return titled_tables(bench.run_scenarios([("indexer", scenario_indexer)], context.n_runs).extra)
+    return Figures(tables(bench.run_scenarios([("indexer", scenario_indexer)], context.n_runs).extra))

@@ -1,12 +1,13 @@
-"""Notes on the figures: budgets, plans and known limits (the text is ``notes.md`` beside this module)."""
+"""Notes on the figures: budgets, plans and known limits (the text is ``notes.md`` beside this module; nothing is measured)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
+
+from tools.bench_sections import Figures
 
 TITLE = "Notes"
 
 
-def section(context: Any) -> str:
-    return (Path(__file__).with_name("notes.md")).read_text().strip()
+def section(context: Any) -> Figures:
+    return Figures()

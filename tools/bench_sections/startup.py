@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tools.bench_sections import table
+from tools.bench_sections import Figures, table
 from tools.fresh_clone import clone_checkout, newcomer_environment, serving
 
 TITLE = "make serve start-up"
 
 
-def section(context: Any) -> str:
+def section(context: Any) -> Figures:
     rows: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         clone = clone_checkout(Path(tmp) / "clone")
@@ -36,11 +36,4 @@ def section(context: Any) -> str:
         ("load average (1 / 5 / 15 min) after", load),
     ]
     rows += [(f"cold: {step}", "") for step in steps]
-    return (
-        f"## {TITLE}\n\n{table(rows)}\n\n"
-        "Measured as a newcomer meets it (`tools/fresh_clone.py`, also used by `tests/newcomer`): `git clone` of the checkout, "
-        "`make serve` in it until `/health` answers. The set-up installs only what serving needs (`requirements-serve.txt`, "
-        "the mlflow client and the wheel's web UI without mlflow's server dependencies, DynamoDB Local from npm), without "
-        "bytecode compilation (modules are compiled on first import). Wall times scale with the machine's load (above): "
-        "on a shared 2-core machine under load they are several times the quiet-machine figure."
-    )
+    return Figures([table(rows)])

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.bench_sections import table
+from tools.bench_sections import Figures, table
 from tools.workload_bench import LABEL, PASSES, measure_requests, measure_walls, median
 
 TITLE = "W1: the client workload against stock mlflow server"
 
 
-def section(context: Any) -> str:
+def section(context: Any) -> Figures:
     walls = measure_walls()
     rows = [
         (f"pass {i + 1}: make serve / mlflow server (sqlite)", f"{o:.1f} s / {r:.1f} s = {o / r:.1f}x")
@@ -42,10 +42,8 @@ def section(context: Any) -> str:
         ("sync drain (stream reads + the indexer)", f"{drain_s:.1f} s, of which {engine_drain:.1f} s waiting on DynamoDB Local"),
         ("the rest (HTTP front, event building, the client)", f"{max(0.0, profile.wall - function_s - drain_s):.1f} s"),
     ]
-    return (
-        f"## {TITLE}\n\n{LABEL}, warm (after a 2-run warm-up), {PASSES} passes on each server taking turns "
-        f"(`tools/workload_bench.py`).\n\n{table(rows)}\n\n"
-        f"### W1: DynamoDB requests, by caller\n\nW1 once more on an in-process runtime (sync indexer, its own engines), "
-        f"every DynamoDB and DynamoDB Streams request counted by who made it.\n\n{table(requests, ('caller / operation', 'requests'))}\n\n"
-        f"### W1: where the local runtime's time goes\n\n{table(time_rows, ('part', 'time'))}"
+    # workload.md: the wall-time table, then the requests by caller, then where the time goes.
+    return Figures(
+        [table(rows), table(requests, ("caller / operation", "requests")), table(time_rows, ("part", "time"))],
+        {"label": LABEL, "passes": str(PASSES)},
     )

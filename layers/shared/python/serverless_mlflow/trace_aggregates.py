@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import s3, span_content, table, trace_text
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK, trace_partition
+from serverless_mlflow import parallel, s3, span_content, table, trace_text
+from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK, TRACE_BUCKET_MS, trace_partition
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.trace_metrics import rollups, rows
 
@@ -26,6 +26,9 @@ SIGNATURE = ENTITY["trace_text_signature"]
 AGGREGATED_TYPES = frozenset({"trace", "trace_spans"})
 MAX_OPERATIONS = 90
 MAX_ATTEMPTS = 8
+# Traces read (in parallel) before their writes are packed into transactions: bounds the spans held in memory
+# (a deployed batch of 100 records names at most 100 traces; a bigger batch shares more hours' rollup items).
+LOAD_WINDOW = 1000
 
 
 @dataclass
@@ -263,14 +266,61 @@ def _max_durations(changes: list[Change]) -> None:
 
 def refresh(traces: Iterable[str] | Mapping[str, bool]) -> int:
     """Rebuild the aggregates of these traces (trace id -> whether its info changed: ``traces_of``; a plain
-    iterable counts every info as changed); returns how many traces changed anything."""
+    iterable counts every info as changed); returns how many traces changed anything.
+
+    Traces are read LOAD_WINDOW at a time, in parallel (each read is three requests that wait on DynamoDB), then
+    written in transactions packed up to MAX_OPERATIONS, traces of the same hour together so that they share
+    their hour's rollup items (one write for all of them). A transaction that meets a concurrent change is
+    retried with fresh reads of its traces (``_refresh_chunk``)."""
     info_changed = dict(traces) if isinstance(traces, Mapping) else dict.fromkeys(traces, True)
     pending = sorted(info_changed)
     changed = 0
     while pending:
-        chunk, pending = pending[:20], pending[20:]
-        changed += _refresh_chunk(chunk, info_changed)
+        window, pending = pending[:LOAD_WINDOW], pending[LOAD_WINDOW:]
+        states = parallel.parallel_map(lambda trace_id: load(trace_id, info_changed.get(trace_id, True)), window)
+        changes = [c for c in map(_change, states) if c is not None]
+        changes.sort(key=_hour_order)
+        for pack in _packs(changes):
+            changed += _write_pack(pack, info_changed)
     return changed
+
+
+def _hour_order(change: Change) -> tuple[str, int, str]:
+    info = change.state.info or {}
+    return (change.experiment_id or "", int(info.get("request_time") or 0) // TRACE_BUCKET_MS, change.state.trace_id)
+
+
+def _packs(changes: list[Change]) -> Iterator[list[Change]]:
+    """Consecutive changes grouped while their writes (records, signatures, distinct rollup items) fit one
+    transaction: an upper bound, as a part that did not move is not written."""
+    pack: list[Change] = []
+    keys: set[tuple[str | None, str]] = set()
+    operations = 0
+    for change in changes:
+        own = {(change.experiment_id, sk) for sk in set(change.old_parts) | set(change.new_parts)}
+        if pack and operations + len(change.operations) + len(keys | own) > MAX_OPERATIONS:
+            yield pack
+            pack, keys, operations = [], set(), 0
+        pack.append(change)
+        keys |= own
+        operations += len(change.operations)
+    if pack:
+        yield pack
+
+
+def _write_pack(changes: list[Change], info_changed: Mapping[str, bool]) -> int:
+    """One transaction for the changes as read; on a conflict, their traces again with fresh reads."""
+    operations = [op for c in changes for op in c.operations] + _rollup_operations(changes)
+    if len(operations) > MAX_OPERATIONS and len(changes) > 1:  # _packs bounds it: only if a bound was wrong
+        half = len(changes) // 2
+        return _write_pack(changes[:half], info_changed) + _write_pack(changes[half:], info_changed)
+    try:
+        table.transact(operations)
+    except table.ConditionFailed:
+        # Another indexer moved a record or rollup meanwhile: read again.
+        return _refresh_chunk([c.state.trace_id for c in changes], info_changed)
+    _max_durations(changes)
+    return len(changes)
 
 
 def _refresh_chunk(trace_ids: list[str], info_changed: Mapping[str, bool]) -> int:
