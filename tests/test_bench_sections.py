@@ -64,6 +64,24 @@ def test_one_run_writes_the_whole_page_from_its_sections(tmp_path: Path, monkeyp
     assert text == f"{template('header')}\n\n{template('notes')}\n"
 
 
+def test_a_partial_run_on_the_whole_page_keeps_the_other_sections_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``BENCH_SECTIONS=imports`` on docs/performance.md: the imports section is measured anew, every other section
+    keeps the figures the page recorded."""
+    from tools.bench_sections import imports
+
+    page = PAGE.read_text()
+    before = recorded(page, bench.SECTIONS)
+    out = tmp_path / "performance.md"
+    out.write_text(page)
+    monkeypatch.setenv("BENCH_OUT", str(out))
+    monkeypatch.setenv("BENCH_SECTIONS", "imports")
+    monkeypatch.setattr(imports, "section", lambda context: Figures(["| function | import |\n|---|---|\n| runs | 1 ms |"]))
+    bench.main()
+    after = recorded(out.read_text(), bench.SECTIONS)
+    assert after["imports"].blocks == ["| function | import |\n|---|---|\n| runs | 1 ms |"]
+    assert {name: f for name, f in after.items() if name != "imports"} == {name: f for name, f in before.items() if name != "imports"}
+
+
 def test_a_failing_section_is_reported_in_its_place(monkeypatch: pytest.MonkeyPatch) -> None:
     from tools.bench_sections import notes, trace_metrics
 

@@ -4,7 +4,8 @@ Each section is a module of ``tools/bench_sections`` with ``section(context) -> 
 ``SECTIONS`` in page order: start-up, W1 against ``mlflow server``, handler import times, DynamoDB work per
 API operation (raw HTTP requests on an in-process runtime, every DynamoDB call counted through
 ``table.STATS``), the indexer, search filters, the soak, notes. ``BENCH_SECTIONS=workload,imports`` runs only
-those (``BENCH_OUT=/tmp/perf.md`` writes elsewhere). Sizes: ``BENCH_RUNS`` (default 10000).
+those: on a whole page the other sections keep their recorded figures, else the page holds those sections alone
+(``BENCH_OUT=/tmp/perf.md`` writes elsewhere). Sizes: ``BENCH_RUNS`` (default 10000).
 """
 
 from __future__ import annotations
@@ -291,7 +292,14 @@ def run_scenarios(scenarios: list[tuple[str, Callable[..., None]]], n_runs: int)
 
 def render_section(name: str, context: Context) -> str:
     """The section's template (tools/bench_sections/<name>.md) filled with what its module measures now."""
-    from tools.bench_sections import Figures, render
+    from tools.bench_sections import render
+
+    return render(name, _measured(name, context)).strip()
+
+
+def _measured(name: str, context: Context) -> Any:
+    """What the section's module measures now (its failure, in its place, if it fails)."""
+    from tools.bench_sections import Figures
 
     module = importlib.import_module(f"tools.bench_sections.{name}")
     started = time.monotonic()
@@ -300,7 +308,7 @@ def render_section(name: str, context: Context) -> str:
     except Exception:
         figures = Figures([f"This section failed in this run:\n\n```\n{traceback.format_exc()[-3000:]}```"])
     print(f"bench: {name} took {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-    return render(name, figures).strip()
+    return figures
 
 
 def main() -> None:
@@ -309,12 +317,27 @@ def main() -> None:
     os.environ.setdefault("DYNAMODB_READ_TIMEOUT_SECONDS", "900")
     wanted = [name for name in os.environ.get("BENCH_SECTIONS", "").split(",") if name]
     context = Context(n_runs)
-    from tools.bench_sections import template
+    from tools.bench_sections import render_page, template
 
-    parts = [template("header")] + [render_section(name, context) for name in SECTIONS if not wanted or name in wanted]
     out = Path(os.environ.get("BENCH_OUT") or ROOT / "docs" / "performance.md")
-    out.write_text("\n\n".join(parts) + "\n")
+    kept = _recorded_figures(out) if wanted else None
+    if kept is not None:
+        # A partial run on a page of every section: the sections run are measured anew, the others keep their figures.
+        out.write_text(render_page(SECTIONS, {**kept, **{name: _measured(name, context) for name in SECTIONS if name in wanted}}))
+    else:
+        parts = [template("header")] + [render_section(name, context) for name in SECTIONS if not wanted or name in wanted]
+        out.write_text("\n\n".join(parts) + "\n")
     print(out.read_text())
+
+
+def _recorded_figures(page: Path) -> dict[str, Any] | None:
+    """The figures of every section of an existing whole page, or None (no page, or not the templates filled)."""
+    from tools.bench_sections import recorded
+
+    try:
+        return recorded(page.read_text(), SECTIONS)
+    except (OSError, ValueError):
+        return None
 
 
 if __name__ == "__main__":
