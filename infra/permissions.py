@@ -90,6 +90,8 @@ class Access:
 ARTIFACTS = f"{ARTIFACTS_PREFIX}/"
 # The partitions of basic auth's users (schema entity "user": USER#<username>).
 USER_ITEMS = "USER#*"
+# Job items (their status and creator revoke a job's token: serverless_mlflow.auth.job_tokens).
+JOB_ITEMS = "JOB#*"
 # Span payloads over the item limit (functions/traces/ingest.py SPILL_PREFIX).
 TRACE_SPANS = "trace-spans/"
 
@@ -171,8 +173,8 @@ ACCESS: dict[str, Access] = {
     # that still exists).
     "auth": Access(table=(*TABLE_READ, *TABLE_WRITE)),
     # The API Gateway Lambda authorizer (basic auth): reads one user item per uncached Authorization header; checks
-    # job tokens with the job-token key.
-    "authorizer": Access(table=("GetItem",), table_leading_keys=(USER_ITEMS,), job_token_key=True),
+    # job tokens with the job-token key, and that their job is still live (its item).
+    "authorizer": Access(table=("GetItem",), table_leading_keys=(USER_ITEMS, JOB_ITEMS), job_token_key=True),
     # Registry webhooks (admin-only API): their partition; secrets KMS-encrypted on write, decrypted for ``test``.
     "webhooks": Access(
         table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem"), kms=("kms:Encrypt", "kms:Decrypt")

@@ -147,11 +147,13 @@ def _table_statements(synth: Synth, role: object) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("function", ["authorizer", "ui"])
 def test_credential_checkers_read_user_items_only(basic_synth: Synth, function: str) -> None:
     # The authorizer, and the UI function checking credentials sent to its public pages: GetItem on USER#
-    # partitions, nothing else of the table.
+    # partitions, nothing else of the table; the authorizer also reads job items (a job token is refused once its
+    # job is finished). The UI function cannot verify job tokens at all (no job-token key), so it reads no job.
     role = (basic_synth.stack.basic_auth.authorizer if function == "authorizer" else basic_synth.stack.features.functions[function]).role
     (statement,) = _table_statements(basic_synth, role)
     assert statement["Action"] == "dynamodb:GetItem"
-    assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["USER#*"]}}
+    keys = ["USER#*", "JOB#*"] if function == "authorizer" else ["USER#*"]
+    assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": keys}}
     assert policy_statements_of(basic_synth, "auth")
 
 

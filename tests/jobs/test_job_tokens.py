@@ -1,7 +1,8 @@
 """A job calls the API as the user who submitted it, never as more (``serverless_mlflow.auth.job_tokens``).
 
 The worker sends the job's token as that user's basic-auth password; the authorizer accepts it only untampered,
-unexpired and for that user, then applies that user's own permissions. Anything else is MLflow's 401."""
+unexpired, for that user and while its job is live (not finished, cancelled or deleted), then applies that user's
+own permissions. Anything else is MLflow's 401."""
 
 from __future__ import annotations
 
@@ -75,9 +76,17 @@ def users(token_server: str) -> dict[str, tuple[str, str]]:
     return found
 
 
+def running_job(url: str, user: tuple[str, str]) -> str:
+    """A job of ``user`` that stays live for a minute unless cancelled (its steps check for the cancel)."""
+    submitted = call(url, user, "POST", f"{JOBS}/", {"job_name": "test_steps", "params": {"count": 600, "seconds": 0.1}})
+    assert submitted.status_code == 200, submitted.text
+    return submitted.json()["job_id"]
+
+
 def test_a_job_token_is_its_users_password_and_nothing_more(token_server: str, users: dict[str, tuple[str, str]]) -> None:
     alice, bob = users["alice"], users["bob"]
-    token = minted(alice[0], "job-1")
+    job_id = running_job(token_server, alice)
+    token = minted(alice[0], job_id)
     as_alice = (alice[0], token)
     # The stock client, with the token as alice's password.
     with pytest.MonkeyPatch.context() as patch:
@@ -104,7 +113,9 @@ def test_a_job_token_is_its_users_password_and_nothing_more(token_server: str, u
         "tampered signature": (alice[0], token[:-2] + ("AA" if not token.endswith("AA") else "BB")),
         "tampered user": (bob[0], resigned_payload(token, u=bob[0])),
         "tampered expiry": (alice[0], resigned_payload(token, e=int(time.time()) + 10**6)),
-        "expired": (alice[0], minted(alice[0], "job-1", ttl_seconds=-1)),
+        "expired": (alice[0], minted(alice[0], job_id, ttl_seconds=-1)),
+        "a job that does not exist": (alice[0], minted(alice[0], "no-such-job")),
+        "a token for another user's job": (bob[0], minted(bob[0], job_id)),
         "another user's token": (bob[0], token),
         "another key": (alice[0], job_tokens.PREFIX + token[len(job_tokens.PREFIX) :].split(".")[0] + "." + "A" * 43),
         "wrong password": (alice[0], "not-alices-password"),
@@ -115,6 +126,26 @@ def test_a_job_token_is_its_users_password_and_nothing_more(token_server: str, u
             assert response.status_code == 401, (case, path, response.status_code)
             if "server-info" not in path:
                 assert_unauthenticated(response)
+    canceled = call(token_server, alice, "PATCH", f"{JOBS}/cancel/{job_id}")
+    assert canceled.status_code == 200 and canceled.json()["status"] == "CANCELED", canceled.text
+
+
+def test_finishing_or_cancelling_a_job_revokes_its_token(token_server: str, users: dict[str, tuple[str, str]]) -> None:
+    alice = users["alice"]
+    path = f"{M2}/experiments/search?max_results=1"
+    job_id = running_job(token_server, alice)
+    token = (alice[0], minted(alice[0], job_id))
+    assert call(token_server, token, "GET", path).status_code == 200
+    assert call(token_server, alice, "PATCH", f"{JOBS}/cancel/{job_id}").status_code == 200
+    for checked in (path, "/api/3.0/mlflow/server-info"):
+        assert call(token_server, token, "GET", checked).status_code == 401, checked
+    assert_unauthenticated(call(token_server, token, "GET", path))
+    # A finished job's token is refused too, though unexpired.
+    done = call(token_server, alice, "POST", f"{JOBS}/", {"job_name": "test_echo", "params": {"x": 1}})
+    assert done.status_code == 200, done.text
+    assert wait_for(token_server, alice, done.json()["job_id"])["status"] == "SUCCEEDED"
+    assert_unauthenticated(call(token_server, (alice[0], minted(alice[0], done.json()["job_id"])), "GET", path))
+    assert call(token_server, alice, "GET", path).status_code == 200  # her password is unaffected
 
 
 def wait_for(url: str, user: tuple[str, str], job_id: str, seconds: float = 240) -> dict[str, Any]:

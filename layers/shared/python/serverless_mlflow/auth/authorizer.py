@@ -40,10 +40,12 @@ def credentials(header: str | None) -> tuple[str, str] | None:
 
 def authenticate(username: str, password: str) -> store.User | None:
     """The user of a right password, or of a valid job token for that user (``job_tokens``: the job runs with that
-    user's own permissions). A token that fails its check is still tried as a password, so no password is ever
+    user's own permissions) whose job is still live. A token that fails its check is still tried as a password, so no password is ever
     refused for its shape, and nothing wrong is accepted."""
-    if job_tokens.is_token(password) and job_tokens.verify(username, password) is not None:
-        return store.get_user_or_none(username)
+    if job_tokens.is_token(password):
+        job_id = job_tokens.verify(username, password)
+        if job_id is not None and job_tokens.job_is_live(job_id, username):
+            return store.get_user_or_none(username)
     return store.authenticate(username, password)
 
 

@@ -3,8 +3,13 @@
 The function that enqueues a job (``functions/jobs``) mints a token bound to (username, job id, expiry),
 HMAC-SHA256-signed with a key only it, the authorizer and the functions that check credentials on public routes
 (``meta``: the client's ``server-info``) can read. The token travels in the job's SQS message; the worker sends it
-as the basic-auth password of that user; the authorizer accepts it only untampered, unexpired and for that user,
-then applies that user's own permissions. A token is never logged and never stored in the table.
+as the basic-auth password of that user; the authorizer accepts it only untampered, unexpired, for that user and
+while its job is live (``job_is_live``: the job exists, that user submitted it, and it is not finished), then applies
+that user's own permissions. A token is never logged and never stored in the table.
+
+Revocation: finishing, cancelling or deleting the job revokes its token (the expiry only bounds a job that never
+finishes). An authorizer answer is cached per Authorization header (``AUTHORIZER_CACHE_SECONDS``, 60 s), so a
+cancelled job's token stops working at most that long after the cancel.
 
 The key: deployed, a Secrets Manager secret the stack generates (``JOB_TOKEN_SECRET_ARN``; read once per process);
 locally, a random key the runtime generates at start (``JOB_TOKEN_KEY``).
@@ -112,3 +117,13 @@ def verify(username: str, token: str) -> str | None:
     except NoKey:
         return None
     return claims["j"] if hmac.compare_digest(expected, claims["signature"]) else None
+
+
+def job_is_live(job_id: str, username: str) -> bool:
+    """Whether the job a token names can still act: it exists, ``username`` submitted it, and it may still run
+    (pending, running or awaiting recovery). One GetItem on the job's own partition."""
+    from serverless_mlflow import table
+    from serverless_mlflow.store.jobs import CANCELABLE, JOB
+
+    item = table.get(JOB.key(job_id=job_id), projection="#s, creator", names={"#s": "status"})
+    return item is not None and item.get("creator") == username and item.get("status") in CANCELABLE
