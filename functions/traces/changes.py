@@ -154,8 +154,7 @@ def link_traces_to_run(trace_ids: list[str], run_id: str) -> None:
     # SqlAlchemyStore keeps a link to a trace it does not have yet (the client exports traces asynchronously):
     # held until the trace's info is written.
     linked = {item["trace_id"] for item in found}
-    for trace_id in dict.fromkeys(t for t in trace_ids if t and t not in linked):
-        run_links.hold(trace_id, run_id)
+    run_links.hold(list(dict.fromkeys(t for t in trace_ids if t and t not in linked)), run_id)
 
 
 # --- prompt links ---------------------------------------------------------------------------------------

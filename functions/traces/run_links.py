@@ -31,29 +31,45 @@ LINK_POLL_SECONDS = 0.1
 WRITER_CHECK_SECONDS = LINK_WAIT_SECONDS / 2
 
 
-def hold(trace_id: str, run_id: str) -> None:
-    """Keep ``run_id`` for a trace with no info yet, and add it to the info if a writer placed it meanwhile."""
+def hold(trace_ids: list[str], run_id: str) -> None:
+    """Keep ``run_id`` for traces with no info yet; add it to the infos a writer placed meanwhile."""
+    waiting = [trace_id for trace_id in trace_ids if _hold(trace_id, run_id)]
+    if not waiting:
+        return
+    # One wait for the request (a Lambda's time is bounded), begun after the last locator update.
+    deadline = time.monotonic() + LINK_WAIT_SECONDS
+    while waiting:
+        # Read the clock before looking: a last look that starts past the deadline sees any info a writer quicker
+        # than WRITER_CHECK_SECONDS wrote (the other writers look at the locator again themselves).
+        past_deadline = time.monotonic() > deadline
+        still = []
+        for trace_id in waiting:
+            item = store.info_item_or_none(trace_id)
+            if item is None:
+                still.append(trace_id)
+            else:
+                trace_writes.update_info(item, "ADD linked_runs :r", values={":r": {run_id}})
+        waiting = still
+        if past_deadline:
+            return  # a stalled writer looks at the locator again after its info write (apply_late)
+        if waiting:
+            time.sleep(LINK_POLL_SECONDS)
+
+
+def _hold(trace_id: str, run_id: str) -> bool:
+    """Add ``run_id`` to the trace's locator; True when a writer named the info's place before (it may have read
+    the locator before our link): then the link waits for the info."""
     key = store.LOCATOR.key(trace_id=trace_id)
     if not table.key_can_exist(key):
-        return  # an id past DynamoDB's key limits names no trace, now or later
+        return False  # an id past DynamoDB's key limits names no trace, now or later
     locator = (
         table.update(
             key, "SET entity_type = :t ADD pending_runs :r", values={":t": store.LOCATOR.name, ":r": {run_id}}, return_values="ALL_NEW"
         )
         or {}
     )
-    if locator.get("info_time") is None or store.is_expired(locator):
-        return  # no writer has placed the info yet: whichever does reads the link from the locator
-    # A writer named the info's place before our link: it may have read the locator before we wrote it.
-    deadline = time.monotonic() + LINK_WAIT_SECONDS
-    while True:
-        item = store.info_item_or_none(trace_id)
-        if item is not None:
-            trace_writes.update_info(item, "ADD linked_runs :r", values={":r": {run_id}})
-            return
-        if time.monotonic() > deadline:
-            return  # the writer stalled: it reads the locator again after its info write (WRITER_CHECK_SECONDS)
-        time.sleep(LINK_POLL_SECONDS)
+    # No place named yet: whichever writer names it reads the link from the locator's image its update returns.
+    return locator.get("info_time") is not None and not store.is_expired(locator)
 
 
 def pending(locator: dict[str, Any] | None) -> set[str]:

@@ -151,3 +151,35 @@ def test_a_link_held_before_the_root_span_arrives_reaches_the_info_made_from_it(
     requests.post(f"{server}/v1/traces", data=request.SerializeToString(), headers=headers, timeout=30).raise_for_status()
     found = mlflow.search_traces(locations=[experiment_id], run_id=run, return_type="list")
     assert [t.info.trace_id for t in found] == [trace_id]
+
+
+def test_a_link_waits_once_for_a_writer_that_died_and_its_retry_adds_it(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start_trace that named the info's place and died before writing the info (the locator as it left it):
+    the link waits LINK_WAIT_SECONDS once for the whole request, then the client's retried start_trace adds it."""
+    from serverless_mlflow import table
+
+    monkeypatch.setattr(run_links, "LINK_WAIT_SECONDS", 0.5)
+    mlflow.set_tracking_uri(server)
+    client = MlflowClient(server)
+    experiment_id = mlflow.create_experiment(unique("dead-writer"))
+    run = client.create_run(experiment_id).info.run_id
+    trace_ids = ["tr-" + uuid.uuid4().hex for _ in range(3)]
+    for trace_id in trace_ids:
+        table.update(
+            store.LOCATOR.key(trace_id=trace_id),
+            "SET experiment_id = :e, entity_type = :t, info_time = :r",
+            values={":e": experiment_id, ":t": store.LOCATOR.name, ":r": 1_700_000_000_000},
+        )
+    started = time.monotonic()
+    client.link_traces_to_run(trace_ids, run)
+    assert run_links.LINK_WAIT_SECONDS <= time.monotonic() - started < 3 * run_links.LINK_WAIT_SECONDS
+    assert _names(experiment_id, run) == []
+    info = {
+        "trace_id": trace_ids[0],
+        "trace_location": {"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": experiment_id}},
+        "request_time": "2023-11-14T22:13:20Z",
+        "state": "OK",
+        "tags": {"mlflow.traceName": "retried"},
+    }
+    requests.post(f"{server}/api/3.0/mlflow/traces", json={"trace": {"trace_info": info}}, timeout=30).raise_for_status()
+    assert _names(experiment_id, run) == ["retried"]
