@@ -671,7 +671,8 @@ PATTERNS: tuple[AccessPattern, ...] = (
         "table",
         "pk = TB#<exp>#<hour>#<shard> AND sk = T#<info_time>#<trace_id> (SET tags.<key>, ADD rev 1) IF attribute_exists(pk)",
         seed="Set trace tag",
-        note="assessments, run links and prompt links (link-prompts) are map/set entries of the same item, changed the same way",
+        note="assessments, run links and prompt links (link-prompts) are map/set entries of the same item, changed the same way; "
+        "a run link to a trace with no info yet is Update TRACE#<trace_id> (ADD pending_runs), which the info's writer adds",
     ),
     _p(
         "Traces",
@@ -694,7 +695,8 @@ PATTERNS: tuple[AccessPattern, ...] = (
         "(info_time, expected_spans) + Put TB#<exp>#<hour>#<shard> / T#<time>#<trace_id> IF attribute_not_exists(pk)",
         seed="Create trace + spans",
         note="spans and info arrive in either order; the locator's count decides spansLocation; a root span claims info_time and puts "
-        "an info IF attribute_not_exists(pk); start_trace with another request time moves the info (put, then delete IF rev unchanged)",
+        "an info IF attribute_not_exists(pk); start_trace with another request time moves the info (put, then delete IF rev unchanged); "
+        "the locator's pending_runs (link-to-run before the trace) go into the info's linked_runs",
     ),
     _p(
         "Traces",

@@ -10,6 +10,7 @@ registration reuse its number.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any
 
@@ -64,6 +65,38 @@ def _is_gateway_model(model: Any) -> bool:
         return False
     provider, separator, path = model.partition(":/")
     return bool(separator and provider == "gateway" and path.lstrip("/"))
+
+
+# mlflow.prompt.constants.PROMPT_TEMPLATE_VARIABLE_PATTERN and InstructionsJudge's reserved template variables.
+_TEMPLATE_VARIABLE = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*(?:\.[a-zA-Z_][a-zA-Z0-9_]*)*)\s*\}\}")
+_JUDGE_VARIABLES = frozenset({"inputs", "outputs", "trace", "expectations", "conversation"})
+_SCORER_KINDS = (
+    "builtin_scorer_class",
+    "call_source",
+    "instructions_judge_pydantic_data",
+    "memory_augmented_judge_data",
+    "third_party_scorer_data",
+    "ensemble_scorer_data",
+)
+_MODEL_APIS = frozenset({None, "default", "chat_completions", "decisions"})
+
+
+def _requires_expectations(data: dict[str, Any]) -> bool:
+    """MLflow's second online-scoring check: the latest version deserializes (``Scorer.model_validate_json``)
+    as an InstructionsJudge whose instructions use ``{{ expectations }}``. MLflow skips the check ("fail open")
+    when the scorer does not deserialize, so a judge its constructor would refuse passes here too."""
+    if sum(data.get(kind) is not None for kind in _SCORER_KINDS) != 1:
+        return False  # SerializedScorer refuses none or several kinds
+    judge = data.get("instructions_judge_pydantic_data")
+    if not isinstance(judge, dict) or not isinstance(judge.get("model"), str):
+        return False
+    instructions = judge.get("instructions")
+    if not isinstance(instructions, str) or not instructions or judge.get("model_api") not in _MODEL_APIS:
+        return False
+    variables = set(_TEMPLATE_VARIABLE.findall(instructions))
+    if variables - _JUDGE_VARIABLES or ("conversation" in variables and variables - {"expectations", "conversation"}):
+        return False  # InstructionsJudge refuses such instructions
+    return "expectations" in variables
 
 
 # --- store ---------------------------------------------------------------------------------------------
@@ -222,17 +255,23 @@ def get_online_scoring_configs(scorer_ids: list[str]) -> list[dict[str, Any]]:
 
 def upsert_online_scoring_config(experiment_id: str, name: str, sample_rate: float, filter_string: str | None) -> dict[str, Any]:
     """SqlAlchemyStore.upsert_online_scoring_config. A positive sample rate needs a scorer whose latest version
-    judges with a gateway model (``gateway:/<endpoint>``, MLflow's ``is_gateway_model``)."""
+    judges with a gateway model (``gateway:/<endpoint>``, MLflow's ``is_gateway_model``) and needs no expectations."""
     if not 0.0 <= sample_rate <= 1.0:
         raise invalid(f"sample_rate must be between 0.0 and 1.0, got {sample_rate}")
     experiment_id = _experiment(experiment_id)
     scorer, versions = _read(experiment_id, name)
     if scorer is None:
         raise _not_found(name, experiment_id)
-    if versions and sample_rate > 0 and not _is_gateway_model(_model(json.loads(versions[-1]["serialized_scorer"]))):
-        raise invalid(
-            f"Scorer '{name}' does not use a gateway model. Automatic evaluation is only supported for scorers that use gateway models."
-        )
+    if versions and sample_rate > 0:
+        latest = json.loads(versions[-1]["serialized_scorer"])
+        if not _is_gateway_model(_model(latest)):
+            raise invalid(
+                f"Scorer '{name}' does not use a gateway model. Automatic evaluation is only supported for scorers that use gateway models."
+            )
+        if _requires_expectations(latest):
+            raise invalid(
+                f"Scorer '{name}' requires expectations, but scorers with expectations are not currently supported for automatic evaluation."
+            )
     attributes = {
         "online_scoring_config_id": uuid.uuid4().hex,
         "scorer_id": scorer["scorer_id"],

@@ -22,6 +22,8 @@ from serverless_mlflow.store import runs as run_store
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.validation import validate_trace_tag
 
+from . import run_links
+
 # The search grammar (sqlparse) is for deletes by age only: kept out of the cold start of tag and assessment routes.
 search = deferred("traces.search")
 # Assessments are normalized through protobuf messages: imported by the assessment routes only.
@@ -144,8 +146,15 @@ def link_traces_to_run(trace_ids: list[str], run_id: str) -> None:
             f"Cannot link more than {MAX_TRACE_LINKS_PER_REQUEST} traces to a run in a single request. Provided {len(trace_ids)} traces."
         )
     run_store.get_run_item(run_id)
-    for item in store.info_items(trace_ids):
+    found = store.info_items(trace_ids)
+    for item in found:
         _update_info(item, "ADD linked_runs :r", {}, {":r": {run_id}})
+    if request_workspace.enabled():
+        return  # the workspace-aware store links only traces of the request's workspace (_filter_entity_ids)
+    # SqlAlchemyStore keeps a link to a trace it does not have yet (the client exports traces asynchronously):
+    # held until the trace's info is written.
+    linked = {item["trace_id"] for item in found}
+    run_links.hold(list(dict.fromkeys(t for t in trace_ids if t and t not in linked)), run_id)
 
 
 # --- prompt links ---------------------------------------------------------------------------------------

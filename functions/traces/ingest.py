@@ -25,7 +25,7 @@ from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import trace_partitions, trace_writes
 from serverless_mlflow.store import traces as store
 
-from . import retention
+from . import retention, run_links
 
 # A span item past this many bytes keeps its bytes in S3 (items stay well under DynamoDB's 400 KB).
 SPILL_BYTES = 300 * 1024
@@ -52,7 +52,7 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
         claim = _root_claim(experiment_id, trace_id, root)
         locator = _count_spans(experiment_id, trace_id, new_spans, retention.expires_at(experiment_id, first_start), claim)
         if claim is not None and locator.get("info_time") == claim:
-            _info_from_root_span(experiment, trace_id, root)
+            _info_from_root_span(experiment, trace_id, root, run_links.pending(locator))
 
 
 def _put_span(experiment_id: str, trace_id: str, span: Any) -> int:
@@ -105,7 +105,7 @@ def _count_spans(experiment_id: str, trace_id: str, new_spans: int, expires: int
     return locator
 
 
-def _info_from_root_span(experiment: dict[str, Any], trace_id: str, root: Any) -> None:
+def _info_from_root_span(experiment: dict[str, Any], trace_id: str, root: Any, linked_runs: set[str]) -> None:
     """A trace info from its root span when none exists yet, as SqlAlchemyStore.log_spans creates one.
 
     Spans from any OTLP exporter (not only MLflow's, which also sends start_trace) make a searchable trace.
@@ -126,6 +126,8 @@ def _info_from_root_span(experiment: dict[str, Any], trace_id: str, root: Any) -
         "tags": {store.ARTIFACT_LOCATION_TAG: _artifact_location(experiment, trace_id), store.SPANS_LOCATION_TAG: store.TRACKING_STORE},
         TTL_ATTRIBUTE: retention.expires_at(experiment_id, request_time),
     }
+    if linked_runs:  # link-to-run before the trace arrived (run_links)
+        attributes["linked_runs"] = linked_runs
     item = trace_writes.info_item(attributes)
     trace_partitions.ensure_partition(experiment_id, request_time, trace_id, attributes[TTL_ATTRIBUTE])
     try:
@@ -134,11 +136,15 @@ def _info_from_root_span(experiment: dict[str, Any], trace_id: str, root: Any) -
         return  # start_trace (or an earlier copy of this span) wrote the info already
     # start_trace may have placed the info at another request time meanwhile (after our claim, before this put,
     # finding nothing here to move): then this item is stale. Remove it unless something changed it since.
-    if (store.locate(trace_id) or {}).get("info_time") != request_time:
+    latest = store.locate(trace_id)
+    if (latest or {}).get("info_time") != request_time:
         try:
             table.delete({PK: item[PK], SK: item[SK]}, condition="attribute_not_exists(rev)")
         except table.ConditionFailed:
             pass
+        return
+    # A link that reached the locator after our update and found no info yet: ours adds it (run_links).
+    run_links.apply_missing(trace_id, item, latest)
 
 
 def _artifact_location(experiment: dict[str, Any], trace_id: str) -> str:
@@ -231,7 +237,10 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
         expression, values[":x"] = expression + f", {TTL_ATTRIBUTE} = :x", attributes[TTL_ATTRIBUTE]
     if expected_spans is not None:
         expression, values[":n"] = expression + ", expected_spans = :n", expected_spans
+    started = time.monotonic()
     before = table.update(store.LOCATOR.key(trace_id=trace_id), expression, values=values, return_values="ALL_OLD") or {}
+    if held := run_links.pending(before):  # link-to-run before the trace arrived
+        attributes["linked_runs"] = held
     locator = {**before, "experiment_id": experiment_id, "info_time": request_time}
     if expected_spans is not None:
         locator["expected_spans"] = expected_spans
@@ -247,6 +256,7 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
         latest = store.locate(trace_id) or {}
         if latest.get("span_count", 0) >= expected_spans:
             _mark_spans_stored(trace_id, latest)
+    run_links.apply_late(trace_id, stored, started)
     return store.info_json(stored)
 
 

@@ -28,6 +28,8 @@ CANARY = "alice-canary-" + uuid.uuid4().hex[:8]
 ALICE_TRACE_HEX = uuid.uuid4().hex
 ALICE_TRACE = "tr-" + ALICE_TRACE_HEX
 BOB_TRACE = "tr-" + uuid.uuid4().hex
+# A trace never stored: a link to it (admin's) waits on its locator, which names no experiment.
+PENDING_TRACE = "tr-" + uuid.uuid4().hex
 ALICE_MODEL, BOB_MODEL = "x-alice-model", "x-bob-model"
 
 
@@ -506,6 +508,22 @@ STEPS: list[Step] = [
     # --- traces ---------------------------------------------------------------------------------------
     Step(
         "link her trace to his run", BOB, "POST", f"{M2}/traces/link-to-run", lambda c: {"trace_ids": [ALICE_TRACE], "run_id": c["bob_run"]}
+    ),
+    Step(
+        "admin links a trace not stored yet to his run",
+        ADMIN,
+        "POST",
+        f"{M2}/traces/link-to-run",
+        lambda c: {"trace_ids": [PENDING_TRACE], "run_id": c["bob_run"]},
+    ),
+    Step(
+        # MLflow's validator reads the trace's info and denies a trace it does not have; so does ours, with the
+        # admin's link waiting on the trace's locator.
+        "link a trace not stored yet to his run",
+        BOB,
+        "POST",
+        f"{M2}/traces/link-to-run",
+        lambda c: {"trace_ids": [PENDING_TRACE], "run_id": c["bob_run"]},
     ),
     Step(
         "assess her trace",

@@ -214,3 +214,68 @@ def test_online_scoring_starts_for_a_gateway_model_judge(against: Any, monkeypat
     ours, reference = against(scenario)
     assert ours == reference
     assert ours["config"] == (0.5, "status = 'OK'", True) and ours["openai"][0] == "INVALID_PARAMETER_VALUE"
+
+
+# Instructions a judge may have, and whether MLflow refuses automatic evaluation for them at a positive rate.
+_JUDGE_INSTRUCTIONS = {
+    "expectations": "Is {{ outputs }} what {{ expectations }} says?",
+    "expectations, tight": "Compare {{outputs}} with {{expectations}}.",
+    "conversation and expectations": "Does {{ conversation }} meet {{ expectations }}?",
+    "no expectations": "Is {{ outputs }} polite?",
+    # InstructionsJudge refuses a variable of its own: MLflow's check fails open.
+    "unknown variable": "Is {{ outputs }} like {{ expectations }} and {{ other }}?",
+}
+
+
+def test_online_scoring_refuses_a_judge_that_needs_expectations_as_mlflow_server(server: str) -> None:
+    """SqlAlchemyStore.upsert_online_scoring_config's second check (after the gateway model's): an instructions
+    judge whose template uses ``{{ expectations }}`` takes no positive sample rate; status and body as ``mlflow server``'s."""
+    import mlflow
+    import requests
+    from mlflow.entities import GatewayEndpointModelConfig, GatewayModelLinkageType
+
+    from tests.mlflow_reference import reference_server
+
+    def scenario(uri: str) -> dict[str, Any]:
+        mlflow.set_tracking_uri(uri)
+        store = mlflow.tracking._tracking_service.utils._get_store()
+        experiment_id = mlflow.create_experiment(unique("online-expectations"))
+        secret = store.create_gateway_secret(secret_name=unique("secret"), secret_value={"api_key": "sk-test"}, provider="openai")
+        model = store.create_gateway_model_definition(
+            name=unique("model"), secret_id=secret.secret_id, provider="openai", model_name="gpt-4"
+        )
+        endpoint = store.create_gateway_endpoint(
+            name=unique("endpoint"),
+            model_configs=[
+                GatewayEndpointModelConfig(model_definition_id=model.model_definition_id, linkage_type=GatewayModelLinkageType.PRIMARY)
+            ],
+        )
+        out: dict[str, Any] = {}
+        for index, (case, instructions) in enumerate(_JUDGE_INSTRUCTIONS.items()):
+            name = f"judge{index}"
+            judge = {"name": name, "instructions_judge_pydantic_data": {"instructions": instructions, "model": f"gateway:/{endpoint.name}"}}
+            store.register_scorer(experiment_id, name, json.dumps(judge))
+            for rate in (0.5, 0.0):
+                body = {"experiment_id": experiment_id, "name": name, "sample_rate": rate}
+                answer = requests.put(f"{uri}/api/3.0/mlflow/scorers/online-config", json=body, timeout=60)
+                reply = answer.json()
+                out[f"{case} at {rate}"] = (
+                    answer.status_code,
+                    reply.get("error_code"),
+                    reply.get("message"),
+                    reply.get("config", {}).get("sample_rate"),
+                )
+        return out
+
+    ours = scenario(server)
+    mlflow.set_tracking_uri(server)
+    assert ours == scenario(reference_server().url)
+    refused = (
+        400,
+        "INVALID_PARAMETER_VALUE",
+        "Scorer 'judge0' requires expectations, but scorers with expectations are not currently supported for automatic evaluation.",
+        None,
+    )
+    assert ours["expectations at 0.5"] == refused
+    assert ours["expectations at 0.0"][0] == ours["no expectations at 0.5"][0] == ours["unknown variable at 0.5"][0] == 200
+    assert ours["conversation and expectations at 0.5"][0] == 400

@@ -190,8 +190,8 @@ def _trace_experiments(trace_ids: list[Any]) -> list[Resource] | None:
         if not isinstance(trace_id, str) or not trace_id:
             return None
         locator = table.get(schema.entity("trace_locator").key(trace_id=trace_id), projection="experiment_id")
-        if locator is None:
-            return None
+        if locator is None or locator.get("experiment_id") is None:
+            return None  # none, or only run links waiting for the trace (``pending_runs``): no trace yet
         out.append((EXPERIMENT, str(locator["experiment_id"])))
     return _nonempty(out)
 

@@ -97,12 +97,21 @@ def locate(trace_id: str) -> dict[str, Any] | None:
     return table.get(LOCATOR.key(trace_id=trace_id))
 
 
+def is_placed(locator: dict[str, Any]) -> bool:
+    """Whether a locator names a trace: a span or info was written. A locator holding only ``pending_runs``
+    (link-to-run before the trace arrived) has no experiment: the trace does not exist yet."""
+    return locator.get("experiment_id") is not None
+
+
 def locator_trace_id(locator: dict[str, Any]) -> str:
     return LOCATOR.parse_pk(locator[PK])["trace_id"]
 
 
 def info_key(locator: dict[str, Any], trace_id: str) -> dict[str, str] | None:
-    """Where the locator says the info is: its trace partition, else layout 1 while the table may hold it."""
+    """Where the locator says the info is: its trace partition, else layout 1 while the table may hold it.
+    None for a locator that only holds run links waiting for their trace (``pending_runs``: no experiment)."""
+    if not is_placed(locator):
+        return None
     if locator.get("info_time") is not None:
         return trace_partitions.info_key(str(locator["experiment_id"]), int(locator["info_time"]), trace_id)
     if layout.layout1_traces_possible():
@@ -121,6 +130,8 @@ def info_item_or_none(trace_id: str) -> dict[str, Any] | None:
     if not trace_id:
         return None
     locator = locate(trace_id)
+    if locator is not None and not is_placed(locator):
+        return None  # only run links waiting for the trace: no trace yet
     if locator is not None and not experiments.in_request_workspace(str(locator["experiment_id"])):
         return None  # a trace of another workspace's experiment does not exist for this request
     for _ in range(3):
@@ -157,7 +168,7 @@ def info_items(trace_ids: list[str]) -> list[dict[str, Any]]:
     locators = {
         locator_trace_id(loc): loc
         for loc in table.batch_get([LOCATOR.key(trace_id=t) for t in wanted])
-        if experiments.in_request_workspace(str(loc["experiment_id"]))
+        if is_placed(loc) and experiments.in_request_workspace(str(loc["experiment_id"]))
     }
     found: dict[str, dict[str, Any]] = {}
     for _ in range(3):
