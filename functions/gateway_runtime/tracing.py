@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from serverless_mlflow import siblings
+from serverless_mlflow.auth.checks import GATEWAY_USAGE_TRACE
 from serverless_mlflow.llm_gateway.config import EndpointConfig
 from serverless_mlflow.request import workspace as request_workspace
 
@@ -269,9 +270,13 @@ def _export(trace: GatewayTrace) -> str:
         siblings.api_event("POST", "/v1/traces", otlp, {"x-mlflow-experiment-id": trace.endpoint.experiment_id, **scope}),
         siblings.api_event("POST", "/api/3.0/mlflow/traces", {"trace": {"trace_info": info}}, scope),
     ]
+    # The usage trace is the gateway's own record of the call (MLflow's gateway writes it through its store): under
+    # basic auth it goes as the caller, marked as the gateway's usage trace, which the traces function admits
+    # whatever the caller's rights on the endpoint's experiment (a user with USE on the endpoint leaves one).
+    context = {**trace.caller_context, "service": GATEWAY_USAGE_TRACE} if trace.caller_context else None
     for event in events:  # the traces function accepts spans and info in either order
-        if trace.caller_context:
-            event["requestContext"]["authorizer"] = {"lambda": trace.caller_context}
+        if context:
+            event["requestContext"]["authorizer"] = {"lambda": context}
         siblings.invoke("traces", event, wait=False)
     return trace_id
 

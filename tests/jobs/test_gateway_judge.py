@@ -112,7 +112,8 @@ def _invoke_and_check(base: str, experiment_id: str, endpoint: dict[str, Any], a
     calls = mock.requests[before:]
     assert len(calls) == 2 and all(path.endswith("/chat/completions") and body["model"] == "gpt-4o-mini" for path, body, _ in calls)
 
-    # Each is a gateway call like any other: a usage trace on the endpoint, named as the judge's, and spend.
+    # Each is a gateway call like any other: a usage trace on the endpoint, named as the judge's, and spend (under
+    # basic auth too, where the creator has USE on the endpoint and no grant on its experiment, as on MLflow's server).
     usage = _traces(base, endpoint["experiment_id"], 2)
     assert len(usage) == 2
     metadata = [trace.info.trace_metadata for trace in usage]
@@ -167,12 +168,6 @@ def test_a_gateway_judge_runs_as_its_creator_under_basic_auth(server: str, mock:
             assert [f["error_message"] for f in failures] == ["Failed to invoke judge model: Permission denied"] * 2
             grant = {"username": alice[0], "resource_type": "gateway_endpoint", "resource_id": endpoint["endpoint_id"], "permission": "USE"}
             granted = requests.post(f"{url}/api/3.0/mlflow/users/permissions/grant", json=grant, auth=(ADMIN, ADMIN_PASSWORD), timeout=30)
-            assert granted.status_code == 200, granted.text
-            # The gateway exports a usage trace as its caller (the traces function checks UPDATE on the endpoint's
-            # experiment); MLflow's gateway writes it whatever the caller's rights there. Until that is matched,
-            # alice needs EDIT on the endpoint's experiment for her calls to leave usage traces.
-            edit = {**grant, "resource_type": "experiment", "resource_id": endpoint["experiment_id"], "permission": "EDIT"}
-            granted = requests.post(f"{url}/api/3.0/mlflow/users/permissions/grant", json=edit, auth=(ADMIN, ADMIN_PASSWORD), timeout=30)
             assert granted.status_code == 200, granted.text
             assert _invoke_and_check(url, experiment_id, endpoint, alice, mock) == alice[0]
         finally:
