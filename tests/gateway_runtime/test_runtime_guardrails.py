@@ -81,8 +81,20 @@ def test_validation_guardrail_blocks_as_mlflow_does(server: str, reference: str,
         passed = _chat(base, endpoint_name, "hello JUDGE")
         assert passed.status_code == 200, passed.text
         blocked = _chat(base, endpoint_name, "my password is hunter2 JUDGE VIOLATION")
-        answers.append((blocked.status_code, blocked.json()))
-    assert answers[0] == answers[1] == (400, {"detail": "Guardrail 'policy' blocked: The mock judge found a VIOLATION marker."})
+        # Streamed, the block is the stream's only chunk: MLflow's SSE error chunk naming GuardrailViolation.
+        streamed = _chat(base, endpoint_name, "my password is hunter2 JUDGE VIOLATION", stream=True)
+        answers.append((blocked.status_code, blocked.json(), streamed.status_code, streamed.text))
+    error = {"error": {"message": "Guardrail 'policy' blocked: The mock judge found a VIOLATION marker.", "type": "GuardrailViolation"}}
+    assert (
+        answers[0]
+        == answers[1]
+        == (
+            400,
+            {"detail": "Guardrail 'policy' blocked: The mock judge found a VIOLATION marker."},
+            200,
+            f"data: {json.dumps(error)}\n\n",
+        )
+    )
 
 
 def test_guardrails_on_this_runtime(server: str, mock: MockLLM, loose_api_base: None) -> None:  # noqa: F811
