@@ -3,7 +3,8 @@
 Each section is a module of ``tools/bench_sections`` with ``section(context) -> str`` (its markdown), listed in
 ``SECTIONS`` in page order: start-up, W1 against ``mlflow server``, handler import times, DynamoDB work per
 API operation (raw HTTP requests on an in-process runtime, every DynamoDB call counted through
-``table.STATS``), the indexer, search filters, the soak, notes. ``BENCH_SECTIONS=workload,imports`` runs only
+``table.STATS``), the indexer, search filters, the soak, the AI gateway's overhead per call, jobs throughput,
+notes. ``BENCH_SECTIONS=workload,imports`` runs only
 those: on a whole page the other sections keep their recorded figures, else the page holds those sections alone
 (``BENCH_OUT=/tmp/perf.md`` writes elsewhere). Sizes: ``BENCH_RUNS`` (default 10000).
 """
@@ -236,6 +237,8 @@ SECTIONS: list[str] = [
     "workload",
     "search_filters",
     "partition_heat",
+    "gateway",
+    "jobs",
     "startup",
     "notes",
 ]
@@ -320,7 +323,7 @@ def main() -> None:
     from tools.bench_sections import render_page, template
 
     out = Path(os.environ.get("BENCH_OUT") or ROOT / "docs" / "performance.md")
-    kept = _recorded_figures(out) if wanted else None
+    kept = _recorded_figures(out, wanted) if wanted else None
     if kept is not None:
         # A partial run on a page of every section: the sections run are measured anew, the others keep their figures.
         out.write_text(render_page(SECTIONS, {**kept, **{name: _measured(name, context) for name in SECTIONS if name in wanted}}))
@@ -330,14 +333,17 @@ def main() -> None:
     print(out.read_text())
 
 
-def _recorded_figures(page: Path) -> dict[str, Any] | None:
-    """The figures of every section of an existing whole page, or None (no page, or not the templates filled)."""
+def _recorded_figures(page: Path, wanted: list[str]) -> dict[str, Any] | None:
+    """The figures of every section of an existing whole page, or None (no page, or not the templates filled).
+    A section new to the page that this run measures may be missing from it: it joins the page in its place."""
     from tools.bench_sections import recorded
 
-    try:
-        return recorded(page.read_text(), SECTIONS)
-    except (OSError, ValueError):
-        return None
+    for names in (SECTIONS, [name for name in SECTIONS if name not in wanted]):
+        try:
+            return recorded(page.read_text(), names)
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 if __name__ == "__main__":

@@ -200,6 +200,16 @@ def _judge_chat(call: Call) -> guardrails.ChatCall:
     return chat
 
 
+def _guarded_request(
+    guards: list[guardrails.Guardrail], judge: guardrails.ChatCall, trace: GatewayTrace, payload: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The BEFORE guardrails on the request's ``model_dump()`` (what MLflow's judge and spans see): (that dump as
+    they let it through, the payload to send on: the caller's own unless a guardrail rewrote it)."""
+    dumped = payloads.chat_dump(payload)
+    guarded = guardrails.before(guards, judge, trace, dumped)
+    return guarded, payload if guarded == dumped else payloads.chat(payloads.without_none(guarded))
+
+
 def _chat(call: Call, chain: Chain, payload: dict[str, Any]) -> Answer:
     guards = guardrails.load(call, chain.trace.endpoint.endpoint_id)
     judge = _judge_chat(call)
@@ -207,15 +217,15 @@ def _chat(call: Call, chain: Chain, payload: dict[str, Any]) -> Answer:
         # As in MLflow, AFTER guardrails do not run on streamed answers; BEFORE ones do, inside the trace.
 
         def chunks() -> Iterator[dict[str, Any]]:
-            yield from chain.chat_stream(guardrails.before(guards, judge, payload) if guards else payload)
+            yield from chain.chat_stream(_guarded_request(guards, judge, chain.trace, payload)[1] if guards else payload)
 
         return sse(_safe(_sse_json(_streamed(call, chain, payload, chunks, aggregate.chat_chunks))))
 
     def run() -> Any:
         if not guards:
             return chain.unified("chat", payload)
-        guarded = guardrails.before(guards, judge, payload)
-        return guardrails.after(guards, judge, guarded, chain.unified("chat", guarded))
+        guarded, forwarded = _guarded_request(guards, judge, chain.trace, payload)
+        return guardrails.after(guards, judge, chain.trace, guarded, chain.unified("chat", forwarded))
 
     # MLflow's traced function is named so whether or not the endpoint has guardrails.
     return _unary(call, chain, "_guarded_chat", payload, run)

@@ -6,7 +6,11 @@ one has its action endpoint rewrite the payload.
 The judge is the guardrail's scorer: a ``make_judge`` judge whose model is a gateway endpoint
 (``gateway:/<name>``). Its prompt is built as MLflow's field-based InstructionsJudge builds it, and it is
 called as MLflow's judge calls it, through this gateway's chat route (so its call is traced and budgeted
-like any other). A guardrail whose scorer cannot run here (a built-in scorer, a judge on a provider model,
+like any other). With usage tracking, each run is traced in the call's usage trace as MLflow's
+``process_request`` / ``process_response`` trace it: a ``guardrail/<name>`` GUARDRAIL span (the request, or
+request and response, in; the payload it lets through out; ERROR with the ``GuardrailViolation`` when it
+blocks), under it a ``judge`` EVALUATOR span (out: passed and rationale) and, when it sanitizes, a
+``sanitization`` LLM span (payload and rationale in, the rewritten payload out). A guardrail whose scorer cannot run here (a built-in scorer, a judge on a provider model,
 a custom ``@scorer``) fails the call with INVALID_STATE: an endpoint never serves traffic without a
 guardrail it is configured to run (MLflow fails closed the same way for custom scorers).
 """
@@ -23,6 +27,8 @@ from serverless_mlflow.llm_gateway import guardrail_configs
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
 
 from .answers import Answer, Call
+from .spans import Span, recording
+from .tracing import GatewayTrace
 
 # Internal sanitization calls carry it so the gateway skips guardrails on them (no recursion).
 BYPASS_HEADER = "x-mlflow-guardrail-bypass"
@@ -96,16 +102,38 @@ class Guardrail:
         rationale = verdict.get("rationale") or str(value)
         return passed, str(rationale)[:_MAX_RATIONALE_LEN]
 
-    def enforce(self, chat: ChatCall, payload: dict[str, Any], passed: bool, rationale: str) -> dict[str, Any]:
+    def process(self, chat: ChatCall, trace: GatewayTrace, payload: dict[str, Any], request: Any, response: Any = None) -> dict[str, Any]:
+        """Judge ``request`` (and ``response`` for an AFTER guardrail), then let ``payload`` through, block it or
+        sanitize it; traced as MLflow's guardrail spans."""
+        span_inputs = request if self.stage == "BEFORE" else {"request": request, "response": response}
+        with recording(trace.child(f"guardrail/{self.name}", "GUARDRAIL")) as span:
+            span.set_inputs(span_inputs)
+            with recording(trace.child("judge", "EVALUATOR", parent=span)) as judge_span:
+                passed, rationale = self.judge(chat, request, response)
+                judge_span.set_outputs({"passed": passed, "rationale": rationale})
+            output = self.enforce(chat, trace, span, payload, passed, rationale)
+            span.set_outputs(output)
+        return output
+
+    def enforce(
+        self, chat: ChatCall, trace: GatewayTrace, span: Span, payload: dict[str, Any], passed: bool, rationale: str
+    ) -> dict[str, Any]:
         if passed:
             return payload
         if self.action == "VALIDATION":
-            raise GatewayHTTPError(400, f"Guardrail '{self.name}' blocked: {rationale}", "HTTPException")
-        return self._sanitize(chat, payload, rationale)
+            raise self._blocked(rationale)
+        return self._sanitize(chat, trace, span, payload, rationale)
 
-    def _sanitize(self, chat: ChatCall, payload: dict[str, Any], rationale: str) -> dict[str, Any]:
+    def _sanitize(self, chat: ChatCall, trace: GatewayTrace, parent: Span, payload: dict[str, Any], rationale: str) -> dict[str, Any]:
         if not self.action_endpoint:
             raise self._blocked("Sanitization requires an action_llm_url but none was configured.")
+        with recording(trace.child("sanitization", "LLM", parent=parent)) as span:
+            span.set_inputs({"payload": payload, "rationale": rationale})
+            result = self._rewrite(chat, payload, rationale)
+            span.set_outputs(result)
+        return result
+
+    def _rewrite(self, chat: ChatCall, payload: dict[str, Any], rationale: str) -> dict[str, Any]:
         content = _SANITIZE_PROMPT.format(rationale=rationale, payload_json=json.dumps(payload, indent=2))
         try:
             answer = chat(self.action_endpoint, {"messages": [{"role": "user", "content": content}]})
@@ -124,7 +152,8 @@ class Guardrail:
         return result
 
     def _blocked(self, rationale: str) -> GatewayHTTPError:
-        return GatewayHTTPError(400, f"Guardrail '{self.name}' blocked: {rationale}", "HTTPException")
+        """MLflow's ``GuardrailViolation`` (the type its spans and SSE error chunks name), answered as a 400."""
+        return GatewayHTTPError(400, f"Guardrail '{self.name}' blocked: {rationale}", "GuardrailViolation")
 
 
 def _strip_fences(text: str) -> str:
@@ -146,19 +175,21 @@ def load(call: Call, endpoint_id: str) -> list[Guardrail]:
     return [Guardrail(item, names.get(item.get("action_endpoint_id") or "")) for item in configs]
 
 
-def before(guardrails: list[Guardrail], chat: ChatCall, payload: dict[str, Any]) -> dict[str, Any]:
+def before(guardrails: list[Guardrail], chat: ChatCall, trace: GatewayTrace, payload: dict[str, Any]) -> dict[str, Any]:
+    """``run_pre_llm_guardrails`` on the request's ``model_dump()`` form (``payloads.chat_dump``)."""
     for guardrail in guardrails:
         if guardrail.stage == "BEFORE":
-            passed, rationale = guardrail.judge(chat, payload)
-            payload = guardrail.enforce(chat, payload, passed, rationale)
+            payload = guardrail.process(chat, trace, payload, payload)
     return payload
 
 
-def after(guardrails: list[Guardrail], chat: ChatCall, request: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+def after(
+    guardrails: list[Guardrail], chat: ChatCall, trace: GatewayTrace, request: dict[str, Any], response: dict[str, Any]
+) -> dict[str, Any]:
+    """``run_post_llm_guardrails``."""
     for guardrail in guardrails:
         if guardrail.stage == "AFTER":
-            passed, rationale = guardrail.judge(chat, request, response)
-            response = guardrail.enforce(chat, response, passed, rationale)
+            response = guardrail.process(chat, trace, response, request, response)
     return response
 
 

@@ -124,3 +124,120 @@ def embeddings(payload: dict[str, Any]) -> dict[str, Any]:
             "HTTPException",
         )
     return {"input": value} | {k: v for k, v in payload.items() if k != "input" and v is not None}
+
+
+# --- chat.RequestPayload(...).model_dump(): what MLflow's guardrails see and trace --------------------
+
+
+def chat_dump(payload: dict[str, Any]) -> dict[str, Any]:
+    """``chat.RequestPayload(**payload).model_dump()`` of a validated chat payload: every declared field (None
+    when unset) with nested models' defaults, then the extra fields. MLflow's guardrails judge this form and
+    their spans record it."""
+    out: dict[str, Any] = {name: payload.get(name) for name in CHAT_FIELDS}
+    out["n"] = payload.get("n", 1)
+    out["messages"] = [_message(m) for m in payload["messages"]]
+    if isinstance(payload.get("tools"), list):
+        out["tools"] = [_tool(t) for t in payload["tools"]]
+    if isinstance(payload.get("response_format"), dict):
+        rf = payload["response_format"]
+        spec = rf.get("json_schema")
+        spec = (
+            {"name": spec.get("name"), "schema": spec.get("schema"), "strict": spec.get("strict", True)}
+            | _extra(spec, ("name", "schema", "strict"))
+            if isinstance(spec, dict)
+            else None
+        )
+        out["response_format"] = {"type": rf.get("type"), "json_schema": spec}
+    if isinstance(payload.get("tool_choice"), dict):
+        choice = payload["tool_choice"]
+        out["tool_choice"] = {"type": choice.get("type"), "function": {"name": (choice.get("function") or {}).get("name")}}
+    return out | _extra(payload, CHAT_FIELDS)
+
+
+def without_none(value: Any) -> Any:
+    """A dumped payload as MLflow's providers send it (``exclude_none`` at every level)."""
+    if isinstance(value, dict):
+        return {k: without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_none(v) for v in value]
+    return value
+
+
+def _extra(value: dict[str, Any], declared: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if k not in declared}
+
+
+def _message(message: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    if isinstance(content, list):
+        content = [_part(part) for part in content]
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        calls = [_tool_call(call) for call in calls]
+    return {
+        "role": message.get("role"),
+        "content": content,
+        "tool_calls": calls,
+        "refusal": message.get("refusal"),
+        "tool_call_id": message.get("tool_call_id"),
+    }
+
+
+def _part(part: Any) -> Any:
+    if not isinstance(part, dict):
+        return part
+    kind = part.get("type")
+    if kind == "text":
+        return {"type": kind, "text": part.get("text")}
+    if kind == "image_url":
+        image = part.get("image_url") or {}
+        return {"type": kind, "image_url": {"url": image.get("url"), "detail": image.get("detail")}}
+    if kind == "input_audio":
+        audio = part.get("input_audio") or {}
+        return {"type": kind, "input_audio": {"data": audio.get("data"), "format": audio.get("format")}}
+    return part  # reasoning parts allow extra fields: dumped as given
+
+
+def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    out = {
+        "id": call.get("id"),
+        "type": call.get("type", "function"),
+        "function": {"name": function.get("name"), "arguments": function.get("arguments")},
+    }
+    if call.get("thought_signature") is not None:  # MLflow's serializer leaves it out when unset
+        out["thought_signature"] = call["thought_signature"]
+    return out
+
+
+def _tool(tool: dict[str, Any]) -> dict[str, Any]:
+    function = tool.get("function")
+    if isinstance(function, dict):
+        parameters = function.get("parameters")
+        if isinstance(parameters, dict):
+            parameters = {
+                "properties": {k: _param(v) for k, v in (parameters.get("properties") or {}).items()},
+                "type": parameters.get("type", "object"),
+                "required": parameters.get("required"),
+                "additionalProperties": parameters.get("additionalProperties"),
+            }
+        function = {
+            "name": function.get("name"),
+            "description": function.get("description"),
+            "parameters": parameters,
+            "strict": function.get("strict"),
+        }
+    uc = tool.get("uc_function")
+    return {"type": tool.get("type"), "function": function, "uc_function": uc} | _extra(tool, ("type", "function", "uc_function"))
+
+
+def _param(param: Any) -> Any:
+    if not isinstance(param, dict):
+        return param
+    items = param.get("items")
+    return {
+        "type": param.get("type"),
+        "description": param.get("description"),
+        "enum": param.get("enum"),
+        "items": _param(items) if items is not None else None,
+    }

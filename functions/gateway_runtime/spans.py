@@ -14,6 +14,8 @@ import json
 import secrets
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,3 +110,16 @@ class Span:
 def exception_type(error: BaseException) -> str:
     """The class name MLflow's gateway would record: upstream answers are FastAPI's ``HTTPException``."""
     return getattr(error, "mlflow_type", None) or type(error).__name__
+
+
+@contextmanager
+def recording(span: Span) -> Iterator[Span]:
+    """``with mlflow.start_span(...)``: the span ends when the block does, with the exception (recorded, ERROR)
+    that escapes it. Outputs are set inside the block."""
+    try:
+        yield span
+    except BaseException as error:
+        span.record_error(error)
+        span.end()
+        raise
+    span.end()

@@ -2,8 +2,9 @@
 
 One trace per call on an endpoint with usage tracking, in the endpoint's experiment: the root span
 ``gateway/<endpoint>`` (the traced function's request in, its answer out, streamed chunks as events), and
-under it what MLflow's providers record: one LLM span ``provider/<provider>/<model>`` per provider call (MLflow adds
-one per guardrail judge; none here). Trace metadata names the endpoint, the request type, the caller and the user; the
+under it what MLflow's providers record: one LLM span ``provider/<provider>/<model>`` per provider call, and what
+its guardrails record (``guardrails``: a GUARDRAIL span per guardrail run, its judge's EVALUATOR span and a
+sanitization's LLM span under it). Trace metadata names the endpoint, the request type, the caller and the user; the
 trace's token usage and cost are summed from its spans as MLflow's store sums them.
 
 The trace is handed to the ``traces`` function the way MLflow's client exports one (OTLP spans, then
@@ -19,6 +20,7 @@ import time
 from typing import Any
 
 from serverless_mlflow import siblings
+from serverless_mlflow.auth.checks import GATEWAY_USAGE_TRACE
 from serverless_mlflow.llm_gateway.config import EndpointConfig
 from serverless_mlflow.request import workspace as request_workspace
 
@@ -68,8 +70,8 @@ class GatewayTrace:
             self.root.attributes[FUNCTION_NAME] = name
         self.root.set_inputs(inputs)
 
-    def child(self, name: str, span_type: str = "LLM", attributes: dict[str, Any] | None = None) -> Span:
-        span = Span(name, span_type, parent=self.root)
+    def child(self, name: str, span_type: str = "LLM", attributes: dict[str, Any] | None = None, parent: Span | None = None) -> Span:
+        span = Span(name, span_type, parent=parent or self.root)
         span.attributes.update(attributes or {})
         self.spans.append(span)
         return span
@@ -237,10 +239,9 @@ def _export(trace: GatewayTrace) -> str:
     root = trace.root
     inputs, outputs = root.attributes.get(INPUTS, UNSET), root.attributes.get(OUTPUTS, UNSET)
     metadata = {"mlflow.trace_schema.version": "3", **trace.metadata}
-    if inputs is not UNSET:
-        metadata["mlflow.traceInputs"] = _truncated(dumps(inputs), METADATA_VALUE_CHARS)
-    if outputs is not UNSET:
-        metadata["mlflow.traceOutputs"] = _truncated(dumps(outputs), METADATA_VALUE_CHARS)
+    # MLflow's processor always sets both, empty when the root span has none (a call that failed).
+    metadata["mlflow.traceInputs"] = "" if inputs is UNSET else _truncated(dumps(inputs), METADATA_VALUE_CHARS)
+    metadata["mlflow.traceOutputs"] = "" if outputs is UNSET else _truncated(dumps(outputs), METADATA_VALUE_CHARS)
     if usage := _sum_top(trace.spans, USAGE, _USAGE_KEYS, _CACHE_KEYS, 0):
         metadata["mlflow.trace.tokenUsage"] = json.dumps(usage)
     if cost := _sum_top(trace.spans, COST, _COST_KEYS, (), 0.0):
@@ -269,9 +270,13 @@ def _export(trace: GatewayTrace) -> str:
         siblings.api_event("POST", "/v1/traces", otlp, {"x-mlflow-experiment-id": trace.endpoint.experiment_id, **scope}),
         siblings.api_event("POST", "/api/3.0/mlflow/traces", {"trace": {"trace_info": info}}, scope),
     ]
+    # The usage trace is the gateway's own record of the call (MLflow's gateway writes it through its store): under
+    # basic auth it goes as the caller, marked as the gateway's usage trace, which the traces function admits
+    # whatever the caller's rights on the endpoint's experiment (a user with USE on the endpoint leaves one).
+    context = {**trace.caller_context, "service": GATEWAY_USAGE_TRACE} if trace.caller_context else None
     for event in events:  # the traces function accepts spans and info in either order
-        if trace.caller_context:
-            event["requestContext"]["authorizer"] = {"lambda": trace.caller_context}
+        if context:
+            event["requestContext"]["authorizer"] = {"lambda": context}
         siblings.invoke("traces", event, wait=False)
     return trace_id
 

@@ -15,7 +15,8 @@ from mlflow.store.tracking.rest_store import RestStore
 from mlflow.utils.rest_utils import MlflowHostCreds
 
 from tests.conftest import unique
-from tests.gateway_runtime.test_runtime_e2e import _endpoint, _post, gateway_reference, loose_api_base, mock  # noqa: F401
+from tests.gateway_runtime.test_runtime_e2e import _endpoint, _post, _traces, gateway_reference, loose_api_base, mock  # noqa: F401
+from tests.gateway_runtime.trace_shape import differences, trace_shape
 from tools.mock_llm import MockLLM
 
 pytestmark = pytest.mark.xdist_group("gateway_runtime")
@@ -50,6 +51,12 @@ def _judge(endpoint_name: str) -> str:
 
 def _guarded(base: str, mock_url: str, suffix: str, **guardrail: Any) -> tuple[str, str]:
     """A chat endpoint with one guardrail judged by another endpoint: (chat endpoint name, guardrail id)."""
+    chat, guardrail_id = _guarded_endpoint(base, mock_url, suffix, **guardrail)
+    return chat["name"], guardrail_id
+
+
+def _guarded_endpoint(base: str, mock_url: str, suffix: str, **guardrail: Any) -> tuple[dict[str, Any], str]:
+    """``_guarded``, answering the chat endpoint itself (its usage-trace experiment)."""
     _endpoint(base, mock_url, f"judge-{suffix}", "openai", "gpt-4o-mini")
     chat = _endpoint(base, mock_url, f"chat-{suffix}", "openai", "gpt-4o-mini")
     store = RestStore(lambda: MlflowHostCreds(base))
@@ -58,7 +65,7 @@ def _guarded(base: str, mock_url: str, suffix: str, **guardrail: Any) -> tuple[s
     body = {"name": "policy", "scorer_id": scorer.scorer_id, "scorer_version": 1, "stage": "BEFORE", "action": "VALIDATION", **guardrail}
     created = _post(base, "/guardrails/create", body)["guardrail"]
     _post(base, "/guardrails/add-to-endpoint", {"endpoint_id": chat["endpoint_id"], "guardrail_id": created["guardrail_id"]})
-    return chat["name"], created["guardrail_id"]
+    return chat, created["guardrail_id"]
 
 
 def _chat(base: str, endpoint_name: str, text: str, **extra: Any) -> requests.Response:
@@ -74,8 +81,20 @@ def test_validation_guardrail_blocks_as_mlflow_does(server: str, reference: str,
         passed = _chat(base, endpoint_name, "hello JUDGE")
         assert passed.status_code == 200, passed.text
         blocked = _chat(base, endpoint_name, "my password is hunter2 JUDGE VIOLATION")
-        answers.append((blocked.status_code, blocked.json()))
-    assert answers[0] == answers[1] == (400, {"detail": "Guardrail 'policy' blocked: The mock judge found a VIOLATION marker."})
+        # Streamed, the block is the stream's only chunk: MLflow's SSE error chunk naming GuardrailViolation.
+        streamed = _chat(base, endpoint_name, "my password is hunter2 JUDGE VIOLATION", stream=True)
+        answers.append((blocked.status_code, blocked.json(), streamed.status_code, streamed.text))
+    error = {"error": {"message": "Guardrail 'policy' blocked: The mock judge found a VIOLATION marker.", "type": "GuardrailViolation"}}
+    assert (
+        answers[0]
+        == answers[1]
+        == (
+            400,
+            {"detail": "Guardrail 'policy' blocked: The mock judge found a VIOLATION marker."},
+            200,
+            f"data: {json.dumps(error)}\n\n",
+        )
+    )
 
 
 def test_guardrails_on_this_runtime(server: str, mock: MockLLM, loose_api_base: None) -> None:  # noqa: F811
@@ -126,3 +145,32 @@ def test_sanitization_guardrail_rewrites_the_request(server: str, mock: MockLLM,
     assert len(calls) == 3
     assert calls[1]["messages"][0]["content"].startswith("You are a content sanitizer.")
     assert calls[2]["messages"] == [{"role": "user", "content": "call me at [REDACTED] JUDGE"}]
+
+
+def test_guardrail_spans_in_usage_traces_match_mlflow(server: str, reference: str, mock: MockLLM) -> None:  # noqa: F811
+    """The guarded endpoint's usage traces carry MLflow's guardrail spans: a passing and a blocking validation
+    guardrail, then a sanitizing one; compared span by span with ``mlflow server``'s."""
+    suffix = unique("gt")
+    shapes: dict[str, list[dict[str, Any]]] = {}
+    for base in (server, reference):
+        validated, _ = _guarded_endpoint(base, mock.url, f"v{suffix}")
+        assert _chat(base, validated["name"], "hello JUDGE").status_code == 200
+        assert _chat(base, validated["name"], "JUDGE VIOLATION").status_code == 400
+        sanitizer = _endpoint(base, mock.url, f"sanitizer-{suffix}", "openai", "gpt-4o-mini")
+        sanitized, _ = _guarded_endpoint(
+            base, mock.url, f"s{suffix}", stage="AFTER", action="SANITIZATION", action_endpoint_id=sanitizer["endpoint_id"]
+        )
+        assert _chat(base, sanitized["name"], "my number is VIOLATION JUDGE").status_code == 200
+        traces = _traces(base, validated["experiment_id"], 2) + _traces(base, sanitized["experiment_id"], 1)
+        shapes[base] = [trace_shape(trace) for trace in sorted(traces[:2], key=lambda t: t.info.request_time) + traces[2:]]
+    assert len(shapes[server]) == len(shapes[reference]) == 3
+    for ours, theirs in zip(shapes[server], shapes[reference], strict=True):
+        assert differences(ours, theirs) == []
+    passed, blocked, sanitized_shape = shapes[server]
+    assert [(s["name"], s["depth"], s["type"]) for s in passed["spans"]][1:] == [
+        ("guardrail/policy", 1, "GUARDRAIL"),
+        ("provider/openai/gpt-4o-mini", 1, "LLM"),
+        ("judge", 2, "EVALUATOR"),
+    ]
+    assert blocked["state"] == "ERROR" and blocked["spans"][1]["status"] == "SpanStatusCode.ERROR"
+    assert "sanitization" in [s["name"] for s in sanitized_shape["spans"]]

@@ -39,7 +39,12 @@ def identity_of(event: dict[str, Any]) -> Identity | None:
     context = ((event.get("requestContext") or {}).get("authorizer") or {}).get("lambda") or {}
     if context.get("authenticated") not in (True, "true"):
         return None
-    return Identity(username=str(context["username"]), is_admin=context.get("is_admin") in (True, "true"))
+    service = context.get("service")
+    return Identity(
+        username=str(context["username"]),
+        is_admin=context.get("is_admin") in (True, "true"),
+        service=service if isinstance(service, str) else None,
+    )
 
 
 def guarded(operation_name: str, run: Callable[[Request], Any], req: Request, identity: Identity | None) -> Any:

@@ -27,6 +27,7 @@ from serverless_mlflow.auth.checks import (
     manage_roles,
     need,
     needs,
+    or_gateway_usage_trace,
     read_permission_of,
     self_or_admin,
     view_roles,
@@ -189,8 +190,9 @@ RULES: dict[str, Rule] = {
     "graphql": Rule(authenticated),
     # --- traces (validate_can_*_trace: the trace's experiment governs) ----------------------------------
     # Spans or a trace info under an existing trace id change that trace: UPDATE on its experiment as well.
-    "otlp_traces": Rule(needs((resources.otlp_experiment, UPDATE), (links.exported_trace_owners, UPDATE))),
-    "start_trace": Rule(needs((resources.started_trace_experiment, UPDATE), (links.started_trace_owner, UPDATE))),
+    # The gateway's usage traces are its own record (checks.or_gateway_usage_trace).
+    "otlp_traces": Rule(or_gateway_usage_trace(needs((resources.otlp_experiment, UPDATE), (links.exported_trace_owners, UPDATE)))),
+    "start_trace": Rule(or_gateway_usage_trace(needs((resources.started_trace_experiment, UPDATE), (links.started_trace_owner, UPDATE)))),
     "get_trace_info": Rule(_READ_TRACE),
     "get_trace_info_v2": Rule(_READ_TRACE),
     "get_trace": Rule(_READ_TRACE),
