@@ -3,8 +3,8 @@ params it submitted, its stock client pointed at this server's API (``JOB_SERVER
 
 * ``optimize_prompts``: ``mlflow.genai.optimize.job.optimize_prompts_job`` (prompt-optimization jobs). It resumes
   the run the create route made, loads the prompt and optimizes it with the optimizer named; it needs MLflow's
-  GenAI extras (``litellm``, and ``gepa`` for GEPA). Without them it fails with MLflow's own error, as MLflow's
-  server does when they are not installed.
+  GenAI extras (``litellm``, and ``gepa`` for GEPA), which the deployed package carries. Without them (``make
+  serve``) it fails with MLflow's own error, as MLflow's server does when they are not installed.
 * ``invoke_issue_detection``: ``mlflow.genai.discovery.job.invoke_issue_detection_job`` (``issues/invoke``).
 """
 
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..credentials import as_creator
@@ -27,7 +29,7 @@ def _point_client() -> None:
 
 
 def optimize_prompts(params: dict[str, Any], run: JobRun) -> Any:
-    with as_creator(run):
+    with as_creator(run), _traces_flushed():
         _point_client()
         from mlflow.genai.optimize.job import optimize_prompts_job
 
@@ -35,11 +37,24 @@ def optimize_prompts(params: dict[str, Any], run: JobRun) -> Any:
 
 
 def invoke_issue_detection(params: dict[str, Any], run: JobRun) -> Any:
-    with as_creator(run):
+    with as_creator(run), _traces_flushed():
         _point_client()
         from mlflow.genai.discovery.job import invoke_issue_detection_job
 
         return invoke_issue_detection_job(**_accepted(invoke_issue_detection_job, params))
+
+
+@contextmanager
+def _traces_flushed() -> Iterator[None]:
+    """MLflow's job functions trace their LLM calls (evaluation, reflection, discovery), and the client exports
+    traces in a background queue: send them before the invocation returns, while the creator's credentials still
+    apply, because Lambda freezes the environment once the handler answers."""
+    try:
+        yield
+    finally:
+        import mlflow
+
+        mlflow.flush_trace_async_logging()
 
 
 def _accepted(function: Any, params: dict[str, Any]) -> dict[str, Any]:
