@@ -236,6 +236,8 @@ def test_detection_produces_issues(server: str, mock_llm: MockLLM, monkeypatch: 
         assert time.monotonic() < deadline, final
         time.sleep(0.3)
     assert final["status"] == "SUCCEEDED", final
+    # The stages MLflow's pipeline reports (update_status_details), the last one kept, as on MLflow's job store.
+    assert final["status_details"] == {"stage": "Generating summary..."}
     result = final["result"]
     assert (result["issues"], result["total_traces_analyzed"]) == (1, 2), final
     assert result["summary"].startswith(f"Analyzed **2** traces. Found **1** issues:\n\n### 1. {ISSUE_NAME} (severity: high)")
