@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -155,3 +156,4 @@ def jobs_reference_server(extra_env: dict[str, str]) -> Iterator[Reference]:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        shutil.rmtree(directory, ignore_errors=True)
