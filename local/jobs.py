@@ -57,6 +57,9 @@ class LocalJobs:
 
     def start(self, server_url: str) -> None:
         os.environ["JOB_SERVER_URL"] = server_url  # this runtime (a child runtime never inherits its parent's)
+        # litellm (MLflow's GenAI extras, when installed) would fetch its model price map from GitHub at import,
+        # retrying for about 15 s without a network: the worker uses the copy litellm ships, as deployed.
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         if self.source is None:
             return
         for number in range(int(os.environ.get("JOB_WORKER_CONCURRENCY") or DEFAULT_CONCURRENCY)):

@@ -40,6 +40,9 @@ os.environ.setdefault("MLFLOW_MODEL_CATALOG_URI", "")
 # The stock `mlflow server`s the tests compare with start no job runner and huey workers (seven processes each,
 # idle but polling): no test uses MLflow's server-side jobs, and on a 2-core box they slow everything else.
 os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
+# litellm (MLflow's GenAI extras, in the job worker) fetches its model price map from GitHub at import unless told to
+# use the copy it ships: no test reaches the internet.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Stream checkpoints of tables on a shared engine belong to the test run, not to the checkout.
 os.environ.setdefault("STREAM_CHECKPOINT_DIR", tempfile.mkdtemp(prefix="stream-checkpoints-"))
 

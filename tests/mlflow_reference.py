@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -117,3 +121,39 @@ def _healthy(url: str) -> bool:
         return requests.get(f"{url}/health", timeout=30).status_code == 200
     except requests.RequestException:
         return False
+
+
+@contextmanager
+def jobs_reference_server(extra_env: dict[str, str]) -> Iterator[Reference]:
+    """``mlflow server`` itself (the CLI, so with MLflow's job runner: Huey consumers running MLflow's job
+    functions in subprocesses) on sqlite, ``extra_env`` on top of this environment (a provider's variables); stopped
+    when done. Only for long tests: the runner is several processes."""
+    from local.engine import free_port
+
+    directory = Path(tempfile.mkdtemp(prefix="mlflow-jobs-reference-"))
+    port = free_port()
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "true", **extra_env}
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
+        env.pop(name, None)
+    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+    command += ["--backend-store-uri", f"sqlite:///{directory / 'mlflow.db'}", "--artifacts-destination", str(directory / "artifacts")]
+    process = subprocess.Popen(
+        command, env=env, cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    reference = Reference(directory, f"http://127.0.0.1:{port}")
+    try:
+        deadline = time.monotonic() + 300
+        while not _healthy(reference.url):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("MLflow's jobs reference server did not become healthy")
+            time.sleep(0.5)
+        yield reference
+    finally:
+        # Its own process group: the server, its uvicorn worker and the job runner's consumers go together.
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        shutil.rmtree(directory, ignore_errors=True)

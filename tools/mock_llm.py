@@ -13,6 +13,10 @@ with token counts derived from the words in and out. A prompt containing a marke
   with ``VIOLATION`` too, the judge answers ``"no"`` (a guardrail that blocks);
 * a gateway guardrail's sanitization prompt: the payload it carries, ``VIOLATION`` replaced by ``[REDACTED]``.
 
+A test scripts further answers with ``MockLLM.script(marker, reply)``: a request whose messages (system ones too)
+contain ``marker`` gets ``reply`` (a string, or a function of the last user text), checked before the markers above. MLflow's optimizers and issue discovery
+send prompts of their own that only the test knows how to answer.
+
 ``python -m tools.mock_llm [port]`` serves it on its own (default 5127).
 """
 
@@ -23,6 +27,7 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -53,6 +58,14 @@ def _last_user_text(body: dict[str, Any]) -> str:
     return json.dumps(body)[:200]
 
 
+def _all_text(body: dict[str, Any]) -> str:
+    """Every message's text (system prompts included: MLflow's pipelines put their instructions there)."""
+    parts = [_text_of(message.get("content")) for message in body.get("messages") or [] if isinstance(message, dict)]
+    parts.append(_text_of(body.get("system")))  # Anthropic
+    parts.append(_last_user_text(body))
+    return "\n".join(parts)
+
+
 def reply_for(prompt: str) -> str:
     if "You are a content sanitizer" in prompt and "Input payload:" in prompt:
         payload = prompt.split("Input payload:", 1)[1].strip()
@@ -73,12 +86,25 @@ class MockLLM:
 
     def __init__(self, port: int = 0) -> None:
         self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
+        self._rules: list[tuple[str, Callable[[str], str]]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._server.daemon_threads = True
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_port}"
+
+    def script(self, marker: str, reply: str | Callable[[str], str]) -> MockLLM:
+        """Answer prompts containing ``marker`` with ``reply`` (first matching rule wins, in the order added)."""
+        self._rules.append((marker, reply if callable(reply) else lambda _prompt, text=reply: text))
+        return self
+
+    def reply(self, prompt: str, body: dict[str, Any] | None = None) -> str:
+        every = _all_text(body) if body is not None else prompt
+        for marker, answer in list(self._rules):
+            if marker in every:
+                return answer(prompt)
+        return reply_for(prompt)
 
     def start(self) -> MockLLM:
         threading.Thread(target=self._server.serve_forever, daemon=True, name="mock-llm").start()
@@ -128,7 +154,7 @@ def _handler(mock: MockLLM) -> type[BaseHTTPRequestHandler]:
             if path.endswith("/converse"):
                 self._bedrock(body)
                 return
-            reply = reply_for(prompt)
+            reply = mock.reply(prompt, body)
             if path.endswith("/chat/completions"):
                 self._openai_chat(body, prompt, reply)
             elif path.endswith("/embeddings"):
@@ -311,7 +337,7 @@ def _handler(mock: MockLLM) -> type[BaseHTTPRequestHandler]:
 
         def _bedrock(self, body: dict[str, Any]) -> None:
             prompt = " ".join(part.get("text", "") for m in body.get("messages") or [] for part in m.get("content") or [])
-            reply = reply_for(prompt)
+            reply = mock.reply(prompt)
             usage = {"inputTokens": tokens(prompt), "outputTokens": tokens(reply), "totalTokens": tokens(prompt) + tokens(reply)}
             self._json(
                 200,

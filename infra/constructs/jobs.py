@@ -70,7 +70,9 @@ class JobsRunner(Construct):
             visibility_timeout=Duration.seconds(WORKER_TIMEOUT.to_seconds() + 60),
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=job_queue.MAX_RECEIVES),
         )
-        environment = {"JOB_QUEUE_URL": self.queue.queue_url, "JOB_SERVER_URL": api_url}
+        # LITELLM_LOCAL_MODEL_COST_MAP: litellm (MLflow's GenAI extras) reads the price map it ships instead of
+        # fetching it from GitHub at every cold start (about 15 s of retries where the worker has no egress).
+        environment = {"JOB_QUEUE_URL": self.queue.queue_url, "JOB_SERVER_URL": api_url, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         if config.iam_auth:
             environment["MLFLOW_TRACKING_AWS_SIGV4"] = "true"
         self.worker = ServerlessFunction(

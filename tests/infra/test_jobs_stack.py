@@ -44,6 +44,7 @@ def test_jobs_queue_redrives_to_its_dead_letters_and_feeds_the_worker_one_job_at
     variables = worker["Properties"]["Environment"]["Variables"]
     assert variables["JOB_QUEUE_URL"] == {"Ref": queue_id}
     assert "JOB_SERVER_URL" in variables
+    assert variables["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"  # no price-map download at cold start
     _, api = function_of(stack, "jobs")
     assert api["Properties"]["Environment"]["Variables"]["JOB_QUEUE_URL"] == {"Ref": queue_id}
 

@@ -1,8 +1,8 @@
 """MLflow 3.18's prompt-optimization job routes end to end: create makes the run (named and with the params MLflow
 logs) and submits MLflow's ``optimize_prompts`` job with MLflow's params, which the jobs API finds; get/search
 answer MLflow's PromptOptimizationJob; the job worker runs MLflow's own job function, which fails with MLflow's
-error when MLflow's optimization extras (litellm) are not installed; cancel kills the run; delete removes the
-finished job and deletes its run. Validation errors are compared with MLflow's own server."""
+error for scorers without a dataset (a job run to completion: test_prompt_optimization_run.py); cancel kills the run;
+delete removes the finished job and deletes its run. Validation errors are compared with MLflow's own server."""
 
 from __future__ import annotations
 
@@ -20,8 +20,11 @@ from tests.mlflow_reference import reference_server
 pytestmark = pytest.mark.e2e
 
 PO = "/api/3.0/mlflow/prompt-optimization/jobs"
-LITELLM_MISSING = (
-    "The 'litellm' package is required for prompt optimization but is not installed. Please install it using: pip install litellm"
+# mlflow.genai.optimize.optimize_prompts refuses scorers without training data (after the job loaded the prompt and
+# built the optimizer: litellm and gepa are importable).
+NO_TRAIN_DATA = (
+    "MlflowException: `scorers` is provided but `train_data` is None or empty or None. "
+    "`train_data` must be provided if `scorers` is provided."
 )
 
 
@@ -156,10 +159,10 @@ def test_job_lifecycle(server: str) -> None:
         "scorer_names": ["Correctness"],
     }
 
-    # MLflow's job function runs in the worker; without MLflow's optimization extras it fails with MLflow's error.
+    # MLflow's job function runs in the worker; without a dataset it fails with MLflow's error.
     done = wait_final(server, job_id)
     assert done["state"]["status"] == "JOB_STATUS_FAILED"
-    assert LITELLM_MISSING in done["state"]["error_message"]
+    assert done["state"]["error_message"] == NO_TRAIN_DATA
     # The answer rebuilt from the job: the config from its params (optimizer_config re-serialized, as MLflow does).
     assert done["config"] == {
         "optimizer_type": "OPTIMIZER_TYPE_GEPA",

@@ -230,6 +230,17 @@ def report_progress(job_id: str, progress: dict[str, Any] | None, status_message
     return _move(job_id, (RUNNING,), sets) if sets else None
 
 
+def merge_status_details(job_id: str, details: dict[str, Any]) -> dict[str, Any] | None:
+    """MLflow's ``update_status_details``: ``details`` merged over the job's, while it is not finished (a late
+    update is dropped, as MLflow's tracker ignores its terminal-state refusal). A job runs in one worker at a time,
+    so reading then writing loses no concurrent update of its own."""
+    item = table.get(JOB.key(job_id=job_id))
+    if item is None:
+        return None
+    merged = {**(json.loads(item["status_details"]) if item.get("status_details") else {}), **details}
+    return _move(job_id, (PENDING, RUNNING), {"status_details": json.dumps(merged)})
+
+
 def checkpoint_of(item: dict[str, Any]) -> Any:
     text = item.get("checkpoint")
     return json.loads(text) if text else None
