@@ -37,7 +37,7 @@ from local.http_server import serve  # noqa: E402
 from local.jobs import LocalJobs  # noqa: E402
 from local.streams import BATCHING_WINDOW_SECONDS, StreamFollower, needs_indexing  # noqa: E402
 from local.webhooks import LocalWebhooks  # noqa: E402
-from serverless_mlflow import bootstrap, job_queue, routes, schema, siblings, static_files  # noqa: E402
+from serverless_mlflow import bootstrap, http_api, job_queue, routes, schema, siblings, static_files  # noqa: E402
 
 log = logging.getLogger("serverless_mlflow.local")
 
@@ -245,7 +245,7 @@ class LocalRuntime:
 
     def invoke(self, method: str, raw_path: str, query: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
         # API Gateway's choice among the deployed routes (ajax groups are greedy routes; the function maps them).
-        matched = routes.match_gateway(method, raw_path)
+        matched = http_api.match_gateway(method, raw_path)
         if matched:
             route, path_params = matched
             feature, route_key = route.feature, route.route_key

@@ -29,7 +29,7 @@ for extra in (ROOT, ROOT / "layers" / "shared" / "python", ROOT / "functions"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from serverless_mlflow import routes  # noqa: E402
+from serverless_mlflow import route_match  # noqa: E402
 
 # Routes whose bodies *are* artifact bytes (everything else carries JSON: ids, presigned URLs, listings).
 _CONTENT_OPERATIONS = {"upload_artifact", "download_artifact"}
@@ -62,7 +62,7 @@ class LambdaMeter:
             # (self?, method, raw_path, query, headers, body): the last five are the invocation.
             method, raw_path, _query, _headers, body = args[-5:]
             response = invoke(*args)
-            matched = routes.match(method, raw_path)
+            matched = route_match.match(method, raw_path)
             record = Invocation(
                 method=method,
                 path=raw_path,

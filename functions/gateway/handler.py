@@ -15,7 +15,18 @@ from serverless_mlflow.pages import page_response
 from serverless_mlflow.request import read_float, read_int32, to_string, type_error
 from serverless_mlflow.server_info import GATEWAY_DISABLED, gateway_enabled
 
-from . import budgets, catalog, endpoints, guardrails, model_definitions, provider_auth, secrets, validation
+from . import (
+    budgets,
+    catalog,
+    endpoint_bindings,
+    endpoint_writes,
+    endpoints,
+    guardrails,
+    model_definitions,
+    provider_auth,
+    secrets,
+    validation,
+)
 from .mcp.operations import OPERATIONS as MCP_OPERATIONS
 from .messages import DEFINITION_UPDATES, MESSAGES
 from .skills import OPERATIONS as SKILL_OPERATIONS
@@ -172,7 +183,7 @@ def create_endpoint(req: Request) -> dict[str, Any]:
     _check_endpoint_name(msg.get("name"))
     fallback = _fallback(msg.get("fallback_config"))
     configs = [_model_config(raw, f"model_configs[{i}]") for i, raw in enumerate(msg.get("model_configs") or [])]
-    endpoint = endpoints.create_endpoint(
+    endpoint = endpoint_writes.create_endpoint(
         msg["name"],
         configs,
         _or_none(msg, "created_by"),
@@ -198,7 +209,7 @@ def update_endpoint(req: Request) -> dict[str, Any]:
     fallback = _fallback(msg.get("fallback_config"))
     raw_configs = msg.get("model_configs") or []
     configs = [_model_config(raw, f"model_configs[{i}]") for i, raw in enumerate(raw_configs)] if raw_configs else None
-    endpoint = endpoints.update_endpoint(
+    endpoint = endpoint_writes.update_endpoint(
         msg["endpoint_id"],
         _or_none(msg, "name"),
         configs,
@@ -213,7 +224,7 @@ def update_endpoint(req: Request) -> dict[str, Any]:
 
 def delete_endpoint(req: Request) -> dict[str, Any]:
     msg = _message(req, "delete_gateway_endpoint")
-    endpoints.delete_endpoint(msg["endpoint_id"])
+    endpoint_writes.delete_endpoint(msg["endpoint_id"])
     return {}
 
 
@@ -226,12 +237,12 @@ def list_endpoints(req: Request) -> dict[str, Any]:
 def attach_model(req: Request) -> dict[str, Any]:
     msg = _message(req, "attach_model_to_gateway_endpoint")
     config = _model_config(msg["model_config"], "model_config")
-    return {"mapping": endpoints.attach_model(msg["endpoint_id"], config, _or_none(msg, "created_by"))}
+    return {"mapping": endpoint_writes.attach_model(msg["endpoint_id"], config, _or_none(msg, "created_by"))}
 
 
 def detach_model(req: Request) -> dict[str, Any]:
     msg = _message(req, "detach_model_from_gateway_endpoint")
-    endpoints.detach_model(msg["endpoint_id"], msg["model_definition_id"])
+    endpoint_writes.detach_model(msg["endpoint_id"], msg["model_definition_id"])
     return {}
 
 
@@ -244,31 +255,31 @@ def create_binding(req: Request) -> dict[str, Any]:
         # MLflow's GatewayResourceType(value) raises ValueError, which its server answers as a 500; bad input
         # answers 400 here.
         raise MlflowError(f"'{msg['resource_type']}' is not a valid GatewayResourceType", "INVALID_PARAMETER_VALUE")
-    binding = endpoints.create_binding(msg["endpoint_id"], msg["resource_type"], msg["resource_id"], _or_none(msg, "created_by"))
+    binding = endpoint_bindings.create_binding(msg["endpoint_id"], msg["resource_type"], msg["resource_id"], _or_none(msg, "created_by"))
     return {"binding": binding}
 
 
 def delete_binding(req: Request) -> dict[str, Any]:
     msg = _message(req, "delete_gateway_endpoint_binding")
-    endpoints.delete_binding(msg["endpoint_id"], msg["resource_type"], msg["resource_id"])
+    endpoint_bindings.delete_binding(msg["endpoint_id"], msg["resource_type"], msg["resource_id"])
     return {}
 
 
 def list_bindings(req: Request) -> dict[str, Any]:
     msg = _message(req, "list_gateway_endpoint_bindings")
-    found = endpoints.list_bindings(_or_none(msg, "endpoint_id"), _or_none(msg, "resource_type"), _or_none(msg, "resource_id"))
+    found = endpoint_bindings.list_bindings(_or_none(msg, "endpoint_id"), _or_none(msg, "resource_type"), _or_none(msg, "resource_id"))
     return {"bindings": found} if found else {}
 
 
 def set_endpoint_tag(req: Request) -> dict[str, Any]:
     msg = _message(req, "set_gateway_endpoint_tag")
-    endpoints.set_tag(msg["endpoint_id"], msg["key"], msg.get("value", ""))
+    endpoint_bindings.set_tag(msg["endpoint_id"], msg["key"], msg.get("value", ""))
     return {}
 
 
 def delete_endpoint_tag(req: Request) -> dict[str, Any]:
     msg = _message(req, "delete_gateway_endpoint_tag")
-    endpoints.delete_tag(msg["endpoint_id"], msg["key"])
+    endpoint_bindings.delete_tag(msg["endpoint_id"], msg["key"])
     return {}
 
 

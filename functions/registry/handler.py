@@ -6,7 +6,7 @@ from typing import Any
 
 from serverless_mlflow.api import Request, build_app, lambda_entry
 
-from . import listing, models, versions
+from . import listing, models, version_create, version_writes, versions
 from .messages import MESSAGES
 
 
@@ -91,7 +91,7 @@ def get_model_version_by_alias(req: Request) -> dict[str, Any]:
 
 def create_model_version(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["create_model_version"])
-    return {"model_version": versions.create_model_version(msg)}
+    return {"model_version": version_create.create_model_version(msg)}
 
 
 def get_model_version(req: Request) -> dict[str, Any]:
@@ -101,18 +101,20 @@ def get_model_version(req: Request) -> dict[str, Any]:
 
 def update_model_version(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["update_model_version"])
-    return {"model_version": versions.update_model_version(msg["name"], msg["version"], msg.get("description"))}
+    return {"model_version": version_writes.update_model_version(msg["name"], msg["version"], msg.get("description"))}
 
 
 def transition_model_version_stage(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["transition_model_version_stage"])
-    found = versions.transition_model_version_stage(msg["name"], msg["version"], msg["stage"], msg.get("archive_existing_versions", False))
+    found = version_writes.transition_model_version_stage(
+        msg["name"], msg["version"], msg["stage"], msg.get("archive_existing_versions", False)
+    )
     return {"model_version": found}
 
 
 def delete_model_version(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["delete_model_version"])
-    versions.delete_model_version(msg["name"], msg["version"])
+    version_writes.delete_model_version(msg["name"], msg["version"])
     return {}
 
 
@@ -130,13 +132,13 @@ def search_model_versions(req: Request) -> dict[str, Any]:
 
 def set_model_version_tag(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["set_model_version_tag"])
-    versions.set_model_version_tag(msg["name"], msg["version"], msg["key"], msg.get("value", ""))
+    version_writes.set_model_version_tag(msg["name"], msg["version"], msg["key"], msg.get("value", ""))
     return {}
 
 
 def delete_model_version_tag(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["delete_model_version_tag"])
-    versions.delete_model_version_tag(msg["name"], msg["version"], msg["key"])
+    version_writes.delete_model_version_tag(msg["name"], msg["version"], msg["key"])
     return {}
 
 

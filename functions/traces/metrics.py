@@ -28,7 +28,7 @@ from serverless_mlflow.trace_metrics import rollups, rows, spec
 from serverless_mlflow.trace_metrics.summary import Summary
 from serverless_mlflow.validation.experiments import parse_experiment_id
 
-from . import read, search, text
+from . import search, span_decoding, text
 
 Item = dict[str, Any]
 _FAMILY_OF = {
@@ -297,7 +297,7 @@ def _rows_of(query: Query, info: Item, trace: rows.TraceRow) -> Iterable[tuple[i
             if all(dims.get(_filter_dimension(f)) == f.value for f in query.filters if f.view == "assessment"):
                 yield trace.timestamp_ms, dims, row.numeric
     else:
-        for span in read.stored_spans(info):
+        for span in span_decoding.stored_spans(info):
             row = rows.span_row(span)
             dims = {
                 **base,

@@ -1,43 +1,23 @@
-"""Reading traces: info, whole traces with spans, batch get (search: ``search.py``)."""
+"""Reading traces: info, whole traces with spans, batch get (search: ``search.py``; span decoding: ``span_decoding.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from serverless_mlflow import s3
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import traces as store
 
-from . import search
+from . import search, span_decoding
 
 
 def get_trace_info(trace_id: str) -> dict[str, Any]:
     return store.info_json(store.get_info_item(trace_id))
 
 
-def _span(item: dict[str, Any]) -> Span:
-    if item.get("spill_key"):
-        payload = s3.client().get_object(Bucket=s3.bucket_name(), Key=item["spill_key"])["Body"].read()
-    else:
-        payload = bytes(item["span"])
-    span = Span()
-    span.ParseFromString(payload)
-    return span
-
-
-def stored_spans(info: dict[str, Any], items: list[dict[str, Any]] | None = None) -> list[Span]:
-    """The trace's stored spans (``items``, else read) as OTLP messages, in start-time order."""
-    if items is None:
-        items = store.span_items(info["experiment_id"], info["trace_id"])
-    items = sorted(items, key=lambda i: (i.get("start_time_unix_nano", 0), store.span_id_of(i)))
-    return [_span(item) for item in items]
-
-
 def _spans_json(info: dict[str, Any], items: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    return [MessageToDict(span, preserving_proto_field_name=True) for span in stored_spans(info, items)]
+    return [MessageToDict(span, preserving_proto_field_name=True) for span in span_decoding.stored_spans(info, items)]
 
 
 def get_trace(trace_id: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from serverless_mlflow import span_content, table, trace_text
 from serverless_mlflow.schema import ENTITY, trace_partition
 from serverless_mlflow.search import traces as grammar
 
-from . import read
+from . import span_decoding
 
 SIGNATURE = ENTITY["trace_text_signature"]
 
@@ -43,7 +43,7 @@ def matches(info: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
     if _ruled_out(info, _tokens(span_clauses)):
         return False
     trace_id = info["trace_id"]
-    for span in read.stored_spans(info):
+    for span in span_decoding.stored_spans(info):
         row = {
             grammar.SPAN_CONTENT: span_content.content(span, trace_id),
             "name": span.name,

@@ -16,7 +16,7 @@ from serverless_mlflow.errors import ATTRIBUTE_NOT_FOUND, MlflowError, not_found
 from serverless_mlflow.span_content import span_dict
 from serverless_mlflow.store import traces as store
 
-from . import read
+from . import span_decoding
 
 TRACE_DATA_FILE = "traces.json"
 ARTIFACTS_ROUTE = "/api/2.0/mlflow-artifacts/artifacts"
@@ -29,7 +29,7 @@ def trace_data(request_id: str | None) -> bytes | str:
     info = store.get_info_item(request_id)
     tags = info.get("tags") or {}
     if tags.get(store.SPANS_LOCATION_TAG) == store.TRACKING_STORE:
-        spans = [span_dict(span, request_id) for span in read.stored_spans(info)]
+        spans = [span_dict(span, request_id) for span in span_decoding.stored_spans(info)]
         return json.dumps({"spans": spans}, ensure_ascii=False).encode("utf-8")
     return f"{_artifacts_of(request_id, tags)}/{TRACE_DATA_FILE}"
 

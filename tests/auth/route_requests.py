@@ -611,7 +611,7 @@ SHAPES: dict[str, Shape] = {
 
 _GATEWAY = (
     "AI gateway configuration has no per-user owner here: changes are admin-only and reads are open to every "
-    "user (no per-resource gateway grants are served; rules.py), so there is no galice resource to point at"
+    "user (no per-resource gateway grants are served; rules/platform.py), so there is no galice resource to point at"
 )
 _PUBLIC = "public (no credentials needed) and names no resource; wrong credentials are cross_scenario's"
 _WEBHOOKS = "webhooks are admin-only (MLflow's sender_is_admin): no per-user owner, so there is no galice resource to point at"
@@ -693,7 +693,7 @@ NO_RESOURCE_ID: dict[str, str] = {
         )
     },
     **{
-        f"{method} /api/3.0/mlflow/workspaces{path}": "workspaces are admin-only here (rules.py; per-workspace grants are not "
+        f"{method} /api/3.0/mlflow/workspaces{path}": "workspaces are admin-only here (rules/platform.py; per-workspace grants are not "
         "served yet) and have no per-user owner"
         for method, path in (
             ("GET", ""),
@@ -704,7 +704,7 @@ NO_RESOURCE_ID: dict[str, str] = {
         )
     },
     **{
-        f"{method} /api/3.0/mlflow/gateway/budgets/{path}": "gateway budgets are admin-only (rules.py) and have no per-user owner"
+        f"{method} /api/3.0/mlflow/gateway/budgets/{path}": "gateway budgets are admin-only (rules/platform.py) and have no per-user owner"
         for method, path in (
             ("POST", "create"),
             ("GET", "get"),
@@ -715,7 +715,7 @@ NO_RESOURCE_ID: dict[str, str] = {
         )
     },
     **{
-        f"{method} /api/3.0/mlflow/gateway/guardrails/{path}": "gateway guardrails are admin-only (rules.py) and have no per-user owner"
+        f"{method} /api/3.0/mlflow/gateway/guardrails/{path}": "gateway guardrails are admin-only (rules/platform.py) and have no per-user owner"
         for method, path in (
             ("POST", "create"),
             ("GET", "get"),
@@ -746,7 +746,7 @@ NO_RESOURCE_ID: dict[str, str] = {
     **{
         route.route_key: (
             "the MCP server registry has no per-user owner here: changes are admin-only and reads are open to every "
-            "user (MLflow's per-server mcp_server grants are not served; rules.py), so there is no galice resource"
+            "user (MLflow's per-server mcp_server grants are not served; rules/platform.py), so there is no galice resource"
         )
         for route in ROUTES
         if route.path.startswith(f"{M3}/mcp-servers")
@@ -754,7 +754,7 @@ NO_RESOURCE_ID: dict[str, str] = {
     **{
         route.route_key: (
             "the skill registry has no per-user owner here: changes are admin-only and reads are open to every user "
-            "(MLflow's per-skill grants are not served; rules.py), so there is no galice resource"
+            "(MLflow's per-skill grants are not served; rules/platform.py), so there is no galice resource"
         )
         for route in ROUTES
         if route.path.startswith(f"{M3}/skills")

@@ -1,5 +1,5 @@
 """The MCP server registry under basic auth: every signed-in user reads it, only admins change it (MLflow's
-per-server ``mcp_server`` grants are not served; ``auth/rules.py``), and no route answers without credentials."""
+per-server ``mcp_server`` grants are not served; ``auth/rules/platform.py``), and no route answers without credentials."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The skill registry under basic auth: every signed-in user reads it, only admins change it (MLflow's per-skill
-``skill`` grants are not served; ``auth/rules.py``), the registering admin is recorded, and no route answers
+``skill`` grants are not served; ``auth/rules/platform.py``), the registering admin is recorded, and no route answers
 without credentials. Driven over REST: the project's pinned client (3.17.2) has no skill methods."""
 
 from __future__ import annotations

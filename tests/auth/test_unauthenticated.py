@@ -8,6 +8,9 @@ import pytest
 import requests
 
 from serverless_mlflow.auth.rules import RULES
+from serverless_mlflow.auth.rules.genai import GENAI_RULES
+from serverless_mlflow.auth.rules.platform import PLATFORM_RULES
+from serverless_mlflow.auth.rules.tracking import TRACKING_RULES
 from serverless_mlflow.routes import ROUTES, Route
 from tests.auth.conftest import ADMIN, ADMIN_PASSWORD
 
@@ -97,3 +100,9 @@ def test_public_routes_accept_right_credentials(basic_server: str) -> None:
 def test_every_protected_operation_has_a_rule() -> None:
     # An operation without a row is admin-only (fail closed); the shipped routes all have a deliberate row.
     assert {route.operation for route in PROTECTED} <= set(RULES)
+
+
+def test_the_rule_sections_name_disjoint_operations() -> None:
+    # RULES merges the sections; an operation in two of them would silently keep only the later row.
+    sections = [set(TRACKING_RULES), set(GENAI_RULES), set(PLATFORM_RULES)]
+    assert sum(len(s) for s in sections) == len(RULES)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from local.events import LambdaContext, api_gateway_event
-from serverless_mlflow import routes, table
+from serverless_mlflow import route_match, table
 from tests.conftest import unique
 
 M2 = "/api/2.0/mlflow"
@@ -17,7 +17,7 @@ M2 = "/api/2.0/mlflow"
 def invoke(method: str, path: str, body: dict[str, Any] | None = None, query: str = "") -> tuple[int, dict[str, Any]]:
     from experiments.handler import lambda_handler
 
-    matched = routes.match(method, path)
+    matched = route_match.match(method, path)
     assert matched is not None and matched[0].feature == "experiments"
     raw = json.dumps(body).encode() if body is not None else b""
     headers = {"content-type": "application/json"} if body is not None else {}

@@ -19,6 +19,7 @@ import requests
 from serverless_mlflow import table
 from serverless_mlflow.run_metrics import HISTORY
 from serverless_mlflow.schema import ENTITY, PK
+from serverless_mlflow.table import connection
 from tests.conftest import unique
 
 pytestmark = pytest.mark.e2e
@@ -82,7 +83,7 @@ class FullCollections:
 def collections(server: str, local_runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FullCollections]:
     local_runtime.drain_stream()  # nothing of an earlier test left for the indexer
     wrapper = FullCollections(table.client())
-    monkeypatch.setattr(table, "_client", wrapper)
+    monkeypatch.setattr(connection, "_client", wrapper)
     yield wrapper
     wrapper.full.clear()
     local_runtime.drain_stream()

@@ -14,6 +14,7 @@ from botocore.stub import Stubber
 from serverless_mlflow import keys, table
 from serverless_mlflow.errors import MlflowError
 from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.table import connection
 
 LONG = "x" * 3000
 
@@ -23,11 +24,11 @@ def stubbed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
     # botocore's Stubber stands in for DynamoDB: a call the test did not expect fails it.
     monkeypatch.setenv("TABLE_NAME", "stubbed")
     client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
-    monkeypatch.setattr(table, "_client", client)
+    monkeypatch.setattr(connection, "_client", client)
     with Stubber(client) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()
-    monkeypatch.setattr(table, "_client", None)
+    monkeypatch.setattr(connection, "_client", None)
 
 
 def _refused(call: object, *args: object, **kwargs: object) -> str:
@@ -90,8 +91,8 @@ def test_a_range_end_no_key_can_hold_is_moved_and_the_rest_filtered(stubbed: Stu
 def test_unprocessed_batches_that_never_clear_are_capacity_failures(stubbed: Stubber, monkeypatch: pytest.MonkeyPatch) -> None:
     from serverless_mlflow import api
 
-    monkeypatch.setattr(table, "MAX_UNPROCESSED_RETRIES", 1)
-    monkeypatch.setattr(table, "backoff", lambda attempt: None)
+    monkeypatch.setattr(connection, "MAX_UNPROCESSED_RETRIES", 1)
+    monkeypatch.setattr(connection, "backoff", lambda attempt: None)
     pending = {"stubbed": [{"PutRequest": {"Item": {"pk": {"S": "p"}, "sk": {"S": "s"}}}}]}
     for _ in range(2):
         stubbed.add_response("batch_write_item", {"UnprocessedItems": pending})

@@ -21,6 +21,7 @@ import pytest
 import requests
 
 from serverless_mlflow import table
+from serverless_mlflow.table import connection
 from tests.conftest import unique
 
 pytestmark = pytest.mark.e2e
@@ -81,8 +82,8 @@ class ThrottledWrites:
 @pytest.fixture
 def throttled(server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[ThrottledWrites]:
     wrapper = ThrottledWrites(table.client())
-    monkeypatch.setattr(table, "_client", wrapper)
-    monkeypatch.setattr(table, "MAX_UNPROCESSED_RETRIES", 1)
+    monkeypatch.setattr(connection, "_client", wrapper)
+    monkeypatch.setattr(connection, "MAX_UNPROCESSED_RETRIES", 1)
     yield wrapper
 
 

@@ -11,6 +11,7 @@ import pytest
 from botocore.stub import Stubber
 
 from serverless_mlflow import api, table
+from serverless_mlflow.table import connection
 
 
 @pytest.fixture
@@ -18,10 +19,10 @@ def stubbed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
     # botocore's Stubber stands in for DynamoDB (AWS), answering with the real error shapes.
     monkeypatch.setenv("TABLE_NAME", "stubbed")
     client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
-    monkeypatch.setattr(table, "_client", client)
+    monkeypatch.setattr(connection, "_client", client)
     with Stubber(client) as stubber:
         yield stubber
-    monkeypatch.setattr(table, "_client", None)
+    monkeypatch.setattr(connection, "_client", None)
 
 
 def _cancelled(stubber: Stubber, *reasons: str) -> None:
@@ -55,7 +56,7 @@ def test_a_failed_condition_is_the_only_conflict(stubbed: Stubber) -> None:
 
 
 def test_throttling_that_never_ends_is_unavailable_not_a_conflict(stubbed: Stubber, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(table, "MAX_UNPROCESSED_RETRIES", 2)
+    monkeypatch.setattr(connection, "MAX_UNPROCESSED_RETRIES", 2)
     for _ in range(3):
         _cancelled(stubbed, "ThrottlingError", "None")
     with pytest.raises(table.Unavailable) as raised:

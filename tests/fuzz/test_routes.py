@@ -11,7 +11,7 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from serverless_mlflow import routes
+from serverless_mlflow import route_match, routes
 
 from .conftest import Target, ensure_seeds, examples, long_mode
 from .plans import RoutePlan, all_plans, good_path_param
@@ -66,7 +66,7 @@ def test_methods_a_path_does_not_take(plain_target: Target, plan: RoutePlan) -> 
     target = plain_target
     ensure_seeds(target)
     path = path_of(plan, {name: good_path_param(name, plan.route, target.seeds) for name in plan.path_params})
-    allowed = routes.allowed_methods(path)
+    allowed = route_match.allowed_methods(path)
     assert allowed, path
     methods = [method for method in METHODS if method not in allowed or method == "OPTIONS"]
     answers = checked_sends(target, plan, [Fuzzed(method, path, headers=dict(target.headers)) for method in methods])

@@ -11,7 +11,7 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 from infra.constructs.api import AUTHORIZER_CACHE_SECONDS
 from local.authorizer import CACHE_SECONDS
-from serverless_mlflow import routes
+from serverless_mlflow import http_api
 from serverless_mlflow.auth.authorizer import DEFAULT_CACHE_SECONDS
 from tests.infra.test_stack import NAG_ID, Synth, policy_statements_of
 
@@ -51,8 +51,8 @@ def test_cached_lambda_authorizer_on_the_authorization_header(basic_synth: Synth
 def test_every_route_but_the_public_ones_carries_the_authorizer(basic_synth: Synth) -> None:
     authorizer_id, _ = _authorizer(basic_synth)
     by_key = {r["Properties"]["RouteKey"]: r["Properties"] for r in basic_synth.resources("AWS::ApiGatewayV2::Route").values()}
-    assert set(by_key) == {route.route_key for route in routes.gateway_routes()} | {"$default"}
-    public = {route.route_key for route in routes.gateway_routes() if route.public}
+    assert set(by_key) == {route.route_key for route in http_api.gateway_routes()} | {"$default"}
+    public = {route.route_key for route in http_api.gateway_routes() if route.public}
     # The UI's index and bundle are public (MLflow's /static-files are); the index sends a browser to /login.
     # /signup checks credentials itself, as /login does (it challenges a browser, then serves admins only).
     assert public == {

@@ -24,7 +24,7 @@ from infra.constructs.indexer import BATCHING_WINDOW_SECONDS, RETRY_ATTEMPTS, re
 from infra.constructs.layer import RUNTIME_PROVIDED, vendored_distributions
 from infra.permissions import ACCESS, TABLE_WRITE, access_for
 from infra.stack import MlflowServerlessStack
-from serverless_mlflow import routes, schema
+from serverless_mlflow import http_api, routes, schema
 
 pytestmark = pytest.mark.xdist_group("infra")
 
@@ -248,7 +248,7 @@ def test_every_route_of_the_route_table_goes_to_its_feature(synth: Synth) -> Non
     api_routes = synth.resources("AWS::ApiGatewayV2::Route")
     integrations = synth.resources("AWS::ApiGatewayV2::Integration")
     by_key = {r["Properties"]["RouteKey"]: r["Properties"] for r in api_routes.values()}
-    assert set(by_key) == {route.route_key for route in routes.gateway_routes()} | {"$default"}
+    assert set(by_key) == {route.route_key for route in http_api.gateway_routes()} | {"$default"}
 
     def target_function(route_props: dict[str, Any]) -> str:
         integration_id = route_props["Target"]["Fn::Join"][1][1]["Ref"]
@@ -257,7 +257,7 @@ def test_every_route_of_the_route_table_goes_to_its_feature(synth: Synth) -> Non
         assert integration["PayloadFormatVersion"] == "2.0"
         return integration["IntegrationUri"]["Fn::GetAtt"][0]
 
-    for route in routes.gateway_routes():
+    for route in http_api.gateway_routes():
         expected, _ = function_of(synth, route.feature)
         assert target_function(by_key[route.route_key]) == expected, route.route_key
     meta, _ = function_of(synth, routes.DEFAULT_FEATURE)

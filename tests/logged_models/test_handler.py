@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 
 from local.events import LambdaContext, api_gateway_event
-from serverless_mlflow import routes, table
+from serverless_mlflow import route_match, table
 from tests.conftest import unique
 
 M2 = "/api/2.0/mlflow"
 
 
 def invoke(method: str, path: str, body: dict[str, Any] | None = None, query: str = "") -> tuple[int, dict[str, Any]]:
-    matched = routes.match(method, path)
+    matched = route_match.match(method, path)
     assert matched is not None
     feature = matched[0].feature
     handler = __import__(f"{feature}.handler", fromlist=["lambda_handler"]).lambda_handler

@@ -22,13 +22,13 @@ def _measure(fn: Any) -> dict[str, Any]:
 
 
 def test_registry_operation_costs(server: str, record_property: Any) -> None:
-    from registry import models, versions
+    from registry import models, version_create, versions
 
     name = unique("cost")
     models.create_registered_model(name, {}, "")
-    versions.create_model_version({"name": name, "source": "s3://bucket/warmup"})
+    version_create.create_model_version({"name": name, "source": "s3://bucket/warmup"})
 
-    create = _measure(lambda: versions.create_model_version({"name": name, "source": "s3://bucket/model"}))
+    create = _measure(lambda: version_create.create_model_version({"name": name, "source": "s3://bucket/model"}))
     alias = _measure(lambda: models.set_registered_model_alias(name, "champion", "2"))
     by_alias = _measure(lambda: versions.get_model_version_by_alias(name, "champion"))
     download = _measure(lambda: versions.get_model_version_download_uri(name, "2"))

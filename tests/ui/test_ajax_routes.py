@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from local.events import api_gateway_event
-from serverless_mlflow import routes
+from serverless_mlflow import http_api, route_match, routes
 from serverless_mlflow.api import ajax_to_api
 from tests.conftest import unique
 
@@ -28,12 +28,12 @@ def _sample(path: str) -> str:
 @pytest.mark.parametrize("route", [r for r in routes.ROUTES if r.path.startswith(routes.API_PREFIX)], ids=lambda r: r.route_key)
 def test_every_api_route_reaches_its_operation_under_ajax_api(route: routes.Route) -> None:
     path = _sample(route.path)
-    gateway = routes.match_gateway(route.method, _ajax(path))
+    gateway = http_api.match_gateway(route.method, _ajax(path))
     assert gateway is not None and gateway[0].feature == route.feature
     event = api_gateway_event(route.method, _ajax(path), "", {}, b"", gateway[0].route_key, gateway[1], "local")
     mapped = ajax_to_api(event)
     assert mapped["rawPath"] == mapped["requestContext"]["http"]["path"] == path
-    operation = routes.match(route.method, mapped["rawPath"])
+    operation = route_match.match(route.method, mapped["rawPath"])
     assert operation is not None and operation[0] == route
     # The function sees the /api route's path parameters, not the greedy route's {proxy}.
     assert mapped["pathParameters"] == operation[1]
@@ -43,20 +43,20 @@ def test_ui_only_routes_answer_under_ajax_api_alone() -> None:
     for route in routes.ROUTES:
         if route.path.startswith(routes.AJAX_PREFIX):
             path = _sample(route.path)
-            assert routes.match(route.method, path)[0] == route  # type: ignore[index]
-            assert routes.match(route.method, routes.API_PREFIX + path[len(routes.AJAX_PREFIX) :]) is None
+            assert route_match.match(route.method, path)[0] == route  # type: ignore[index]
+            assert route_match.match(route.method, routes.API_PREFIX + path[len(routes.AJAX_PREFIX) :]) is None
 
 
 def test_gateway_routes_stay_within_the_quota() -> None:
-    gateway = routes.gateway_routes()
+    gateway = http_api.gateway_routes()
     keys = [r.route_key for r in gateway]
     assert len(keys) == len(set(keys)) and len(keys) <= ROUTE_BUDGET
     ajax = [r for r in gateway if r.path.startswith(routes.AJAX_PREFIX)]
     assert len(ajax) < len([r for r in routes.ROUTES if r.path.startswith(routes.API_PREFIX)]) / 3
     # A route of another feature in a group keeps its own exact route, which API Gateway prefers.
-    files = routes.match_gateway("GET", "/ajax-api/2.0/mlflow/logged-models/m-1/artifacts/files")
+    files = http_api.match_gateway("GET", "/ajax-api/2.0/mlflow/logged-models/m-1/artifacts/files")
     assert files is not None and files[0].feature == "artifacts" and files[1] == {"model_id": "m-1"}
-    assert routes.match_gateway("GET", "/ajax-api/2.0/mlflow/logged-models/m-1")[0].feature == "logged_models"  # type: ignore[index]
+    assert http_api.match_gateway("GET", "/ajax-api/2.0/mlflow/logged-models/m-1")[0].feature == "logged_models"  # type: ignore[index]
 
 
 def test_named_stage_prefix_is_kept() -> None:

@@ -90,7 +90,7 @@ def scenario(url: str, suffix: str) -> list[Any]:
     record(outcome(lambda: client.create_model_version(shared, f"models:/{only_a}/1").version))
     record(outcome(lambda: client.copy_model_version(f"models:/{only_a}/1", shared).version))
     # MLflow's store raises this one without an error code (a 500); this server answers bad input with a 400
-    # (versions.storage_location_for), in any workspace.
+    # (version_create.storage_location_for), in any workspace.
     refused = outcome(lambda: client.create_model_version(shared, f"models:/{logged_a}", model_id=logged_a).version)
     record(refused in ("INTERNAL_ERROR", "INVALID_PARAMETER_VALUE"))
     record(outcome(lambda: client.create_model_version(shared, f"runs:/{run_a}/model", run_id=run_a).run_id == run_a))

@@ -31,7 +31,8 @@ from serverless_mlflow.observability import Observed
 from serverless_mlflow.request import json_text
 from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.resolver import ThreadLocalHttpResolver
-from serverless_mlflow.routes import AJAX_PREFIX, allowed_methods, family_of, match, operation_path, routes_for
+from serverless_mlflow.route_match import allowed_methods, match, operation_path
+from serverless_mlflow.routes import AJAX_PREFIX, family_of, routes_for
 
 observed = Observed("mlflow-serverless")
 # MLflow's permission rules run only in basic-auth mode: a function of an IAM-authorized stack never imports them.

@@ -8,8 +8,8 @@ most specific route, so literal routes (``/logged-models/search``) win over ``{m
 The web UI calls every REST route under ``/ajax-api/`` instead of ``/api/`` (MLflow serves both). Doubling
 the API Gateway routes would eat the HTTP API's route quota (300), so the gateway gets one greedy
 ``ANY /ajax-api/<version>/<service>/<group>/{proxy+}`` route per route group (``runs``, ``experiments``,
-...) to the group's feature (``gateway_routes``); the feature's handler maps the path back to ``/api/``
-before matching (``operation_path``). UI-only routes that MLflow serves under ``/ajax-api/`` alone are
+...) to the group's feature (``http_api.gateway_routes``); the feature's handler maps the path back to ``/api/``
+before matching (``route_match.operation_path``). UI-only routes that MLflow serves under ``/ajax-api/`` alone are
 written with that prefix in the table.
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
 
 
 @dataclass(frozen=True)
@@ -453,137 +452,9 @@ def routes_for(feature: str) -> list[Route]:
     return [route for route in ROUTES if route.feature == feature]
 
 
-@cache
-def _compiled() -> list[tuple[re.Pattern[str], Route, int]]:
-    return [(pattern, route, literal_chars) for route in ROUTES for pattern, literal_chars in [_pattern(route.path)]]
-
-
-def _pattern(path: str) -> tuple[re.Pattern[str], int]:
-    pattern = re.sub(r"\\\{(\w+)\\\+\\\}", r"(?P<\1>.+)", re.escape(path))
-    pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", pattern)
-    return re.compile(f"^{pattern}$"), len(re.sub(r"\{\w+\+?\}", "", path))
-
-
-def _match_operation(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
-    best: tuple[Route, dict[str, str], int] | None = None
-    for pattern, route, literal_chars in _compiled():
-        if route.method != method:
-            continue
-        found = pattern.match(path)
-        if found and (best is None or literal_chars > best[2]):
-            best = (route, found.groupdict(), literal_chars)
-    return (best[0], best[1]) if best else None
-
-
-def operation_path(method: str, path: str) -> str:
-    """The path a feature matches: ``/ajax-api/...`` is ``/api/...`` unless the table names the ajax path (for
-    any method: an ajax-only route asked with another method keeps its path, and its 405)."""
-    if path.startswith(AJAX_PREFIX) and not any(_match_operation(m, path) for m in _table_methods()):
-        return API_PREFIX + path[len(AJAX_PREFIX) :]
-    return path
-
-
-@cache
-def _table_methods() -> tuple[str, ...]:
-    return tuple(sorted({route.method for route in ROUTES}))
-
-
-def match(method: str, path: str) -> tuple[Route, dict[str, str]] | None:
-    """The operation a request is for: exact method, most literal characters wins; ajax paths mapped."""
-    return _match_operation(method, operation_path(method, path))
-
-
-def allowed_methods(path: str) -> list[str]:
-    """The methods the table routes for ``path`` (with OPTIONS, which MLflow's server answers for any of
-    them); empty for a path the table does not know."""
-    found = sorted({route.method for route in ROUTES if match(route.method, path) is not None})
-    return [*found, "OPTIONS"] if found else []
-
-
-# --- what API Gateway holds ---------------------------------------------------------------------
-
-
 def family_of(path: str) -> str | None:
     """The greedy family prefix a table path belongs to, if any."""
     for prefix in GREEDY_FAMILIES:
         if path == prefix or path.startswith(prefix + "/"):
             return prefix
     return None
-
-
-@dataclass(frozen=True)
-class GatewayRoute:
-    method: str  # an HTTP method or ANY
-    path: str
-    feature: str
-    # No authorizer (basic auth): only the table's own routes of PUBLIC_OPERATIONS; an ajax group never is.
-    public: bool = False
-
-    @property
-    def route_key(self) -> str:
-        return f"{self.method} {self.path}"
-
-
-# /ajax-api/<version>/<service>/<group>: the segments that name a route group.
-_GROUP_SEGMENTS = 5
-
-
-def _ajax_groups() -> dict[str, list[tuple[Route, str]]]:
-    groups: dict[str, list[tuple[Route, str]]] = {}
-    for route in ROUTES:
-        if family_of(route.path) is not None and route.path.startswith(AJAX_PREFIX):
-            continue  # an ajax-only family: its own greedy routes
-        if route.path.startswith(API_PREFIX):
-            ajax = AJAX_PREFIX + route.path[len(API_PREFIX) :]
-        elif route.path.startswith(AJAX_PREFIX):
-            ajax = route.path
-        else:
-            continue
-        prefix = "/".join(ajax.split("/")[:_GROUP_SEGMENTS])
-        groups.setdefault(prefix, []).append((route, ajax))
-    return groups
-
-
-@cache
-def gateway_routes() -> tuple[GatewayRoute, ...]:
-    """The HTTP API's routes: the table's own paths, plus the ajax groups (greedy, to the group's main
-    feature; a route of another feature in a group keeps an exact route, which API Gateway prefers)."""
-    out = [
-        GatewayRoute(r.method, r.path, r.feature, r.public)
-        for r in ROUTES
-        if not r.path.startswith(AJAX_PREFIX) and family_of(r.path) is None
-    ]
-    for prefix, feature in GREEDY_FAMILIES.items():
-        out += [GatewayRoute("ANY", prefix, feature), GatewayRoute("ANY", prefix + "/{proxy+}", feature)]
-    for prefix, members in sorted(_ajax_groups().items()):
-        counts: dict[str, int] = {}
-        for route, _ in members:
-            counts[route.feature] = counts.get(route.feature, 0) + 1
-        main = min(counts, key=lambda feature: (-counts[feature], feature))
-        if any(route.feature == main and ajax == prefix for route, ajax in members):
-            out.append(GatewayRoute("ANY", prefix, main))
-        if any(route.feature == main and ajax != prefix for route, ajax in members):
-            out.append(GatewayRoute("ANY", prefix + "/{proxy+}", main))
-        out.extend(GatewayRoute(route.method, ajax, route.feature) for route, ajax in members if route.feature != main)
-    return tuple(out)
-
-
-@cache
-def _compiled_gateway() -> list[tuple[re.Pattern[str], GatewayRoute, int]]:
-    return [(*_pattern(route.path), route) for route in gateway_routes()]  # type: ignore[misc]
-
-
-def match_gateway(method: str, path: str) -> tuple[GatewayRoute, dict[str, str]] | None:
-    """The gateway route API Gateway picks: the most specific path, then a method route over ANY. API Gateway
-    routes ``/a/b/`` as ``/a/b`` (MLflow's job submission is ``POST /ajax-api/3.0/jobs/``)."""
-    if len(path) > 1 and path.endswith("/"):
-        path = path[:-1]
-    best: tuple[GatewayRoute, dict[str, str], tuple[int, int]] | None = None
-    for pattern, literal_chars, route in _compiled_gateway():
-        if route.method not in (method, "ANY"):
-            continue
-        found = pattern.match(path)
-        rank = (literal_chars, int(route.method == method))
-        if found and (best is None or rank > best[2]):
-            best = (route, found.groupdict(), rank)
-    return (best[0], best[1]) if best else None

@@ -2,7 +2,7 @@
 
 The API Gateway Lambda authorizer (``authorizer.py``) checks the credentials and passes the identity in the
 request context; ``enforce`` (called by ``api.build_app`` around every operation) applies the rule table
-(``rules.py``). In the other modes (``iam``, ``none``) nothing here runs.
+(``rules/``). In the other modes (``iam``, ``none``) nothing here runs.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How a request names the resource it acts on: locators used by the rule table (``rules.py``).
+"""How a request names the resource it acts on: locators used by the rule table (``rules/``).
 
 Each locator takes the request and answers the ``(kind, resource id)`` whose permission governs it, or
 ``None`` when the resource cannot be found (MLflow then denies a non-admin: a 403 is no oracle for which
