@@ -1,0 +1,100 @@
+"""GenAI execution in the stock web UI, as a person uses it: the Playground sends a chat to a gateway endpoint
+(configured through the API, its provider the local mock: nothing leaves the machine) and shows the answer.
+
+The bundled UI's Playground posts ``gateway/mlflow/v1/chat/completions`` and shows the whole answer; the streamed
+path of the gateway runtime is tested over HTTP (tests/gateway_runtime). Every request the page makes must
+succeed, as in test_ui_pages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from tests.auth.conftest import basic_env, basic_runtime
+from tests.browser.test_ui_pages import (  # noqa: F401 (fixtures)
+    CHROMIUM_UNSAFE_PORTS,
+    _open,
+    browser_page,
+    credentials,
+    logged,
+    screenshot_dir,
+)
+from tests.conftest import unique
+from tests.gateway_runtime.test_runtime_e2e import LOOSE_API_BASE
+from tools.mock_llm import MockLLM
+
+pytestmark = pytest.mark.xdist_group("browser")
+
+GW = "/api/3.0/mlflow/gateway"
+
+
+@pytest.fixture(scope="module")
+def mock() -> Iterator[MockLLM]:
+    server = MockLLM().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def ui_server(server: str, mock: MockLLM) -> Iterator[str]:
+    """test_ui_pages' basic-auth runtime, allowed to call the mock provider on loopback."""
+    with basic_runtime(avoid_ports=frozenset(CHROMIUM_UNSAFE_PORTS), env={**basic_env(), **LOOSE_API_BASE}) as url:
+        yield url
+
+
+def _post(url: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    login = credentials()
+    response = requests.post(f"{url}{GW}{path}", json=body, auth=(login["username"], login["password"]), timeout=60)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+@pytest.fixture(scope="module")
+def endpoint(ui_server: str, mock: MockLLM) -> str:
+    name = unique("playground")
+    secret = _post(
+        ui_server,
+        "/secrets/create",
+        {
+            "secret_name": name,
+            "secret_value": {"api_key": "sk-test-0123456789"},
+            "provider": "openai",
+            "auth_config": {"api_base": f"{mock.url}/v1"},
+        },
+    )
+    definition = _post(
+        ui_server,
+        "/model-definitions/create",
+        {"name": name, "secret_id": secret["secret"]["secret_id"], "provider": "openai", "model_name": "gpt-4o-mini"},
+    )
+    config = {"model_definition_id": definition["model_definition"]["model_definition_id"], "linkage_type": "PRIMARY", "weight": 1.0}
+    _post(ui_server, "/endpoints/create", {"name": name, "model_configs": [config]})
+    return name
+
+
+def test_playground_answers_through_the_gateway(browser_page: tuple[Any, list[str]], logged: dict[str, Any], endpoint: str) -> None:  # noqa: F811
+    page, failures = browser_page
+    _open(page, failures, "20-playground", f"/#/experiments/{logged['genai_experiment_id']}/playground", "Select an endpoint")
+    try:
+        page.get_by_text("Select an endpoint").first.click()
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(screenshot_dir() / "20-playground-endpoints.png"), full_page=True)
+        option = page.get_by_role("option").filter(has_text=endpoint)
+        if option.count():
+            option.first.click()
+        else:  # the list's first entry is highlighted: a person presses Enter
+            page.keyboard.press("Enter")
+        page.get_by_text(endpoint).first.wait_for(state="visible")
+        box = page.get_by_placeholder("Type a message").first
+        box.fill("is the zeppelin on time?")
+        page.get_by_role("button", name="Submit").first.click()
+        page.get_by_text("mock reply: is the zeppelin on time?").first.wait_for(state="visible", timeout=120_000)
+    except Exception:
+        page.screenshot(path=str(screenshot_dir() / "20-playground-FAILED.png"), full_page=True)
+        raise
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(screenshot_dir() / "20-playground-answered.png"), full_page=True)
+    assert not failures, failures
