@@ -7,6 +7,8 @@ succeed, as in test_ui_pages."""
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,10 +22,12 @@ from tests.browser.test_ui_pages import (  # noqa: F401 (fixtures)
     browser_page,
     credentials,
     logged,
+    requested,
     screenshot_dir,
 )
 from tests.conftest import unique
 from tests.gateway_runtime.test_runtime_e2e import LOOSE_API_BASE
+from tests.review.test_issue_detection_invoke import DISCOVERY_SCRIPT, ISSUE_NAME
 from tools.mock_llm import MockLLM
 
 pytestmark = pytest.mark.xdist_group("browser")
@@ -34,6 +38,8 @@ GW = "/api/3.0/mlflow/gateway"
 @pytest.fixture(scope="module")
 def mock() -> Iterator[MockLLM]:
     server = MockLLM().start()
+    for marker, answer in DISCOVERY_SCRIPT:  # MLflow's issue-discovery prompts, answered so that it finds one issue
+        server.script(marker, answer)
     yield server
     server.stop()
 
@@ -98,3 +104,42 @@ def test_playground_answers_through_the_gateway(browser_page: tuple[Any, list[st
     page.wait_for_timeout(1000)
     page.screenshot(path=str(screenshot_dir() / "20-playground-answered.png"), full_page=True)
     assert not failures, failures
+
+
+def test_detect_issues_runs_an_analysis(browser_page: tuple[Any, list[str]], logged: dict[str, Any], endpoint: str, ui_server: str) -> None:  # noqa: F811
+    """Detect issues on the traces page: the modal offers the gateway endpoint as its model, and Run Analysis submits
+    MLflow's issue-detection job (``issues/invoke``), which finds an issue through the endpoint."""
+    page, failures = browser_page
+    _open(page, failures, "21-traces", f"/#/experiments/{logged['genai_experiment_id']}/traces", "Detect issues")
+    try:
+        page.get_by_role("button", name=re.compile("Detect issues", re.I)).first.click()
+        page.get_by_text("Run Analysis").first.wait_for(state="visible")
+        page.get_by_text(endpoint).first.wait_for(state="visible")
+        page.screenshot(path=str(screenshot_dir() / "21-detect-issues.png"), full_page=True)
+        page.get_by_role("button", name="Run Analysis").first.click()
+        page.wait_for_timeout(5000)
+        page.screenshot(path=str(screenshot_dir() / "21-detect-issues-running.png"), full_page=True)
+    except Exception:
+        page.screenshot(path=str(screenshot_dir() / "21-detect-issues-FAILED.png"), full_page=True)
+        raise
+    invoked = [status for method, path, status, _ in requested if method == "POST" and path.endswith("/issues/invoke")]
+    assert invoked == [200], requested
+    assert not failures, failures
+    # The job runs MLflow's discovery through the gateway endpoint (the mock scripted as MLflow's prompts expect)
+    # and the issue it finds lands in the experiment.
+    login = credentials()
+    deadline = time.monotonic() + 180
+    while True:
+        found = requests.post(
+            f"{ui_server}/api/3.0/mlflow/issues/search",
+            json={"experiment_id": logged["genai_experiment_id"]},
+            auth=(login["username"], login["password"]),
+            timeout=60,
+        )
+        assert found.status_code == 200, found.text
+        if ISSUE_NAME in [issue["name"] for issue in found.json().get("issues", [])]:
+            break
+        assert time.monotonic() < deadline, found.json()
+        assert page.get_by_text("Issue detection failed").count() == 0, "the UI reports the detection failed"
+        time.sleep(1)
+    page.screenshot(path=str(screenshot_dir() / "21-detect-issues-done.png"), full_page=True)
