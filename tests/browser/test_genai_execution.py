@@ -1,5 +1,7 @@
-"""GenAI execution in the stock web UI, as a person uses it: the Playground sends a chat to a gateway endpoint
-(configured through the API, its provider the local mock: nothing leaves the machine) and shows the answer.
+"""GenAI execution in the stock web UI, as a person uses it, against gateway endpoints configured through the API
+whose provider is the local mock (nothing leaves the machine): the Playground sends a chat and shows the answer;
+Detect issues runs MLflow's issue detection through the endpoint and the issue lands in the experiment; the
+Judges page lists a judge on the endpoint.
 
 The bundled UI's Playground posts ``gateway/mlflow/v1/chat/completions`` and shows the whole answer; the streamed
 path of the gateway runtime is tested over HTTP (tests/gateway_runtime). Every request the page makes must
@@ -143,3 +145,22 @@ def test_detect_issues_runs_an_analysis(browser_page: tuple[Any, list[str]], log
         assert page.get_by_text("Issue detection failed").count() == 0, "the UI reports the detection failed"
         time.sleep(1)
     page.screenshot(path=str(screenshot_dir() / "21-detect-issues-done.png"), full_page=True)
+
+
+def test_judges_page_lists_a_gateway_judge(
+    browser_page: tuple[Any, list[str]],  # noqa: F811
+    logged: dict[str, Any],  # noqa: F811
+    endpoint: str,
+    ui_server: str,
+) -> None:
+    """A judge on the gateway endpoint, registered with the stock client, shows on the experiment's Judges page."""
+    import mlflow
+    from mlflow.genai.judges import make_judge
+
+    mlflow.set_tracking_uri(ui_server)
+    name = unique("answers_the_question").replace("-", "_")
+    make_judge(
+        name=name, instructions="Does the {{ outputs }} answer the {{ inputs }}?", model=f"gateway:/{endpoint}", feedback_value_type=bool
+    ).register(experiment_id=logged["genai_experiment_id"])
+    _open(page := browser_page[0], browser_page[1], "22-judges", f"/#/experiments/{logged['genai_experiment_id']}/judges", name)
+    assert page.get_by_text(name).count() >= 1
