@@ -28,13 +28,11 @@ from tests.browser.test_ui_pages import (  # noqa: F401 (fixtures)
     screenshot_dir,
 )
 from tests.conftest import unique
-from tests.gateway_runtime.test_runtime_e2e import LOOSE_API_BASE
+from tests.gateway_runtime.test_runtime_e2e import LOOSE_API_BASE, _endpoint
 from tests.review.test_issue_detection_invoke import DISCOVERY_SCRIPT, ISSUE_NAME
 from tools.mock_llm import MockLLM
 
 pytestmark = pytest.mark.xdist_group("browser")
-
-GW = "/api/3.0/mlflow/gateway"
 
 
 @pytest.fixture(scope="module")
@@ -53,34 +51,10 @@ def ui_server(server: str, mock: MockLLM) -> Iterator[str]:
         yield url
 
 
-def _post(url: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    login = credentials()
-    response = requests.post(f"{url}{GW}{path}", json=body, auth=(login["username"], login["password"]), timeout=60)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
 @pytest.fixture(scope="module")
 def endpoint(ui_server: str, mock: MockLLM) -> str:
-    name = unique("playground")
-    secret = _post(
-        ui_server,
-        "/secrets/create",
-        {
-            "secret_name": name,
-            "secret_value": {"api_key": "sk-test-0123456789"},
-            "provider": "openai",
-            "auth_config": {"api_base": f"{mock.url}/v1"},
-        },
-    )
-    definition = _post(
-        ui_server,
-        "/model-definitions/create",
-        {"name": name, "secret_id": secret["secret"]["secret_id"], "provider": "openai", "model_name": "gpt-4o-mini"},
-    )
-    config = {"model_definition_id": definition["model_definition"]["model_definition_id"], "linkage_type": "PRIMARY", "weight": 1.0}
-    _post(ui_server, "/endpoints/create", {"name": name, "model_configs": [config]})
-    return name
+    login = credentials()
+    return _endpoint(ui_server, mock.url, unique("playground"), "openai", "gpt-4o-mini", (login["username"], login["password"]))["name"]
 
 
 def test_playground_answers_through_the_gateway(browser_page: tuple[Any, list[str]], logged: dict[str, Any], endpoint: str) -> None:  # noqa: F811

@@ -85,7 +85,9 @@ def ui_server(server: str) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def logged(ui_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     login = credentials()
-    saved = {name: os.environ.get(name) for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")}
+    # MLFLOW_EXPERIMENT_ID too: mlflow.set_experiment (in _log_trace) exports it, and this runtime's ids mean
+    # nothing to the servers of the worker's later tests.
+    saved = {name: os.environ.get(name) for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_EXPERIMENT_ID")}
     os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"] = login["username"], login["password"]
     try:
         yield _log_everything(ui_server, tmp_path_factory)

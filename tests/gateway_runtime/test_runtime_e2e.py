@@ -83,13 +83,16 @@ def gateway_reference(own_gateway_uri: bool = False) -> Iterator[str]:
     process.wait(timeout=30)
 
 
-def _post(base: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = requests.post(f"{base}{GW}{path}", json=body, timeout=60)
+def _post(base: str, path: str, body: dict[str, Any], auth: tuple[str, str] | None = None) -> dict[str, Any]:
+    response = requests.post(f"{base}{GW}{path}", json=body, auth=auth, timeout=60)
     assert response.status_code == 200, response.text
     return response.json()
 
 
-def _endpoint(base: str, mock_url: str, name: str, provider: str, model: str, **endpoint: Any) -> dict[str, Any]:
+def _endpoint(
+    base: str, mock_url: str, name: str, provider: str, model: str, auth: tuple[str, str] | None = None, **endpoint: Any
+) -> dict[str, Any]:
+    """A gateway endpoint on the mock provider: its secret, model definition and endpoint, created as ``auth``."""
     secret = _post(
         base,
         "/secrets/create",
@@ -99,14 +102,16 @@ def _endpoint(base: str, mock_url: str, name: str, provider: str, model: str, **
             "provider": provider,
             "auth_config": {"api_base": f"{mock_url}/v1"},
         },
+        auth,
     )
     definition = _post(
         base,
         "/model-definitions/create",
         {"name": name, "secret_id": secret["secret"]["secret_id"], "provider": provider, "model_name": model},
+        auth,
     )
     config = {"model_definition_id": definition["model_definition"]["model_definition_id"], "linkage_type": "PRIMARY", "weight": 1.0}
-    return _post(base, "/endpoints/create", {"name": name, "model_configs": [config], **endpoint})["endpoint"]
+    return _post(base, "/endpoints/create", {"name": name, "model_configs": [config], **endpoint}, auth)["endpoint"]
 
 
 def _calls(openai_name: str, claude_name: str) -> list[tuple[str, str, dict[str, Any] | None]]:

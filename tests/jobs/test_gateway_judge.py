@@ -17,7 +17,7 @@ import requests
 
 from tests.auth.conftest import ADMIN, ADMIN_PASSWORD, basic_env, basic_runtime
 from tests.conftest import unique
-from tests.gateway_runtime.test_runtime_e2e import GW, LOOSE_API_BASE, _traces
+from tests.gateway_runtime.test_runtime_e2e import GW, LOOSE_API_BASE, _endpoint, _post, _traces
 from tests.jobs.test_invoke import SCORER_INVOKE, two_traces, wait_flask_job
 from tools.mock_llm import MockLLM
 
@@ -35,34 +35,9 @@ def mock(monkeypatch: pytest.MonkeyPatch) -> Iterator[MockLLM]:
     llm.stop()
 
 
-def _post(base: str, path: str, body: dict[str, Any], auth: tuple[str, str] | None) -> dict[str, Any]:
-    response = requests.post(f"{base}{GW}{path}", json=body, auth=auth, timeout=60)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
 def _judge_endpoint(base: str, mock_url: str, auth: tuple[str, str] | None = None) -> dict[str, Any]:
     """A chat endpoint on the mock provider with an ALERT budget (it only records spend)."""
-    name = unique("judge-ep")
-    secret = _post(
-        base,
-        "/secrets/create",
-        {
-            "secret_name": name,
-            "secret_value": {"api_key": "sk-test-0123456789"},
-            "provider": "openai",
-            "auth_config": {"api_base": f"{mock_url}/v1"},
-        },
-        auth,
-    )["secret"]
-    definition = _post(
-        base,
-        "/model-definitions/create",
-        {"name": name, "secret_id": secret["secret_id"], "provider": "openai", "model_name": "gpt-4o-mini"},
-        auth,
-    )["model_definition"]
-    config = {"model_definition_id": definition["model_definition_id"], "linkage_type": "PRIMARY", "weight": 1.0}
-    endpoint = _post(base, "/endpoints/create", {"name": name, "model_configs": [config]}, auth)["endpoint"]
+    endpoint = _endpoint(base, mock_url, unique("judge-ep"), "openai", "gpt-4o-mini", auth)
     policy = {
         "budget_unit": "USD",
         "budget_amount": 100.0,
