@@ -2,8 +2,8 @@
 
 Everything is validated before the first write. Writes are idempotent so retries converge:
 
-* metric history points land on keys made of the SQL store's identity (key, timestamp, step, value),
-  so a re-sent point overwrites itself;
+* metric history points are packed per key (``metric_packs``), each pack keyed by its first point and a digest of
+  its points, so a re-sent request overwrites its own packs (and identical points merge when read);
 * the latest metric is a conditional put (``rank < :new``): concurrent writers keep MLflow's rule
   (max step, then timestamp, then value; NaN compares as 0, +-inf as +-max double) without locks;
 * params are conditional puts (absent, or the same value), so immutability holds under races.
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import clock, metric_marks, run_metrics, run_summaries, table, validation
+from serverless_mlflow import clock, metric_marks, metric_packs, run_metrics, run_summaries, table, validation
 from serverless_mlflow.errors import invalid, not_found
 from serverless_mlflow.request import key_values_of, metrics_of
 from serverless_mlflow.run_metrics import float_text, sql_value
@@ -61,14 +61,14 @@ def run_for_metrics(run_id: str) -> MetricTarget:
 
 def write_metrics(target: MetricTarget, metrics: list[dict[str, Any]]) -> None:
     """The run's mark for the indexer first (a full experiment partition refuses the request here, before anything
-    is written), then the history points (batched, idempotent), then the latest value per key (conditional, in
+    is written), then the history points (one pack per key, batched, idempotent), then the latest value per key (conditional, in
     transactions of up to 100 keys; a key whose stored value is newer is simply dropped), then the write's count
     (``metric_marks``)."""
     if not metrics:
         return
     experiment_id, run_id = target.run["experiment_id"], target.run["run_id"]
     ensured = metric_marks.before_write(experiment_id, run_id, target.state, target.marker)
-    table.batch_write(run_metrics.history_item(run_id, m) for m in metrics)
+    table.batch_write(metric_packs.pack_items(run_id, metrics))
     best: dict[str, dict[str, Any]] = {}
     for metric in metrics:
         current = best.get(metric["key"])

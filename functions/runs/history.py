@@ -1,9 +1,11 @@
 """Metric history reads: get-history (paged) and get-history-bulk-interval (sampled).
 
-A metric's points live in their own partition (``MH#<run>#<key>``), sorted ``<timestamp><step><value>``: the order
-MLflow answers get-history in, so a page is one key range of one Query. Page tokens are keyset positions (the last
-point returned): a point logged between two pages is never returned twice. A token names its run and metric the
-way layout 1 keyed the point (``H#<run>#<key>`` + the position), so tokens of either layout stay valid.
+A metric's points live in their own partition (``MH#<run>#<key>``), packed per logging request (``metric_packs``),
+each pack keyed by its first point: the reader merges packs by position, the order MLflow answers get-history in.
+Page tokens are keyset positions (the last point returned, so a point logged between two pages is never returned
+twice) plus where the next read starts: after the sort key read before the first pack still holding a point past
+the page. A token names its run and metric the way layout 1 keyed the point (``H#<run>#<key>`` + the position), so
+tokens of either layout stay valid (one without a start is read from the partition's start).
 
 While the table (or this experiment) is still in layout 1 (``layout.py``), the experiment partition's points are
 read too and merged by position: a point the migration has copied but not yet deleted is returned once.
@@ -16,7 +18,7 @@ import json
 import math
 from typing import Any
 
-from serverless_mlflow import layout, table
+from serverless_mlflow import layout, metric_packs, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response, token_json
 from serverless_mlflow.run_metrics import HISTORY, HISTORY_V1, sql_value
@@ -26,39 +28,46 @@ from serverless_mlflow.store import runs as store
 from .messages import MAX_RESULTS_PER_RUN
 
 
-def _encode_token(last_sk: str) -> str:
-    return base64.b64encode(json.dumps({"after": last_sk}).encode("utf-8")).decode("ascii")
+def _encode_token(last_sk: str, start_after: str | None) -> str:
+    token: dict[str, Any] = {"after": last_sk}
+    if start_after is not None:
+        token["from"] = start_after
+    return base64.b64encode(json.dumps(token).encode("utf-8")).decode("ascii")
 
 
-def _decode_token(token: str, prefix: str) -> str:
-    """The sort key a page resumes after; MLflow's messages for tokens that do not decode."""
+def _decode_token(token: str, prefix: str) -> tuple[str, str | None]:
+    """The position a page resumes after, and the sort key its read starts after; MLflow's messages for tokens
+    that do not decode."""
     parsed = token_json(token)
     after = parsed.get("after") if isinstance(parsed, dict) else None
-    if not isinstance(after, str) or not after.startswith(prefix):
+    start = parsed.get("from") if isinstance(parsed, dict) else None
+    if not isinstance(after, str) or not after.startswith(prefix) or not isinstance(start, str | None):
         raise invalid(f"Invalid page token, parsed value={parsed}")
-    return after
+    return after[len(prefix) :], start
 
 
-def _read(experiment_id: str, run_id: str, metric_key: str, after: str | None, limit: int | None) -> list[tuple[str, dict[str, Any]]]:
-    """(position, point) of the metric's points after position ``after``, in order, at most ``limit``: one Query of
-    its partition (and one of the experiment partition while this experiment's points may still be there)."""
-    sources = [(HISTORY.query("of_metric", run_id=run_id, key=metric_key), "")]
+def _read(
+    experiment_id: str, run_id: str, metric_key: str, after: str | None, limit: int | None, start_after: str | None = None
+) -> tuple[list[tuple[str, dict[str, Any]]], metric_packs.FirstPoints]:
+    """(position, point) of the metric's first ``limit`` points after position ``after``, in order, and what was
+    read (where a next page starts): its partition's packs from ``start_after`` on, and the experiment partition's
+    points while this experiment's may still be there."""
+    found = metric_packs.read_first(HISTORY.query("of_metric", run_id=run_id, key=metric_key), after, limit, start_after)
+    merged = dict(found.points)
     if not layout.experiment_at_least(experiment_id, layout.METRICS_OUTSIDE_EXPERIMENT):
         legacy = HISTORY_V1.query("of_metric", experiment_id=experiment_id, run_id=run_id, key=metric_key)
-        sources.append((legacy, HISTORY_V1.sk_prefix(run_id=run_id, key=metric_key)))
-    merged: dict[str, dict[str, Any]] = {}
-    for query, prefix in sources:
-        start = table.to_item({PK: query.pk_value, SK: prefix + after}) if after is not None else None
-        for page, _ in table.query_pages(**query, limit=limit, start_key=start):
+        prefix = HISTORY_V1.sk_prefix(run_id=run_id, key=metric_key)
+        start = table.to_item({PK: legacy.pk_value, SK: prefix + after}) if after is not None else None
+        for page, _ in table.query_pages(**legacy, limit=limit, start_key=start):
             for item in page:
                 # A point copied by the migration but not yet deleted is in both: returned once.
                 merged.setdefault(item[SK][len(prefix) :], item)
     ordered = [(position, merged[position]) for position in sorted(merged)]
-    return ordered if limit is None else ordered[:limit]
+    return (ordered if limit is None else ordered[:limit]), found
 
 
 def read_history(experiment_id: str, run_id: str, metric_key: str) -> list[dict[str, Any]]:
-    return [item for _, item in _read(experiment_id, run_id, metric_key, None, None)]
+    return [item for _, item in _read(experiment_id, run_id, metric_key, None, None)[0]]
 
 
 def get_metric_history(msg: dict[str, Any]) -> dict[str, Any]:
@@ -70,15 +79,16 @@ def get_metric_history(msg: dict[str, Any]) -> dict[str, Any]:
     # Like the SQL store, an unknown run simply has no history.
     experiment_id = store.find_experiment_id(run_id)
     prefix = HISTORY_V1.sk_prefix(run_id=run_id, key=metric_key)
-    after = _decode_token(msg["page_token"], prefix)[len(prefix) :] if msg.get("page_token") else None
+    after, start_after = _decode_token(msg["page_token"], prefix) if msg.get("page_token") else (None, None)
     if experiment_id is None:
         return {}
     limit = max_results + 1 if max_results is not None else None
-    points = _read(experiment_id, run_id, metric_key, after, limit)
+    points, found = _read(experiment_id, run_id, metric_key, after, limit, start_after)
     next_token = None
     if max_results is not None and len(points) > max_results:
         points = points[:max_results]
-        next_token = _encode_token(prefix + points[-1][0])
+        last = points[-1][0]
+        next_token = _encode_token(prefix + last, found.resume_after(last))
     return page_response("metrics", [store.metric_json(item) for _, item in points], next_token)
 
 

@@ -67,6 +67,7 @@ def float_text(value: float) -> str:
 
 
 def history_item(run_id: str, metric: dict[str, Any]) -> dict[str, Any]:
+    """One point in its own item, as written before metric packs (``metric_packs``): still read, as a pack of one."""
     value = metric["value"]
     return HISTORY.item(
         {

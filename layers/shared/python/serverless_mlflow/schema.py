@@ -542,15 +542,28 @@ ENTITIES: tuple[Entity, ...] = (
         attributes=("v", "epoch"),
     ),
     _e(
-        # Ordered as MLflow answers get-history (timestamp, step, value): pages are key ranges. One partition per
-        # run and metric key: it grows with that metric's points only (10 GB is about 44 million points).
-        # value in the key is the SQL identity (+-inf as +-1.797e308, NaN distinct from 0).
+        # Written before metric packs (and by the layout-1 move): read with the packs of the same partition, as a
+        # pack of one point. Its key is the point's position: (timestamp, step, value), the order MLflow answers
+        # get-history in; value in the key is the SQL identity (+-inf as +-1.797e308, NaN distinct from 0).
         "metric_history",
         "MH#{run_id}#{key:str}",
         "{timestamp:i64}#{step:i64}#{value:f64}",
-        "One logged metric point; identical re-logs land on the same key (idempotent)",
+        "One metric point (written before metric packs; read as a pack of one point)",
         attributes=("key", "value", "timestamp", "step", "is_nan"),
         patterns={"of_metric": (None, "A run's points of one metric, in (timestamp, step, value) order")},
+    ),
+    _e(
+        # The points of one metric that one request logged, in one item: write units follow bytes (about 35 per
+        # point), not points, so a log_batch of 100 points of 5 keys is 5 items instead of 100. Keyed by the position
+        # of its first point (the sort key of a metric_history point) and a digest of its points, so packs sort by
+        # first point among the single points, and a re-sent request lands on the same key (idempotent). One
+        # partition per run and key: 10 GB holds about 290 million points logged 20 per request.
+        "metric_pack",
+        "MH#{run_id}#{key:str}",
+        "{timestamp:i64}#{step:i64}#{value:f64}#{digest}",
+        "The points of one metric logged by one request, in (timestamp, step, value) order, in one item",
+        attributes=("key", "points", "count"),
+        patterns={"of_metric": (None, "A run's packs and points of one metric, by their first point (get-history reads both)")},
     ),
     _e(
         "param",
@@ -1853,7 +1866,7 @@ COLLECTION_BOUNDS: dict[str, tuple[str, str]] = {
     ),
     "MH#{run_id}#{key:str}": (
         "every point of one metric of one run",
-        "that metric's points: about 44 million (225 B each) per run and key",
+        "that metric's points: about 290 million per run and key logged 20 or more per request (about 37 B each in a pack), 57 million logged one per request (189 B each)",
     ),
     "MRANK#{experiment_id}#{key:str}": ("one RANK item per run having the metric", "the experiment's runs (about 150 B each)"),
     "PRANK#{experiment_id}#{pair_id}": ("one item per run having the pair's param", "the experiment's runs"),

@@ -126,7 +126,7 @@ def query_pages(
     expr_values: dict[str, Any] = {":pk": pk_value, **(values or {})}
     condition = "#pk = :pk"
     past_prefix: str | None = None
-    if sk_prefix is not None or sk_between or sk_after is not None or sk_before is not None:
+    if sk_prefix or sk_between or sk_after is not None or sk_before is not None:
         expr_names["#sk"] = sk_attr
     if sk_between:
         condition += " AND #sk BETWEEN :lo AND :hi"
