@@ -82,6 +82,31 @@ def test_a_partial_run_on_the_whole_page_keeps_the_other_sections_figures(tmp_pa
     assert {name: f for name, f in after.items() if name != "imports"} == {name: f for name, f in before.items() if name != "imports"}
 
 
+def test_a_partial_run_of_a_section_whose_template_changed_keeps_the_other_sections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page holds the imports section as an older template wrote it: the run measures it anew with today's
+    template and keeps every other section's figures (it used to drop them all)."""
+    from tools.bench_sections import imports
+
+    page = PAGE.read_text()
+    before = recorded(page, bench.SECTIONS)
+    heading = template("imports").splitlines()[0]
+    older = page.replace(heading + "\n", heading + "\n\nA sentence an older template had.\n", 1)
+    assert older != page
+    with pytest.raises(ValueError):
+        recorded(older, bench.SECTIONS)
+    out = tmp_path / "performance.md"
+    out.write_text(older)
+    monkeypatch.setenv("BENCH_OUT", str(out))
+    monkeypatch.setenv("BENCH_SECTIONS", "imports")
+    monkeypatch.setattr(imports, "section", lambda context: Figures(["| function | import |\n|---|---|\n| runs | 1 ms |"]))
+    bench.main()
+    after = recorded(out.read_text(), bench.SECTIONS)
+    assert "older template" not in out.read_text()
+    assert {name: f for name, f in after.items() if name != "imports"} == {name: f for name, f in before.items() if name != "imports"}
+
+
 def test_a_failing_section_is_reported_in_its_place(monkeypatch: pytest.MonkeyPatch) -> None:
     from tools.bench_sections import notes, trace_metrics
 

@@ -99,17 +99,22 @@ def _pattern(text: str) -> str:
     return "".join(out)
 
 
-def recorded(page: str, names: Sequence[str]) -> dict[str, Figures]:
+def recorded(page: str, names: Sequence[str], remeasured: Sequence[str] = ()) -> dict[str, Figures]:
     """The figures a page holds (its tables and values), read against the templates; ValueError if the page is
-    not the templates filled (a hand-written line that is in no template, or one of a template missing)."""
+    not the templates filled (a hand-written line that is in no template, or one of a template missing). The
+    sections in ``remeasured`` (about to be measured anew) may hold any text: their template may have changed."""
     texts = [template("header")] + [template(name) for name in names]
-    match = re.fullmatch("\n\n".join(f"({_pattern(text)})" for text in texts) + r"\n", page)
+    loose = [False] + [name in remeasured for name in names]
+    parts = ["((?s:.*?))" if free else f"({_pattern(text)})" for text, free in zip(texts, loose, strict=True)]
+    match = re.fullmatch("\n\n".join(parts) + r"\n", page)
     if match is None:
         raise ValueError("the page is not its section templates filled with figures")
     groups = iter(match.groups())
     out: dict[str, Figures] = {}
-    for name, text in zip(["header", *names], texts, strict=True):
+    for name, text, free in zip(["header", *names], texts, loose, strict=True):
         next(groups)  # the whole section
+        if free:
+            continue
         figures = Figures()
         for piece in re.findall(r"<!-- figures -->|\{\{\w+\}\}", text):
             value = next(groups)
