@@ -22,13 +22,8 @@ from typing import Any
 
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.request.enums import ACTIVE_ONLY, ALL, DELETED_ONLY, VIEW_TYPE_NUMBERS
-from serverless_mlflow.search.grammar import (
-    ExperimentGrammar,
-    ModelVersionGrammar,
-    RegisteredModelGrammar,
-    RunGrammar,
-    _unanswered_by_mlflow,
-)
+from serverless_mlflow.search.entity_grammars import ExperimentGrammar, ModelVersionGrammar, RegisteredModelGrammar
+from serverless_mlflow.search.grammar import RunGrammar, _unanswered_by_mlflow
 from serverless_mlflow.search.like import like_match
 
 RUN = "run"

@@ -31,10 +31,10 @@ from sqlparse.sql import Comparison as SqlComparison
 from serverless_mlflow.errors import ATTRIBUTE_NOT_FOUND, MlflowError, invalid
 from serverless_mlflow.search import filters, ordering
 from serverless_mlflow.search.filters import LOGGED_MODEL, Filter, compare, metric_value
-from serverless_mlflow.search.grammar import join_in_comparison_tokens, parse_sql
 from serverless_mlflow.search.ordering import OrderBy, OrderTerm
 from serverless_mlflow.search.paging import SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT, decode_page_token
 from serverless_mlflow.search.queries import SearchQuery
+from serverless_mlflow.search.sql_tokens import join_in_comparison_tokens, parse_sql
 
 _ENTITY_TYPES = ["attributes", "metrics", "params", "tags"]
 _IDENTIFIER_RE = re.compile(r"^([a-z]+)\.(.+)$")

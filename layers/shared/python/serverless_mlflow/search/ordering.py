@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import Any
 
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.search.entity_grammars import ExperimentGrammar, ModelVersionGrammar
 from serverless_mlflow.search.filters import (
     EXPERIMENT,
     MODEL_VERSION,
@@ -27,7 +28,7 @@ from serverless_mlflow.search.filters import (
     RUN,
     metric_value,
 )
-from serverless_mlflow.search.grammar import ExperimentGrammar, ModelVersionGrammar, RunGrammar, _unanswered_by_mlflow
+from serverless_mlflow.search.grammar import RunGrammar, _unanswered_by_mlflow
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from serverless_mlflow.search.entity_grammars import RegisteredModelGrammar
 from serverless_mlflow.search.filters import (
     Filter,
     matches,
@@ -14,7 +15,7 @@ from serverless_mlflow.search.filters import (
     validate_registered_model_filter,
     validate_run_filter,
 )
-from serverless_mlflow.search.grammar import RegisteredModelGrammar, RunGrammar
+from serverless_mlflow.search.grammar import RunGrammar
 from serverless_mlflow.search.ordering import (
     OrderBy,
     parse_experiment_order_by,
