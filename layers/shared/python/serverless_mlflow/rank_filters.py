@@ -22,7 +22,7 @@ from typing import Any
 
 from serverless_mlflow import keys, metric_marks, rank_items, table
 from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, SK
-from serverless_mlflow.search.filters import compare
+from serverless_mlflow.search.filter_matching import compare
 from serverless_mlflow.search.like import like_prefix
 
 _METRIC_LOWER = (">", ">=", "=")

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from serverless_mlflow.search.entity_grammars import RegisteredModelGrammar
+from serverless_mlflow.search.filter_matching import matches
 from serverless_mlflow.search.filters import (
     Filter,
-    matches,
     parse_experiment_filter,
     parse_model_version_filter,
     validate_registered_model_filter,
