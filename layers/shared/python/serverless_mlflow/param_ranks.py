@@ -1,4 +1,4 @@
-"""Param RANK items read in value order (MLflow's string order), per experiment, in groups of equal value.
+"""Param and tag RANK items read in value order (MLflow's string order), per experiment, in groups of equal value.
 
 Values longer than ``PARAM_HEAD_BYTES`` may be truncated in the item's key and then order by digest: the
 readers here regroup such a key head and sort it on the full value. Items not indexed yet come from their
