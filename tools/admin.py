@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
-from serverless_mlflow import fts, metric_marks, pair_ranks, parallel, ranks, run_metrics, run_summaries, table, trace_aggregates
+from serverless_mlflow import fts, metric_marks, pair_ranks, parallel, rank_items, run_metrics, run_summaries, table, trace_aggregates
 from serverless_mlflow.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_source
 from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
 from serverless_mlflow.store import runs as store
@@ -201,7 +201,7 @@ def check_partitions(pks: list[str]) -> list[PartitionReport]:
                 for derived in (summary, *pair_items):
                     add_expected(derived)
         for key in sorted(metric_keys):
-            for item in table.iter_query(**ranks.METRIC_RANK.query("by_value", experiment_id=experiment_id, key=key)):
+            for item in table.iter_query(**rank_items.METRIC_RANK.query("by_value", experiment_id=experiment_id, key=key)):
                 add_actual(item)
         for pair in pairs:
             for item in table.iter_query(pair_ranks.PAIR_RANK.pk.render({"experiment_id": experiment_id, "pair_id": pair.pair_id})):

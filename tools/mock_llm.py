@@ -17,6 +17,8 @@ A test scripts further answers with ``MockLLM.script(marker, reply)``: a request
 contain ``marker`` gets ``reply`` (a string, or a function of the last user text), checked before the markers above. MLflow's optimizers and issue discovery
 send prompts of their own that only the test knows how to answer.
 
+The answers' shapes per provider API are in ``tools/mock_llm_shapes.py``.
+
 ``python -m tools.mock_llm [port]`` serves it on its own (default 5127).
 """
 
@@ -31,10 +33,12 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tools import mock_llm_shapes as shapes
+from tools.mock_llm_shapes import CREATED
+
 _FAIL = re.compile(r"FAIL(\d{3})")
 _SLEEP = re.compile(r"SLEEP(\d+(?:\.\d+)?)")
 _PACE = re.compile(r"PACE(\d+)")
-CREATED = 1_700_000_000
 
 
 def _text_of(content: Any) -> str:
@@ -75,10 +79,6 @@ def reply_for(prompt: str) -> str:
     if "JUDGE" in prompt or "rationale" in prompt.lower():
         return json.dumps({"result": "yes", "rationale": "The mock judge finds the answer acceptable."})
     return f"mock reply: {prompt[-200:]}"
-
-
-def tokens(text: str) -> int:
-    return max(1, len(text.split()))
 
 
 class MockLLM:
@@ -152,230 +152,31 @@ def _handler(mock: MockLLM) -> type[BaseHTTPRequestHandler]:
             pace = _PACE.search(prompt)
             self.pace = int(pace.group(1)) / 1000 if pace else 0.005
             if path.endswith("/converse"):
-                self._bedrock(body)
+                converse_prompt = shapes.converse_prompt(body)
+                self._answer(shapes.bedrock_converse(converse_prompt, mock.reply(converse_prompt)))
                 return
             reply = mock.reply(prompt, body)
             if path.endswith("/chat/completions"):
-                self._openai_chat(body, prompt, reply)
+                self._answer(shapes.openai_chat(body, prompt, reply))
             elif path.endswith("/embeddings"):
-                self._embeddings(body)
+                self._answer(shapes.embeddings(body))
             elif path.endswith("/responses"):
-                self._responses(body, prompt, reply)
+                self._answer(shapes.responses(body, prompt, reply))
             elif path.endswith("/messages"):
-                self._anthropic(body, prompt, reply)
+                self._answer(shapes.anthropic(body, prompt, reply))
             elif path.endswith(":generateContent") or path.endswith(":streamGenerateContent"):
-                self._gemini(path.endswith(":streamGenerateContent"), prompt, reply)
+                self._answer(shapes.gemini(path.endswith(":streamGenerateContent"), prompt, reply))
             else:
                 self._json(404, {"error": {"message": f"unknown path {path}", "type": "invalid_request_error"}})
 
-        # --- shapes --------------------------------------------------------------------------------
-        def _openai_chat(self, body: dict[str, Any], prompt: str, reply: str) -> None:
-            model = body.get("model") or "mock-model"
-            usage = {"prompt_tokens": tokens(prompt), "completion_tokens": tokens(reply), "total_tokens": tokens(prompt) + tokens(reply)}
-            if not body.get("stream"):
-                self._json(
-                    200,
-                    {
-                        "id": "chatcmpl-mock",
-                        "object": "chat.completion",
-                        "created": CREATED,
-                        "model": model,
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-                        "usage": usage,
-                    },
-                )
-                return
-            words = reply.split(" ")
-            events = []
-            for i, word in enumerate(words):
-                delta: dict[str, Any] = {"content": word if i == 0 else " " + word}
-                if i == 0:
-                    delta["role"] = "assistant"
-                events.append(
-                    {
-                        "id": "chatcmpl-mock",
-                        "object": "chat.completion.chunk",
-                        "created": CREATED,
-                        "model": model,
-                        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
-                    }
-                )
-            events.append(
-                {
-                    "id": "chatcmpl-mock",
-                    "object": "chat.completion.chunk",
-                    "created": CREATED,
-                    "model": model,
-                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                }
-            )
-            if (body.get("stream_options") or {}).get("include_usage"):
-                events.append(
-                    {
-                        "id": "chatcmpl-mock",
-                        "object": "chat.completion.chunk",
-                        "created": CREATED,
-                        "model": model,
-                        "choices": [],
-                        "usage": usage,
-                    }
-                )
-            self._sse([f"data: {json.dumps(e)}\n\n" for e in events] + ["data: [DONE]\n\n"])
-
-        def _embeddings(self, body: dict[str, Any]) -> None:
-            inputs = body.get("input")
-            items = inputs if isinstance(inputs, list) else [inputs]
-            data = [{"object": "embedding", "index": i, "embedding": [float(len(str(text))), 0.5, -0.25]} for i, text in enumerate(items)]
-            count = sum(tokens(str(text)) for text in items)
-            self._json(
-                200,
-                {
-                    "object": "list",
-                    "data": data,
-                    "model": body.get("model") or "mock-embed",
-                    "usage": {"prompt_tokens": count, "total_tokens": count},
-                },
-            )
-
-        def _responses(self, body: dict[str, Any], prompt: str, reply: str) -> None:
-            response = {
-                "id": "resp_mock",
-                "object": "response",
-                "created_at": CREATED,
-                "status": "completed",
-                "model": body.get("model") or "mock-model",
-                "output": [
-                    {
-                        "type": "message",
-                        "id": "msg_mock",
-                        "status": "completed",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": reply, "annotations": []}],
-                    }
-                ],
-                "usage": {"input_tokens": tokens(prompt), "output_tokens": tokens(reply), "total_tokens": tokens(prompt) + tokens(reply)},
-            }
-            if not body.get("stream"):
-                self._json(200, response)
-                return
-            events = [("response.created", {"type": "response.created", "response": {**response, "status": "in_progress", "output": []}})]
-            for word in reply.split(" "):
-                events.append(
-                    (
-                        "response.output_text.delta",
-                        {
-                            "type": "response.output_text.delta",
-                            "item_id": "msg_mock",
-                            "output_index": 0,
-                            "content_index": 0,
-                            "delta": word + " ",
-                        },
-                    )
-                )
-            events.append(("response.completed", {"type": "response.completed", "response": response}))
-            self._sse([f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events])
-
-        def _anthropic(self, body: dict[str, Any], prompt: str, reply: str) -> None:
-            model = body.get("model") or "mock-claude"
-            usage = {"input_tokens": tokens(prompt), "output_tokens": tokens(reply)}
-            if not body.get("stream"):
-                self._json(
-                    200,
-                    {
-                        "id": "msg_mock",
-                        "type": "message",
-                        "role": "assistant",
-                        "model": model,
-                        "content": [{"type": "text", "text": reply}],
-                        "stop_reason": "end_turn",
-                        "stop_sequence": None,
-                        "usage": usage,
-                    },
-                )
-                return
-            start = {
-                "type": "message_start",
-                "message": {
-                    "id": "msg_mock",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1},
-                },
-            }
-            events = [
-                ("message_start", start),
-                ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-            ]
-            for i, word in enumerate(reply.split(" ")):
-                events.append(
-                    (
-                        "content_block_delta",
-                        {
-                            "type": "content_block_delta",
-                            "index": 0,
-                            "delta": {"type": "text_delta", "text": word if i == 0 else " " + word},
-                        },
-                    )
-                )
-            events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
-            events.append(
-                (
-                    "message_delta",
-                    {
-                        "type": "message_delta",
-                        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                        "usage": {"output_tokens": usage["output_tokens"]},
-                    },
-                )
-            )
-            events.append(("message_stop", {"type": "message_stop"}))
-            self._sse([f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events])
-
-        def _bedrock(self, body: dict[str, Any]) -> None:
-            prompt = " ".join(part.get("text", "") for m in body.get("messages") or [] for part in m.get("content") or [])
-            reply = mock.reply(prompt)
-            usage = {"inputTokens": tokens(prompt), "outputTokens": tokens(reply), "totalTokens": tokens(prompt) + tokens(reply)}
-            self._json(
-                200,
-                {
-                    "output": {"message": {"role": "assistant", "content": [{"text": reply}]}},
-                    "stopReason": "end_turn",
-                    "usage": usage,
-                    "metrics": {"latencyMs": 1},
-                },
-            )
-
-        def _gemini(self, stream: bool, prompt: str, reply: str) -> None:
-            usage = {
-                "promptTokenCount": tokens(prompt),
-                "candidatesTokenCount": tokens(reply),
-                "totalTokenCount": tokens(prompt) + tokens(reply),
-            }
-            full = {
-                "candidates": [{"content": {"role": "model", "parts": [{"text": reply}]}, "finishReason": "STOP", "index": 0}],
-                "usageMetadata": usage,
-                "modelVersion": "mock-gemini",
-            }
-            if not stream:
-                self._json(200, full)
-                return
-            words = reply.split(" ")
-            chunks = [
-                {
-                    "candidates": [{"content": {"role": "model", "parts": [{"text": (w if i == 0 else " " + w)}]}, "index": 0}],
-                    "modelVersion": "mock-gemini",
-                }
-                for i, w in enumerate(words)
-            ]
-            chunks[-1]["candidates"][0]["finishReason"] = "STOP"
-            chunks[-1]["usageMetadata"] = usage
-            self._sse([f"data: {json.dumps(c)}\r\n\r\n" for c in chunks])
-
         # --- transport -------------------------------------------------------------------------------
+        def _answer(self, answer: shapes.Answer) -> None:
+            """A provider's answer (``mock_llm_shapes``): a 200 JSON body, or a stream of events."""
+            if isinstance(answer, list):
+                self._sse(answer)
+            else:
+                self._json(200, answer)
+
         def _json(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)

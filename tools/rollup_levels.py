@@ -32,9 +32,9 @@ def trace_ids(experiment_id: str) -> Iterator[str]:
     """Every trace of the experiment, through the request path's own trace search (either trace layout)."""
     from traces import search
 
-    from serverless_mlflow.search import traces as grammar
+    from serverless_mlflow.search import trace_order
 
-    terms = grammar.full_order([("attribute", "timestamp_ms", True)])
+    terms = trace_order.full_order([("attribute", "timestamp_ms", True)])
     for info in search.matching(search.Search([experiment_id], [], terms, 10**12)):
         yield info["trace_id"]
 

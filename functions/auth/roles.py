@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow.api import Request
-from serverless_mlflow.auth import role_access, roles, store
+from serverless_mlflow.auth import role_access, role_grants, roles, store
 from serverless_mlflow.auth.checks import int_param
 from serverless_mlflow.auth.resources import param
 from serverless_mlflow.errors import invalid
@@ -71,11 +71,11 @@ def delete_role(req: Request, _caller: str) -> dict[str, Any]:
 def add_role_permission(req: Request, _caller: str) -> dict[str, Any]:
     role_id = _role_id(req)
     kind, pattern, permission = param(req, "resource_type"), param(req, "resource_pattern"), param(req, "permission")
-    return {"role_permission": roles.add_permission(role_id, kind, pattern, permission).to_json()}
+    return {"role_permission": role_grants.add_permission(role_id, kind, pattern, permission).to_json()}
 
 
 def remove_role_permission(req: Request, _caller: str) -> dict[str, Any]:
-    roles.remove_permission(_role_id(req, "role_permission_id"))
+    role_grants.remove_permission(_role_id(req, "role_permission_id"))
     return {}
 
 
@@ -85,7 +85,7 @@ def list_role_permissions(req: Request, _caller: str) -> dict[str, Any]:
 
 def update_role_permission(req: Request, _caller: str) -> dict[str, Any]:
     permission_id = _role_id(req, "role_permission_id")
-    return {"role_permission": roles.update_permission(permission_id, param(req, "permission")).to_json()}
+    return {"role_permission": role_grants.update_permission(permission_id, param(req, "permission")).to_json()}
 
 
 def assign_role(req: Request, _caller: str) -> dict[str, Any]:

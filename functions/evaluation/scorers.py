@@ -18,6 +18,7 @@ from serverless_mlflow import clock, scorer_payload, scorer_refs, table
 from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
 from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.store import experiment_items
 from serverless_mlflow.store import experiments as experiment_store
 
 SCORER = ENTITY["scorer"]
@@ -217,7 +218,7 @@ def delete_scorer(experiment_id: str, name: str, version: int | None) -> None:
 def list_scorers_across(experiment_ids: list[str] | None) -> list[dict[str, Any]]:
     """Latest versions across experiments (the given active ones, or every active one of the workspace)."""
     if experiment_ids is None:
-        entries = table.query(**experiment_store.EXPERIMENT_ENTRY.query("collection", workspace=request_workspace.current()))
+        entries = table.query(**experiment_items.EXPERIMENT_ENTRY.query("collection", workspace=request_workspace.current()))
         active = [
             str(e["experiment_id"]) for e in entries if e.get("entity_type") == "experiment_entry" and e.get("lifecycle_stage") == "active"
         ]

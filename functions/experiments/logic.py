@@ -22,6 +22,7 @@ from serverless_mlflow.errors import MlflowError, invalid, not_found, wrong_stat
 from serverless_mlflow.request import key_values_of
 from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.store import experiment_items
 from serverless_mlflow.store import experiments as store
 from serverless_mlflow.store import runs as runs_store
 from serverless_mlflow.validation import (
@@ -119,29 +120,29 @@ def get_experiment_by_name(name: str) -> dict[str, Any]:
 
 def _meta_put(meta: dict[str, Any], **changes: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """New E#META and collection items with ``changes`` applied (index keys recomputed)."""
-    attributes = {name: meta[name] for name in store._EXPERIMENT_FIELDS}
+    attributes = {name: meta[name] for name in experiment_items._EXPERIMENT_FIELDS}
     attributes.update(changes)
-    attributes["workspace"] = attributes.get("workspace") or store.DEFAULT_WORKSPACE
+    attributes["workspace"] = attributes.get("workspace") or experiment_items.DEFAULT_WORKSPACE
     item = ENTITY["experiment"].item(attributes, **attributes, experiment_num=int(attributes["experiment_id"]))
-    return item, store.entry_item(item)
+    return item, experiment_items.entry_item(item)
 
 
 def rename_experiment(experiment_id: str, new_name: str) -> None:
     validate_experiment_name(new_name)
     normalized = store.normalize_experiment_id(experiment_id)
     meta = store.get_experiment_meta(normalized)
-    if meta["lifecycle_stage"] != store.ACTIVE:
+    if meta["lifecycle_stage"] != experiment_items.ACTIVE:
         raise wrong_state("Cannot rename a non-active experiment.")
-    workspace = meta.get("workspace") or store.DEFAULT_WORKSPACE
+    workspace = meta.get("workspace") or experiment_items.DEFAULT_WORKSPACE
     new_meta, new_entry = _meta_put(meta, name=new_name, last_update_time=clock.now_millis())
     condition = "#n = :old AND lifecycle_stage = :active"
     names = {"#n": "name"}
-    values = {":old": meta["name"], ":active": store.ACTIVE}
+    values = {":old": meta["name"], ":active": experiment_items.ACTIVE}
     operations = [table.put_op(new_meta, condition=condition, names=names, values=values), table.put_op(new_entry)]
     if new_name != meta["name"]:
         operations += [
-            table.delete_op(store.name_claim_key(meta["name"], workspace)),
-            table.put_op(store.name_claim_item(normalized, new_name, workspace), condition="attribute_not_exists(pk)"),
+            table.delete_op(experiment_items.name_claim_key(meta["name"], workspace)),
+            table.put_op(experiment_items.name_claim_item(normalized, new_name, workspace), condition="attribute_not_exists(pk)"),
         ]
     try:
         table.transact(operations)
@@ -154,7 +155,7 @@ def rename_experiment(experiment_id: str, new_name: str) -> None:
             ) from None
         # The experiment changed under us (renamed or deleted concurrently): answer from its new state.
         current = store.get_experiment_meta(normalized)
-        if current["lifecycle_stage"] != store.ACTIVE:
+        if current["lifecycle_stage"] != experiment_items.ACTIVE:
             raise wrong_state("Cannot rename a non-active experiment.") from None
         raise MlflowError("The experiment was modified concurrently; retry the rename.", "ABORTED") from None
 
@@ -196,12 +197,12 @@ def _set_lifecycle(experiment_id: str, from_stage: str, to_stage: str) -> None:
 
 def delete_experiment(experiment_id: str) -> None:
     """Mark deleted (the SQL store allows deleting the Default experiment too) and every run deleted."""
-    _set_lifecycle(experiment_id, store.ACTIVE, store.DELETED)
+    _set_lifecycle(experiment_id, experiment_items.ACTIVE, experiment_items.DELETED)
 
 
 def restore_experiment(experiment_id: str) -> None:
     """Mark active and, as SqlAlchemyStore does, every run of the experiment active again."""
-    _set_lifecycle(experiment_id, store.DELETED, store.ACTIVE)
+    _set_lifecycle(experiment_id, experiment_items.DELETED, experiment_items.ACTIVE)
 
 
 # --- tags -------------------------------------------------------------------------------------------------
@@ -221,13 +222,15 @@ def delete_experiment_tag(experiment_id: str, key: str) -> None:
     normalized = store.normalize_experiment_id(experiment_id)
     meta = store.get_experiment_meta(normalized)
     store.check_experiment_active(meta)
-    workspace = meta.get("workspace") or store.DEFAULT_WORKSPACE
+    workspace = meta.get("workspace") or experiment_items.DEFAULT_WORKSPACE
     try:
         table.transact(
             [
-                table.check_op(store.meta_key(normalized), "lifecycle_stage = :active", values={":active": store.ACTIVE}),
-                table.delete_op(store.tag_key(normalized, key), condition="attribute_exists(pk)"),
-                table.delete_op(store.entry_tag_key(normalized, key, workspace)),
+                table.check_op(
+                    experiment_items.meta_key(normalized), "lifecycle_stage = :active", values={":active": experiment_items.ACTIVE}
+                ),
+                table.delete_op(experiment_items.tag_key(normalized, key), condition="attribute_exists(pk)"),
+                table.delete_op(experiment_items.entry_tag_key(normalized, key, workspace)),
             ]
         )
     except table.ConditionFailed as failure:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import pair_ranks, rank_filters, ranks, run_summaries, search, table
+from serverless_mlflow import pair_ranks, rank_filters, rank_items, ranks, run_summaries, search, table
 from serverless_mlflow.rank_filters import Flagged, RankTerm
 
 from . import search_rows
@@ -154,7 +154,7 @@ def _walk_pair(
         ranges = [pair_ranks.value_range(e, pair, param_value, *stale[e]) for e in experiment_ids]
         return ranks.group_streams([ranks.value_stream(r, ascending, start, first_page, next_page, stop) for r in ranges])
 
-    past = None if bounds is None else (lambda value: value is None or bounds.past(ranks.rank_value(value), ascending))
+    past = None if bounds is None else (lambda value: value is None or bounds.past(rank_items.rank_value(value), ascending))
     return _walk(query, groups, past, stages, flagged, smaller_term)
 
 
@@ -225,7 +225,7 @@ def _order_values(runs: list[tuple[str, str]], wanted: tuple[str, str], known: K
         for item in items:
             kind = rank_filters.source_kind(item)
             if kind is not None:
-                values[rank_filters.run_id_of(item)] = ranks.metric_value(item["value"]) if kind == "metric" else item["value"]
+                values[rank_filters.run_id_of(item)] = rank_items.metric_value(item["value"]) if kind == "metric" else item["value"]
     return values
 
 
@@ -251,7 +251,7 @@ def _walk_range(
     def groups(first_page: int | None, next_page: Callable[[], int]) -> Iterator[list[ranks.Ranked]]:
         return ranks.iter_metric_groups(experiment_ids, term.key, ascending, start_value, first_page, next_page, stop, flagged.items)
 
-    return _walk(query, groups, lambda value: term.past(ranks.rank_value(value), ascending), stages, flagged, smaller_term)
+    return _walk(query, groups, lambda value: term.past(rank_items.rank_value(value), ascending), stages, flagged, smaller_term)
 
 
 def _span(query: search.SearchQuery, bounds: RankTerm | None) -> tuple[tuple[int, float | None] | None, float | None] | None:

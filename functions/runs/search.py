@@ -39,7 +39,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from serverless_mlflow import fts, keys, layout, ranks, search, table, validation
+from serverless_mlflow import fts, keys, layout, param_ranks, ranks, search, table, validation
 from serverless_mlflow.pages import page_response
 from serverless_mlflow.rank_filters import Flagged
 from serverless_mlflow.request import view_type
@@ -131,7 +131,7 @@ def _rank_start(query: search.SearchQuery) -> tuple[Any, bool]:
 def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
     term = query.order_by[0]
     field = "metrics" if term.type == "metric" else "params"
-    iter_groups = ranks.iter_metric_groups if term.type == "metric" else ranks.iter_param_groups
+    iter_groups = ranks.iter_metric_groups if term.type == "metric" else param_ranks.iter_param_groups
     limit = query.max_results
     values: dict[str, Any] = {}
     flagged = Flagged(experiment_ids)

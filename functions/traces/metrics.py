@@ -23,7 +23,7 @@ from typing import Any
 from serverless_mlflow import layout, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.schema import TRACE_BUCKET_MS
-from serverless_mlflow.search import traces as grammar
+from serverless_mlflow.search import trace_grammar, trace_matching, trace_order
 from serverless_mlflow.trace_metrics import rollups, rows, spec
 from serverless_mlflow.trace_metrics.summary import Summary
 from serverless_mlflow.validation.experiments import parse_experiment_id
@@ -125,7 +125,7 @@ def _filter_dimension(f: spec.Filter) -> str | None:
     if f.view == "trace":
         if f.entity == "status":
             return "trace_status"
-        if f.entity == "tag" and f.key == grammar.TRACE_NAME_TAG:
+        if f.entity == "tag" and f.key == trace_grammar.TRACE_NAME_TAG:
             return "trace_name"
         return None
     return f"{f.view}_{f.entity}"
@@ -230,7 +230,7 @@ def _key(query: Query, time_ms: int, dims: dict[str, Any]) -> GroupKey | None:
 
 
 def _infos(experiment_ids: list[str], low: int | None, high: int | None) -> Iterator[Item]:
-    terms = grammar.full_order([("attribute", "timestamp_ms", True)])
+    terms = trace_order.full_order([("attribute", "timestamp_ms", True)])
     yield from search.matching(search.Search(experiment_ids, [], terms, 10**12, low=low, high=high))
 
 
@@ -362,15 +362,15 @@ def _data_points(query: Query, groups: dict[GroupKey, Group]) -> list[dict[str, 
 
 def calculate_filter_correlation(experiment_ids: list[str], filter1: str, filter2: str, base_filter: str | None) -> dict[str, Any]:
     normalized = [str(parse_experiment_id(e)) for e in experiment_ids]
-    first = grammar.parse_filter(f"{base_filter} and {filter1}" if base_filter else filter1)
-    second = grammar.parse_filter(f"{base_filter} and {filter2}" if base_filter else filter2)
-    base = grammar.parse_filter(base_filter) if base_filter else []
+    first = trace_grammar.parse_filter(f"{base_filter} and {filter1}" if base_filter else filter1)
+    second = trace_grammar.parse_filter(f"{base_filter} and {filter2}" if base_filter else filter2)
+    base = trace_grammar.parse_filter(base_filter) if base_filter else []
     total = in_first = in_second = joint = 0
-    terms = grammar.full_order([])
+    terms = trace_order.full_order([])
     for info in search.matching(search.Search(normalized, base, terms, 10**12)):
         total += 1
-        a = grammar.matches(info, first) and text.matches(info, first)
-        b = grammar.matches(info, second) and text.matches(info, second)
+        a = trace_matching.matches(info, first) and text.matches(info, first)
+        b = trace_matching.matches(info, second) and text.matches(info, second)
         in_first += a
         in_second += b
         joint += a and b

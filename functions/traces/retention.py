@@ -14,7 +14,7 @@ import os
 import time
 
 from serverless_mlflow import table
-from serverless_mlflow.store import experiments as experiment_store
+from serverless_mlflow.store import experiment_items
 from serverless_mlflow.validation import validate_trace_archival_retention_string
 
 RETENTION_TAG = "serverless.traceRetention"
@@ -36,7 +36,7 @@ def retention_seconds(experiment_id: str) -> int | None:
     now = time.monotonic()
     if cached is not None and now - cached[0] < _CACHE_SECONDS:
         return cached[1]
-    tag = table.get(experiment_store.EXPERIMENT_TAG.key(experiment_id=experiment_id, key=RETENTION_TAG))
+    tag = table.get(experiment_items.EXPERIMENT_TAG.key(experiment_id=experiment_id, key=RETENTION_TAG))
     try:
         seconds = parse_seconds(tag["value"] if tag else os.environ.get("TRACE_RETENTION"))
     except Exception:

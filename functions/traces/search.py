@@ -34,7 +34,7 @@ from typing import Any
 from serverless_mlflow import fts, layout, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import INT64_MAX, INT64_MIN, json_text
-from serverless_mlflow.search import traces as grammar
+from serverless_mlflow.search import trace_grammar, trace_matching, trace_order
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import trace_partitions
 from serverless_mlflow.store import traces as store
@@ -55,7 +55,7 @@ _INDEXED_ATTRIBUTES = ("timestamp_ms", "status")
 class Search:
     experiment_ids: list[str]
     clauses: list[dict[str, Any]]
-    terms: list[grammar.Term]
+    terms: list[trace_order.Term]
     need: int  # items to find after the position (the page, plus an old offset token's skip)
     position: list[Any] | None = None
     low: int | None = None  # request-time bounds (inclusive)
@@ -63,32 +63,33 @@ class Search:
     key: Callable[[Item], Any] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.key = grammar.sort_key(self.terms)
-        bounds = grammar.time_bounds(self.clauses)
+        self.key = trace_order.sort_key(self.terms)
+        bounds = trace_matching.time_bounds(self.clauses)
         self.low = _tighter(self.low, bounds[0], max)
         self.high = _tighter(self.high, bounds[1], min)
-        self.after = grammar.position_key(self.position, self.terms) if self.position is not None else None
+        self.after = trace_order.position_key(self.position, self.terms) if self.position is not None else None
 
     @property
-    def first(self) -> grammar.Term:
+    def first(self) -> trace_order.Term:
         return self.terms[0]
 
     @property
     def default_tail(self) -> bool:
         """Whether the terms after the first are MLflow's implied (timestamp desc, request id asc)."""
-        return self.terms[1:] in ([grammar.TIMESTAMP, grammar.REQUEST_ID], [grammar.REQUEST_ID])
+        return self.terms[1:] in ([trace_order.TIMESTAMP, trace_order.REQUEST_ID], [trace_order.REQUEST_ID])
 
     @property
     def indexed_only(self) -> bool:
         """Whether every filter is applied by the key range read (nothing read is dropped)."""
-        names = grammar.name_equals(self.clauses)
+        names = trace_matching.name_equals(self.clauses)
         return all(
-            (c["type"] == "attribute" and c["key"] in _INDEXED_ATTRIBUTES) or (names is not None and c["key"] == grammar.TRACE_NAME_TAG)
+            (c["type"] == "attribute" and c["key"] in _INDEXED_ATTRIBUTES)
+            or (names is not None and c["key"] == trace_grammar.TRACE_NAME_TAG)
             for c in self.clauses
         )
 
     def wanted(self, item: Item) -> bool:
-        if store.is_expired(item) or not grammar.matches(item, self.clauses):
+        if store.is_expired(item) or not trace_matching.matches(item, self.clauses):
             return False
         if self.after is not None and not self.after < self.key(item):
             return False
@@ -107,21 +108,21 @@ def _tighter(current: int | None, other: int | None, pick: Callable[[int, int], 
 def search_traces(
     experiment_ids: list[str], filter_string: str | None, max_results: int | None, order_by: list[str] | None, page_token: str | None
 ) -> tuple[list[Item], str | None]:
-    clauses = grammar.parse_filter(filter_string)
-    terms = grammar.full_order(grammar.parse_order_by(order_by))
+    clauses = trace_grammar.parse_filter(filter_string)
+    terms = trace_order.full_order(trace_grammar.parse_order_by(order_by))
     limit = max_results or DEFAULT_MAX_RESULTS
     position, offset = _decode(page_token, terms)
     # Another workspace's experiments hold no traces for this request.
     experiment_ids = [e for e in experiment_ids if experiment_store.in_request_workspace(str(e))]
     search = Search(experiment_ids, clauses, terms, limit + offset, position)
     page = list(itertools.islice(matching(search), offset, offset + limit))
-    token = _encode(grammar.term_values(page[-1], terms), terms) if page and len(page) == limit else None
+    token = _encode(trace_order.term_values(page[-1], terms), terms) if page and len(page) == limit else None
     return page, token
 
 
 def oldest(experiment_id: str, max_timestamp_millis: int | None, limit: int | None) -> list[Item]:
     """Traces with request time <= max, oldest first as MLflow deletes them (timestamp, then request id)."""
-    terms = grammar.full_order([("attribute", _TIME, True)])
+    terms = trace_order.full_order([("attribute", _TIME, True)])
     search = Search([experiment_id], [], terms, limit or 1000, high=max_timestamp_millis)
     found = matching(search)
     return list(itertools.islice(found, limit) if limit is not None else found)
@@ -136,7 +137,7 @@ def matching(search: Search) -> Iterator[Item]:
         plan = _by_execution_time
     elif kind == "attribute" and key == "status":
         plan = _by_state
-    elif kind == "tag" and key == grammar.TRACE_NAME_TAG:
+    elif kind == "tag" and key == trace_grammar.TRACE_NAME_TAG:
         plan = _by_name
     else:
         plan = _sorted_in_memory
@@ -147,12 +148,12 @@ def matching(search: Search) -> Iterator[Item]:
 # --- page tokens -------------------------------------------------------------------------------------
 
 
-def _encode(values: list[Any], terms: list[grammar.Term]) -> str:
+def _encode(values: list[Any], terms: list[trace_order.Term]) -> str:
     token = {"p": values, "o": [list(term) for term in terms]}
     return base64.b64encode(json.dumps(token).encode("utf-8")).decode("ascii")
 
 
-def _decode(page_token: str | None, terms: list[grammar.Term]) -> tuple[list[Any] | None, int]:
+def _decode(page_token: str | None, terms: list[trace_order.Term]) -> tuple[list[Any] | None, int]:
     """(position, offset) of a page token; tokens of the earlier releases (offset, time+id) still work."""
     if not page_token:
         return None, 0
@@ -168,7 +169,7 @@ def _decode(page_token: str | None, terms: list[grammar.Term]) -> tuple[list[Any
         if not all(_position_value_ok(value) for value in token["p"]):
             raise invalid(f"Invalid page token: {page_token}")
         return token["p"], 0
-    if "ts" in token and "id" in token and terms == grammar.full_order([]):
+    if "ts" in token and "id" in token and terms == trace_order.full_order([]):
         return [token["ts"], token["id"]], 0
     if isinstance(token.get("offset"), int) and token["offset"] >= 0:
         return None, token["offset"]
@@ -231,8 +232,8 @@ def _by_time(search: Search) -> Iterator[Item]:
     if search.position is not None:
         low, high = (low, _tighter(high, search.position[0], min)) if descending else (_tighter(low, search.position[0], max), high)
     group = _group_by_time(search)
-    names, states = grammar.name_equals(search.clauses), grammar.states_equal(search.clauses)
-    pattern = grammar.name_pattern(search.clauses) if names is None else None
+    names, states = trace_matching.name_equals(search.clauses), trace_matching.states_equal(search.clauses)
+    pattern = trace_matching.name_pattern(search.clauses) if names is None else None
     for hour in _hours(search, low, high, descending):
         first = streams.first_page(search.need, len(hour), search.indexed_only)
         hour_streams = []
@@ -316,7 +317,7 @@ def _by_name(search: Search) -> Iterator[Item]:
 def _by_state(search: Search) -> Iterator[Item]:
     """Each state's traces newest first (the state index), states in the term's order, then merged."""
     ascending = search.first[2]
-    states = sorted(grammar.states_equal(search.clauses) or store.STATES, reverse=not ascending)
+    states = sorted(trace_matching.states_equal(search.clauses) or store.STATES, reverse=not ascending)
     if search.position is not None:
         at = search.position[0]
         states = [s for s in states if (s >= at if ascending else s <= at)]
@@ -362,11 +363,11 @@ def _layout1(search: Search) -> list[Item]:
 def _layout1_experiment(search: Search, experiment_id: str) -> Iterator[Item]:
     """One experiment's layout 1 traces the search matches, in order: its time and state indexes read lazily
     for a time order; otherwise (and for a name) every candidate, sorted."""
-    names, states = grammar.name_equals(search.clauses), grammar.states_equal(search.clauses)
-    pattern = grammar.name_pattern(search.clauses) if names is None else None
+    names, states = trace_matching.name_equals(search.clauses), trace_matching.states_equal(search.clauses)
+    pattern = trace_matching.name_pattern(search.clauses) if names is None else None
     scope = store.TRACE_V1.pk.render({"experiment_id": experiment_id})
     trace_ids = fts.candidate_ids(scope, fts.TRACE, pattern) if pattern is not None else None
-    by_time = search.first[:2] == grammar.TIMESTAMP[:2]
+    by_time = search.first[:2] == trace_order.TIMESTAMP[:2]
     descending = not search.first[2]
     low, high = search.low, search.high
     if by_time and search.position is not None:

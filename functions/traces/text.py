@@ -13,7 +13,7 @@ from typing import Any
 
 from serverless_mlflow import span_content, table, trace_text
 from serverless_mlflow.schema import ENTITY, trace_partition
-from serverless_mlflow.search import traces as grammar
+from serverless_mlflow.search import trace_grammar, trace_matching
 
 from . import span_decoding
 
@@ -23,7 +23,7 @@ SIGNATURE = ENTITY["trace_text_signature"]
 def _tokens(clauses: list[dict[str, Any]]) -> list[str]:
     out: list[str] = []
     for clause in clauses:
-        if clause["key"] == grammar.SPAN_CONTENT and isinstance(clause["value"], str):
+        if clause["key"] == trace_grammar.SPAN_CONTENT and isinstance(clause["value"], str):
             out.extend(trace_text.pattern_tokens(clause["value"]) or [])
     return list(dict.fromkeys(out))
 
@@ -37,7 +37,7 @@ def _ruled_out(info: dict[str, Any], tokens: list[str]) -> bool:
 
 
 def matches(info: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
-    span_clauses = grammar.span_clauses(clauses)
+    span_clauses = trace_matching.span_clauses(clauses)
     if not span_clauses:
         return True
     if _ruled_out(info, _tokens(span_clauses)):
@@ -45,12 +45,12 @@ def matches(info: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
     trace_id = info["trace_id"]
     for span in span_decoding.stored_spans(info):
         row = {
-            grammar.SPAN_CONTENT: span_content.content(span, trace_id),
+            trace_grammar.SPAN_CONTENT: span_content.content(span, trace_id),
             "name": span.name,
             "type": _span_type(span),
             "status": {0: "UNSET", 1: "OK", 2: "ERROR"}.get(span.status.code, "UNSET"),
         }
-        if grammar.span_matches(row, span_clauses):
+        if trace_matching.span_matches(row, span_clauses):
             return True
     return False
 

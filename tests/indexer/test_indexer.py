@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from serverless_mlflow import fts, ranks, table
+from serverless_mlflow import fts, param_ranks, table
 from serverless_mlflow.schema import ENTITY
 from tools import admin
 
@@ -133,9 +133,9 @@ def test_long_param_values_keep_sort_keys_small(stream: s.Stream) -> None:
     rank_items = table.query("EXP#1", "RANK#p#")
     assert len(rank_items) == 4
     assert all(len(i["sk"].encode()) < 1024 for i in rank_items)
-    ordered = [r.value for g in ranks.iter_param_groups(["1"], long_key, True) for r in g]
+    ordered = [r.value for g in param_ranks.iter_param_groups(["1"], long_key, True) for r in g]
     assert ordered == sorted(["x" * 6000, "x" * 5999 + "a", "y", "x" * 280])
-    ordered_desc = [r.value for g in ranks.iter_param_groups(["1"], long_key, False) for r in g]
+    ordered_desc = [r.value for g in param_ranks.iter_param_groups(["1"], long_key, False) for r in g]
     assert ordered_desc == ordered[::-1]
 
 

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from serverless_mlflow import fts, ranks, table
+from serverless_mlflow import fts, param_ranks, rank_items, ranks, table
 from serverless_mlflow.search import parse_experiment_filter
 from serverless_mlflow.search.like import like_match
 from tools import admin
@@ -25,7 +25,7 @@ def _entries() -> dict[str, str]:
 
 
 def _metric_ranks(experiment_id: str, key: str) -> list[dict]:
-    return table.query(**ranks.METRIC_RANK.query("by_value", experiment_id=experiment_id, key=key))
+    return table.query(**rank_items.METRIC_RANK.query("by_value", experiment_id=experiment_id, key=key))
 
 
 def _run_names(experiment_id: str) -> dict[str, str]:
@@ -63,7 +63,7 @@ def check_runs(client, experiment_id: str) -> None:
         assert list(ranks.iter_run_ids_by_metric([experiment_id], "m", ascending)) == expected
         runs = client.search_runs([experiment_id], order_by=[f"params.p {order}"], max_results=100)
         expected = [r.info.run_id for r in runs if "p" in r.data.params]
-        assert list(ranks.iter_run_ids_by_param([experiment_id], "p", ascending)) == expected
+        assert list(param_ranks.iter_run_ids_by_param([experiment_id], "p", ascending)) == expected
 
 
 def check_models(client, prefix: str) -> None:

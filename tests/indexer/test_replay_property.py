@@ -122,9 +122,9 @@ def test_verify_detects_and_reindex_repairs(dynamodb_endpoint: str) -> None:
         s.log_metric("1", RUNS[0], "m", 1.0, clock.tick())
         s.drain(stream)
         assert admin.verify().differences == 0
-        from serverless_mlflow import ranks
+        from serverless_mlflow import rank_items
 
-        rank = table.query(**ranks.METRIC_RANK.query("by_value", experiment_id="1", key="m"))[0]
+        rank = table.query(**rank_items.METRIC_RANK.query("by_value", experiment_id="1", key="m"))[0]
         posting = table.query("EXP#1", "FTS#")[0]
         table.delete({"pk": rank["pk"], "sk": rank["sk"]})
         table.put({**posting, "sk": posting["sk"] + "zz"})  # a stray posting

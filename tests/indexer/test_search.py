@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mlflow.utils.search_utils import _ilike, _like
 
-from serverless_mlflow import fts, ranks, run_metrics, table
+from serverless_mlflow import fts, param_ranks, rank_items, ranks, run_metrics, table
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.search.like import like_match
 
@@ -140,7 +140,7 @@ def _mlflow_order(store, experiment_id: str, clause: str, having: set[str]) -> l
 def _our_order(kind: str, key: str, ascending: bool) -> list[str]:
     if kind == "metrics":
         return list(ranks.iter_run_ids_by_metric(["1"], key, ascending))
-    return list(ranks.iter_run_ids_by_param(["1"], key, ascending))
+    return list(param_ranks.iter_run_ids_by_param(["1"], key, ascending))
 
 
 def test_rank_order_matches_sqlalchemy_store_also_while_paused(stream: s.Stream, mlflow_store) -> None:
@@ -190,13 +190,14 @@ def test_rank_order_matches_sqlalchemy_store_also_while_paused(stream: s.Stream,
             ]
             seen = {x["run_id"] for x in order[:i]}
             assert [r for r in resumed if r not in seen] == [x["run_id"] for x in order[i:]]
-        param_groups = list(ranks.iter_param_groups(["1"], "p", ascending))
+        param_groups = list(param_ranks.iter_param_groups(["1"], "p", ascending))
         full = [r for g in param_groups for r in g]
         order = list(ranks.order_runs(param_groups, ranks.load_runs_consistent))
         for i, run in enumerate(order):
             value = next(r.value for r in full if r.run_id == run["run_id"])
             resumed = [
-                x["run_id"] for x in ranks.order_runs(ranks.iter_param_groups(["1"], "p", ascending, value), ranks.load_runs_consistent)
+                x["run_id"]
+                for x in ranks.order_runs(param_ranks.iter_param_groups(["1"], "p", ascending, value), ranks.load_runs_consistent)
             ]
             seen = {x["run_id"] for x in order[:i]}
             assert [r for r in resumed if r not in seen] == [x["run_id"] for x in order[i:]]
@@ -233,7 +234,7 @@ def test_top10_reads_few_items(stream: s.Stream) -> None:
             )
         )
         latest = run_metrics.latest_item("1", run_id, {"key": "loss", "value": i / 7, "timestamp": 1, "step": 0})
-        items.append(ranks.metric_rank_item(latest))
+        items.append(rank_items.metric_rank_item(latest))
     table.batch_write(puts=items)
     table.STATS.reset()
     top = list(_take(ranks.iter_run_ids_by_metric(["1"], "loss", False), 10))

@@ -9,7 +9,8 @@ from mlflow.utils.search_utils import SearchExperimentsUtils, SearchModelUtils, 
 
 from serverless_mlflow import search
 from serverless_mlflow.errors import MlflowError
-from serverless_mlflow.search.grammar import ExperimentGrammar, ModelVersionGrammar, RegisteredModelGrammar, RunGrammar
+from serverless_mlflow.search.entity_grammars import ExperimentGrammar, ModelVersionGrammar, RegisteredModelGrammar
+from serverless_mlflow.search.grammar import RunGrammar
 from tests.search.helpers import assert_same, outcome
 
 PAIRS = [

@@ -13,7 +13,7 @@ from sqlparse.sql import Identifier, Token
 from sqlparse.tokens import Token as TokenType
 
 from serverless_mlflow.errors import invalid
-from serverless_mlflow.search.filters import compare
+from serverless_mlflow.search.filter_matching import compare
 from serverless_mlflow.search.grammar import RunGrammar
 
 from . import semver

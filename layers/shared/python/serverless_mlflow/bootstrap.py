@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow import layout, table
-from serverless_mlflow.store.experiments import DEFAULT_EXPERIMENT_ID, default_experiment_items, meta_key
+from serverless_mlflow.store.experiment_items import DEFAULT_EXPERIMENT_ID, default_experiment_items, meta_key
 
 
 def bootstrap_items() -> list[dict[str, Any]]:

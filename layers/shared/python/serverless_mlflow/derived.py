@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import fts, issue_links, ranks
+from serverless_mlflow import fts, issue_links, rank_items
 from serverless_mlflow.run_summaries import SUMMARISED_TYPES
 from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
 
@@ -76,11 +76,11 @@ def derive(item: Item | None) -> dict[Key, Item]:
     entity_type = item[ENTITY_TYPE]
     out: list[Item] = []
     if entity_type == "latest_metric":
-        out.append(ranks.metric_rank_item(item))
+        out.append(rank_items.metric_rank_item(item))
     elif entity_type == "param":
-        out.append(ranks.param_rank_item(item))
+        out.append(rank_items.param_rank_item(item))
     elif entity_type == "run_tag":
-        out.append(ranks.tag_rank_item(item))
+        out.append(rank_items.tag_rank_item(item))
     if entity_type == "trace":
         out.extend(issue_links.trace_links(item))
     source = name_source(item)

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import keys, ranks, table
+from serverless_mlflow import keys, rank_items, ranks, table
 from serverless_mlflow.schema import ENTITY, PK, SK
 from serverless_mlflow.store.runs import RunView
 
@@ -80,13 +80,13 @@ def entries(experiment_id: str, run_id: str, view: RunView | None, pairs: list[P
     if view is None:
         return []
     params = {key: str(value) for key, value in view.params.items()}
-    metrics = {key: ranks.metric_value(item["value"]) for key, item in view.metrics.items()}
+    metrics = {key: rank_items.metric_value(item["value"]) for key, item in view.metrics.items()}
     out = []
     for pair in pairs:
         if pair.param not in params:
             continue
         value = metrics.get(pair.metric)
-        position = ranks.MISSING_KEY if value is None else keys.float64(ranks.rank_value(value))
+        position = ranks.MISSING_KEY if value is None else keys.float64(rank_items.rank_value(value))
         attributes = {"run_id": run_id, "param": pair.param, "metric": pair.metric}
         if value is not None:
             attributes["value"] = repr(value)
@@ -95,7 +95,7 @@ def entries(experiment_id: str, run_id: str, view: RunView | None, pairs: list[P
                 attributes,
                 experiment_id=experiment_id,
                 pair_id=pair.pair_id,
-                value_key=ranks.param_value_key(params[pair.param]),
+                value_key=rank_items.param_value_key(params[pair.param]),
                 position=position,
                 run_id=run_id,
             )
@@ -124,6 +124,6 @@ def value_range(
     experiment_id: str, pair: Pair, param_value: str, skip: frozenset[str], overrides: tuple[tuple[str, float | None], ...]
 ) -> ranks.ValueRange:
     """The runs having ``param_value`` in metric order; ``skip``/``overrides``: runs whose pair items may be stale."""
-    value_key = ranks.param_value_key(param_value)
+    value_key = rank_items.param_value_key(param_value)
     query = PAIR_RANK.query("by_value", experiment_id=experiment_id, pair_id=pair.pair_id, value_key=value_key)
     return ranks.ValueRange(experiment_id, query.pk_value, query.bound(), skip, overrides, with_missing=True)

@@ -20,16 +20,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import keys, metric_marks, ranks, table
+from serverless_mlflow import keys, metric_marks, rank_items, table
 from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, SK
-from serverless_mlflow.search.filters import compare
+from serverless_mlflow.search.filter_matching import compare
 from serverless_mlflow.search.like import like_prefix
 
 _METRIC_LOWER = (">", ">=", "=")
 _METRIC_UPPER = ("<", "<=", "=")
 _SOURCE_TYPES = {"metric": "latest_metric", "parameter": "param", "tag": "run_tag"}
-# A LIKE prefix longer than this may be cut in a truncated value key (see ranks._long_head): not served.
-_MAX_PREFIX_BYTES = ranks.PARAM_HEAD_BYTES - 4
+# A LIKE prefix longer than this may be cut in a truncated value key (see param_ranks._long_head): not served.
+_MAX_PREFIX_BYTES = rank_items.PARAM_HEAD_BYTES - 4
 _RACE_PAGES = (64, 256, 1000)
 
 
@@ -61,18 +61,18 @@ class RankTerm:
     def ranges(self, experiment_id: str) -> list[tuple[str, dict[str, Any]]]:
         """(partition, query arguments of ``table.query_pages``) of the key ranges holding every indexed match."""
         if self.key_type == "metric":
-            query = ranks.METRIC_RANK.query("by_value", experiment_id=experiment_id, key=self.key)
+            query = rank_items.METRIC_RANK.query("by_value", experiment_id=experiment_id, key=self.key)
             prefix = query.bound()
             low, high = self.metric_bounds()
             lo = prefix if low is None else prefix + keys.float64(low)
             hi = prefix + keys.float64(math.nan) if high is None else prefix + keys.float64(high) + "#~"
             return [(query.pk_value, {"sk_between": (lo, hi)})] if lo <= hi else []
-        rank_entity, _ = ranks.STRING_RANKS[self.key_type]
+        rank_entity, _ = rank_items.STRING_RANKS[self.key_type]
         query = rank_entity.query("by_value", experiment_id=experiment_id, key=self.key)
         prefix = query.bound()
         exact = _exact_values(self.comparisons)
         if exact is not None:
-            return [(query.pk_value, {"sk_prefix": prefix + ranks.param_value_key(v)}) for v in sorted(exact)]
+            return [(query.pk_value, {"sk_prefix": prefix + rank_items.param_value_key(v)}) for v in sorted(exact)]
         literal = max((like_prefix(v) for c, v in self.comparisons if c == "LIKE"), key=len)
         return [(query.pk_value, {"sk_prefix": prefix + keys.text(literal)[: -len(keys.TERMINATOR)]})]
 
@@ -143,7 +143,7 @@ class Flagged:
             items = self.items(experiment_id)
             for item in items:
                 if item.get(ENTITY_TYPE) == term.source_type and item.get("key") == term.key:
-                    out.add((experiment_id, ranks.run_id_of(item)))
+                    out.add((experiment_id, rank_items.run_id_of(item)))
             if term.key_type == "metric":
                 out |= {(experiment_id, run_id) for run_id in metric_marks.marked_runs(items)}
         return out
@@ -182,7 +182,7 @@ def _page_sizes(first: int | None) -> Iterator[int]:
 
 
 def _rank_value(term: RankTerm, item: dict[str, Any]) -> Any:
-    return ranks.metric_value(item["value"]) if term.key_type == "metric" else item["value"]
+    return rank_items.metric_value(item["value"]) if term.key_type == "metric" else item["value"]
 
 
 def _with_flagged(term: RankTerm, found: Found, flagged: Flagged) -> Found:

@@ -1,11 +1,12 @@
-"""RANK items: each run's latest metric value and each param value, in value order per experiment.
+"""RANK items read in value order: each run's latest metric value, per experiment, and the walk every rank
+reader shares (growing pages, the sources not indexed yet, groups of equal value, runs in MLflow's order).
 
-``<f64 value>#<run_id>`` in the partition of the experiment and metric key (``MRANK#<experiment>#<key>``) and
-``RANK#p#<key><text(value, 300)><run_id>`` in the experiment partition are maintained by the stream indexer. Readers walk them in key order and
+The items (``rank_items``: ``<f64 value>#<run_id>`` in ``MRANK#<experiment>#<key>``) are maintained by the stream
+indexer. Readers walk them in key order and
 yield *groups* of runs with an equal value in MLflow's order (``order_by metrics.k`` puts NaN after
 every number in both directions; runs lacking the key come last and are not yielded here). Ties
 inside a group are MLflow's ``start_time DESC, run_uuid``: ``order_runs`` does that with the run
-items the caller loads anyway (to filter lifecycle stage).
+items the caller loads anyway (to filter lifecycle stage). Params are read in ``param_ranks``.
 
 The index may lag: a param item whose LSI5 flag is still set (not indexed yet), or a run carrying a
 ``run_metrics_marker`` (its latest metrics changed since the indexer's last pass), is read from the source
@@ -16,81 +17,16 @@ from __future__ import annotations
 
 import heapq
 import math
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from serverless_mlflow import keys, metric_marks, run_metrics, table
-from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, LEGACY, PK, SK
+from serverless_mlflow.rank_items import METRIC_RANK, metric_value, rank_value, run_id_of
+from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE
 
-METRIC_RANK = ENTITY["metric_rank"]
-METRIC_RANK_V1 = LEGACY["metric_rank"]
-PARAM_RANK = ENTITY["param_rank"]
-TAG_RANK = ENTITY["tag_rank"]
-# Value-ordered string items: (rank entity, source entity type) per search key type.
-STRING_RANKS = {"parameter": (PARAM_RANK, "param"), "tag": (TAG_RANK, "run_tag")}
-PARAM_VALUE_BUDGET = 300
-_DIGEST_AND_MARKERS = 26  # keys.text(): 24-char digest + truncation mark + terminator
-PARAM_HEAD_BYTES = PARAM_VALUE_BUDGET - _DIGEST_AND_MARKERS
 _NAN_KEY = keys.float64(math.nan)
 _PAGE_SIZES = (16, 64, 256, 1000)
-
-
-def metric_value(raw: Any) -> float:
-    """A stored metric value (string or number) as a float; ``NaN``/``inf`` strings included."""
-    return float(raw)
-
-
-def rank_value(value: float) -> float:
-    """MLflow's SQL store saves +-inf as +-max float, so they tie with it: rank them the same."""
-    if math.isinf(value):
-        return sys.float_info.max if value > 0 else -sys.float_info.max
-    return value
-
-
-def run_id_of(source: dict[str, Any]) -> str:
-    return source[SK].split("#")[1]  # R#<run_id>#M#... / R#<run_id>#P#...
-
-
-def experiment_id_of(source: dict[str, Any]) -> str:
-    return source[PK].split("#", 1)[1]
-
-
-def metric_rank_item(source: dict[str, Any]) -> dict[str, Any]:
-    """The RANK item of a latest metric value: in its own partition, or (a layout-1 value) in the experiment's."""
-    value = metric_value(source["value"])
-    if run_metrics.is_legacy_latest(source):
-        run_id, experiment_id, entity = run_id_of(source), experiment_id_of(source), METRIC_RANK_V1
-    else:
-        run_id, experiment_id, entity = source["run_id"], str(source["experiment_id"]), METRIC_RANK
-    attributes = {"run_id": run_id, "key": source["key"], "value": repr(value), "is_nan": math.isnan(value)}
-    return entity.item(attributes, experiment_id=experiment_id, key=source["key"], value=rank_value(value), run_id=run_id)
-
-
-def param_value_key(value: str) -> str:
-    return keys.text(value, PARAM_VALUE_BUDGET)
-
-
-def param_rank_item(source: dict[str, Any]) -> dict[str, Any]:
-    run_id = run_id_of(source)
-    value = str(source["value"])
-    attributes = {"run_id": run_id, "key": source["key"], "value": value}
-    return PARAM_RANK.item(
-        attributes, experiment_id=experiment_id_of(source), key=source["key"], value_key=param_value_key(value), run_id=run_id
-    )
-
-
-def tag_rank_item(source: dict[str, Any]) -> dict[str, Any]:
-    run_id = run_id_of(source)
-    value = str(source["value"])
-    attributes = {"run_id": run_id, "key": source["key"], "value": value}
-    return TAG_RANK.item(
-        attributes, experiment_id=experiment_id_of(source), key=source["key"], value_key=param_value_key(value), run_id=run_id
-    )
-
-
-# --- reading -----------------------------------------------------------------------------------
 
 
 def marked_latest(experiment_id: str, key: str, unindexed: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -305,99 +241,6 @@ def iter_metric_groups(
     )
 
 
-class _Reversed:
-    """Inverts string order for descending merges."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: str) -> None:
-        self.value = value
-
-    def __lt__(self, other: _Reversed) -> bool:
-        return other.value < self.value
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Reversed) and other.value == self.value
-
-
-def _string_stream(
-    experiment_id: str,
-    key: str,
-    ascending: bool,
-    start_value: str | None = None,
-    key_type: str = "parameter",
-    first_page: int | None = None,
-    unindexed: Unindexed | None = None,
-) -> Iterator[tuple[Any, Ranked]]:
-    rank_entity, source_type = STRING_RANKS[key_type]
-    flagged = flagged_sources(experiment_id, source_type, key, unindexed)
-    order = (lambda v: v) if ascending else _Reversed
-    overrides = sorted(
-        ((order(str(item["value"])), Ranked(run_id, experiment_id, str(item["value"]))) for run_id, item in flagged.items()),
-        key=lambda pair: (pair[0], pair[1].run_id),
-    )
-    prefix = rank_entity.sk_prefix(experiment_id=experiment_id, key=key)
-    pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
-    query: dict[str, Any] = {"sk_prefix": prefix, "forward": ascending}
-    if start_value is not None:
-        # Resume at start_value, its tie group (or its long-value head group) included.
-        overrides = [pair for pair in overrides if not pair[0] < order(start_value)]
-        value_key = param_value_key(start_value)
-        at = prefix + (_long_head(value_key) or value_key)
-        query["sk_between"] = (at, prefix + "\U0010ffff") if ascending else (prefix, at + "\U0010ffff")
-        del query["sk_prefix"]
-
-    def indexed() -> Iterator[tuple[Any, Ranked]]:
-        # Values past PARAM_HEAD_BYTES may be truncated in the key and then order by digest: read the
-        # whole group sharing such a head and sort it on the full value attribute.
-        done_heads: set[str] = set()
-        for item in _pages(pk, first_page, **query):
-            value_key = item[SK][len(prefix) : -len(item["run_id"])]
-            head = _long_head(value_key)
-            if head is None:
-                if item["run_id"] not in flagged:
-                    yield order(item["value"]), Ranked(item["run_id"], experiment_id, item["value"])
-                continue
-            if head in done_heads:
-                continue
-            done_heads.add(head)
-            group = [g for g in table.iter_query(pk, prefix + head) if g["run_id"] not in flagged]
-            group.sort(key=lambda g: (g["value"], g["run_id"]), reverse=not ascending)
-            for g in group:
-                yield order(g["value"]), Ranked(g["run_id"], experiment_id, g["value"])
-
-    return heapq.merge(indexed(), iter(overrides), key=lambda pair: pair[0])
-
-
-def _long_head(value_key: str) -> str | None:
-    """The shared key head of values that may be truncated, or None for a value ordered exactly."""
-    # A truncated head may be up to 3 bytes shorter than PARAM_HEAD_BYTES (cut at a character
-    # boundary), so group on a prefix every such value shares in full.
-    group_bytes = PARAM_HEAD_BYTES - 3
-    if len(value_key.encode("utf-8")) < group_bytes:
-        return None
-    return keys._cut_utf8(value_key, group_bytes).split("\x02", 1)[0]
-
-
-def iter_param_groups(
-    experiment_ids: Iterable[str],
-    key: str,
-    ascending: bool,
-    start_value: str | None = None,
-    first_page: int | None = None,
-    unindexed: Unindexed | None = None,
-) -> Iterator[list[Ranked]]:
-    """Runs having param ``key``, in groups of equal value, in MLflow's order (string order).
-
-    ``start_value`` resumes a later page (see ``iter_metric_groups``); values before it that share
-    its long-value key head may be yielded too: the caller's page-token check drops them.
-    """
-    streams = [
-        _string_stream(experiment_id, key, ascending, start_value, "parameter", first_page, unindexed) for experiment_id in experiment_ids
-    ]
-    return _group(heapq.merge(*streams, key=lambda pair: pair[0]))
-
-
 def order_runs(
     groups: Iterable[list[Ranked]],
     load_runs: Callable[[list[Ranked]], dict[str, dict[str, Any]]],
@@ -426,9 +269,4 @@ def load_runs_consistent(group: list[Ranked]) -> dict[str, dict[str, Any]]:
 
 def iter_run_ids_by_metric(experiment_ids: Iterable[str], key: str, ascending: bool) -> Iterator[str]:
     for run in order_runs(iter_metric_groups(experiment_ids, key, ascending), load_runs_consistent):
-        yield run["run_id"]
-
-
-def iter_run_ids_by_param(experiment_ids: Iterable[str], key: str, ascending: bool) -> Iterator[str]:
-    for run in order_runs(iter_param_groups(experiment_ids, key, ascending), load_runs_consistent):
         yield run["run_id"]

@@ -12,6 +12,7 @@ from serverless_mlflow.artifact_locations import append_to_uri_path
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.names import random_name as random_run_name
 from serverless_mlflow.request import key_values_of
+from serverless_mlflow.store import experiment_items
 from serverless_mlflow.store import experiments as experiments_store
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import ACTIVE, RUN_NAME_TAG, RUN_TAG, RunView
@@ -54,7 +55,7 @@ def create_run(msg: dict[str, Any]) -> dict[str, Any]:
     operations = [
         # The experiment must still be active when the run appears: a concurrent delete_experiment
         # (which marks every run deleted) either sees this run or makes this create fail.
-        table.check_op(experiments_store.meta_key(experiment_id), "#lc = :active", {"#lc": "lifecycle_stage"}, {":active": ACTIVE}),
+        table.check_op(experiment_items.meta_key(experiment_id), "#lc = :active", {"#lc": "lifecycle_stage"}, {":active": ACTIVE}),
         table.put_op(store.run_item(info), "attribute_not_exists(pk)"),
         table.put_op(store.RUN_LOCATOR.item({"experiment_id": experiment_id}, run_id=run_id)),
     ]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from serverless_mlflow.auth import role_access, roles, store
+from serverless_mlflow.auth import role_access, role_grants, roles, store
 from serverless_mlflow.auth.permissions import (
     EXPERIMENT,
     MANAGE_ACTION,
@@ -225,7 +225,7 @@ def _role_workspace(req: Request) -> str | None:
         role = roles.role_or_none(int_param("role_id", params["role_id"]))
         return role.workspace if role is not None else None
     if "role_permission_id" in params:
-        role = roles.role_of_permission(int_param("role_permission_id", params["role_permission_id"]))
+        role = role_grants.role_of_permission(int_param("role_permission_id", params["role_permission_id"]))
         return role.workspace if role is not None else None
     if "workspace" in params:
         workspace = params["workspace"]

@@ -9,7 +9,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from serverless_mlflow.auth import role_access, roles
+from serverless_mlflow.auth import role_access, role_grants, roles
 from serverless_mlflow.auth.checks import Identity, is_admin
 from serverless_mlflow.auth.permissions import default_workspace_access
 from serverless_mlflow.errors import MlflowError
@@ -49,7 +49,7 @@ def seed_roles(workspace: str) -> None:
             logger.error("Failed to create default role '%s' for workspace '%s': %s", name, workspace, error)
             continue
         try:
-            roles.add_permission(role.id, roles.WORKSPACE, "*", permission)
+            role_grants.add_permission(role.id, roles.WORKSPACE, "*", permission)
         except MlflowError as error:
             logger.error("Failed to add permission to default role '%s' for workspace '%s': %s", name, workspace, error)
             roles.delete_role(role.id)

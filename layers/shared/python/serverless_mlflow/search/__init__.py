@@ -54,6 +54,15 @@ INVALID_PARAMETER_VALUE; a few, e.g. duplicate order_by fields, are INTERNAL_ERR
 
 from __future__ import annotations
 
+from serverless_mlflow.search.filter_matching import (
+    compare,
+    filter_entities,
+    is_more_recent_metric,
+    latest_metric,
+    matcher,
+    matches,
+    metric_value,
+)
 from serverless_mlflow.search.filters import (
     EXPERIMENT,
     IS_PROMPT_TAG_KEY,
@@ -65,14 +74,7 @@ from serverless_mlflow.search.filters import (
     RUN,
     STAGE_DELETED_INTERNAL,
     Filter,
-    compare,
-    filter_entities,
-    is_more_recent_metric,
     is_simple_name_substring,
-    latest_metric,
-    matcher,
-    matches,
-    metric_value,
     name_patterns,
     parse_experiment_filter,
     parse_model_version_filter,

@@ -29,12 +29,13 @@ from typing import Any
 from sqlparse.sql import Comparison as SqlComparison
 
 from serverless_mlflow.errors import ATTRIBUTE_NOT_FOUND, MlflowError, invalid
-from serverless_mlflow.search import filters, ordering
-from serverless_mlflow.search.filters import LOGGED_MODEL, Filter, compare, metric_value
-from serverless_mlflow.search.grammar import join_in_comparison_tokens, parse_sql
+from serverless_mlflow.search import filter_matching, ordering
+from serverless_mlflow.search.filter_matching import compare, metric_value
+from serverless_mlflow.search.filters import LOGGED_MODEL, Filter
 from serverless_mlflow.search.ordering import OrderBy, OrderTerm
 from serverless_mlflow.search.paging import SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT, decode_page_token
 from serverless_mlflow.search.queries import SearchQuery
+from serverless_mlflow.search.sql_tokens import join_in_comparison_tokens, parse_sql
 
 _ENTITY_TYPES = ["attributes", "metrics", "params", "tags"]
 _IDENTIFIER_RE = re.compile(r"^([a-z]+)\.(.+)$")
@@ -284,5 +285,5 @@ def prepare_logged_model_search(
     return SearchQuery(flt, order, pos, max_results or SEARCH_LOGGED_MODEL_MAX_RESULTS_DEFAULT, page_token)
 
 
-filters.KIND_MATCHERS[LOGGED_MODEL] = logged_model_matches
+filter_matching.KIND_MATCHERS[LOGGED_MODEL] = logged_model_matches
 ordering.KIND_RAW_VALUES["logged_model"] = logged_model_raw_value

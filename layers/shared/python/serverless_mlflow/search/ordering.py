@@ -20,14 +20,15 @@ from decimal import Decimal
 from typing import Any
 
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.search.entity_grammars import ExperimentGrammar, ModelVersionGrammar
+from serverless_mlflow.search.filter_matching import metric_value
 from serverless_mlflow.search.filters import (
     EXPERIMENT,
     MODEL_VERSION,
     REGISTERED_MODEL,
     RUN,
-    metric_value,
 )
-from serverless_mlflow.search.grammar import ExperimentGrammar, ModelVersionGrammar, RunGrammar, _unanswered_by_mlflow
+from serverless_mlflow.search.grammar import RunGrammar, _unanswered_by_mlflow
 
 
 @dataclass(frozen=True)

@@ -6,15 +6,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from serverless_mlflow.search.entity_grammars import RegisteredModelGrammar
+from serverless_mlflow.search.filter_matching import matches
 from serverless_mlflow.search.filters import (
     Filter,
-    matches,
     parse_experiment_filter,
     parse_model_version_filter,
     validate_registered_model_filter,
     validate_run_filter,
 )
-from serverless_mlflow.search.grammar import RegisteredModelGrammar, RunGrammar
+from serverless_mlflow.search.grammar import RunGrammar
 from serverless_mlflow.search.ordering import (
     OrderBy,
     parse_experiment_order_by,

@@ -19,7 +19,7 @@ class IssueGrammar(RunGrammar):
     def _process_statement(cls, statement: Any) -> list[dict[str, Any]]:
         from sqlparse.sql import Comparison
 
-        from serverless_mlflow.search.grammar import join_in_comparison_tokens
+        from serverless_mlflow.search.sql_tokens import join_in_comparison_tokens
 
         tokens = join_in_comparison_tokens(statement.tokens)
         if invalids := [t for t in tokens if cls._invalid_statement_token(t)]:
