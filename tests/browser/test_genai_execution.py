@@ -106,11 +106,14 @@ def test_detect_issues_runs_an_analysis(browser_page: tuple[Any, list[str]], log
     login = credentials()
     deadline = time.monotonic() + 180
     while True:
+        # The job runs in this runtime's process (its worker threads import mlflow and write traces through the
+        # sync indexer): on a machine at load 8 one search took over 60 s while the job started. What is asserted is
+        # that the issue lands before the deadline, not how long one request takes.
         found = requests.post(
             f"{ui_server}/api/3.0/mlflow/issues/search",
             json={"experiment_id": logged["genai_experiment_id"]},
             auth=(login["username"], login["password"]),
-            timeout=60,
+            timeout=max(5.0, deadline - time.monotonic()),
         )
         assert found.status_code == 200, found.text
         if ISSUE_NAME in [issue["name"] for issue in found.json().get("issues", [])]:
