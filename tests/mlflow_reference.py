@@ -83,6 +83,12 @@ def asgi_reference_server_of(python: str) -> Reference:
     return _start(_SERVE_ASGI, python=python)
 
 
+@cache
+def deployments_reference_server(target: str) -> Reference:
+    """MLflow's Flask app with ``MLFLOW_DEPLOYMENTS_TARGET`` set: its gateway-proxy forwards to ``target``."""
+    return _start(_SERVE, extra_env={"MLFLOW_DEPLOYMENTS_TARGET": target})
+
+
 def workspaces_reference_server() -> Reference:
     """MLflow's whole server as ``mlflow server --enable-workspaces`` runs it (workspace store on the same sqlite)."""
     return _start(_SERVE_ASGI, extra_env={"MLFLOW_ENABLE_WORKSPACES": "true"})

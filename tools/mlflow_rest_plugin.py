@@ -61,14 +61,21 @@ class _RuntimePool:
         self._next: tuple[subprocess.Popen[bytes], str] | None = None
         self._lock = threading.Lock()
 
-    def _spawn(self) -> tuple[subprocess.Popen[bytes], str]:
+    def _spawn(self, extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
         port = free_port()
         suffix = uuid.uuid4().hex[:10]
         env = dict(self._env, PORT=str(port), TABLE_NAME=f"mlrest-{suffix}", BUCKET_NAME=f"mlrest-{suffix}", ACCESS_LOG="false")
+        env.update(extra_env or {})
         process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
         return process, f"http://127.0.0.1:{port}"
 
-    def take(self) -> tuple[subprocess.Popen[bytes], str]:
+    def take(self, extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+        """A started runtime; one with ``extra_env`` (a test's server environment, MLflow's ``_init_server``) is
+        started for that test alone."""
+        if extra_env:
+            ready = self._spawn(extra_env)
+            wait_healthy(ready[1], ready[0], timeout=START_TIMEOUT_SECONDS)
+            return ready
         with self._lock:
             ready = self._next or self._spawn()
             self._next = self._spawn()
@@ -85,10 +92,10 @@ _pool: _RuntimePool | None = None
 
 
 @contextlib.contextmanager
-def fresh_runtime() -> Iterator[str]:
+def fresh_runtime(extra_env: dict[str, str] | None = None) -> Iterator[str]:
     """A runtime process with an empty table and bucket; stopped when the test's server would be."""
     assert _pool is not None, "MLFLOW_REST_TARGET=ours needs the session's engines"
-    process, url = _pool.take()
+    process, url = _pool.take(extra_env)
     # Stock's tests share one sqlite file between the server and the test process (MLflow's ``tracking_uri_mock``
     # points the process at ``db_uri``), so fluent calls and the CLI reach the server's store; here they reach ours.
     import mlflow
@@ -118,8 +125,9 @@ class RuntimeThread:
 def runtime_server(
     backend_uri: str = "", root_artifact_uri: str = "", extra_env: Any = None, app: Any = None, server_type: str = ""
 ) -> Iterator[str]:
-    """Stands in for MLflow's ``_init_server(...)``: a fresh runtime whatever store or app is asked for."""
-    with fresh_runtime() as url:
+    """Stands in for MLflow's ``_init_server(...)``: a fresh runtime whatever store or app is asked for, with the
+    server environment the test gives (``MLFLOW_DEPLOYMENTS_TARGET``, for one)."""
+    with fresh_runtime({str(k): str(v) for k, v in (extra_env or {}).items()}) as url:
         yield url
 
 

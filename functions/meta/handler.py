@@ -9,7 +9,8 @@ from aws_lambda_powertools.event_handler import Response
 from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.server_info import MLFLOW_API_VERSION, server_info
 
-from . import assistant
+from . import assistant, deployments_proxy
+from .messages import MESSAGES
 
 
 def health(_: Request) -> Response:
@@ -36,9 +37,8 @@ def post_ui_telemetry(_: Request) -> dict[str, Any]:
     return {"status": "disabled"}
 
 
-def gateway_proxy(_: Request) -> dict[str, Any]:
-    # No deployments target is configured (the AI gateway runtime is not served): MLflow's empty answer.
-    return assistant.EMPTY_GATEWAY
+def gateway_proxy(req: Request) -> dict[str, Any]:
+    return deployments_proxy.proxy(req.method, req.message(MESSAGES["gateway_proxy"]))
 
 
 def get_assistant_config(_: Request) -> dict[str, Any]:

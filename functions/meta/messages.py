@@ -10,7 +10,7 @@ MESSAGES: dict[str, Message] = {
     "server_info": Message({}),
     "get_ui_telemetry": Message({}),
     "post_ui_telemetry": Message({"records": "[message]"}),
-    # MLflow reads gateway_path (and json_data) only when a deployments target is configured, which is never here.
+    # Read only when a deployments target is configured (deployments_proxy), as MLflow's handler does.
     "gateway_proxy": Message({"gateway_path": "string", "json_data": "message"}),
     "get_assistant_config": Message({}),
     "get_assistant_providers": Message({}),

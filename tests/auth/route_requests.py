@@ -629,9 +629,9 @@ NO_RESOURCE_ID: dict[str, str] = {
     "GET /ajax-api/3.0/mlflow/ui-telemetry": "the UI's telemetry settings (constant), for any logged-in user",
     "POST /ajax-api/3.0/mlflow/ui-telemetry": "accepted and dropped (no telemetry is collected), for any logged-in user",
     "GET /api/2.0/mlflow/users/current": "the caller's own user",
-    # MLflow's validate_gateway_proxy allows every user: with no deployments target it answers an empty gateway.
-    "GET /ajax-api/2.0/mlflow/gateway-proxy": "MLflow's empty AI gateway (no deployments target), for any logged-in user",
-    "POST /ajax-api/2.0/mlflow/gateway-proxy": "MLflow's empty AI gateway (no deployments target), for any logged-in user",
+    # MLflow's validate_gateway_proxy allows every user (the deployments target authorizes its own calls).
+    "GET /ajax-api/2.0/mlflow/gateway-proxy": "the deployments target's endpoints (an empty gateway without one), for any logged-in user",
+    "POST /ajax-api/2.0/mlflow/gateway-proxy": "an invocation proxied to the deployments target, for any logged-in user",
     "GET /ajax-api/3.0/mlflow/assistant/config": "no assistant provider configured (constant), for any logged-in user",
     "GET /ajax-api/3.0/mlflow/assistant/providers": "the assistant providers, none available (constant), for any logged-in user",
     "GET /api/2.0/mlflow/users/list": "user names, for any logged-in user (MLflow's validate_can_list_users)",

@@ -4,14 +4,16 @@ MLflow's own server (its Flask app on sqlite) or with the installed mlflow's own
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
+import threading
 from typing import Any
 
 import pytest
 import requests
 
 from tests.conftest import unique
-from tests.mlflow_reference import reference_server
+from tests.mlflow_reference import deployments_reference_server, reference_server
 
 pytestmark = pytest.mark.e2e
 
@@ -30,6 +32,69 @@ def test_gateway_proxy_answers_an_empty_gateway_as_mlflow(server: str) -> None:
     for method, kwargs in (("GET", {"params": {"gateway_path": "api/2.0/endpoints/"}}), ("GET", {}), ("POST", {"json": {}})):
         ours, theirs = _both(server, method, path, **kwargs)
         assert ours == theirs == (200, {"endpoints": []})
+
+
+class _DeploymentsServer(http.server.BaseHTTPRequestHandler):
+    """An MLflow deployments server's two routes the UI reaches through gateway-proxy, and a failing endpoint."""
+
+    def _answer(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/api/2.0/endpoints":
+            self._answer(200, json.dumps({"endpoints": [{"name": "chat", "endpoint_type": "llm/v1/chat"}]}).encode())
+        else:
+            self._answer(404, b'{"detail": "Not Found"}')
+
+    def do_POST(self) -> None:
+        sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"null")
+        if self.path == "/gateway/chat/invocations":
+            self._answer(200, json.dumps({"choices": [{"message": {"content": "hi"}}], "received": sent}).encode())
+        else:
+            self._answer(503, b"endpoint unavailable")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_gateway_proxy_forwards_to_a_deployments_target_as_mlflow(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``MLFLOW_DEPLOYMENTS_TARGET`` (a setting here), gateway-proxy lists and invokes the target's endpoints,
+    refuses other paths and relays the target's failures, as MLflow's server does (MLflow's
+    test_gateway_proxy_handler_rejects_invalid_requests)."""
+    target = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DeploymentsServer)
+    threading.Thread(target=target.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{target.server_port}"
+        monkeypatch.setenv("MLFLOW_DEPLOYMENTS_TARGET", url)
+        reference = deployments_reference_server(url).url
+        path = "/ajax-api/2.0/mlflow/gateway-proxy"
+        for method, kwargs in (
+            ("GET", {"params": {"gateway_path": "api/2.0/endpoints/"}}),
+            ("GET", {"params": {"gateway_path": "api/2.0/other"}}),
+            ("GET", {}),
+            ("POST", {"json": {}}),
+            ("POST", {"json": {"gateway_path": "foo/bar"}}),
+            ("POST", {"json": {"gateway_path": "gateway/chat/invocations", "json_data": {"messages": [{"role": "user", "content": "x"}]}}}),
+            ("POST", {"json": {"gateway_path": "gateway/down/invocations", "json_data": {}}}),
+        ):
+            answers = [requests.request(method, f"{base}{path}", timeout=30, **kwargs) for base in (server, reference)]
+            ours, theirs = ((a.status_code, a.json()) for a in answers)
+            assert ours == theirs, (method, kwargs)
+        listed = requests.get(f"{server}{path}", params={"gateway_path": "api/2.0/endpoints/"}, timeout=30).json()
+        assert listed == {"endpoints": [{"name": "chat", "endpoint_type": "llm/v1/chat"}]}
+        down = requests.post(f"{server}{path}", json={"gateway_path": "gateway/down/invocations", "json_data": {}}, timeout=30)
+        assert down.status_code == 500 and down.json()["error_code"] == "INTERNAL_ERROR"
+        assert "Deployments proxy request failed with error code 503. Error message: endpoint unavailable" in down.json()["message"]
+        invoked = requests.post(
+            f"{server}{path}", json={"gateway_path": "gateway/chat/invocations", "json_data": {"messages": []}}, timeout=30
+        ).json()
+        assert invoked["received"] == {"messages": []}
+    finally:
+        target.shutdown()
 
 
 def test_assistant_answers_as_mlflow_with_no_provider(server: str) -> None:

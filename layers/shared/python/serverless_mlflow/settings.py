@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ MAX_AGE_SECONDS = 300.0
 class Setting:
     name: str  # the environment variable (MLflow's name where MLflow has one)
     default: Any
-    kind: str  # "list", "bool", "int"
+    kind: str  # "list", "bool", "int", "url"
     description: str
 
 
@@ -41,6 +42,10 @@ SETTINGS: dict[str, Setting] = {
             "Allow webhook targets that resolve to private, loopback or link-local addresses (MLflow's setting)",
         ),
         Setting("MLFLOW_WEBHOOK_REQUEST_TIMEOUT", 30, "int", "Seconds a webhook delivery waits for the receiver (MLflow's setting)"),
+        Setting(
+            "MLFLOW_DEPLOYMENTS_TARGET", "", "url",
+            "An MLflow deployments server the web UI's gateway-proxy forwards to (MLflow's setting; empty: none)",
+        ),
     )
 }  # fmt: skip
 
@@ -86,6 +91,11 @@ def parse(name: str, raw: Any) -> Any:
         if text not in ("true", "false", "1", "0"):
             raise ValueError(f"{name} must be true or false, got {raw!r}")
         return text in ("true", "1")
+    if kind == "url":
+        text = str(raw).strip().rstrip("/")
+        if text and not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", text):
+            raise ValueError(f"{name} must be an http(s) URL, got {raw!r}")
+        return text
     value = int(raw)
     if value < 0:
         raise ValueError(f"{name} must not be negative, got {raw!r}")
