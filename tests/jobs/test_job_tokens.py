@@ -175,3 +175,22 @@ def test_the_worker_calls_the_api_as_the_jobs_creator(token_server: str, users: 
     )
     # The token lives in the job's message only: not in the job's answer nor its stored item.
     assert job_tokens.PREFIX not in json.dumps(job)
+
+
+def test_a_job_token_logs_and_reads_artifacts(token_server: str, users: dict[str, tuple[str, str]]) -> None:
+    """What MLflow's jobs do at their end (issue detection logs summary.md, issues.json and metadata.json to its run):
+    the artifact routes accept the token like every other route."""
+    alice = users["alice"]
+    job_id = running_job(token_server, alice)
+    token = minted(alice[0], job_id)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("MLFLOW_TRACKING_USERNAME", alice[0])
+            patch.setenv("MLFLOW_TRACKING_PASSWORD", token)
+            client = mlflow.MlflowClient(token_server)
+            run_id = client.create_run(client.create_experiment(unique("token-artifacts"))).info.run_id
+            client.log_text(run_id, "found 2 issues", "summary.md")
+            assert [f.path for f in client.list_artifacts(run_id)] == ["summary.md"]
+            assert client.download_artifacts(run_id, "summary.md")
+    finally:
+        call(token_server, alice, "PATCH", f"{JOBS}/cancel/{job_id}")
