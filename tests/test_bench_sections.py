@@ -64,22 +64,33 @@ def test_one_run_writes_the_whole_page_from_its_sections(tmp_path: Path, monkeyp
     assert text == f"{template('header')}\n\n{template('notes')}\n"
 
 
-def test_a_partial_run_on_the_whole_page_keeps_the_other_sections_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``BENCH_SECTIONS=imports`` on docs/performance.md: the imports section is measured anew, every other section
-    keeps the figures the page recorded."""
+IMPORTS_TABLE = "| function | import |\n|---|---|\n| runs | 1 ms |"
+
+
+def _imports_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``BENCH_SECTIONS=imports`` on ``page`` (its measurement replaced by a fixed table); the page it writes."""
     from tools.bench_sections import imports
 
-    page = PAGE.read_text()
-    before = recorded(page, bench.SECTIONS)
     out = tmp_path / "performance.md"
     out.write_text(page)
     monkeypatch.setenv("BENCH_OUT", str(out))
     monkeypatch.setenv("BENCH_SECTIONS", "imports")
-    monkeypatch.setattr(imports, "section", lambda context: Figures(["| function | import |\n|---|---|\n| runs | 1 ms |"]))
+    monkeypatch.setattr(imports, "section", lambda context: Figures([IMPORTS_TABLE]))
     bench.main()
-    after = recorded(out.read_text(), bench.SECTIONS)
-    assert after["imports"].blocks == ["| function | import |\n|---|---|\n| runs | 1 ms |"]
-    assert {name: f for name, f in after.items() if name != "imports"} == {name: f for name, f in before.items() if name != "imports"}
+    return out.read_text()
+
+
+def _others(figures: dict[str, Figures]) -> dict[str, Figures]:
+    return {name: f for name, f in figures.items() if name != "imports"}
+
+
+def test_a_partial_run_on_the_whole_page_keeps_the_other_sections_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``BENCH_SECTIONS=imports`` on docs/performance.md: the imports section is measured anew, every other section
+    keeps the figures the page recorded."""
+    page = PAGE.read_text()
+    after = recorded(_imports_run(page, tmp_path, monkeypatch), bench.SECTIONS)
+    assert after["imports"].blocks == [IMPORTS_TABLE]
+    assert _others(after) == _others(recorded(page, bench.SECTIONS))
 
 
 def test_a_partial_run_of_a_section_whose_template_changed_keeps_the_other_sections(
@@ -87,24 +98,14 @@ def test_a_partial_run_of_a_section_whose_template_changed_keeps_the_other_secti
 ) -> None:
     """The page holds the imports section as an older template wrote it: the run measures it anew with today's
     template and keeps every other section's figures (it used to drop them all)."""
-    from tools.bench_sections import imports
-
     page = PAGE.read_text()
-    before = recorded(page, bench.SECTIONS)
     heading = template("imports").splitlines()[0]
     older = page.replace(heading + "\n", heading + "\n\nA sentence an older template had.\n", 1)
-    assert older != page
     with pytest.raises(ValueError):
         recorded(older, bench.SECTIONS)
-    out = tmp_path / "performance.md"
-    out.write_text(older)
-    monkeypatch.setenv("BENCH_OUT", str(out))
-    monkeypatch.setenv("BENCH_SECTIONS", "imports")
-    monkeypatch.setattr(imports, "section", lambda context: Figures(["| function | import |\n|---|---|\n| runs | 1 ms |"]))
-    bench.main()
-    after = recorded(out.read_text(), bench.SECTIONS)
-    assert "older template" not in out.read_text()
-    assert {name: f for name, f in after.items() if name != "imports"} == {name: f for name, f in before.items() if name != "imports"}
+    written = _imports_run(older, tmp_path, monkeypatch)
+    assert "older template" not in written
+    assert _others(recorded(written, bench.SECTIONS)) == _others(recorded(page, bench.SECTIONS))
 
 
 def test_a_failing_section_is_reported_in_its_place(monkeypatch: pytest.MonkeyPatch) -> None:
