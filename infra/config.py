@@ -59,7 +59,7 @@ class StackConfig:
     # Registry events: an existing EventBridge bus to put them on (name or ARN); empty: the stack creates one.
     event_bus_name: str = ""
     # Webhook targets, as MLflow's MLFLOW_WEBHOOK_ALLOWED_SCHEMES / MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS (the CONFIG
-    # partition's settings item, `python -m tools.admin settings`, overrides them without a redeploy).
+    # partition's settings item, `python -m tools.settings set`, overrides them without a redeploy).
     webhook_allowed_schemes: str = "https"
     webhook_allow_private_ips: bool = False
     # MLflow's workspaces (`mlflow server --enable-workspaces`): every function gets MLFLOW_ENABLE_WORKSPACES=true.

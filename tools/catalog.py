@@ -1916,7 +1916,7 @@ PATTERNS: tuple[AccessPattern, ...] = (
         GET,
         "table",
         "pk = CONFIG AND sk = CFG#settings",
-        note="once per function container and 5 minutes (serverless_mlflow.settings); `python -m tools.admin settings` writes it",
+        note="once per function container and 5 minutes (serverless_mlflow.settings); `python -m tools.settings set` writes it",
     ),
 )
 

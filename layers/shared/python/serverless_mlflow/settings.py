@@ -1,6 +1,6 @@
 """Server-wide settings, kept in the table's ``CONFIG`` partition (``CFG#settings``).
 
-One item holds every setting an operator may change without a redeploy (``python -m tools.admin settings``).
+One item holds every setting an operator may change without a redeploy (``python -m tools.settings set``).
 A function reads it with one GetItem the first time it needs a setting and keeps it for
 ``MAX_AGE_SECONDS`` (so a container that lives for hours still sees a change). A setting the item does not
 hold falls back to the function's environment, under the same names ``mlflow server`` reads
