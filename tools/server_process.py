@@ -54,7 +54,10 @@ def children(pid: int) -> list[int]:
     """Direct child processes (e.g. the DynamoDB Local JVM the runtime started)."""
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
+        try:
+            text = (task / "children").read_text().split()
+        except FileNotFoundError:
+            continue  # a thread that ended while the tasks were listed
         found.extend(int(child) for child in text)
     return found
 
