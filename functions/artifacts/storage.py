@@ -17,6 +17,7 @@ from typing import Any
 from serverless_mlflow import s3
 from serverless_mlflow.artifact_locations import artifact_key, safe_relative_path
 from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.request import read_int32
 
 from .guard import check_writable
 
@@ -60,7 +61,7 @@ def _client_error(error: Exception, what: str) -> MlflowError:
         return not_found(f"{what} does not exist.")
     if code == "NoSuchUpload":
         return not_found(f"{what}: the multipart upload does not exist (it was completed, aborted or has expired).")
-    if code in ("InvalidPart", "InvalidPartOrder", "EntityTooSmall", "MalformedXML", "InvalidArgument"):
+    if code in ("InvalidPart", "InvalidPartOrder", "EntityTooSmall", "MalformedXML", "InvalidArgument", "KeyTooLongError", "414"):
         return invalid(f"{what}: {message}")
     if code in ("AccessDenied", "403"):
         return MlflowError(f"{what}: access denied by S3.", "PERMISSION_DENIED")
@@ -199,15 +200,28 @@ def create_multipart_upload(directory: str, local_path: str, num_parts: int) -> 
     return {"upload_id": upload_id, "credentials": credentials}
 
 
+# S3's upload ids are a few hundred characters; a longer one was never issued (and S3 answers 414 to its URL).
+MAX_UPLOAD_ID_LENGTH = 1024
+
+
+def _check_upload_id(upload_id: str) -> None:
+    if not upload_id:
+        raise invalid("Missing value for required parameter 'upload_id'.")
+    if len(upload_id) > MAX_UPLOAD_ID_LENGTH:
+        raise invalid(
+            f"Invalid value for parameter 'upload_id': longer than {MAX_UPLOAD_ID_LENGTH} characters, not an upload id S3 issued."
+        )
+
+
 def _parts(parts: list[Any]) -> list[dict[str, Any]]:
     out: dict[int, str] = {}
     for idx, part in enumerate(parts):
         number = part.get("part_number") if isinstance(part, dict) else None
         etag = part.get("etag") if isinstance(part, dict) else None
-        try:
-            number = int(number)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise invalid(f"Invalid value for parameter 'parts[{idx}].part_number': must be an integer.") from None
+        # Read as protobuf reads the int32 (1e309, 1.5 or a word are not part numbers).
+        number = read_int32(number)
+        if number is None:
+            raise invalid(f"Invalid value for parameter 'parts[{idx}].part_number': must be an integer.")
         if not 1 <= number <= MAX_PARTS:
             raise invalid(f"Invalid value {number} for parameter 'parts[{idx}].part_number': must be between 1 and {MAX_PARTS}.")
         if not isinstance(etag, str) or not etag:
@@ -227,8 +241,7 @@ def _multipart_etag(parts: list[dict[str, Any]]) -> str | None:
 
 def complete_multipart_upload(directory: str, local_path: str, upload_id: str, parts: list[Any]) -> None:
     relative = _target(directory, local_path)
-    if not upload_id:
-        raise invalid("Missing value for required parameter 'upload_id'.")
+    _check_upload_id(upload_id)
     s3_parts = _parts(parts)
     key = artifact_key(relative)
     bucket = s3.bucket_name()
@@ -268,8 +281,7 @@ def abort_multipart_upload(directory: str, local_path: str, upload_id: str) -> N
     """Abort (S3 drops the uploaded parts). Idempotent: an upload that is already gone is not an error,
     so the client's abort-after-failure never masks the original failure."""
     relative = _target(directory, local_path)
-    if not upload_id:
-        raise invalid("Missing value for required parameter 'upload_id'.")
+    _check_upload_id(upload_id)
     try:
         s3.client().abort_multipart_upload(Bucket=s3.bucket_name(), Key=artifact_key(relative), UploadId=upload_id)
     except _client_error_type() as error:

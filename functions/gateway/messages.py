@@ -143,17 +143,13 @@ MESSAGES: dict[str, Message] = {
             "action": [required],
             "action_endpoint_id": _STRING,
         },
-        int_ranges=True,
     ),
     "get_gateway_guardrail": Message({"guardrail_id": "string"}, {"guardrail_id": _REQUIRED}),
     "delete_gateway_guardrail": Message({"guardrail_id": "string"}, {"guardrail_id": _REQUIRED}),
-    "list_gateway_guardrails": Message(
-        {"max_results": "int32", "page_token": "string"}, {"max_results": [intlike], "page_token": _STRING}, int_ranges=True
-    ),
+    "list_gateway_guardrails": Message({"max_results": "int32", "page_token": "string"}, {"max_results": [intlike], "page_token": _STRING}),
     "add_guardrail_to_endpoint": Message(
         {"endpoint_id": "string", "guardrail_id": "string", "execution_order": "int32"},
         {"endpoint_id": _REQUIRED, "guardrail_id": _REQUIRED, "execution_order": [intlike]},
-        int_ranges=True,
     ),
     "remove_guardrail_from_endpoint": Message(
         {"endpoint_id": "string", "guardrail_id": "string"}, {"endpoint_id": _REQUIRED, "guardrail_id": _REQUIRED}
@@ -162,7 +158,6 @@ MESSAGES: dict[str, Message] = {
     "update_endpoint_guardrail_config": Message(
         {"endpoint_id": "string", "guardrail_id": "string", "execution_order": "int32"},
         {"endpoint_id": _REQUIRED, "guardrail_id": _REQUIRED},
-        int_ranges=True,
     ),
     # --- the UI's catalog routes: ``provider`` read from the raw query, as MLflow does
     "list_gateway_supported_providers": Message({}),

@@ -234,10 +234,15 @@ def _chat(call: Call, chain: Chain, payload: dict[str, Any]) -> Answer:
 # --- passthrough routes -------------------------------------------------------------------------------
 
 
+# The fields each OpenAI passthrough route's provider reads first (checked before the call: see payloads).
+_SHAPED_FIELDS = {p.OPENAI_CHAT: ("messages",), p.OPENAI_EMBEDDINGS: ("input",), p.OPENAI_RESPONSES: ("input",)}
+
+
 def passthrough(call: Call, action: str, body: dict[str, Any]) -> Answer:
     if action == p.OPENAI_RESPONSES_COMPACT and body.get("stream"):
         raise GatewayHTTPError(400, "stream=true is not supported on /responses/compact; compaction is a unary request.", "HTTPException")
     endpoint_name = payloads.pop_model(body)
+    payloads.passthrough_shape(_SHAPED_FIELDS.get(action, ()), body)
     if action == p.TYPESAFE_SYSTEM_ONE and body.get("stream"):
         raise GatewayHTTPError(400, "TypeSafe System One does not support streaming.", "HTTPException")
     config = _resolve(endpoint_name, system_one=action == p.TYPESAFE_SYSTEM_ONE)

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
+from serverless_mlflow.validation.json_values import NON_FINITE_MESSAGE, lone_surrogate_at, non_finite_at
 
 # pydantic's documentation links name its minor version (the pinned wheel's pydantic).
 PYDANTIC_DOCS = "https://errors.pydantic.dev/2.14/v"
@@ -53,7 +54,28 @@ def body(raw: bytes) -> dict[str, Any]:
         raise GatewayHTTPError(400, f"Invalid JSON payload: {error}", "HTTPException") from None
     if not isinstance(parsed, dict):
         raise GatewayHTTPError(400, "Invalid JSON payload: the body must be a JSON object", "HTTPException")
+    # Neither can travel on to a provider as JSON text (MLflow's gateway fails on them with a 500).
+    if (where := lone_surrogate_at(parsed)) is not None:
+        raise GatewayHTTPError(400, f"Invalid JSON payload: '{where}' holds a lone surrogate (not Unicode text)", "HTTPException")
+    if (where := non_finite_at(parsed)) is not None:
+        raise GatewayHTTPError(400, f"Invalid JSON payload: '{where}': {NON_FINITE_MESSAGE}", "HTTPException")
     return parsed
+
+
+# Passthrough routes forward the body as it is; the fields a provider reads first must have the provider's shape,
+# or the provider's refusal (or failure) would come back as this gateway's 5xx.
+_PASSTHROUGH_SHAPES: dict[str, tuple[str, tuple[type, ...], str]] = {
+    "messages": ("messages", (list,), "a list of messages"),
+    "input": ("input", (str, list), "a string or a list"),
+}
+
+
+def passthrough_shape(fields: tuple[str, ...], payload: dict[str, Any]) -> None:
+    """Refuse (400) a passthrough body whose ``fields`` are present with the wrong JSON type."""
+    for name in fields:
+        field, kinds, what = _PASSTHROUGH_SHAPES[name]
+        if field in payload and not isinstance(payload[field], kinds):
+            raise GatewayHTTPError(400, f"Invalid payload: '{field}' must be {what}, got {type(payload[field]).__name__}", "HTTPException")
 
 
 def pop_model(payload: dict[str, Any]) -> str:

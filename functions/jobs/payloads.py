@@ -8,6 +8,7 @@ from typing import Any
 
 from serverless_mlflow.api import Request, json_response
 from serverless_mlflow.store.jobs import STATUSES
+from serverless_mlflow.validation import validate_finite_json
 
 # field -> (required, kind)
 Fields = dict[str, tuple[bool, str]]
@@ -18,8 +19,10 @@ _ENUM_TEXT = ", ".join(f"'{status}'" for status in STATUSES[:-1]) + f" or '{STAT
 
 
 def validated(req: Request, fields: Fields) -> dict[str, Any] | Any:
-    """The payload's fields, or the 422 response to answer."""
+    """The payload's fields, or the 422 response to answer. A NaN or an infinity anywhere is refused first (400):
+    a job stored with one could not be answered as JSON, and every later search would fail."""
     body = req.json
+    validate_finite_json(body)
     errors: list[dict[str, Any]] = []
     out: dict[str, Any] = {}
     for name, (required, kind) in fields.items():

@@ -30,7 +30,7 @@ MAX_RESULTS_PER_RUN = 2500
 
 
 def _run(fields: Mapping[str, str], checks: Mapping[str, Sequence[Check]] | None = None) -> Message:
-    return Message(fields, checks, run_id_alias=True, int_ranges=True)
+    return Message(fields, checks, run_id_alias=True)
 
 
 MESSAGES: dict[str, Message] = {

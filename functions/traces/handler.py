@@ -10,7 +10,7 @@ from serverless_mlflow.api import Request, build_app, dumps, float_json, lambda_
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response
-from serverless_mlflow.request import key_values_of
+from serverless_mlflow.request import key_values_of, message_of
 
 from . import changes, v2
 from .messages import MESSAGES
@@ -81,8 +81,8 @@ def batch_get_trace_infos(req: Request) -> dict[str, Any]:
 def search_traces(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["search_traces"])
     experiment_ids = [
-        str((location.get("mlflow_experiment") or {}).get("experiment_id", ""))
-        for location in msg["locations"]
+        str(message_of(location.get("mlflow_experiment"), f"locations[{index}].mlflow_experiment").get("experiment_id", ""))
+        for index, location in enumerate(msg["locations"])
         if isinstance(location, dict) and "mlflow_experiment" in location
     ]
     traces, token = read.search_traces(

@@ -61,7 +61,6 @@ MESSAGES: dict[str, Message] = {
             "max_results": [intlike],
             "page_token": [string],
         },
-        int_ranges=True,
     ),
     "calculate_trace_filter_correlation": Message(
         {"experiment_ids": "[string]", "filter_string1": "string", "filter_string2": "string", "base_filter": "string"},

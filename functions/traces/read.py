@@ -8,6 +8,7 @@ from google.protobuf.json_format import MessageToDict
 
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import traces as store
+from serverless_mlflow.validation import validate_max_results_param
 
 from . import search, span_decoding
 
@@ -48,6 +49,8 @@ def batch_get_trace_infos(trace_ids: list[str], experiment_ids: list[str] | None
 def search_traces(
     experiment_ids: list[str], filter_string: str | None, max_results: int | None, order_by: list[str] | None, page_token: str | None
 ) -> tuple[list[dict[str, Any]], str | None]:
+    # SqlAlchemyStore.search_traces: a page of at least one trace (a negative size used to reach islice: a 500).
+    validate_max_results_param(max_results, allow_null=True)
     normalized = [str(experiment_store.normalize_experiment_id(e)) for e in experiment_ids]
     items, token = search.search_traces(normalized, filter_string, max_results, order_by, page_token)
     return [store.info_json(item) for item in items], token

@@ -60,7 +60,7 @@ def start_trace(
         {
             "trace_id": uuid.uuid4().hex,
             "trace_location": _location(experiment_id),
-            "request_time": int(timestamp_ms or 0),
+            "request_time": store.parse_timestamp_ms(int(timestamp_ms or 0), "timestamp_ms"),
             "state": "IN_PROGRESS",
             "trace_metadata": _pairs(metadata),
             "tags": _pairs(tags),
@@ -94,7 +94,7 @@ def end_trace(
             "trace_id": request_id,
             "trace_location": _location(item["experiment_id"]),
             "request_time": request_time,
-            "execution_duration": int(timestamp_ms or 0) - request_time,
+            "execution_duration": store.parse_timestamp_ms(int(timestamp_ms or 0), "timestamp_ms") - request_time,
             "state": state_of(status),
             "client_request_id": item.get("client_request_id"),
             "request_preview": item.get("request_preview"),

@@ -25,9 +25,7 @@ MESSAGES: dict[str, Message] = {
             "status": [string],
         },
     ),
-    "list_webhooks": Message(
-        {"max_results": "int32", "page_token": "string"}, {"max_results": [intlike], "page_token": [string]}, int_ranges=True
-    ),
+    "list_webhooks": Message({"max_results": "int32", "page_token": "string"}, {"max_results": [intlike], "page_token": [string]}),
     "get_webhook": Message({"webhook_id": "string"}),
     "delete_webhook": Message({"webhook_id": "string"}),
     "update_webhook": Message(

@@ -13,6 +13,7 @@ from sqlparse.sql import Identifier, Token
 from sqlparse.tokens import Token as TokenType
 
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.pages import token_json
 from serverless_mlflow.search.filter_matching import compare
 from serverless_mlflow.search.grammar import RunGrammar
 
@@ -80,20 +81,14 @@ def start_offset(page_token: str | None) -> int:
     """``SearchUtils.parse_start_offset_from_page_token``."""
     if not page_token:
         return 0
-    try:
-        decoded = base64.b64decode(page_token)
-    except ValueError:
-        raise invalid("Invalid page token, could not base64-decode") from None
-    try:
-        parsed = json.loads(decoded)
-    except ValueError:
-        raise invalid(f"Invalid page token, decoded value={decoded}") from None
+    # The shared reader: JSON nested past protobuf's cap is refused, not a RecursionError (issue 41).
+    parsed = token_json(page_token)
     offset = parsed.get("offset") if isinstance(parsed, dict) else None
     if not offset:
         raise invalid(f"Invalid page token, parsed value={parsed}")
     try:
         return int(offset)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise invalid(f"Invalid page token, not stringable {offset}") from None
 
 

@@ -33,6 +33,7 @@ from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.resolver import ThreadLocalHttpResolver
 from serverless_mlflow.route_match import allowed_methods, match, operation_path
 from serverless_mlflow.routes import AJAX_PREFIX, family_of, routes_for
+from serverless_mlflow.validation.json_values import protobuf_json_floats
 
 observed = Observed("mlflow-serverless")
 # MLflow's permission rules run only in basic-auth mode: a function of an IAM-authorized stack never imports them.
@@ -118,7 +119,13 @@ def json_response(body: Any, status: int = 200) -> Response:
 
 
 def dumps(body: Any) -> str:
-    return json.dumps(body, separators=(",", ":"), default=_json_default, allow_nan=False)
+    try:
+        return json.dumps(body, separators=(",", ":"), default=_json_default, allow_nan=False)
+    except ValueError:
+        # A NaN or an infinity stored before requests were checked for them (validation.json_values): answered in
+        # protobuf's JSON for a double rather than failing every later read of that item.
+        logger.warning("an answer held a NaN or an infinity; written as protobuf's JSON strings")
+        return json.dumps(protobuf_json_floats(body), separators=(",", ":"), default=_json_default, allow_nan=False)
 
 
 def _json_default(value: Any) -> Any:

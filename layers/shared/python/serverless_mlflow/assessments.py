@@ -22,6 +22,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
+from serverless_mlflow.validation.json_values import validate_finite_json
 
 protos = deferred("serverless_mlflow.protos")
 
@@ -107,6 +108,8 @@ def _expectation_value(expectation: Any) -> Any:
 
 
 def parse(raw: Any, field: str = "assessment") -> Any:
+    # A value is a protobuf Value: it takes a NaN or an infinity and then cannot be written back as JSON.
+    validate_finite_json(raw, field)
     return protos.parse("Assessment", raw, field)
 
 

@@ -22,6 +22,8 @@ import hashlib
 import math
 import struct
 
+from serverless_mlflow.errors import MlflowError
+
 TERMINATOR = "\x01"
 _TRUNCATED = "\x02"
 _ESCAPE = "\x03"
@@ -92,10 +94,18 @@ def _cut_utf8(value: str, max_bytes: int) -> str:
     return cut
 
 
+class OutOfRange(MlflowError, ValueError):
+    """A number no key can hold: the request named it (stored numbers were encoded once), so INVALID_PARAMETER_VALUE
+    (400) rather than a server fault, whichever route let it through its parser."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "INVALID_PARAMETER_VALUE")
+
+
 def int64(value: int) -> str:
     """Fixed-width offset-binary hex: negative numbers and values past 2**53 sort correctly."""
     if not INT64_MIN <= value <= INT64_MAX:
-        raise ValueError(f"{value} is outside the int64 range")
+        raise OutOfRange(f"Invalid value {value} supplied: it is outside the int64 range [{INT64_MIN}, {INT64_MAX}].")
     return format(value - INT64_MIN, "016x")
 
 
@@ -137,7 +147,7 @@ VERSION_WIDTH = 10
 def version(value: int) -> str:
     """Zero-padded model version number: lexicographic order is numeric order."""
     if not 0 <= value < 10**VERSION_WIDTH:
-        raise ValueError(f"version {value} out of range")
+        raise OutOfRange(f"Invalid version {value} supplied: a version is a number from 0 to {10**VERSION_WIDTH - 1}.")
     return format(value, f"0{VERSION_WIDTH}d")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow import keys, table
 from serverless_mlflow.errors import not_found
 from serverless_mlflow.schema import ENTITY
 
@@ -62,7 +62,11 @@ def get_version(scorer_id: str, version: int) -> dict[str, Any]:
     ref = table.get(ref_key(scorer_id)) if 0 < len(scorer_id.encode("utf-8")) <= 1024 else None
     if ref is None:
         raise not_found(f"Scorer with ID '{scorer_id}' not found.")
-    item = table.get(SCORER_VERSION.key(experiment_id=ref["experiment_id"], name=ref["name"], version=version))
+    try:
+        key = SCORER_VERSION.key(experiment_id=ref["experiment_id"], name=ref["name"], version=version)
+    except keys.OutOfRange:
+        key = None  # a negative or huge version: none is stored (MLflow answers the same 404)
+    item = table.get(key) if key is not None else None
     if item is None:
         raise not_found(f"Scorer with ID '{scorer_id}' and version {version} not found.")
     return item

@@ -39,7 +39,7 @@ from .enums import (
     view_type,
 )
 from .message import Message, parse_message
-from .nested import key_values_of, metrics_of, nested_error
+from .nested import key_values_of, message_of, metrics_of, nested_error
 from .proto import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, NestedParseError, read_float, read_int32, to_double, to_int64, to_string
 
 __all__ = [
@@ -71,6 +71,7 @@ __all__ = [
     "length_at_most",
     "less_than_or_equal",
     "map_key_present",
+    "message_of",
     "metrics_of",
     "nested_error",
     "parse_message",

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from serverless_mlflow.validation.json_values import validate_finite_json
+
 from .answers import type_error
 from .checks import Check, validate
 from .proto import INT_RANGES, int_in_range, parse, string_map
@@ -26,13 +28,15 @@ class Message:
     ``checks``: the handler's ``schema``; ``None`` when it parses without one.
     ``run_id_alias``: ``run_id`` falls back to ``run_uuid`` (old clients send only that), as MLflow's
     schema check and handlers do.
-    ``int_ranges``: int32/int64 values outside their type's range are refused as protobuf does.
+
+    On every route an int32/int64 value outside its type's range is refused (MLflow's server lets protobuf leave
+    such a field at its default and goes on, storing a wrong number or failing later), and a raw-JSON route's
+    body may hold no NaN or infinity (``validation.json_values``): no protobuf double reads it there.
     """
 
     fields: Mapping[str, str] | None
     checks: Mapping[str, Sequence[Check]] | None = None
     run_id_alias: bool = False
-    int_ranges: bool = False
 
     @property
     def repeated(self) -> tuple[str, ...]:
@@ -47,6 +51,7 @@ def parse_message(raw: Mapping[str, Any], spec: Message) -> dict[str, Any]:
     """Parse and check a request like MLflow: only the fields that were sent come back, typed."""
     if spec.fields is None:
         validate(raw, spec.checks or {}, proto_ok=False)
+        validate_finite_json(raw)
         return dict(raw)
     raw = dict(raw)
     if spec.run_id_alias and raw.get("run_id") in (None, "") and raw.get("run_uuid") not in (None, ""):
@@ -62,8 +67,10 @@ def parse_message(raw: Mapping[str, Any], spec: Message) -> dict[str, Any]:
     for name, kind in spec.fields.items():
         if name not in parsed:
             continue
-        if spec.int_ranges and kind in INT_RANGES:
+        if kind in INT_RANGES:
             parsed[name] = int_in_range(parsed[name], name, raw[name], kind)
+        elif kind.strip("[]") in INT_RANGES and kind.startswith("["):
+            parsed[name] = [int_in_range(item, name, raw[name], kind.strip("[]")) for item in parsed[name]]
         elif kind == "map":
             parsed[name] = string_map(name, parsed[name])
     return parsed

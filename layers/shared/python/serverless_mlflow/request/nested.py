@@ -14,14 +14,30 @@ def nested_error(path: str, value: Any) -> MlflowError:
     return type_error(path, value)
 
 
-def metrics_of(entries: list[Any], list_name: str = "metrics") -> list[dict[str, Any]]:
+def message_of(value: Any, path: str) -> dict[str, Any]:
+    """A nested message (a JSON object; absent reads as empty), or MLflow's type error at ``path``."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise nested_error(path, value)
+    return value
+
+
+def _entries(entries: Any, list_name: str) -> list[Any]:
+    """A repeated nested message: a list, or MLflow's type error (a number where a list belongs)."""
+    if not isinstance(entries, list):
+        raise nested_error(list_name, entries)
+    return entries
+
+
+def metrics_of(entries: Any, list_name: str = "metrics") -> list[dict[str, Any]]:
     """Metric messages -> {key, value, timestamp, step, model_id, dataset_name, dataset_digest}.
 
     Unset fields take proto defaults as ``Metric.from_proto`` sees them: step 0; key "" only if a
     check upstream let it through.
     """
     out = []
-    for idx, entry in enumerate(entries):
+    for idx, entry in enumerate(_entries(entries, list_name)):
         if not isinstance(entry, dict):
             raise nested_error(f"{list_name}[{idx}]", entry)
         metric: dict[str, Any] = {"key": entry.get("key"), "value": entry.get("value"), "timestamp": entry.get("timestamp"), "step": 0}
@@ -37,10 +53,10 @@ def metrics_of(entries: list[Any], list_name: str = "metrics") -> list[dict[str,
     return out
 
 
-def key_values_of(entries: list[Any], list_name: str) -> list[dict[str, Any]]:
+def key_values_of(entries: Any, list_name: str) -> list[dict[str, Any]]:
     """Param / RunTag / InputTag messages -> {key, value}; unset fields are "" (proto defaults)."""
     out = []
-    for idx, entry in enumerate(entries):
+    for idx, entry in enumerate(_entries(entries, list_name)):
         if not isinstance(entry, dict):
             raise nested_error(f"{list_name}[{idx}]", entry)
         pair: dict[str, Any] = {}

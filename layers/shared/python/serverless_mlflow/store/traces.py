@@ -44,11 +44,21 @@ def trace_not_found(trace_id: str) -> MlflowError:
 # --- protobuf well-known types ----------------------------------------------------------------
 
 
+# What protobuf's Timestamp (years 1 to 9999) and Duration (+-10,000 years) can hold, in milliseconds.
+TIMESTAMP_MS_RANGE = (-62_135_596_800_000, 253_402_300_799_999)
+DURATION_MS_RANGE = (-315_576_000_000_000, 315_576_000_000_000)
+
+
+def _clamped(millis: int, bounds: tuple[int, int]) -> int:
+    return min(max(int(millis), bounds[0]), bounds[1])
+
+
 def timestamp_json(millis: int) -> str:
     from google.protobuf.timestamp_pb2 import Timestamp  # protobuf: only for routes that write or read trace infos
 
     stamp = Timestamp()
-    stamp.FromMilliseconds(int(millis))
+    # Clamped: an info stored before times were checked (parse_timestamp_ms) still reads.
+    stamp.FromMilliseconds(_clamped(millis, TIMESTAMP_MS_RANGE))
     return stamp.ToJsonString()
 
 
@@ -56,15 +66,24 @@ def duration_json(millis: int) -> str:
     from google.protobuf.duration_pb2 import Duration
 
     span = Duration()
-    span.FromMilliseconds(int(millis))
+    # Clamped: a v2 end with a time far past its start stored a duration protobuf cannot write (issue 41).
+    span.FromMilliseconds(_clamped(millis, DURATION_MS_RANGE))
     return span.ToJsonString()
+
+
+def _in_range(value: int, field: str, bounds: tuple[int, int], what: str) -> int:
+    if not bounds[0] <= value <= bounds[1]:
+        raise invalid(
+            f"Invalid value {value} for parameter '{field}' supplied: {what} must be within [{bounds[0]}, {bounds[1]}] milliseconds."
+        )
+    return value
 
 
 def parse_timestamp_ms(value: Any, field: str) -> int:
     if value is None or value == "":
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        return _in_range(value, field, TIMESTAMP_MS_RANGE, "a time (years 1 to 9999)")
     from google.protobuf.timestamp_pb2 import Timestamp
 
     stamp = Timestamp()
@@ -79,7 +98,7 @@ def parse_duration_ms(value: Any, field: str) -> int:
     if value is None or value == "":
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        return _in_range(value, field, DURATION_MS_RANGE, "a duration (up to 10,000 years)")
     from google.protobuf.duration_pb2 import Duration
 
     span = Duration()
