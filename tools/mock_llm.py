@@ -138,6 +138,16 @@ def _handler(mock: MockLLM) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = {}
             mock.requests.append((self.path, body, {k.lower(): v for k, v in self.headers.items()}))
+            try:
+                self._post(body)
+            except (AttributeError, TypeError, KeyError, IndexError, ValueError) as error:
+                # A provider refuses a body of the wrong shape (the request fuzz sends them): 400, never a dropped
+                # connection the gateway would have to answer as an upstream failure.
+                self._json(400, {"error": {"message": f"mock: cannot read the request ({error})", "type": "invalid_request_error"}})
+
+        def _post(self, body: Any) -> None:
+            if not isinstance(body, dict):
+                raise TypeError("the body is not a JSON object")
             prompt = _last_user_text(body)
             if (sleep := _SLEEP.search(prompt)) is not None:
                 time.sleep(float(sleep.group(1)))

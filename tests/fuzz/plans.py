@@ -217,6 +217,10 @@ def good_value(op: str, name: str, kind: str, seeds: Mapping[str, Any]) -> st.Se
         return st.just(lists[name])
     if name in ids:
         return st.just(ids[name])
+    if name == "model" and op == "invoke":
+        return st.just(seeds["endpoint_name"])  # the gateway runtime's endpoint (its provider is the mock)
+    if name == "messages" and op == "invoke":
+        return st.lists(st.fixed_dictionaries({"role": st.sampled_from(("user", "system")), "content": _text()}), min_size=1, max_size=2)
     if name == "name":
         if _REGISTRY_NAME_OPS.search(op):
             return st.just(seeds["model_name"]) if not op.startswith("create_registered") else fresh_name()
@@ -284,10 +288,22 @@ def good_value(op: str, name: str, kind: str, seeds: Mapping[str, Any]) -> st.Se
     return st.lists(scalar, max_size=2) if kind.startswith("[") else scalar
 
 
+# The gateway runtime's routes behind its one greedy path: unified chat, the OpenAI passthroughs, the endpoint's
+# invocations and its raw proxy (each reads the body its own way).
+GATEWAY_RUNTIME_PATHS = (
+    "mlflow/v1/chat/completions",
+    "openai/v1/chat/completions",
+    "openai/v1/embeddings",
+    "openai/v1/responses",
+    "{endpoint}/mlflow/invocations",
+    "proxy/{endpoint}/v1/chat/completions",
+)
+
+
 def good_path_param(name: str, route: routes.Route, seeds: Mapping[str, Any]) -> str:
     if name == "path":
         if route.feature == "gateway_runtime":
-            return "mlflow/v1/chat/completions"  # the endpoint is named by the body's model
+            return "mlflow/v1/chat/completions"  # the endpoint is named by the body's model (see path_params)
         return seeds["static_path"] if route.feature == "ui" else seeds["artifact_path"]
     if route.operation.endswith(("mcp_server", "mcp_servers")) or "_mcp_" in route.operation:
         return {
@@ -319,6 +335,8 @@ def path_params(draw: Any, plan: RoutePlan, seeds: Mapping[str, Any], hostile: b
     out = {}
     for name in plan.path_params:
         good = good_path_param(name, plan.route, seeds)
+        if plan.route.feature == "gateway_runtime":
+            good = draw(st.sampled_from(GATEWAY_RUNTIME_PATHS)).replace("{endpoint}", seeds["endpoint_name"])
         out[name] = draw(st.one_of(values.odd_strings(), st.just(good + draw(values.odd_strings())))) if hostile else good
     return out
 

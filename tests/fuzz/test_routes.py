@@ -16,6 +16,7 @@ from serverless_mlflow import route_match, routes
 from .conftest import Target, ensure_seeds, examples, long_mode
 from .plans import RoutePlan, all_plans, good_path_param
 from .requests_ import Fuzzed, checked_send, checked_sends, fuzzed_requests, path_of
+from .scan import record_5xx, scan
 
 pytestmark = pytest.mark.e2e
 
@@ -90,3 +91,16 @@ def test_the_state_check_sees_a_change(plain_target: Target) -> None:
         for r in changes
         if r["dynamodb"].get("NewImage", {}).get("entity_type", {}).get("S") == "run_tag"
     ] == ["seen"]
+
+
+# Last in this module (and run again as each runtime's teardown, after every worker's fuzzing: see conftest).
+@pytest.mark.parametrize("mode", ["plain", "basic"])
+def test_everything_the_fuzz_wrote_reads_back(mode: str, request: pytest.FixtureRequest) -> None:
+    """The half-written-state scan: every object the fuzzed requests left (experiments, runs and their metrics,
+    traces with their infos and searches, jobs, gateway objects, models, datasets...) answers its reads below 500."""
+    target: Target = request.getfixturevalue(f"{mode}_target")
+    target.settle()
+    result = scan(target.url, target.headers)
+    result.failures = [f for f in result.failures if not record_5xx(f"scan\t{mode}: {f}")]
+    assert result.reads > 20, result.reads
+    assert not result.failures, "\n".join(result.failures[:20])

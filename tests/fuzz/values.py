@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from .wire import Literal, nested
 
-# Past DynamoDB's 1,024-byte sort key and 2,048-byte partition key, in one- and multi-byte characters.
-LONG_IDS = ("x" * 1100, "x" * 2100, "é" * 1100, "\u4e00" * 800, "1" * 3000, "tr-" + "a" * 2100, "m-" + "0" * 2100)
+# Past DynamoDB's 1,024-byte sort key and 2,048-byte partition key, in one- and multi-byte characters; and one
+# past every URL limit (S3 answers 414 to a request naming it: issue 41's upload id).
+LONG_IDS = ("x" * 1100, "x" * 2100, "é" * 1100, "\u4e00" * 800, "1" * 3000, "tr-" + "a" * 2100, "m-" + "0" * 2100, "u" * 500_000)
 ODD_STRINGS = (
     "",
     " ",
@@ -64,6 +65,13 @@ NUMBER_LITERALS = (
     "2147483648",
     "-2147483649",
     "1" + "0" * 400,
+    # Issue 41: past int64 and int32 both ways, past protobuf's Timestamp (2^62 ms), float overflow written as 1E400.
+    "-9223372036854775808",
+    "1" + "0" * 60,
+    "1" + "0" * 29,
+    "4611686018427387904",
+    "1E400",
+    "-1E400",
     "1.5e3",
     "1.5",
     "0.1",
@@ -129,7 +137,7 @@ _TOKEN_PAYLOADS = (
 
 @st.composite
 def page_tokens(draw: Any) -> Any:
-    kind = draw(st.integers(0, 5))
+    kind = draw(st.integers(0, 6))
     if kind == 0:
         return _b64(json.dumps(draw(st.sampled_from(_TOKEN_PAYLOADS))).encode())
     if kind == 1:
@@ -141,7 +149,10 @@ def page_tokens(draw: Any) -> Any:
     if kind == 4:
         # A token's JSON with a number past float64/int64 written as text.
         return _b64(b'{"offset": ' + draw(st.sampled_from(NUMBER_LITERALS)).encode() + b"}")
-    return _b64(("[" * 5000 + "]" * 5000).encode())
+    if kind == 5:
+        return _b64(("[" * 5000 + "]" * 5000).encode())
+    # Nested objects as deep (a token whose fields are read one level at a time), or a deep token of a deep token.
+    return _b64(('{"offset":' * 3000 + "1" + "}" * 3000).encode())
 
 
 def json_values(depth: int = 2) -> st.SearchStrategy[Any]:
@@ -168,6 +179,14 @@ def number_literals() -> st.SearchStrategy[Literal]:
     return st.sampled_from(NUMBER_LITERALS).map(Literal)
 
 
+# Lists (and objects) where a scalar or a message belongs: ``mlflow_experiment: [[1]]``, ``tags: [[{}]]``.
+NESTED_SCALARS = ("[[1]]", '[[["x"]]]', '[{"a": [1]}]', "[[]]", '{"a": {"b": [[NaN]]}}', "[[-Infinity]]", '{"value": [1E400]}')
+
+
+def nested_scalars() -> st.SearchStrategy[Literal]:
+    return st.sampled_from(NESTED_SCALARS).map(Literal)
+
+
 def deep() -> st.SearchStrategy[Literal]:
     return st.sampled_from((nested(100), nested(1000), nested(50000)))
 
@@ -178,9 +197,11 @@ def bad_values() -> st.SearchStrategy[Any]:
         json_values(depth=2),
         odd_strings(),
         number_literals(),
+        nested_scalars(),
         deep(),
         st.lists(odd_strings(), min_size=1, max_size=3),
         st.lists(number_literals(), min_size=1, max_size=2),
+        st.lists(st.one_of(number_literals(), nested_scalars()), min_size=1, max_size=2).map(lambda items: {"value": items}),
         st.dictionaries(odd_strings(), st.one_of(odd_strings(), number_literals()), min_size=1, max_size=2),
         page_tokens(),
         st.sampled_from(FILTERS),
