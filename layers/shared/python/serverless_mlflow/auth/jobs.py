@@ -1,7 +1,7 @@
 """MLflow's auth rules for its job routes (``_get_job_route_validator``, ``_filter_search_jobs``,
-``validate_is_job_owner``): any signed-in user submits and searches; a job is read or canceled by its creator
-(admins: any job), on the FastAPI routes and their Flask twins alike; a search answers a non-admin only the jobs
-they created (jobs with no creator stay hidden). And the invoke routes that submit jobs
+``validate_is_job_owner``): any signed-in user submits (the demo's deletion excepted: an admin's) and searches; a
+job is read or canceled by its creator (admins: any job), on the FastAPI routes and their Flask twins alike; a
+search answers a non-admin only the jobs they created (jobs with no creator stay hidden). And the invoke routes that submit jobs
 (``validate_can_invoke_scorer``, ``validate_can_invoke_genai_evaluate``): UPDATE on the experiment. Their other
 requirements are "not denied" on traces, assessments, scorers and scorer versions, kinds that take no grants
 here, so they always hold."""
