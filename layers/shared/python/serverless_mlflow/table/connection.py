@@ -12,7 +12,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from serverless_mlflow.errors import CollectionFull, Unavailable
@@ -54,21 +54,26 @@ def client() -> Any:
                     ),
                 )
                 _client.meta.events.register("before-call.dynamodb.Scan", _forbid_scan)
-                _client.meta.events.register_first("needs-retry.dynamodb", _retry_within_deadline)
+                _client.meta.events.register_first("needs-retry.dynamodb", _retry_within_deadline())
     return _client
 
 
-def _retry_within_deadline(**kwargs: Any) -> float | None:
-    """botocore's ``needs-retry`` hook: the seconds to sleep before another attempt, or None to let the error
-    (or answer) stand. Retries what botocore's standard mode retries (throttling, 5xx, connection errors), while
-    the request's deadline leaves time for it."""
+def _retry_within_deadline() -> Callable[..., float | None]:
+    """botocore's ``needs-retry`` hook (run after every answer): the seconds to sleep before another attempt, or
+    None to let the error (or answer) stand. Retries what botocore's standard mode retries (throttling, 5xx,
+    connection errors), while the request's deadline leaves time for it."""
     from botocore.retries import standard
 
-    context = standard.RetryEventAdapter().create_retry_context(**kwargs)
-    if not standard.StandardRetryConditions(max_attempts=MAX_ATTEMPTS).is_retryable(context):
-        return None
-    delay = backoff_delay(context.attempt_number)
-    return delay if deadline.allows(delay) else None
+    adapter, conditions = standard.RetryEventAdapter(), standard.StandardRetryConditions(max_attempts=MAX_ATTEMPTS)
+
+    def needs_retry(**kwargs: Any) -> float | None:
+        context = adapter.create_retry_context(**kwargs)
+        if not conditions.is_retryable(context):
+            return None
+        delay = backoff_delay(context.attempt_number)
+        return delay if deadline.allows(delay) else None
+
+    return needs_retry
 
 
 def _forbid_scan(**_: Any) -> None:
