@@ -11,6 +11,7 @@ import base64
 from typing import Any
 
 from serverless_mlflow.server_info import GATEWAY_DISABLED, gateway_enabled
+from serverless_mlflow.table import deadline
 
 from . import calls
 from .answers import Answer, Call, detail
@@ -36,6 +37,7 @@ def call_from_event(event: dict[str, Any]) -> Call:
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    answer = serve(call_from_event(event))
-    body = answer.body if answer.stream is None else b"".join(answer.stream)
+    with deadline.bound(context):
+        answer = serve(call_from_event(event))
+        body = answer.body if answer.stream is None else b"".join(answer.stream)
     return {"statusCode": answer.status, "headers": answer.headers, "body": body.decode("utf-8"), "isBase64Encoded": False}

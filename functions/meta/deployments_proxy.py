@@ -6,15 +6,23 @@ forwards two kinds of request, listing endpoints (GET ``api/2.0/endpoints``) and
 (``serverless_mlflow.settings``: stored with ``python -m tools.settings set``, or the function's environment),
 so a team with a deployments server points the stack at it without a redeploy. A proxied answer is a small JSON
 document, never artifact bytes.
+
+The target URL is built as MLflow's ``requests`` call builds it: characters a URL cannot hold (a space, CR, LF)
+percent-encoded, dot segments resolved (``gateway/../x`` reaches ``x``, not a literal ``..``). A target that
+cannot be reached answers an error that does not name it (the target is operator configuration; MLflow's server
+answers a bare 500 there).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import urllib.error
 import urllib.request
 from typing import Any
+
+from urllib3.util import parse_url
 
 from serverless_mlflow import settings
 from serverless_mlflow.errors import MlflowError, invalid
@@ -24,6 +32,9 @@ from .assistant import EMPTY_GATEWAY
 TARGET_SETTING = "MLFLOW_DEPLOYMENTS_TARGET"
 # Below API Gateway's 30 s integration limit, so a slow target is answered as MLflow's error, not a gateway 503.
 TIMEOUT_SECONDS = 25.0
+UNREACHABLE = "Deployments proxy request failed: the deployments server could not be reached."
+
+log = logging.getLogger(__name__)
 
 
 def validate_gateway_path(method: str, gateway_path: str | None) -> str:
@@ -45,14 +56,16 @@ def proxy(method: str, message: dict[str, Any]) -> dict[str, Any]:
     json_data = message.get("json_data")
     body = None if json_data is None else json.dumps(json_data).encode("utf-8")
     headers = {"Content-Type": "application/json"} if body is not None else {}
-    request = urllib.request.Request(f"{target}/{gateway_path}", data=body, headers=headers, method=method)
+    url = parse_url(f"{target}/{gateway_path}").url  # encoded and normalised, as requests (urllib3) does
+    request = urllib.request.Request(url, data=body, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
             status, text = response.status, response.read().decode("utf-8", errors="replace")
     except urllib.error.HTTPError as error:
         status, text = error.code, error.read().decode("utf-8", errors="replace")
-    except (urllib.error.URLError, TimeoutError, OSError) as error:
-        raise MlflowError(f"Deployments proxy request to {target} failed: {error}") from error
+    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as error:
+        log.warning("deployments proxy request to %s failed: %s", target, error)
+        raise MlflowError(UNREACHABLE) from error
     if status == 200:
         try:
             return json.loads(text)

@@ -611,7 +611,8 @@ SHAPES: dict[str, Shape] = {
 
 _GATEWAY = (
     "AI gateway configuration has no per-user owner here: changes are admin-only and reads are open to every "
-    "user (no per-resource gateway grants are served; rules/platform.py), so there is no galice resource to point at"
+    "user but one an endpoint's grant denies (tests/auth/test_admin_and_workspace_parity.py; rules/platform.py), "
+    "so there is no galice resource to point at"
 )
 _PUBLIC = "public (no credentials needed) and names no resource; wrong credentials are cross_scenario's"
 _WEBHOOKS = "webhooks are admin-only (MLflow's sender_is_admin): no per-user owner, so there is no galice resource to point at"
@@ -775,7 +776,8 @@ NO_RESOURCE_ID: dict[str, str] = {
         for method, tail in (("GET", ""), ("DELETE", ""), ("POST", "/cancel"))
     },
     "POST /ajax-api/3.0/mlflow/demo/generate": "the demo data, for any logged-in user (MLflow's auth app lets every user in)",
-    "POST /ajax-api/3.0/mlflow/demo/delete": "the demo data, for any logged-in user (MLflow's auth app lets every user in)",
+    "POST /ajax-api/3.0/mlflow/demo/delete": "the demo data, deleted by admins only (MLflow's sender_is_admin): "
+    "tests/auth/test_admin_and_workspace_parity.py compares it with MLflow's app",
     **{
         f"GET /ajax-api/3.0/mlflow/gateway/{path}": "the provider/model catalog or the secrets setup: constant, for any logged-in user"
         for path in ("supported-providers", "supported-models", "provider-config", "secrets/config")

@@ -104,3 +104,17 @@ def test_a_raw_proxy_call_is_guarded(server: str, strict: str, mock: MockLLM, lo
     assert answer.status_code == 502, answer.text
     assert "is not a public IP address" in answer.json()["detail"]
     assert len(mock.requests) == before
+
+
+def test_an_unreachable_provider_is_a_502_that_does_not_name_it(server: str, loose: None) -> None:
+    """An endpoint's api_base is an admin's configuration: a provider that cannot be reached answers 502 without
+    its host or port (urllib3's own text names both), streamed or not."""
+    from local.engine import free_port
+
+    port = free_port()  # nothing listens there
+    _endpoint(server, f"http://127.0.0.1:{port}", "egress-down", "openai", "gpt-4o-mini")
+    answer = _invoke(server, "egress-down")
+    assert answer.status_code == 502, answer.text
+    assert answer.json() == {"detail": "The provider could not be reached (NewConnectionError)."}
+    streamed = _invoke(server, "egress-down", stream=True)
+    assert str(port) not in streamed.text and "127.0.0.1" not in streamed.text, streamed.text

@@ -162,17 +162,19 @@ def test_invocations_match_mlflow(server: str, reference: str, mock: MockLLM) ->
     assert listed["data"] == sorted(listed["data"], key=lambda model: model["id"])
 
 
-def _traces(base: str, experiment_id: str, count: int) -> list[Any]:
-    """``count`` traces of the experiment with all their spans: both servers export spans apart from the trace
-    info (asynchronously), so a trace may be found before its spans have landed."""
+def _traces(base: str, experiment_id: str, count: int, seconds: float = 60) -> list[Any]:
+    """``count`` usage traces of the experiment, each whole: both servers export a call's spans and its trace info
+    (whose metadata holds the token usage and cost) apart and asynchronously, after the answer, so a trace may be
+    found before either has landed. Waits for that, not for a time; fails if it has not happened in ``seconds``."""
     import mlflow
 
     client = mlflow.MlflowClient(base)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + seconds
     while True:
         found = client.search_traces(locations=[experiment_id], max_results=100)
-        if (len(found) >= count and all(_complete(trace) for trace in found)) or time.monotonic() > deadline:
+        if len(found) >= count and all(_complete(trace) for trace in found):
             return found
+        assert time.monotonic() < deadline, f"{count} whole usage traces never landed: {[t.info.trace_metadata for t in found]}"
         time.sleep(0.5)
 
 

@@ -80,6 +80,11 @@ def test_gateway_proxy_forwards_to_a_deployments_target_as_mlflow(server: str, m
             ("POST", {"json": {"gateway_path": "foo/bar"}}),
             ("POST", {"json": {"gateway_path": "gateway/chat/invocations", "json_data": {"messages": [{"role": "user", "content": "x"}]}}}),
             ("POST", {"json": {"gateway_path": "gateway/down/invocations", "json_data": {}}}),
+            # Characters a URL cannot hold are encoded (the target answers the path it does not serve), dot
+            # segments resolved (the target's own chat endpoint answers), as MLflow's requests call does.
+            ("POST", {"json": {"gateway_path": "gateway/a b/invocations", "json_data": {}}}),
+            ("POST", {"json": {"gateway_path": "gateway/a\r\nX-Injected: 1/invocations", "json_data": {}}}),
+            ("POST", {"json": {"gateway_path": "gateway/../gateway/chat/invocations", "json_data": {"messages": []}}}),
         ):
             answers = [requests.request(method, f"{base}{path}", timeout=30, **kwargs) for base in (server, reference)]
             ours, theirs = ((a.status_code, a.json()) for a in answers)
@@ -95,6 +100,23 @@ def test_gateway_proxy_forwards_to_a_deployments_target_as_mlflow(server: str, m
         assert invoked["received"] == {"messages": []}
     finally:
         target.shutdown()
+
+
+def test_an_unreachable_deployments_target_is_not_named(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The target is the operator's configuration: a failed connection to it answers 500 (as MLflow's server) and
+    says neither its host nor its port."""
+    from local.engine import free_port
+
+    port = free_port()  # nothing listens there
+    url = f"http://127.0.0.1:{port}"
+    monkeypatch.setenv("MLFLOW_DEPLOYMENTS_TARGET", url)
+    reference = deployments_reference_server(url).url
+    body = {"gateway_path": "gateway/chat/invocations", "json_data": {}}
+    ours, theirs = (requests.post(f"{base}/ajax-api/2.0/mlflow/gateway-proxy", json=body, timeout=30) for base in (server, reference))
+    assert ours.status_code == theirs.status_code == 500
+    assert ours.json()["error_code"] == "INTERNAL_ERROR"
+    for answer in (ours, theirs):
+        assert str(port) not in answer.text and "127.0.0.1" not in answer.text, answer.text
 
 
 def test_assistant_answers_as_mlflow_with_no_provider(server: str) -> None:

@@ -6,14 +6,13 @@ handler consumes the stream as the function URL's server does) with the local mo
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import mlflow
 import pytest
-from mlflow import MlflowClient
 
 from tests.conftest import unique
+from tests.gateway_runtime.test_runtime_e2e import _traces
 from tests.workspaces.support import raw
 from tools.mock_llm import MockLLM
 
@@ -64,12 +63,10 @@ def test_gateway_calls_record_spend_and_traces_in_their_workspace(ours: str, moc
     spend = next(window["current_spend"] for window in windows["windows"] if window["budget_policy_id"] == policy_id)
     assert spend == pytest.approx(2 * (3 * 0.15e-6 + 5 * 0.6e-6))
 
-    # Both usage traces land in the endpoint's experiment, which is the workspace's.
-    client = MlflowClient(ours)
+    # Both usage traces land in the endpoint's experiment, which is the workspace's (each exported after its answer:
+    # wait until both have landed whole, their token usage with them).
     mlflow.set_workspace(team)
-    deadline = time.monotonic() + 60
-    while len(found := client.search_traces(locations=[endpoint["experiment_id"]])) < 2 and time.monotonic() < deadline:
-        time.sleep(0.5)
+    found = _traces(ours, endpoint["experiment_id"], 2)
     assert (
         sorted(trace.info.trace_metadata["mlflow.trace.tokenUsage"] for trace in found)
         == ['{"input_tokens": 3, "output_tokens": 5, "total_tokens": 8}'] * 2

@@ -33,6 +33,7 @@ from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.resolver import ThreadLocalHttpResolver
 from serverless_mlflow.route_match import allowed_methods, match, operation_path
 from serverless_mlflow.routes import AJAX_PREFIX, family_of, routes_for
+from serverless_mlflow.table import deadline
 from serverless_mlflow.validation.json_values import protobuf_json_floats
 
 observed = Observed("mlflow-serverless")
@@ -273,7 +274,9 @@ def lambda_entry(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], Any],
 
     @observed.handler(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, capture_response=False)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return within_response_limit(app.resolve(ajax_to_api(event), context))
+        # DynamoDB retries stop in time to answer 429 before the function (and API Gateway) gives up.
+        with deadline.bound(context):
+            return within_response_limit(app.resolve(ajax_to_api(event), context))
 
     return handler
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from serverless_mlflow.auth import store
 from serverless_mlflow.auth.checks import Identity, is_admin, permissions_on
-from serverless_mlflow.auth.permissions import EXPERIMENT, PROMPT, READ_ACTION, REGISTERED_MODEL
+from serverless_mlflow.auth.permissions import EXPERIMENT, GATEWAY_ENDPOINT, PROMPT, READ_ACTION, REGISTERED_MODEL
 from serverless_mlflow.auth.resources import IS_PROMPT_TAG_KEY, param
 from serverless_mlflow.auth.resources import model_kind as _model_kind
 from serverless_mlflow.pages import page_response
@@ -118,6 +118,10 @@ def model_row(row: dict[str, Any]) -> tuple[str, str]:
 def version_row(row: dict[str, Any]) -> tuple[str, str]:
     """A version is read through its parent model or prompt (the family comes from the persisted parent)."""
     return _model_kind(row["name"]) or REGISTERED_MODEL, row["name"]
+
+
+def gateway_endpoint_row(row: dict[str, Any]) -> tuple[str, str]:
+    return GATEWAY_ENDPOINT, str(row["endpoint_id"])
 
 
 def logged_model_row(row: dict[str, Any]) -> tuple[str, str]:

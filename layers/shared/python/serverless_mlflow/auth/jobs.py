@@ -1,7 +1,7 @@
 """MLflow's auth rules for its job routes (``_get_job_route_validator``, ``_filter_search_jobs``,
-``validate_is_job_owner``): any signed-in user submits and searches; a job is read or canceled by its creator
-(admins: any job), on the FastAPI routes and their Flask twins alike; a search answers a non-admin only the jobs
-they created (jobs with no creator stay hidden). And the invoke routes that submit jobs
+``validate_is_job_owner``): any signed-in user submits (the demo's deletion excepted: an admin's) and searches; a
+job is read or canceled by its creator (admins: any job), on the FastAPI routes and their Flask twins alike; a
+search answers a non-admin only the jobs they created (jobs with no creator stay hidden). And the invoke routes that submit jobs
 (``validate_can_invoke_scorer``, ``validate_can_invoke_genai_evaluate``): UPDATE on the experiment. Their other
 requirements are "not denied" on traces, assessments, scorers and scorer versions, kinds that take no grants
 here, so they always hold."""
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from serverless_mlflow import job_kinds
 from serverless_mlflow.auth import resources
 from serverless_mlflow.auth.checks import Identity, is_admin, need
 from serverless_mlflow.auth.permissions import EXPERIMENT, PROMPT, UPDATE
@@ -20,6 +21,12 @@ from serverless_mlflow.store import jobs
 if TYPE_CHECKING:
     from serverless_mlflow.api import Request
     from serverless_mlflow.auth.resources import Resource
+
+
+def may_submit(req: Request, identity: Identity) -> bool:
+    """Any signed-in user submits a job, except the demo's deletion: MLflow makes ``demo/delete`` an admin's
+    (``sender_is_admin``), and the job that does the deleting must not be a way around it."""
+    return req.json.get("job_name") != job_kinds.DEMO_DELETE or is_admin(identity)
 
 
 def job_creator(req: Request, identity: Identity) -> bool:

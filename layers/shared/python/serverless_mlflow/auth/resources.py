@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from serverless_mlflow import schema, table
-from serverless_mlflow.auth.permissions import EXPERIMENT, PROMPT, REGISTERED_MODEL
+from serverless_mlflow.auth.permissions import EXPERIMENT, GATEWAY_ENDPOINT, PROMPT, REGISTERED_MODEL
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.request import workspace as request_workspace
 
@@ -116,14 +116,31 @@ def run_or_logged_model(req: Request) -> list[Resource] | None:
     return run(req) if optional_param(req, "run_id") else logged_model(req)
 
 
-_ARTIFACT_EXPERIMENT = re.compile(r"^(\d+)(/|$)")
+# MLflow's ``_EXPERIMENT_ID_PATTERN``: with workspaces on, a non-default workspace's experiments keep their
+# artifacts under ``workspaces/<workspace>/<experiment_id>/...`` (their default artifact location).
+_ARTIFACT_EXPERIMENT = re.compile(r"^(?:workspaces/[^/]+/)?(\d+)(/|$)")
 
 
 def artifact_path(req: Request) -> list[Resource]:
-    """Proxied artifact paths are ``<experiment_id>/<run_id>/artifacts/...``; other paths have no experiment."""
+    """Proxied artifact paths are ``[workspaces/<ws>/]<experiment_id>/<run_id>/artifacts/...``; other paths have
+    no experiment. The experiment's grants then judge it in the request's workspace (``checks.permissions_on``)."""
     path = req.path_params.get("path") or (req.query.get("path") or [""])[0]
     found = _ARTIFACT_EXPERIMENT.match(path.lstrip("/"))
     return [(EXPERIMENT, found.group(1))] if found else [(EXPERIMENT, "")]
+
+
+# --- AI gateway ---------------------------------------------------------------------------------
+
+
+def gateway_endpoint(req: Request) -> list[Resource]:
+    """GetGatewayEndpoint names the endpoint by id or by name; a name that claims none answers 404 (MLflow's
+    validator reads it with ``get_gateway_endpoint(name=...)``, whose not-found escapes it)."""
+    from serverless_mlflow.llm_gateway.config import endpoint_id_of
+
+    endpoint_id = optional_param(req, "endpoint_id")
+    if not endpoint_id and (name := optional_param(req, "name")):
+        endpoint_id = endpoint_id_of(str(name))
+    return [(GATEWAY_ENDPOINT, str(endpoint_id or ""))]
 
 
 # --- registry ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 import os
 import time
 import urllib.parse
@@ -33,6 +34,7 @@ _STRIPPED_HEADERS = frozenset(
     {"accept-encoding", "content-encoding", "x-mlflow-authorization", "connection", "keep-alive", "transfer-encoding", "te", "upgrade"}
 )
 STREAMING_CONTENT_TYPES = frozenset({"text/event-stream", "application/x-ndjson"})
+log = logging.getLogger(__name__)
 # Time spent waiting for providers in the current request (MLflow's provider_call_duration_ms).
 provider_call_ms: ContextVar[float] = ContextVar("provider_call_ms", default=0.0)
 
@@ -134,9 +136,13 @@ def _send(url: str, headers: dict[str, str], payload: dict[str, Any], stream: bo
     except checked_http.BlockedAddress as error:
         raise http_error(502, str(error)) from None
     except urllib3.exceptions.ReadTimeoutError as error:
-        raise http_error(504, f"The provider did not answer within {timeout_seconds():g} seconds: {error}") from error
+        raise http_error(504, f"The provider did not answer within {timeout_seconds():g} seconds.") from error
     except urllib3.exceptions.HTTPError as error:
-        raise http_error(502, str(error)) from error
+        # urllib3's text names the provider's host and port (an endpoint's api_base is an admin's configuration):
+        # the caller learns what failed, the logs where.
+        log.warning("gateway upstream request to %s failed: %s", url, error)
+        failure = type(getattr(error, "reason", None) or error).__name__
+        raise http_error(502, f"The provider could not be reached ({failure}).") from error
 
 
 def _json_or_none(raw: bytes) -> Any:
@@ -210,7 +216,7 @@ def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
         if buffer:
             yield buffer
     except urllib3.exceptions.ReadTimeoutError as error:
-        raise http_error(504, f"The provider stopped answering for {timeout_seconds():g} seconds: {error}") from error
+        raise http_error(504, f"The provider stopped answering for {timeout_seconds():g} seconds.") from error
     finally:
         response.release_conn()
 

@@ -4,7 +4,8 @@ Uses the low-level client with a small codec (no Decimal round-trips: numbers ar
 stored as strings so NaN and infinities survive). Every call is counted in ``STATS`` so benchmarks
 can report requests and items per API operation. Batches are chunked to DynamoDB's limits and
 ``UnprocessedItems``/``UnprocessedKeys`` are retried with backoff; throttling is retried by
-botocore's adaptive retry mode.
+botocore under standard-mode conditions, every retry only while the request's deadline leaves time for it
+(``deadline``: a throttled request answers 429 within the function's time).
 
 The package's namespace is its API (``table.get``, ``table.transact``, ``table.STATS``...): callers import
 ``serverless_mlflow.table``, whose modules hold one job each (``codec``, ``connection``, ``storable``,

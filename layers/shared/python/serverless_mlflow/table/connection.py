@@ -1,5 +1,9 @@
 """The DynamoDB client (one per environment, Scan refused), the table's name, the request counters, retry
-pacing, idempotency tokens, and how DynamoDB's errors map to ours (``ConditionFailed``, ``CollectionFull``)."""
+pacing, idempotency tokens, and how DynamoDB's errors map to ours (``ConditionFailed``, ``CollectionFull``).
+
+Every retry (botocore's own, of a throttled or failed call, and ours, of a cancelled transaction or unprocessed
+batch items) waits a full-jitter backoff and only while the request's deadline leaves time for another attempt
+(``deadline``): a throttled request answers 429 before the function's time is up."""
 
 from __future__ import annotations
 
@@ -8,14 +12,18 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from serverless_mlflow.errors import CollectionFull
+from serverless_mlflow.errors import CollectionFull, Unavailable
 from serverless_mlflow.schema import PK, describe_partition
 from serverless_mlflow.stats import Stats
+from serverless_mlflow.table import deadline
 
 MAX_UNPROCESSED_RETRIES = 12
+# Attempts of one DynamoDB call, the first included (what the adaptive mode allowed before): the request's
+# deadline usually ends a throttled call's retries sooner.
+MAX_ATTEMPTS = 10
 
 STATS = Stats()
 
@@ -32,18 +40,40 @@ def client() -> Any:
                 import boto3
                 from botocore.config import Config
 
+                # botocore's own handler never retries (one attempt): _retry_within_deadline decides, by
+                # botocore's standard conditions. Not the adaptive mode: its client-side rate limiter sleeps
+                # before a send, where no deadline can stop it.
                 _client = boto3.client(
                     "dynamodb",
                     endpoint_url=os.environ.get("DYNAMODB_ENDPOINT_URL") or None,
                     config=Config(
-                        retries={"mode": "adaptive", "max_attempts": 10},
+                        retries={"mode": "standard", "total_max_attempts": 1},
                         max_pool_connections=32,
                         # Embedded moto walks the whole table per Query; large local benchmarks need longer.
                         read_timeout=int(os.environ.get("DYNAMODB_READ_TIMEOUT_SECONDS", "60")),
                     ),
                 )
                 _client.meta.events.register("before-call.dynamodb.Scan", _forbid_scan)
+                _client.meta.events.register_first("needs-retry.dynamodb", _retry_within_deadline())
     return _client
+
+
+def _retry_within_deadline() -> Callable[..., float | None]:
+    """botocore's ``needs-retry`` hook (run after every answer): the seconds to sleep before another attempt, or
+    None to let the error (or answer) stand. Retries what botocore's standard mode retries (throttling, 5xx,
+    connection errors), while the request's deadline leaves time for it."""
+    from botocore.retries import standard
+
+    adapter, conditions = standard.RetryEventAdapter(), standard.StandardRetryConditions(max_attempts=MAX_ATTEMPTS)
+
+    def needs_retry(**kwargs: Any) -> float | None:
+        context = adapter.create_retry_context(**kwargs)
+        if not conditions.is_retryable(context):
+            return None
+        delay = backoff_delay(context.attempt_number)
+        return delay if deadline.allows(delay) else None
+
+    return needs_retry
 
 
 def _forbid_scan(**_: Any) -> None:
@@ -61,9 +91,18 @@ def table_name() -> str:
     return os.environ["TABLE_NAME"]
 
 
+def backoff_delay(attempt: int) -> float:
+    """A random (full-jitter) share of an exponentially growing wait, capped at 2 s."""
+    return min(2.0, 0.02 * (2**attempt)) * random.random()
+
+
 def backoff(attempt: int) -> None:
-    """Sleep a random (full-jitter) share of an exponentially growing wait, capped at 2 s."""
-    time.sleep(min(2.0, 0.02 * (2**attempt)) * random.random())
+    """Sleep before retrying a cancelled transaction or unprocessed batch items; Unavailable (a 429) when the
+    request's deadline leaves no time for the retry."""
+    delay = backoff_delay(attempt)
+    if not deadline.allows(delay):
+        raise Unavailable(f"DynamoDB refused the request {attempt} times and the function's time is nearly up")
+    time.sleep(delay)
 
 
 class ConditionFailed(Exception):

@@ -3,7 +3,7 @@ registries, server-side jobs, workspaces, webhooks, and users, permissions and r
 
 from __future__ import annotations
 
-from serverless_mlflow.auth import after, jobs, review, workspace_roles
+from serverless_mlflow.auth import after, gateway, jobs, resources, review, workspace_roles
 from serverless_mlflow.auth.checks import (
     admin,
     authenticated,
@@ -23,8 +23,13 @@ from serverless_mlflow.auth.permissions import DELETE, NOT_DENIED, READ_ACTION, 
 from serverless_mlflow.auth.rules.common import READ_EXPERIMENT, UPDATE_EXPERIMENT, Rule
 
 PLATFORM_RULES: dict[str, Rule] = {
-    # --- AI gateway configuration: per-resource gateway grants are not served; reads for every user
-    # (secret values are never answered), changes for admins -------------------------------------------
+    # --- AI gateway configuration: grants on secrets and model definitions are not served; reads for every
+    # user (secret values are never answered), changes for admins. An endpoint's own grant (the one its USE
+    # is judged on) judges reading it, as MLflow's validate_can_read_gateway_endpoint: a DENY hides it --------
+    "get_gateway_endpoint": Rule(need(resources.gateway_endpoint, READ_ACTION)),
+    "list_gateway_endpoints": Rule(authenticated, after=after.filtered("endpoints", after.gateway_endpoint_row, 0, refill=False)),
+    # validate_can_list_gateway_endpoint_bindings: READ on the endpoint named; all bindings are the admins'.
+    "list_gateway_endpoint_bindings": Rule(gateway.bindings_of_readable_endpoint),
     **{
         op: Rule(authenticated)
         for op in (
@@ -32,9 +37,6 @@ PLATFORM_RULES: dict[str, Rule] = {
             "list_gateway_secrets",
             "get_gateway_model_definition",
             "list_gateway_model_definitions",
-            "get_gateway_endpoint",
-            "list_gateway_endpoints",
-            "list_gateway_endpoint_bindings",
             # The provider/model catalog: any logged-in user (MLflow's _allow_authenticated).
             "list_gateway_supported_providers",
             "list_gateway_supported_models",
@@ -129,8 +131,9 @@ PLATFORM_RULES: dict[str, Rule] = {
     },
     "create_skill": Rule(admin),
     "bulk_register_skills": Rule(admin),
-    # --- server-side jobs (MLflow's FastAPI job routes) and the demo data (open to any signed-in user) ---------
-    "submit_job": Rule(authenticated),
+    # --- server-side jobs (MLflow's FastAPI job routes) and the demo data: generating it is open to any signed-in
+    # user, deleting it is the admins' (MLflow's DEMO_DELETE: sender_is_admin), by its route or as a job --------
+    "submit_job": Rule(jobs.may_submit),
     "search_jobs": Rule(authenticated, after=jobs.own_jobs),
     "get_job": Rule(jobs.job_creator),
     "cancel_job": Rule(jobs.job_creator),
@@ -146,7 +149,7 @@ PLATFORM_RULES: dict[str, Rule] = {
     "search_prompt_optimization_jobs": Rule(READ_EXPERIMENT),
     "cancel_prompt_optimization_job": Rule(need(jobs.optimization_job_experiment, UPDATE)),
     "delete_prompt_optimization_job": Rule(need(jobs.optimization_job_experiment, DELETE)),
-    "delete_demo": Rule(authenticated),
+    "delete_demo": Rule(admin),
     # --- AI gateway budget policies: admin-only (they cap every user's spend and name no per-user owner) -------
     **{
         op: Rule(admin)
