@@ -30,6 +30,9 @@ from . import retention, run_links
 # A span item past this many bytes keeps its bytes in S3 (items stay well under DynamoDB's 400 KB).
 SPILL_BYTES = 300 * 1024
 SPILL_PREFIX = "trace-spans/"
+# A span name is a dimension of the trace metrics: it must fit a rollup item (400 KB) with its summaries. MLflow's
+# own column is TEXT, 65,535 bytes on MySQL; a longer name is refused before anything is written.
+MAX_SPAN_NAME_BYTES = 65_535
 SPAN_WAIT_SECONDS = 2.0
 SPAN_POLL_SECONDS = 0.1
 
@@ -42,6 +45,8 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
             for span in scope_span.spans:
                 if len(span.trace_id) != 16 or len(span.span_id) != 8:
                     raise OtlpError(422, "Cannot convert OpenTelemetry span to MLflow span")
+                if len(span.name.encode("utf-8")) > MAX_SPAN_NAME_BYTES:
+                    raise OtlpError(400, f"Span name is {len(span.name.encode('utf-8'))} bytes, over the limit of {MAX_SPAN_NAME_BYTES}")
                 spans_by_trace.setdefault(mlflow_trace_id(span.trace_id), []).append(span)
     experiment = experiment_store.get_experiment_meta(experiment_id)
     experiment_id = str(experiment["experiment_id"])
