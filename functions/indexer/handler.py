@@ -56,7 +56,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def _aggregate_traces(records: list[dict[str, Any]]) -> set[str]:
     """Per-trace aggregates (metric rollups, content signatures), rebuilt once per trace of the batch; the
     sequence numbers of the records of the traces that failed (every other trace is written: replay-safe)."""
-    named = [(record, trace_aggregates.traces_of(_trace_images(record))) for record in records]
+    named = [(record, _traces_of(record)) for record in records]
     touched: dict[str, bool] = {}
     for _, traces in named:
         for trace_id, info_changed in traces.items():
@@ -66,6 +66,13 @@ def _aggregate_traces(records: list[dict[str, Any]]) -> set[str]:
     outcome = trace_aggregate_writes.refresh(touched)
     metrics.add_metric(name="TracesAggregated", unit=MetricUnit.Count, value=outcome.changed)
     return {record["dynamodb"]["SequenceNumber"] for record, traces in named if outcome.failed & traces.keys()}
+
+
+def _traces_of(record: dict[str, Any]) -> dict[str, bool]:
+    """The traces a record touches -> whether more than new spans changed (an info write, or a span overwritten
+    or removed): a trace only given new spans it already counts is not read again (``trace_aggregates.load``)."""
+    traces = trace_aggregates.traces_of(_trace_images(record))
+    return traces if record.get("eventName") == "INSERT" else dict.fromkeys(traces, True)
 
 
 def _sequence_order(sequence: str) -> tuple[int, str]:

@@ -11,12 +11,13 @@ A late span that completes the count sets the tag then.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from serverless_mlflow import assessments, clock, layout, s3, table
+from serverless_mlflow import assessments, clock, layout, parallel, s3, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.otlp import OtlpError, mlflow_trace_id
 from serverless_mlflow.request import json_text
@@ -51,7 +52,8 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
     experiment = experiment_store.get_experiment_meta(experiment_id)
     experiment_id = str(experiment["experiment_id"])
     for trace_id, spans in spans_by_trace.items():
-        new_spans = sum(_put_span(experiment_id, trace_id, span) for span in spans)
+        # In parallel: one request may carry a 10,000-span trace (each span is its own conditional put).
+        new_spans = sum(parallel.parallel_map(functools.partial(_put_span, experiment_id, trace_id), spans))
         first_start = min(span.start_time_unix_nano for span in spans) // 1_000_000
         root = next((span for span in spans if not span.parent_span_id), None)
         claim = _root_claim(experiment_id, trace_id, root)

@@ -1146,6 +1146,7 @@ ENTITIES: tuple[Entity, ...] = (
             "signature_key",
             "signature_digest",
             "span_count",
+            "span_ids",
             "in_progress",
             "rev",
         ),

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import s3, span_content, table, trace_text
+from serverless_mlflow import layout, s3, span_content, table, trace_text
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK, trace_partition
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.trace_metrics import rollups, rows
@@ -37,6 +37,7 @@ class TraceState:
     # Spans are still arriving (the locator counts fewer than the client announced): the info write that marks
     # them all stored delivers the trace again, so aggregating now would only re-parse a growing trace per batch.
     pending: bool = False
+    span_ids: str | None = None  # digest of the ids of the spans read
 
 
 def traces_of(images: Iterable[dict[str, Any] | None]) -> dict[str, bool]:
@@ -86,8 +87,28 @@ def load(trace_id: str, info_changed: bool = True) -> TraceState:
         return TraceState(trace_id, experiment_id, None, [], record)
     if not _due(locator, info, record):
         return TraceState(trace_id, experiment_id, info, [], record, pending=True)
+    if not info_changed and _spans_unchanged(trace_id, locator, record):
+        return TraceState(trace_id, experiment_id, info, [], record, pending=True)
     span_items = store.span_items(str(info["experiment_id"]), trace_id)
-    return TraceState(trace_id, experiment_id, info, [_span(i) for i in span_items], record)
+    ids = [store.span_id_of(item) for item in span_items]
+    return TraceState(trace_id, experiment_id, info, [_span(i) for i in span_items], record, span_ids=_ids_digest(ids))
+
+
+def _spans_unchanged(trace_id: str, locator: dict[str, Any], record: dict[str, Any] | None) -> bool:
+    """Whether the trace holds exactly the spans its record was computed from, when only new spans were
+    delivered (an overwritten or removed span, or any info change, always re-aggregates): one keys-only Query
+    instead of reading and parsing every span. One OTLP request of 10,000 spans reaches the indexer as 100
+    batches of span records; the first aggregates the whole trace, the others find nothing new."""
+    if not record or record.get("in_progress") or not record.get("span_ids") or layout.layout1_traces_possible():
+        return False
+    if int(locator.get("span_count") or 0) != int(record.get("span_count") or 0):
+        return False
+    keys = table.query(**store.SPAN.query("of_trace", trace_id=trace_id), keys_only=True)
+    return _ids_digest([store.span_id_of(key) for key in keys]) == record["span_ids"]
+
+
+def _ids_digest(span_ids: list[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(span_ids)).encode()).hexdigest()[:32]
 
 
 def _info(locator: dict[str, Any], trace_id: str) -> dict[str, Any] | None:
@@ -222,6 +243,7 @@ def _change(state: TraceState) -> Change | None:
         "signature_key": json.dumps(signature_key) if signature_key else None,
         "signature_digest": digest,
         "span_count": len(state.spans),
+        "span_ids": state.span_ids,
         "in_progress": in_progress,
     }
     shard = record_shard(state.record)
