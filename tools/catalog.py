@@ -108,7 +108,7 @@ SCHEMA_PATTERNS: dict[str, tuple[str, ...]] = {
     "Experiments of a dataset": ("evaluation_dataset_experiment.of_dataset",),
     "Page records": ("evaluation_dataset_record.by_created_time",),
     "Read a scorer with its versions": ("scorer.with_versions",),
-    "Trace metric rollups of an experiment over hours": ("metric_rollup.in_hours",),
+    "Trace metric rollups of an experiment over hours": ("metric_rollup.in_hours", "metric_rollup_v1.in_hours"),
     "List label schemas of an experiment": ("label_schema.of_experiment",),
     "List review queues of an experiment": ("review_queue.of_experiment",),
     "Queues holding a review item": ("review_item_queue.of_item",),
@@ -976,11 +976,12 @@ PATTERNS: tuple[AccessPattern, ...] = (
     _p(
         "GenAI review",
         "Trace metric rollups of an experiment over hours",
-        "metric_rollup",
+        "metric_rollup metric_rollup_v1",
         QUERY,
         "table",
-        "pk = ROLLUP#<exp> AND sk BETWEEN '<family>#<first hour>' AND '<family>#<last hour>~'",
-        note="traces/metrics: a few hundred rollups answer a chart over any number of traces (kept by the indexer)",
+        "pk = ROLLUP#<exp>#<shard> AND sk BETWEEN '<family>#<first hour>' AND '<family>#<last hour>~'",
+        note="traces/metrics: a few hundred rollups per shard answer a chart over any number of traces (kept by the "
+        "indexer); one Query per shard (8) and one of the unsharded key older tables wrote (ROLLUP#<exp>), in parallel",
     ),
     _p(
         "GenAI review",

@@ -19,6 +19,7 @@ observed = Observed("indexer")
 logger, metrics = observed.logger, observed.metrics
 # Trace aggregates parse spans (protobuf) and trace text: imported by the first batch that carries a trace's items.
 trace_aggregates = deferred("serverless_mlflow.trace_aggregates")
+trace_aggregate_writes = deferred("serverless_mlflow.trace_aggregate_writes")
 _TRACE_TYPES = derived.TRACE_AGGREGATE_TYPES | {"trace"}
 
 
@@ -34,12 +35,8 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     # The batch is worked whole (coalesced per item and per run, batch.py); a record that fails is reported, and
     # Lambda retries from the lowest one reported (ReportBatchItemFailures): the rest is idempotent.
     result = batch.process(records)
-    # Per-trace aggregates (metric rollups, content signatures) are rebuilt once per trace of the batch. Every
-    # step is replay-safe: on a failure the batch is retried whole.
-    images = [image for record in records for image in _trace_images(record)]
-    if images and (touched := trace_aggregates.traces_of(images)):
-        metrics.add_metric(name="TracesAggregated", unit=MetricUnit.Count, value=trace_aggregates.refresh(touched))
-    failures = sorted(set(result.failures), key=_sequence_order)
+    failures = set(result.failures) | _aggregate_traces(records)
+    failures = sorted(failures, key=_sequence_order)
     indexed = [o for o in result.outcomes if o.indexed]
     metrics.add_metric(name="RecordsProcessed", unit=MetricUnit.Count, value=len(records) - len(failures))
     metrics.add_metric(name="RecordsIndexed", unit=MetricUnit.Count, value=len(indexed))
@@ -54,6 +51,28 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if failures:
         logger.warning("stream records failed", extra={"failures": len(failures), "records": len(records)})
     return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in failures]}
+
+
+def _aggregate_traces(records: list[dict[str, Any]]) -> set[str]:
+    """Per-trace aggregates (metric rollups, content signatures), rebuilt once per trace of the batch; the
+    sequence numbers of the records of the traces that failed (every other trace is written: replay-safe)."""
+    named = [(record, _traces_of(record)) for record in records]
+    touched: dict[str, bool] = {}
+    for _, traces in named:
+        for trace_id, info_changed in traces.items():
+            touched[trace_id] = touched.get(trace_id, False) or info_changed
+    if not touched:
+        return set()
+    outcome = trace_aggregate_writes.refresh(touched)
+    metrics.add_metric(name="TracesAggregated", unit=MetricUnit.Count, value=outcome.changed)
+    return {record["dynamodb"]["SequenceNumber"] for record, traces in named if outcome.failed & traces.keys()}
+
+
+def _traces_of(record: dict[str, Any]) -> dict[str, bool]:
+    """The traces a record touches -> whether more than new spans changed (an info write, or a span overwritten
+    or removed): a trace only given new spans it already counts is not read again (``trace_aggregates.load``)."""
+    traces = trace_aggregates.traces_of(_trace_images(record))
+    return traces if record.get("eventName") == "INSERT" else dict.fromkeys(traces, True)
 
 
 def _sequence_order(sequence: str) -> tuple[int, str]:

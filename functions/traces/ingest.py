@@ -11,12 +11,13 @@ A late span that completes the count sets the tag then.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from serverless_mlflow import assessments, clock, layout, s3, table
+from serverless_mlflow import assessments, clock, layout, parallel, s3, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.otlp import OtlpError, mlflow_trace_id
 from serverless_mlflow.request import json_text
@@ -30,6 +31,9 @@ from . import retention, run_links
 # A span item past this many bytes keeps its bytes in S3 (items stay well under DynamoDB's 400 KB).
 SPILL_BYTES = 300 * 1024
 SPILL_PREFIX = "trace-spans/"
+# A span name is a dimension of the trace metrics: it must fit a rollup item (400 KB) with its summaries. MLflow's
+# own column is TEXT, 65,535 bytes on MySQL; a longer name is refused before anything is written.
+MAX_SPAN_NAME_BYTES = 65_535
 SPAN_WAIT_SECONDS = 2.0
 SPAN_POLL_SECONDS = 0.1
 
@@ -42,11 +46,14 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
             for span in scope_span.spans:
                 if len(span.trace_id) != 16 or len(span.span_id) != 8:
                     raise OtlpError(422, "Cannot convert OpenTelemetry span to MLflow span")
+                if len(span.name.encode("utf-8")) > MAX_SPAN_NAME_BYTES:
+                    raise OtlpError(400, f"Span name is {len(span.name.encode('utf-8'))} bytes, over the limit of {MAX_SPAN_NAME_BYTES}")
                 spans_by_trace.setdefault(mlflow_trace_id(span.trace_id), []).append(span)
     experiment = experiment_store.get_experiment_meta(experiment_id)
     experiment_id = str(experiment["experiment_id"])
     for trace_id, spans in spans_by_trace.items():
-        new_spans = sum(_put_span(experiment_id, trace_id, span) for span in spans)
+        # In parallel: one request may carry a 10,000-span trace (each span is its own conditional put).
+        new_spans = sum(parallel.parallel_map(functools.partial(_put_span, experiment_id, trace_id), spans))
         first_start = min(span.start_time_unix_nano for span in spans) // 1_000_000
         root = next((span for span in spans if not span.parent_span_id), None)
         claim = _root_claim(experiment_id, trace_id, root)

@@ -209,8 +209,7 @@ def _split(low: int | None, high: int | None, unit: int) -> tuple[tuple[int | No
 
 
 def _rollup_items(family: str, experiment_id: str, first: int | None, last: int | None) -> Iterator[Item]:
-    key_query = rollups.ROLLUP.query("in_hours", experiment_id=experiment_id, family=family)
-    yield from table.iter_query(**key_query.range({"bucket": first}, {"bucket": last}))
+    yield from rollups.items_in_range(experiment_id, family, first, last)
 
 
 def _dims_match(dims: dict[str, Any], filters: list[spec.Filter]) -> bool:

@@ -400,6 +400,8 @@ TRACE_PARTITION = "TB#{experiment_id}#{bucket}#{shard}"
 # A trace info's partition: the hour of its request time and a hash shard of its trace id (see trace_partition).
 TRACE_BUCKET_MS = 3_600_000
 TRACE_SHARDS = 8
+# Write shards of an experiment's trace-metric rollups (metric_rollup): a reader queries each (in parallel).
+ROLLUP_SHARDS = 8
 
 
 def model_scope(workspace: str) -> str:
@@ -1110,10 +1112,13 @@ ENTITIES: tuple[Entity, ...] = (
     _e(
         # Kept by the indexer from contribution records (trace_metrics/rollups.py): traces/metrics reads a few
         # hundred of these for a chart over any number of traces.
+        # Spread over ROLLUP_SHARDS keys so that no key takes every trace's deltas: an indexer transaction picks
+        # one shard for the traces it aggregates first (a trace keeps it: its contribution record names it) and
+        # readers sum the shards, and the unsharded key of tables written before the shards (metric_rollup_v1).
         "metric_rollup",
-        "ROLLUP#{experiment_id}",
+        "ROLLUP#{experiment_id}#{shard}",
         "{family}#{bucket:i64}#{group_bucket:i64}#{slice}",
-        "Trace metrics of one experiment, family (T traces, S span counts/latency, C span costs, A assessments) with its "
+        "Trace metrics of one experiment (one of its rollup shards), family (T traces, S span counts/latency, C span costs, A assessments) with its "
         "level suffix (none: every dimension; s: trace status only; 0: ungrouped; 0m: ungrouped, bucket = minute), hour "
         "(minute) and slice of dimension values: row count and a summary (exact values or log-bucket sketch) per metric",
         attributes=("family", "bucket", "group_bucket", "data", "rev"),
@@ -1133,7 +1138,18 @@ ENTITIES: tuple[Entity, ...] = (
         "TRACE#{trace_id}",
         "AGG",
         "What a trace currently adds to its experiment's rollups and where its content signature is (replay-safe deltas)",
-        attributes=("experiment_id", "parts", "signature_key", "signature_digest", "span_count", "in_progress", "rev"),
+        attributes=(
+            "experiment_id",
+            "parts",
+            "parts_z",
+            "shard",
+            "signature_key",
+            "signature_digest",
+            "span_count",
+            "span_ids",
+            "in_progress",
+            "rev",
+        ),
         derived=True,
     ),
     _e(
@@ -1798,6 +1814,18 @@ ENTITIES: tuple[Entity, ...] = (
         derived=True,
         legacy_of="run_summary",
         patterns={"all": (None, "Layout 1: every run summary of an experiment (make migrate)", "RS#")},
+    ),
+    _e(
+        # Read as one more shard (the indexer only ever subtracts from it: a trace aggregated before the shards
+        # keeps its contribution here, and leaves it when its record moves): no migration step is needed.
+        "metric_rollup_v1",
+        "ROLLUP#{experiment_id}",
+        "{family}#{bucket:i64}#{group_bucket:i64}#{slice}",
+        "Before rollup shards: an experiment's trace-metric rollups on one key (read with the shards)",
+        attributes=("family", "bucket", "group_bucket", "data", "rev"),
+        derived=True,
+        legacy_of="metric_rollup",
+        patterns={"in_hours": (None, "Unsharded rollups of one family level over a range of hours (read with the shards)")},
     ),
     _e(
         "logged_model_metric_v1",

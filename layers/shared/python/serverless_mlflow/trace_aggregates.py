@@ -2,33 +2,29 @@
 
 Both are functions of a whole trace (its info and every span), so they are rebuilt per trace, once per stream
 batch for every trace the batch touched (an info, a span, an assessment or tag change, a deletion, an
-expiry). For each trace: its partition (locator, spans and its contribution record) in one Query, its info
-in one GetItem; the target contribution and signature; then, for the traces of a chunk together, one
-TransactWriteItems that applies the rollup deltas and replaces the records, conditioned on the revisions read
-(a concurrent indexer or a replay makes it retry with fresh reads; a replay finds nothing to change).
+expiry). For each trace: its locator and contribution record in one BatchGetItem, its info in one GetItem, its
+spans in one Query; the target contribution and signature (``Change``); then the writes (``trace_aggregate_writes``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import parallel, s3, span_content, table, trace_text
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK, TRACE_BUCKET_MS, trace_partition
+from serverless_mlflow import layout, s3, span_content, table, trace_text
+from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK, trace_partition
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.trace_metrics import rollups, rows
 
 RECORD = ENTITY["trace_contribution"]
 SIGNATURE = ENTITY["trace_text_signature"]
 AGGREGATED_TYPES = frozenset({"trace", "trace_spans"})
+# Operations of one transaction (DynamoDB allows 100): a change that moves more rollup items is applied in steps.
 MAX_OPERATIONS = 90
-MAX_ATTEMPTS = 8
-# Traces read (in parallel) before their writes are packed into transactions: bounds the spans held in memory
-# (a deployed batch of 100 records names at most 100 traces; a bigger batch shares more hours' rollup items).
-LOAD_WINDOW = 1000
 
 
 @dataclass
@@ -41,6 +37,7 @@ class TraceState:
     # Spans are still arriving (the locator counts fewer than the client announced): the info write that marks
     # them all stored delivers the trace again, so aggregating now would only re-parse a growing trace per batch.
     pending: bool = False
+    span_ids: str | None = None  # digest of the ids of the spans read
 
 
 def traces_of(images: Iterable[dict[str, Any] | None]) -> dict[str, bool]:
@@ -90,8 +87,28 @@ def load(trace_id: str, info_changed: bool = True) -> TraceState:
         return TraceState(trace_id, experiment_id, None, [], record)
     if not _due(locator, info, record):
         return TraceState(trace_id, experiment_id, info, [], record, pending=True)
+    if not info_changed and _spans_unchanged(trace_id, locator, record):
+        return TraceState(trace_id, experiment_id, info, [], record, pending=True)
     span_items = store.span_items(str(info["experiment_id"]), trace_id)
-    return TraceState(trace_id, experiment_id, info, [_span(i) for i in span_items], record)
+    ids = [store.span_id_of(item) for item in span_items]
+    return TraceState(trace_id, experiment_id, info, [_span(i) for i in span_items], record, span_ids=_ids_digest(ids))
+
+
+def _spans_unchanged(trace_id: str, locator: dict[str, Any], record: dict[str, Any] | None) -> bool:
+    """Whether the trace holds exactly the spans its record was computed from, when only new spans were
+    delivered (an overwritten or removed span, or any info change, always re-aggregates): one keys-only Query
+    instead of reading and parsing every span. One OTLP request of 10,000 spans reaches the indexer as 100
+    batches of span records; the first aggregates the whole trace, the others find nothing new."""
+    if not record or record.get("in_progress") or not record.get("span_ids") or layout.layout1_traces_possible():
+        return False
+    if int(locator.get("span_count") or 0) != int(record.get("span_count") or 0):
+        return False
+    keys = table.query(**store.SPAN.query("of_trace", trace_id=trace_id), keys_only=True)
+    return _ids_digest([store.span_id_of(key) for key in keys]) == record["span_ids"]
+
+
+def _ids_digest(span_ids: list[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(span_ids)).encode()).hexdigest()[:32]
 
 
 def _info(locator: dict[str, Any], trace_id: str) -> dict[str, Any] | None:
@@ -146,60 +163,91 @@ def _digest(bits: bytes | None, spans: int) -> str | None:
     return None if bits is None else hashlib.sha256(bits + spans.to_bytes(4, "big")).hexdigest()[:16]
 
 
+# --- contribution records --------------------------------------------------------------------------------
+# A record keeps, per rollup sort key, only what subtracting it needs: the row count and the values (the key
+# names the family, buckets and slice; the dimensions are in the rollup item). zlib-compressed JSON: a 10-span
+# trace's record is a few hundred bytes, so the transaction that replaces it costs 2 write units, not 10.
+
+Share = tuple[int, dict[str, list[float]]]  # (rows, values per metric) of one rollup item
+
+
+def share(part: rollups.Part) -> Share:
+    return part.count, {metric: list(values) for metric, values in sorted(part.values.items())}
+
+
+def recorded_shares(record: dict[str, Any] | None) -> dict[str, Share]:
+    """The shares a record lists (either encoding: ``parts_z``, or the full parts of records written before it)."""
+    if not record:
+        return {}
+    if record.get("parts_z") is not None:
+        return {sk: (int(n), values) for sk, (n, values) in json.loads(zlib.decompress(bytes(record["parts_z"]))).items()}
+    return {sk: share(rollups.Part.from_json(p)) for sk, p in json.loads(record.get("parts") or "{}").items()}
+
+
+def encode_shares(shares: dict[str, Share]) -> bytes:
+    return zlib.compress(json.dumps(shares, separators=(",", ":"), sort_keys=True).encode(), 6)
+
+
+def record_shard(record: dict[str, Any] | None) -> int | None:
+    """The rollup shard a recorded trace's shares are on (``rollups.LEGACY_SHARD`` before shards existed)."""
+    return None if not record or record.get("shard") is None else int(record["shard"])
+
+
 @dataclass
 class Change:
+    """What one trace's aggregates need: the shares to move (old -> new per rollup sort key), the record's
+    final attributes and the signature writes. ``shard`` is None until a trace without a record is given one."""
+
     state: TraceState
-    old_parts: dict[str, rollups.Part]
-    new_parts: dict[str, rollups.Part]
-    operations: list[dict[str, Any]]  # record and signature writes
+    old: dict[str, Share]
+    new: dict[str, rollups.Part]
+    attributes: dict[str, Any]  # the record's attributes besides parts, shard and rev (None: delete the record)
+    signature_ops: list[dict[str, Any]]
     experiment_id: str | None
+    shard: int | None
+    has_shard: bool
+    moved: list[str] = field(default_factory=list)
+
+    @property
+    def trace_id(self) -> str:
+        return self.state.trace_id
 
 
 def _change(state: TraceState) -> Change | None:
     if state.pending:
         return None
     record = state.record or {}
-    old_parts = {sk: rollups.Part.from_json(p) for sk, p in json.loads(record.get("parts") or "{}").items()}
+    old = recorded_shares(state.record)
     new_parts, signature_key, bits = _target(state)
     old_key = json.loads(record["signature_key"]) if record.get("signature_key") else None
     digest = _digest(bits, len(state.spans))
-    unchanged_parts = {sk: p.to_json() for sk, p in old_parts.items()} == {sk: p.to_json() for sk, p in new_parts.items()}
+    moved = sorted(sk for sk in set(old) | set(new_parts) if old.get(sk) != (share(new_parts[sk]) if sk in new_parts else None))
     in_progress = (state.info or {}).get("state") == "IN_PROGRESS"
     if (
-        unchanged_parts
+        not moved
         and old_key == signature_key
         and record.get("signature_digest") == digest
         and bool(record.get("in_progress")) == in_progress
     ):
         return None
-    operations: list[dict[str, Any]] = []
-    condition, values = ("rev = :rev", {":rev": record["rev"]}) if state.record else ("attribute_not_exists(pk)", None)
-    experiment_id = state.experiment_id
-    record_key = RECORD.key(trace_id=state.trace_id)
-    if new_parts or signature_key:
-        attributes = {
-            "experiment_id": experiment_id,
-            "parts": json.dumps({sk: p.to_json() for sk, p in new_parts.items()}),
-            "signature_key": json.dumps(signature_key) if signature_key else None,
-            "signature_digest": digest,
-            "span_count": len(state.spans),
-            "in_progress": in_progress,
-            "rev": int(record.get("rev") or 0) + 1,
-        }
-        operations.append(table.put_op(RECORD.item(attributes, trace_id=state.trace_id), condition=condition, values=values))
-    elif state.record:
-        operations.append(table.delete_op(record_key, condition=condition, values=values))
+    signature_ops: list[dict[str, Any]] = []
     if old_key and old_key != signature_key:
-        operations.append(table.delete_op(old_key))
+        signature_ops.append(table.delete_op(old_key))
     if signature_key and (old_key != signature_key or record.get("signature_digest") != digest):
-        operations.append(
-            table.put_op(
-                SIGNATURE.item(
-                    {"trace_id": state.trace_id, "bits": bits, "spans": len(state.spans)}, **_signature_fields(signature_key, state)
-                )
-            )
+        signature = SIGNATURE.item(
+            {"trace_id": state.trace_id, "bits": bits, "spans": len(state.spans)}, **_signature_fields(signature_key, state)
         )
-    return Change(state, old_parts, new_parts, operations, experiment_id)
+        signature_ops.append(table.put_op(signature))
+    attributes = {
+        "experiment_id": state.experiment_id,
+        "signature_key": json.dumps(signature_key) if signature_key else None,
+        "signature_digest": digest,
+        "span_count": len(state.spans),
+        "span_ids": state.span_ids,
+        "in_progress": in_progress,
+    }
+    shard = record_shard(state.record)
+    return Change(state, old, new_parts, attributes, signature_ops, state.experiment_id, shard, state.record is not None, moved)
 
 
 def _signature_fields(key: dict[str, str], state: TraceState) -> dict[str, Any]:
@@ -208,134 +256,12 @@ def _signature_fields(key: dict[str, str], state: TraceState) -> dict[str, Any]:
     return {**fields, "request_time": int(info["request_time"]), "trace_id": state.trace_id}
 
 
-def _rollup_operations(changes: list[Change]) -> list[dict[str, Any]]:
-    """The rollup items the changes move, read once and written once with their revision as condition."""
-    deltas: dict[tuple[str, str], list[tuple[rollups.Part, int]]] = {}
-    for change in changes:
-        if change.experiment_id is None:
-            continue
-        for sk in set(change.old_parts) | set(change.new_parts):
-            old, new = change.old_parts.get(sk), change.new_parts.get(sk)
-            if old is not None and new is not None and old.to_json() == new.to_json():
-                continue
-            entry = deltas.setdefault((change.experiment_id, sk), [])
-            if old is not None:
-                entry.append((old, -1))
-            if new is not None:
-                entry.append((new, +1))
-    if not deltas:
-        return []
-    keys = [{PK: rollups.ROLLUP.pk.render({"experiment_id": e}), SK: sk} for e, sk in deltas]
-    current = {(item[PK], item[SK]): item for item in table.batch_get(keys)}
-    operations = []
-    for (experiment_id, sk), moves in deltas.items():
-        pk = rollups.ROLLUP.pk.render({"experiment_id": experiment_id})
-        item = current.get((pk, sk))
-        rollup = rollups.Rollup.of_item(item) if item else rollups.Rollup.of_part(moves[0][0])
-        for part, sign in sorted(moves, key=lambda m: -m[1]):  # additions first: a value moved stays countable
-            rollup.apply(part, sign)
-        slice_id = rollups.ROLLUP.parse(sk, fields=("slice",))["slice"]
-        condition, values = ("rev = :rev", {":rev": item["rev"]}) if item else ("attribute_not_exists(pk)", None)
-        if rollup.count <= 0 and not rollup.metrics:
-            if item:
-                operations.append(table.delete_op({PK: pk, SK: sk}, condition=condition, values=values))
-        else:
-            rev = int((item or {}).get("rev") or 0) + 1
-            operations.append(table.put_op(rollup.item(experiment_id, slice_id, rev), condition=condition, values=values))
-    return operations
+def refresh(traces: Iterable[str] | dict[str, bool]) -> int:
+    """Rebuild the aggregates of these traces; returns how many changed. Raises if any trace failed (the
+    indexer uses ``trace_aggregate_writes.refresh``, which reports the failed traces instead)."""
+    from serverless_mlflow import trace_aggregate_writes
 
-
-def _max_durations(changes: list[Change]) -> None:
-    """The experiments' longest trace durations (monotone: a replay or a race only ever raises it)."""
-    longest: dict[str, int] = {}
-    for change in changes:
-        info = change.state.info
-        if info and info.get("execution_duration") is not None and change.experiment_id:
-            longest[change.experiment_id] = max(longest.get(change.experiment_id, 0), int(info["execution_duration"]))
-    for experiment_id, duration in longest.items():
-        try:
-            table.update(
-                rollups.META.key(experiment_id=experiment_id),
-                "SET max_duration_ms = :d, entity_type = :t",
-                values={":d": duration, ":t": rollups.META.name},
-                condition="attribute_not_exists(max_duration_ms) OR max_duration_ms < :d",
-            )
-        except table.ConditionFailed:
-            pass
-
-
-def refresh(traces: Iterable[str] | Mapping[str, bool]) -> int:
-    """Rebuild the aggregates of these traces (trace id -> whether its info changed: ``traces_of``; a plain
-    iterable counts every info as changed); returns how many traces changed anything.
-
-    Traces are read LOAD_WINDOW at a time, in parallel (each read is three requests that wait on DynamoDB), then
-    written in transactions packed up to MAX_OPERATIONS, traces of the same hour together so that they share
-    their hour's rollup items (one write for all of them). A transaction that meets a concurrent change is
-    retried with fresh reads of its traces (``_refresh_chunk``)."""
-    info_changed = dict(traces) if isinstance(traces, Mapping) else dict.fromkeys(traces, True)
-    pending = sorted(info_changed)
-    changed = 0
-    while pending:
-        window, pending = pending[:LOAD_WINDOW], pending[LOAD_WINDOW:]
-        states = parallel.parallel_map(lambda trace_id: load(trace_id, info_changed.get(trace_id, True)), window)
-        changes = [c for c in map(_change, states) if c is not None]
-        changes.sort(key=_hour_order)
-        for pack in _packs(changes):
-            changed += _write_pack(pack, info_changed)
-    return changed
-
-
-def _hour_order(change: Change) -> tuple[str, int, str]:
-    info = change.state.info or {}
-    return (change.experiment_id or "", int(info.get("request_time") or 0) // TRACE_BUCKET_MS, change.state.trace_id)
-
-
-def _packs(changes: list[Change]) -> Iterator[list[Change]]:
-    """Consecutive changes grouped while their writes (records, signatures, distinct rollup items) fit one
-    transaction: an upper bound, as a part that did not move is not written."""
-    pack: list[Change] = []
-    keys: set[tuple[str | None, str]] = set()
-    operations = 0
-    for change in changes:
-        own = {(change.experiment_id, sk) for sk in set(change.old_parts) | set(change.new_parts)}
-        if pack and operations + len(change.operations) + len(keys | own) > MAX_OPERATIONS:
-            yield pack
-            pack, keys, operations = [], set(), 0
-        pack.append(change)
-        keys |= own
-        operations += len(change.operations)
-    if pack:
-        yield pack
-
-
-def _write_pack(changes: list[Change], info_changed: Mapping[str, bool]) -> int:
-    """One transaction for the changes as read; on a conflict, their traces again with fresh reads."""
-    operations = [op for c in changes for op in c.operations] + _rollup_operations(changes)
-    if len(operations) > MAX_OPERATIONS and len(changes) > 1:  # _packs bounds it: only if a bound was wrong
-        half = len(changes) // 2
-        return _write_pack(changes[:half], info_changed) + _write_pack(changes[half:], info_changed)
-    try:
-        table.transact(operations)
-    except table.ConditionFailed:
-        # Another indexer moved a record or rollup meanwhile: read again.
-        return _refresh_chunk([c.state.trace_id for c in changes], info_changed)
-    _max_durations(changes)
-    return len(changes)
-
-
-def _refresh_chunk(trace_ids: list[str], info_changed: Mapping[str, bool]) -> int:
-    for _ in range(MAX_ATTEMPTS):
-        changes = [c for c in (_change(load(t, info_changed.get(t, True))) for t in trace_ids) if c is not None]
-        if not changes:
-            return 0
-        operations = [op for c in changes for op in c.operations] + _rollup_operations(changes)
-        if len(operations) > MAX_OPERATIONS and len(trace_ids) > 1:
-            half = len(trace_ids) // 2
-            return _refresh_chunk(trace_ids[:half], info_changed) + _refresh_chunk(trace_ids[half:], info_changed)
-        try:
-            table.transact(operations)
-        except table.ConditionFailed:
-            continue  # another indexer moved a record or rollup meanwhile: read again
-        _max_durations(changes)
-        return len(changes)
-    raise RuntimeError(f"trace aggregates of {trace_ids} kept changing while they were written")
+    outcome = trace_aggregate_writes.refresh(traces)
+    if outcome.failed:
+        raise RuntimeError(f"trace aggregates of {sorted(outcome.failed)} could not be written") from outcome.error
+    return outcome.changed

@@ -87,10 +87,12 @@ def query_pages(
     filter_expression: str | None = None,
     names: dict[str, str] | None = None,
     values: dict[str, Any] | None = None,
+    keys_only: bool = False,
 ) -> Iterator[tuple[list[Item], dict[str, Any] | None]]:
     """Yield (items, last_evaluated_key) page by page for one partition of the table or an index.
 
     GSIs cannot be read consistently; callers that must see their own writes use the table or an LSI.
+    ``keys_only``: items with their partition and sort key only (the same read units, less to transfer and decode).
     """
     if not dynamo_limits.key_value_fits(pk_value, dynamo_limits.MAX_PARTITION_KEY_BYTES) or (
         sk_prefix and not dynamo_limits.key_value_fits(sk_prefix, dynamo_limits.MAX_SORT_KEY_BYTES)
@@ -159,6 +161,9 @@ def query_pages(
         kwargs["ConsistentRead"] = True
     if filter_expression:
         kwargs["FilterExpression"] = filter_expression
+    if keys_only:
+        expr_names["#sk"] = sk_attr
+        kwargs["ProjectionExpression"] = "#pk, #sk"
     remaining = limit
     exclusive_start = start_key
     while True:

@@ -13,10 +13,16 @@ bucket still the hour) for the partial hours at a range's edges; traces also hav
 (``Ts``) and per minute (``Tsm``) for status grouping and filtering. A level's key family is its family letter and suffix (``LEVELS``).
 
 The indexer keeps them exact and replay-safe with a contribution record per trace (``trace_contribution``,
-in the trace's own partition): what the trace currently adds to which rollup items. Recomputing a trace
-gives its target contribution; the difference to the recorded one is applied to the rollup items and the
-record replaced, all in one transaction conditioned on the revisions read. Replaying any record re-derives
-the same target, finds no difference and writes nothing.
+in the trace's own partition): what the trace currently adds to which rollup items, and on which shard.
+Recomputing a trace gives its target contribution; the difference to the recorded one is applied to the rollup
+items and the record replaced, all in one transaction conditioned on the revisions read. Replaying any record
+re-derives the same target, finds no difference and writes nothing.
+
+Shards: an experiment's rollups are spread over ``ROLLUP_SHARDS`` partition keys, so that the items of the
+current hour and minute (which every trace moves) are not all on one key. An indexer transaction puts the
+traces it aggregates for the first time on one shard (chosen at random: the traces of one transaction still
+share their items, one write for all); a trace stays on its shard (its record names it). A reader sums every
+shard and the unsharded key of tables written before shards (``ROLLUP_V1``, where older traces' shares stay).
 """
 
 from __future__ import annotations
@@ -27,12 +33,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow.schema import TRACE_BUCKET_MS, entity
+from serverless_mlflow import parallel, table
+from serverless_mlflow.schema import LEGACY, ROLLUP_SHARDS, TRACE_BUCKET_MS, entity
 from serverless_mlflow.trace_metrics.rows import AssessmentRow, SpanRow, TraceRow
 from serverless_mlflow.trace_metrics.summary import Summary
 
 ROLLUP = entity("metric_rollup")
+ROLLUP_V1 = LEGACY["metric_rollup"]
 META = entity("rollup_meta")
+LEGACY_SHARD = None  # a record without a shard: its parts are on the unsharded key (ROLLUP_V1)
 TRACE_ROWS, SPAN_ROWS, COST_ROWS, ASSESSMENT_ROWS = "T", "S", "C", "A"
 FAMILY_DIMENSIONS = {
     TRACE_ROWS: ("trace_name", "trace_status"),
@@ -59,6 +68,26 @@ LEVELS = {
     COST_ROWS: (FULL, UNGROUPED, UNGROUPED_MINUTE),
     ASSESSMENT_ROWS: (FULL, UNGROUPED, UNGROUPED_MINUTE),
 }
+
+
+def partition(experiment_id: str, shard: int | None) -> str:
+    """The partition key of one rollup shard of an experiment (``LEGACY_SHARD``: the unsharded key)."""
+    if shard is LEGACY_SHARD:
+        return ROLLUP_V1.pk.render({"experiment_id": experiment_id})
+    return ROLLUP.pk.render({"experiment_id": experiment_id, "shard": shard})
+
+
+def items_in_range(experiment_id: str, family: str, first: int | None, last: int | None) -> list[dict[str, Any]]:
+    """Every rollup item of one key family (level) of an experiment with a bucket in [first, last], from every
+    shard and the unsharded key (one Query each, in parallel): a slice has an item per shard it was written to."""
+
+    def one(shard: int | None) -> list[dict[str, Any]]:
+        entity, values = (ROLLUP_V1, {}) if shard is LEGACY_SHARD else (ROLLUP, {"shard": shard})
+        key_query = entity.query("in_hours", experiment_id=experiment_id, family=family, **values)
+        return list(table.iter_query(**key_query.range({"bucket": first}, {"bucket": last})))
+
+    shards: list[int | None] = [LEGACY_SHARD, *range(ROLLUP_SHARDS)]
+    return [item for items in parallel.parallel_map(one, shards, workers=len(shards)) for item in items]
 
 
 def hour(ms: int) -> int:
@@ -158,8 +187,12 @@ class Rollup:
     metrics: dict[str, Summary] = field(default_factory=dict)
 
     def apply(self, part: Part, sign: int) -> None:
-        self.count += sign * part.count
-        for metric, values in part.values.items():
+        self.apply_share(part.count, part.values, sign)
+
+    def apply_share(self, count: int, values_by_metric: dict[str, list[float]], sign: int) -> None:
+        """Add (``sign`` 1) or take out (-1) one trace's share: its row count and values per metric."""
+        self.count += sign * count
+        for metric, values in values_by_metric.items():
             summary = self.metrics.setdefault(metric, Summary())
             for value in values:
                 if sign > 0:
@@ -181,9 +214,9 @@ class Rollup:
     def of_part(cls, part: Part) -> Rollup:
         return cls(part.family, part.bucket, part.group_bucket, dict(part.dims))
 
-    def item(self, experiment_id: str, slice_id: str, rev: int) -> dict[str, Any]:
+    def item(self, experiment_id: str, shard: int | None, slice_id: str, rev: int) -> dict[str, Any]:
         data = {"dims": self.dims, "count": self.count, "metrics": {name: s.to_json() for name, s in self.metrics.items()}}
         attributes = {"family": self.family, "bucket": self.bucket, "group_bucket": self.group_bucket, "data": json.dumps(data), "rev": rev}
-        return ROLLUP.item(
-            attributes, experiment_id=experiment_id, family=self.family, bucket=self.bucket, group_bucket=self.group_bucket, slice=slice_id
-        )
+        entity, values = (ROLLUP_V1, {}) if shard is LEGACY_SHARD else (ROLLUP, {"shard": shard})
+        keys = {"family": self.family, "bucket": self.bucket, "group_bucket": self.group_bucket, "slice": slice_id}
+        return entity.item(attributes, experiment_id=experiment_id, **keys, **values)
