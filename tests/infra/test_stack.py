@@ -68,6 +68,7 @@ def construct_of(synth: Synth, name: str) -> Any:
         "webhook_delivery": synth.stack.registry_events.delivery_function,
         "job_worker": synth.stack.jobs.worker,
         "gateway_stream": synth.stack.gateway_stream.function,
+        "monitor": synth.stack.monitor_schedule.function,
     }
     return workers[name] if name in workers else synth.stack.features.functions[name]
 
