@@ -171,6 +171,10 @@ class LocalRuntime:
         if not os.environ.get("S3_ENDPOINT_URL"):
             self.s3 = MotoS3(int(os.environ.get("MOTO_PORT", "0")) or None).start()
             os.environ["S3_ENDPOINT_URL"] = self.s3.endpoint
+        elif not (os.environ.get("SQS_ENDPOINT_URL") and os.environ.get("KMS_ENDPOINT_URL")):
+            # An external S3 endpoint holds the artifacts only: the queues (jobs, webhooks), the event bus and the
+            # gateway's secrets key still live in an embedded moto server, or jobs and webhooks would not run.
+            self.s3 = MotoS3(int(os.environ.get("MOTO_PORT", "0")) or None).start()
         from serverless_mlflow import s3, table
 
         iam.install()
@@ -202,8 +206,8 @@ class LocalRuntime:
                 written_since=self._pending_writes.earliest_write if self.indexer_mode == "sync" else None,
             )
             # SQS and EventBridge: the embedded moto server, or the one SQS_ENDPOINT_URL names (a runtime on
-            # another runtime's engines); without either, registry events are not delivered locally.
-            sqs_endpoint = self.s3.endpoint if self.s3 else os.environ.get("SQS_ENDPOINT_URL")
+            # another runtime's engines).
+            sqs_endpoint = self.s3.endpoint if self.s3 else os.environ["SQS_ENDPOINT_URL"]
             if sqs_endpoint:
                 # Registry events to webhooks and EventBridge: a second reader of the stream, as deployed.
                 self.webhooks = LocalWebhooks(self.handler_for, sqs_endpoint, self.table_name)
