@@ -33,7 +33,10 @@ class MonitorSchedule(Construct):
         )
         job_queue.grant_send_messages(self.function.role)
         self.role = iam.Role(self, "ScheduleRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"))
-        self.function.function.grant_invoke(self.role)
+        # The function itself (grant_invoke would add its versions, ``:*``).
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.function.function.function_arn])
+        )
         self.schedule = scheduler.CfnSchedule(
             self,
             "Schedule",
