@@ -126,6 +126,12 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
         "execute-api:Invoke on this stack's own API (every route: the demo generators call many): the worker drives "
         "the API with the stock MLflow client, as a user would.",
     )
+    _function_acks(
+        stack,
+        stack.monitor_schedule.function,
+        "Invoked by EventBridge Scheduler every minute with retries off: a failed pass is not replayed, the next one "
+        "starts from the same claims and checkpoints a minute later.",
+    )
     _function_acks(stack, stack.bootstrap.function, BOOTSTRAP_DLQ_REASON)
     if stack.basic_auth is not None:
         _function_acks(stack, stack.basic_auth.authorizer, AUTHORIZER_DLQ_REASON)

@@ -204,6 +204,10 @@ ACCESS: dict[str, Access] = {
     # retried message off (ChangeMessageVisibility). Its kinds reach the rest of the data through the API, as the
     # job's creator (its message's job token): never the job-token key.
     "job_worker": Access(table=("GetItem", "UpdateItem"), job_queue=("sqs:SendMessage", "sqs:ChangeMessageVisibility")),
+    # The monitor (EventBridge Scheduler, every minute): reads the active online scoring configurations (gsi2), the
+    # scorers' refs and versions and the experiments' claim items and jobs; claims an experiment (PutItem with a
+    # condition) and submits its job (the job item, one message with the job's token minted with the key).
+    "monitor": Access(table=("GetItem", "Query", "PutItem"), job_queue=("sqs:SendMessage",), job_token_key=True),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk) and, with
     # basic auth, the first admin (user item + user-id counter), whose password it reads from its secret.
     "bootstrap": Access(table=("GetItem", "PutItem", "UpdateItem")),

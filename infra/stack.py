@@ -17,6 +17,7 @@ from infra.constructs.gateway_stream import GatewayStream
 from infra.constructs.indexer import StreamIndexer
 from infra.constructs.jobs import JobsRunner
 from infra.constructs.layer import SharedLayer
+from infra.constructs.monitor_schedule import MonitorSchedule
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.table import MlflowTable
 from infra.constructs.web_ui import WebUiFiles
@@ -83,6 +84,8 @@ class MlflowServerlessStack(Stack):
             api_id=self.api.api.api_id,
             submitters=(self.features.functions["runs"], self.features.functions["review"]),
         )
+        # Online scoring on a schedule: submits jobs to the queue above.
+        self.monitor_schedule = MonitorSchedule(self, "MonitorSchedule", shared=shared, job_queue=self.jobs.queue)
         self.monitoring = Monitoring(
             self,
             "Monitoring",
@@ -99,6 +102,7 @@ class MlflowServerlessStack(Stack):
                 "webhook_delivery": self.registry_events.delivery_function.function,
                 "job_worker": self.jobs.worker.function,
                 "gateway_stream": self.gateway_stream.function.function,
+                "monitor": self.monitor_schedule.function.function,
             },
         )
         self.bootstrap = Bootstrap(self, "Bootstrap", shared=shared, admin_secret=self.basic_auth.admin_secret if self.basic_auth else None)

@@ -35,6 +35,7 @@ from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
 from local.events import REGION, LambdaContext, api_gateway_event, invoke_api_function  # noqa: E402
 from local.http_server import serve  # noqa: E402
 from local.jobs import LocalJobs  # noqa: E402
+from local.monitor import LocalMonitor  # noqa: E402
 from local.streams import BATCHING_WINDOW_SECONDS, StreamFollower, needs_indexing  # noqa: E402
 from local.webhooks import LocalWebhooks  # noqa: E402
 from serverless_mlflow import bootstrap, http_api, job_queue, routes, schema, siblings, static_files  # noqa: E402
@@ -66,6 +67,7 @@ class LocalRuntime:
         self.follower: StreamFollower | None = None
         self.webhooks: LocalWebhooks | None = None
         self.jobs: LocalJobs | None = None
+        self.monitor: LocalMonitor | None = None
         self._http: Any = None
         self._poller: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -96,6 +98,9 @@ class LocalRuntime:
             self.webhooks.start()
         if self.jobs is not None:
             self.jobs.start(self.url)
+            # The schedule submits jobs: it runs where a jobs queue does.
+            self.monitor = LocalMonitor(self.handler_for)
+            self.monitor.start()
         # What this runtime put in the process environment (queue URLs, its own URL...), undone when it stops: a
         # runtime started earlier in the same process (the test session's) gets its own settings back.
         self._environment_set = {name: before.get(name) for name in {*before, *os.environ} if before.get(name) != os.environ.get(name)}
@@ -107,6 +112,8 @@ class LocalRuntime:
             self.webhooks.stop()
         if self.jobs is not None:
             self.jobs.stop()
+        if self.monitor is not None:
+            self.monitor.stop()
         if self._http:
             self._http.shutdown()
             self._http.server_close()
@@ -164,6 +171,10 @@ class LocalRuntime:
         if not os.environ.get("S3_ENDPOINT_URL"):
             self.s3 = MotoS3(int(os.environ.get("MOTO_PORT", "0")) or None).start()
             os.environ["S3_ENDPOINT_URL"] = self.s3.endpoint
+        elif not (os.environ.get("SQS_ENDPOINT_URL") and os.environ.get("KMS_ENDPOINT_URL")):
+            # An external S3 endpoint holds the artifacts only: the queues (jobs, webhooks), the event bus and the
+            # gateway's secrets key still live in an embedded moto server, or jobs and webhooks would not run.
+            self.s3 = MotoS3(int(os.environ.get("MOTO_PORT", "0")) or None).start()
         from serverless_mlflow import s3, table
 
         iam.install()
@@ -195,8 +206,8 @@ class LocalRuntime:
                 written_since=self._pending_writes.earliest_write if self.indexer_mode == "sync" else None,
             )
             # SQS and EventBridge: the embedded moto server, or the one SQS_ENDPOINT_URL names (a runtime on
-            # another runtime's engines); without either, registry events are not delivered locally.
-            sqs_endpoint = self.s3.endpoint if self.s3 else os.environ.get("SQS_ENDPOINT_URL")
+            # another runtime's engines).
+            sqs_endpoint = self.s3.endpoint if self.s3 else os.environ["SQS_ENDPOINT_URL"]
             if sqs_endpoint:
                 # Registry events to webhooks and EventBridge: a second reader of the stream, as deployed.
                 self.webhooks = LocalWebhooks(self.handler_for, sqs_endpoint, self.table_name)

@@ -74,6 +74,7 @@ SCHEMA_PATTERNS: dict[str, tuple[str, ...]] = {
     "Webhooks subscribed to an event": ("webhook.in_workspace",),
     "List webhooks (newest first)": ("webhook.by_creation",),
     "Search jobs": ("job.in_workspace",),
+    "Active online scoring configurations": ("online_scoring_config.active",),
     "Read the MCP registry": ("mcp_server.in_workspace",),
     "Read one MCP server whole": ("mcp_server.whole_server",),
     "Read the skill registry": ("skill.in_workspace",),
@@ -1365,6 +1366,24 @@ PATTERNS: tuple[AccessPattern, ...] = (
         "gsi2",
         "gsi2pk = WS#<ws>#JOBS (oldest first)",
         note="name, statuses and params filtered on the partition, as MLflow's list_jobs; also demo/generate's in-flight check",
+    ),
+    _p(
+        "Jobs",
+        "Active online scoring configurations",
+        "online_scoring_config",
+        QUERY,
+        "gsi2",
+        "gsi2pk = MONITOR#ONLINE",
+        note="the monitor's minute tick (every workspace); only configurations with a positive sample rate carry the index",
+    ),
+    _p(
+        "Jobs",
+        "Claim an experiment's online scoring",
+        "online_scoring_job",
+        PUT,
+        "table",
+        "pk = EXP#<exp> AND sk = OSJOB IF attribute_not_exists(pk) OR job_id = <previous>",
+        note="read first (GetItem) with the jobs it names; one pass at a time submits the experiment's next job",
     ),
     # --- webhooks and registry events -------------------------------------------------------------
     _p(

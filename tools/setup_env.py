@@ -165,8 +165,9 @@ def install_python(target: str) -> None:
             "20-30 s with the pip cache warm, 1-2 min downloading",
             [*serve_pip, "-r", "requirements-serve.txt", f"mlflow-skinny=={pin}"],
         )
-        # Only the wheel's files (the web UI build, the model catalog); its server dependencies (pandas,
-        # scikit-learn, pyarrow, sqlalchemy...) come with make test.
+        # Only the wheel's files (the web UI build, the model catalog, the job functions); of its server
+        # dependencies serving needs pandas and sqlalchemy (requirements-serve.txt, for the jobs), the rest
+        # (scikit-learn, pyarrow, ...) come with make test.
         run_step(f"the mlflow {pin} wheel's web UI (no dependencies)", "3-5 s", [*serve_pip, "--no-deps", f"mlflow=={pin}"])
         serve_stamp.write_text(serve_digest)
     if target == "dev":

@@ -183,7 +183,8 @@ def upsert_online_scoring_config(req: Request) -> dict[str, Any]:
         raise invalid(f"sample_rate must be a number, got {type(body['sample_rate']).__name__}") from None
     if math.isnan(sample_rate):
         raise invalid(f"sample_rate must be between 0.0 and 1.0, got {sample_rate}")
-    config = scorers.upsert_online_scoring_config(body["experiment_id"], body["name"], sample_rate, filter_string)
+    user = req.identity.username if req.identity is not None else None
+    config = scorers.upsert_online_scoring_config(body["experiment_id"], body["name"], sample_rate, filter_string, user)
     return {"config": config}
 
 

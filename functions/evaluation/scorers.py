@@ -29,19 +29,8 @@ ENDPOINT_NAME = ENTITY["gateway_endpoint_name"]
 MAX_REGISTER_RETRIES = 32
 
 validate_payload = scorer_payload.validate_payload
-
-
-def _model(data: dict[str, Any]) -> Any:
-    """``extract_model_from_serialized_scorer``."""
-    for field in ("instructions_judge_pydantic_data", "builtin_scorer_pydantic_data"):
-        if section := data.get(field):
-            return section.get("model") if isinstance(section, dict) else None
-    if memory := data.get("memory_augmented_judge_data"):
-        base = memory.get("base_judge", {}) if isinstance(memory, dict) else {}
-        return _model(base) if isinstance(base, dict) else None
-    if third_party := data.get("third_party_scorer_data"):
-        return third_party.get("model") if isinstance(third_party, dict) else None
-    return None
+_model = scorer_refs.model_of
+_is_gateway_model = scorer_refs.is_gateway_model
 
 
 def _check_model(model: Any) -> None:
@@ -58,14 +47,6 @@ def _check_model(model: Any) -> None:
         key = ENDPOINT_NAME.key(workspace=request_workspace.current(), name=name) if len(name.encode("utf-8")) <= 1024 else None
         if key is None or table.get(key) is None:
             raise not_found(f"GatewayEndpoint not found (name='{name}')")
-
-
-def _is_gateway_model(model: Any) -> bool:
-    """``is_gateway_model``: ``_parse_model_uri`` gives provider ``gateway`` (a malformed URI is not one)."""
-    if not isinstance(model, str):
-        return False
-    provider, separator, path = model.partition(":/")
-    return bool(separator and provider == "gateway" and path.lstrip("/"))
 
 
 # mlflow.prompt.constants.PROMPT_TEMPLATE_VARIABLE_PATTERN and InstructionsJudge's reserved template variables.
@@ -254,9 +235,13 @@ def get_online_scoring_configs(scorer_ids: list[str]) -> list[dict[str, Any]]:
     return [_config_to_api(item) for item in table.batch_get([ONLINE_CONFIG.key(scorer_id=s) for s in ids])]
 
 
-def upsert_online_scoring_config(experiment_id: str, name: str, sample_rate: float, filter_string: str | None) -> dict[str, Any]:
+def upsert_online_scoring_config(
+    experiment_id: str, name: str, sample_rate: float, filter_string: str | None, user: str | None = None
+) -> dict[str, Any]:
     """SqlAlchemyStore.upsert_online_scoring_config. A positive sample rate needs a scorer whose latest version
-    judges with a gateway model (``gateway:/<endpoint>``, MLflow's ``is_gateway_model``) and needs no expectations."""
+    judges with a gateway model (``gateway:/<endpoint>``, MLflow's ``is_gateway_model``) and needs no expectations.
+    A positive rate also lists the configuration for the monitor (``serverless_mlflow.online_scoring``), whose jobs
+    run as ``user`` (basic auth: the caller who turned scoring on)."""
     if not 0.0 <= sample_rate <= 1.0:
         raise invalid(f"sample_rate must be between 0.0 and 1.0, got {sample_rate}")
     experiment_id = _experiment(experiment_id)
@@ -280,7 +265,11 @@ def upsert_online_scoring_config(experiment_id: str, name: str, sample_rate: flo
         "sample_rate": repr(sample_rate),
         "experiment_id": experiment_id,
         "filter_string": filter_string,
+        "workspace": request_workspace.current(),
     }
-    item = ONLINE_CONFIG.item(attributes, scorer_id=scorer["scorer_id"])
+    if user:
+        attributes["created_by"] = user
+    active = {"active_workspace": attributes["workspace"], "experiment_id": experiment_id} if sample_rate > 0 else {}
+    item = ONLINE_CONFIG.item(attributes, scorer_id=scorer["scorer_id"], **active)
     table.put(item)
     return _config_to_api(item)

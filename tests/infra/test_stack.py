@@ -30,8 +30,8 @@ pytestmark = pytest.mark.xdist_group("infra")
 
 STACK_NAME = "MlflowServerlessTest"
 API_FEATURES = routes.features()
-# The API's features plus the stream and queue workers (the deploy-time bootstrap and authorizer aside).
-WORKERS = ["indexer", "webhook_events", "webhook_delivery", "job_worker"]
+# The API's features plus the stream, queue and schedule workers (the deploy-time bootstrap and authorizer aside).
+WORKERS = ["indexer", "webhook_events", "webhook_delivery", "job_worker", "monitor"]
 ALL_FUNCTIONS = [*API_FEATURES, *WORKERS]
 
 
@@ -68,6 +68,7 @@ def construct_of(synth: Synth, name: str) -> Any:
         "webhook_delivery": synth.stack.registry_events.delivery_function,
         "job_worker": synth.stack.jobs.worker,
         "gateway_stream": synth.stack.gateway_stream.function,
+        "monitor": synth.stack.monitor_schedule.function,
     }
     return workers[name] if name in workers else synth.stack.features.functions[name]
 

@@ -16,6 +16,8 @@ OPTIMIZE_PROMPTS = "optimize_prompts"
 INVOKE_ISSUE_DETECTION = "invoke_issue_detection"
 INVOKE_SCORER = "invoke_scorer"
 INVOKE_GENAI_EVALUATE = "invoke_genai_evaluate"
+# Online scoring (MLflow's job name), submitted by the monitor's tick (serverless_mlflow.online_scoring).
+RUN_ONLINE_TRACE_SCORER = "run_online_trace_scorer"
 
 KINDS: dict[str, str] = {
     DEMO_GENERATE: "job_worker.kinds.demo:generate",
@@ -24,6 +26,7 @@ KINDS: dict[str, str] = {
     INVOKE_ISSUE_DETECTION: "job_worker.kinds.mlflow_jobs:invoke_issue_detection",
     INVOKE_SCORER: "job_worker.kinds.scorers:invoke_scorer",
     INVOKE_GENAI_EVALUATE: "job_worker.kinds.scorers:invoke_genai_evaluate",
+    RUN_ONLINE_TRACE_SCORER: "job_worker.kinds.online:run_online_scorers",
 }
 
 # Small jobs that exercise the runner (succeed, fail, fail transiently, continue across invocations). Served only

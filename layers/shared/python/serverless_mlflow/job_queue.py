@@ -38,13 +38,18 @@ def reset_client() -> None:
 
 
 def create_and_submit(
-    job_name: str, params: dict[str, Any], timeout: float | None, creator: str | None, job_id: str | None = None
+    job_name: str,
+    params: dict[str, Any],
+    timeout: float | None,
+    creator: str | None,
+    job_id: str | None = None,
+    workspace: str | None = None,
 ) -> dict[str, Any]:
-    """A new job: its item first (PENDING), then its message. A job whose message could not be sent is failed at
-    once, so no job waits forever for a worker that will never hear of it."""
+    """A new job (in ``workspace``, the request's by default): its item first (PENDING), then its message. A job
+    whose message could not be sent is failed at once, so no job waits forever for a worker that will never hear of it."""
     from serverless_mlflow.store import jobs as store
 
-    item = store.create(job_name, params, timeout, creator, job_id=job_id)
+    item = store.create(job_name, params, timeout, creator, workspace=workspace, job_id=job_id)
     try:
         submit(item["job_id"], creator)
     except Exception:

@@ -1036,11 +1036,24 @@ ENTITIES: tuple[Entity, ...] = (
         attributes=("scorer_id", "experiment_id", "name"),
     ),
     _e(
+        # gsi2 only while the sample rate is positive: the monitor's minute tick reads every active configuration
+        # (MLflow's get_active_online_scorers) in one GSI partition, which grows with scorers that run, not traces.
         "online_scoring_config",
         "SCORER#{scorer_id}",
         "OSC",
         "Online scoring configuration of a scorer (one per scorer id; read by id in batches)",
-        attributes=("online_scoring_config_id", "scorer_id", "sample_rate", "experiment_id", "filter_string"),
+        indexes={"gsi2": ("MONITOR#ONLINE", "{active_workspace:str}{experiment_id}#{scorer_id}")},
+        attributes=("online_scoring_config_id", "scorer_id", "sample_rate", "experiment_id", "filter_string", "workspace", "created_by"),
+        patterns={"active": ("gsi2", "Online scoring configurations with a positive sample rate, every workspace (eventually consistent)")},
+    ),
+    _e(
+        # MLflow runs one online scoring job per experiment at a time (its job's ``exclusive=["experiment_id"]``):
+        # the monitor claims this item with a condition on the job it replaces before submitting the next.
+        "online_scoring_job",
+        EXP,
+        "OSJOB",
+        "The experiment's latest online scoring job (claimed with a condition: one at a time per experiment)",
+        attributes=("experiment_id", "job_id", "workspace", "claimed_at"),
     ),
     # --- derived items, written only by the stream indexer ----------------------------------
     _e(

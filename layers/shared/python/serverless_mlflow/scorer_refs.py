@@ -70,3 +70,24 @@ def get_version(scorer_id: str, version: int) -> dict[str, Any]:
     if item is None:
         raise not_found(f"Scorer with ID '{scorer_id}' and version {version} not found.")
     return item
+
+
+def model_of(data: dict[str, Any]) -> Any:
+    """``extract_model_from_serialized_scorer``."""
+    for field in ("instructions_judge_pydantic_data", "builtin_scorer_pydantic_data"):
+        if section := data.get(field):
+            return section.get("model") if isinstance(section, dict) else None
+    if memory := data.get("memory_augmented_judge_data"):
+        base = memory.get("base_judge", {}) if isinstance(memory, dict) else {}
+        return model_of(base) if isinstance(base, dict) else None
+    if third_party := data.get("third_party_scorer_data"):
+        return third_party.get("model") if isinstance(third_party, dict) else None
+    return None
+
+
+def is_gateway_model(model: Any) -> bool:
+    """``is_gateway_model``: ``_parse_model_uri`` gives provider ``gateway`` (a malformed URI is not one)."""
+    if not isinstance(model, str):
+        return False
+    provider, separator, path = model.partition(":/")
+    return bool(separator and provider == "gateway" and path.lstrip("/"))
