@@ -79,7 +79,6 @@ def test_a_failing_trace_reports_only_its_own_records(paused_runtime: Any, monke
     assert table.get(RECORD.key(trace_id=bad)) is None
     assert _trace_count(paused_runtime.url, experiment_id) == 2.0  # until its records are retried
 
-
     table.put(broken)  # repaired: Lambda's retry of the reported records aggregates it
     retried = [r for r in records if r["dynamodb"]["SequenceNumber"] in reported]
     assert invoke_indexer(retried)["batchItemFailures"] == []
