@@ -12,7 +12,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from serverless_mlflow import clock, run_summaries, table, validation
+from serverless_mlflow import clock, logging_order, run_summaries, table, validation
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import NestedParseError, json_text, key_values_of, nested_error, to_int64, to_string
 from serverless_mlflow.schema import ENTITY
@@ -265,7 +265,7 @@ def log_model(msg: dict[str, Any]) -> dict[str, Any]:
         value = json.dumps([*history, summary])
         tag_key, tag_value = validation.validate_tag(LOGGED_MODELS_HISTORY_TAG, value)
         item = RUN_TAG.item(
-            {"key": tag_key, "value": tag_value},
+            {"key": tag_key, "value": tag_value, logging_order.ATTRIBUTE: logging_order.stamps(1)[0]},
             experiment_id=run["experiment_id"],
             run_id=run_id,
             key=tag_key,
@@ -273,7 +273,8 @@ def log_model(msg: dict[str, Any]) -> dict[str, Any]:
         )
         try:
             if previous:
-                table.put(item, "#value = :old", {"#value": "value"}, {":old": previous["value"]})
+                parts = table.as_update(item, logging_order.KEEP, {"#value": "value"}, {":old": previous["value"]})
+                table.update(*parts, condition="#value = :old")
             else:
                 table.put(item, "attribute_not_exists(pk)")
             return {}
