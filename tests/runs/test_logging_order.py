@@ -1,4 +1,4 @@
-"""A run's params, metrics and tags come back in the order they were first logged, as MLflow's SqlAlchemyStore answers
+"""A run's params, metrics, tags and dataset inputs come back in the order they were first logged, as MLflow's SqlAlchemyStore answers
 them (its rows' insertion order; setting a tag again keeps its place), from get_run and search_runs, before and after
 the indexer's pass (summaries, metric digests). Compared with MLflow's server on sqlite (issue 42 item 6)."""
 
@@ -35,7 +35,15 @@ def _log(url: str) -> tuple[Any, str]:
     client.set_tag(run_id, "late", "x")
     client.set_tag(run_id, "owner", "changed")  # set again: keeps its place
     client.set_tag(run_id, "mlflow.runName", "renamed")
+    client.log_inputs(run_id, datasets=[_input("z_data"), _input("a_data")])
+    client.log_inputs(run_id, datasets=[_input("m_data"), _input("z_data")])
     return client, run_id
+
+
+def _input(name: str) -> Any:
+    from mlflow.entities import Dataset, DatasetInput
+
+    return DatasetInput(Dataset(name=name, digest=f"{name}-digest", source_type="local", source="/tmp/x"))
 
 
 def _orders(client: Any, run_id: str) -> dict[str, list[str]]:
@@ -46,6 +54,8 @@ def _orders(client: Any, run_id: str) -> dict[str, list[str]]:
         orders[f"{source} params"] = list(data.params)
         orders[f"{source} metrics"] = list(data.metrics)
         orders[f"{source} tags"] = [key for key in data.tags if key == "mlflow.runName" or not key.startswith("mlflow.")]
+    orders["get inputs"] = [entry.dataset.name for entry in run.inputs.dataset_inputs]
+    orders["search inputs"] = [entry.dataset.name for entry in found.inputs.dataset_inputs]
     return orders
 
 
@@ -55,6 +65,7 @@ def test_run_data_in_logging_order_as_mlflow(server: str, local_runtime: Any) ->
     expected = _orders(theirs, their_run)
     assert expected["get params"] == ["zeta", "alpha", "mid", "batch_z", "batch_a"]
     assert expected["get tags"] == ["team", "owner", "area", "mlflow.runName", "tag_z", "tag_a", "late"]
+    assert expected["get inputs"] == ["z_data", "a_data", "m_data"]
     assert _orders(ours, our_run) == expected
     local_runtime.drain_stream()  # indexed: searches read the run's summary, its metrics the indexer's digest
     assert _orders(ours, our_run) == expected

@@ -156,8 +156,9 @@ def assemble_runs(items: Iterable[dict[str, Any]]) -> list[RunView]:
     """
     runs: dict[str, RunView] = {}
     inputs_by_sk: dict[str, dict[str, Any]] = {}
-    # Each run's param and tag items, read in key order, put in logging order below.
+    # Each run's param and tag items, read in key order, put in logging order below (and its inputs' positions).
     data_items: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    input_positions: dict[int, int] = {}
     for item in items:
         kind = item.get(ENTITY_TYPE)
         run_id = run_id_of_sk(item[SK])
@@ -180,6 +181,7 @@ def assemble_runs(items: Iterable[dict[str, Any]]) -> list[RunView]:
         elif kind == "run_input":
             entry = {"dataset": dict(item["dataset"]), "tags": list(item.get("tags") or [])}
             inputs_by_sk[item[SK]] = entry
+            input_positions[id(entry)] = logging_order.position(item)
             view.dataset_inputs.append(entry)
         elif kind == "run_input_part":
             # Parts sort right after their input item (its key is their prefix): append in order.
@@ -196,6 +198,7 @@ def assemble_runs(items: Iterable[dict[str, Any]]) -> list[RunView]:
         found = data_items.get(run_id, {})
         view.params = {item["key"]: item.get("value", "") for item in logging_order.ordered(found.get("param", []))}
         view.tags = {item["key"]: item.get("value", "") for item in logging_order.ordered(found.get("run_tag", []))}
+        view.dataset_inputs.sort(key=lambda entry: input_positions[id(entry)])
     return list(runs.values())
 
 
