@@ -11,7 +11,6 @@ Its own two servers and browser (minutes on a loaded 2-core machine): marked lon
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -45,6 +44,10 @@ signature:
 PARAMS = (("zeta", "1"), ("alpha", "2"), ("mid", "3"))
 METRICS = ("val_loss", "accuracy", "loss")
 TAGS = (("team", "ui"), ("owner", "ann"), ("area", "parity"))
+ISSUE = "Answers ignore the question"
+# What stock answers on its local artifact store: presigned=true is NOT_IMPLEMENTED there (S3 signs), and the UI then
+# reads the file from the server itself.
+STOCK_EXPECTED = {("stock", "/model-versions/get-artifact", 501)}
 
 
 @dataclass
@@ -62,9 +65,9 @@ def _seed(side: Side, tmp: Any) -> dict[str, Any]:
     import mlflow
     from mlflow.genai.judges import make_judge
 
-    saved = {name: os.environ.get(name) for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")}
-    os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"] = AUTH
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MLFLOW_TRACKING_USERNAME", ADMIN)
+        env.setenv("MLFLOW_TRACKING_PASSWORD", ADMIN_PASSWORD)
         client = mlflow.MlflowClient(side.url, registry_uri=side.url)
         suffix = uuid.uuid4().hex[:6]
         experiment_id = client.create_experiment(f"parity-{suffix}")
@@ -91,6 +94,12 @@ def _seed(side: Side, tmp: Any) -> dict[str, Any]:
             json={"username": USER, "resource_type": "experiment", "resource_id": experiment_id, "permission": "EDIT"},
         )
         assert granted.status_code == 200, granted.text
+        issue = side.call(
+            "POST",
+            "/api/3.0/mlflow/issues",
+            json={"experiment_id": genai_id, "name": ISSUE, "description": "The agent answers another question.", "severity": "high"},
+        )
+        assert issue.status_code == 200, issue.text
         endpoint = _endpoint(side, f"parity-endpoint-{suffix}")
         judge = f"parity_judge_{suffix}"
         mlflow.set_tracking_uri(side.url)
@@ -106,12 +115,6 @@ def _seed(side: Side, tmp: Any) -> dict[str, Any]:
             "endpoint": endpoint,
             "judge": judge,
         }
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _endpoint(side: Side, name: str) -> str:
@@ -176,7 +179,8 @@ def _visit(browser: Any, side: Side, name: str, path: str, *expected: str, then:
             return
         path = response.url[len(side.url) :].split("?")[0]
         # The index's challenge is how the browser logs in; the assistant is localhost-only on MLflow's side.
-        if response.status >= 400 and not (path == "/" and response.status == 401) and "/assistant/" not in path:
+        expected = (path == "/" and response.status == 401) or "/assistant/" in path or (side.name, path, response.status) in STOCK_EXPECTED
+        if response.status >= 400 and not expected:
             failures.append(f"{response.request.method} {path} -> {response.status}")
 
     page.on("response", check)
@@ -184,6 +188,10 @@ def _visit(browser: Any, side: Side, name: str, path: str, *expected: str, then:
         page.goto(path)
         for text in expected:
             page.get_by_text(text, exact=False).first.wait_for(state="visible")
+        # A first-visit tour popover ("Detect Issues in Your Traces") covers the page: a person clicks its "Got it".
+        got_it = page.get_by_role("button", name="Got it")
+        if got_it.count() and got_it.first.is_visible():
+            got_it.first.click()
         if then is not None:
             then(page)
         page.wait_for_timeout(2500)  # late requests of the page (polling) get their answers too
@@ -217,7 +225,7 @@ def _both(browser: Any, sides: dict[str, Side], name: str, path: Any, *expected:
 
 def test_issues_tab_shows_as_on_stock(browser: Any, sides: dict[str, Side]) -> None:
     """The Issues tab of a GenAI experiment: shown (server-info says a SQL store), its page loads its issues."""
-    visits = _both(browser, sides, "issues", lambda s: f"/#/experiments/{s['genai_id']}/issues", "Issues")
+    visits = _both(browser, sides, "issues", lambda s: f"/#/experiments/{s['genai_id']}/issues", "Issues", ISSUE)
     for visit in visits.values():
         assert "requires an MLflow server with SQL storage" not in visit.text
         assert "Unable to load server information" not in visit.text
@@ -233,7 +241,12 @@ def _issues_page_words(text: str) -> list[str]:
 
 
 def test_model_version_signature_as_on_stock(browser: Any, sides: dict[str, Side]) -> None:
-    visits = _both(browser, sides, "model-version", lambda s: f"/#/models/{s['model']}/versions/1", "Version 1", "Inputs (2)")
+    def expand_inputs(page: Any) -> None:
+        page.get_by_text("Inputs (2)").first.click()
+        page.get_by_text("sepal_length").first.wait_for(state="visible")
+
+    path = lambda s: f"/#/models/{s['model']}/versions/1"  # noqa: E731
+    visits = _both(browser, sides, "model-version", path, "Version 1", "Inputs (2)", then=expand_inputs)
     for visit in visits.values():
         assert "Outputs (1)" in visit.text and "sepal_length" in visit.text, visit.text[-2000:]
 
@@ -243,7 +256,7 @@ def test_model_version_artifact_presigned_answers_a_url(sides: dict[str, Side]) 
     server does so on an S3 store (the stock server here stores locally and answers the file itself)."""
     ours = sides["ours"]
     query = {"name": ours.seeded["model"], "version": "1", "path": "MLmodel", "presigned": "true"}
-    answer = ours.call("GET", "/ajax-api/2.0/mlflow/model-versions/get-artifact", params=query, allow_redirects=False)
+    answer = ours.call("GET", "/model-versions/get-artifact", params=query, allow_redirects=False)
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert set(body) == {"url", "headers", "file_size"} and body["file_size"] == len(MLMODEL)
