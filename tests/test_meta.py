@@ -31,6 +31,8 @@ def test_server_info_reports_presigned_artifacts(server: str) -> None:
     assert info["multipart_uploads_enabled"] is True
     # The AI gateway, its runtime and judges are served: the UI shows its Judges tab, Playground and gateway page.
     assert info["features_enabled"] == {"gateway": True}
+    # The 3.18 UI shows its Issues tab only to a "SqlStore" (MLflow's name for a store with every feature).
+    assert info["store_type"] == "SqlStore"
 
 
 @pytest.mark.parametrize("path", ["/api/2.0/mlflow/nope", "/api/2.0/mlflow/runs/get/extra", "/no-such-page", "/api/9.0/x"])

@@ -55,7 +55,8 @@ CLIENT_VERSIONS: tuple[ClientVersion, ...] = (
     ClientVersion("3.4.0"),
     ClientVersion("3.10.1"),
     ClientVersion("3.17.2"),
-    ClientVersion("3.18.0", base="3.17.2"),
+    # Flask-WTF (mlflow[auth]): the browser tests run 3.18.0's own basic-auth server from this venv.
+    ClientVersion("3.18.0", base="3.17.2", extra=("flask-wtf==1.3.0",)),
 )
 _STAMP = ".installed"
 

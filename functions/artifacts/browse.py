@@ -4,7 +4,9 @@ files of runs, model versions and logged models (``/get-artifact`` and friends).
 MLflow's server streams those files itself; here every file answers with a redirect to a short-lived
 presigned S3 URL (the bucket's CORS rule admits the API's origin), so no artifact byte passes through a
 function and no file size meets Lambda's 6 MB cap. Text files are signed ``inline`` as ``text/plain``:
-viewable in the browser, never rendered as HTML or script on any origin.
+viewable in the browser, never rendered as HTML or script on any origin. Model-version and logged-model files
+asked with ``presigned=true`` answer MLflow's JSON ``{"url", "headers", "file_size"}`` instead (the 3.18 UI reads
+a model version's MLmodel that way), as MLflow does on an S3 artifact store.
 """
 
 from __future__ import annotations
@@ -17,8 +19,6 @@ from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.schema import ENTITY, model_scope
 from serverless_mlflow.store import logged_models, runs
-
-from . import storage
 
 MODEL_VERSION = ENTITY["model_version"]
 MAX_VERSION = 10**10
@@ -40,14 +40,14 @@ def _join(root: str, path: str) -> str:
     return posixpath.join(root, relative) if relative else root
 
 
-def run_artifact_url(run_id: str, path: str) -> str:
+def run_artifact_path(run_id: str, path: str) -> str:
+    """The bucket-relative path of one of a run's artifact files."""
     safe_relative_path(path)  # MLflow validates the path before it looks the run up
     run = runs.get_run_item(run_id)
-    root = _served_root(run.get("artifact_uri"), f"Run '{run_id}'")
-    return storage.viewer_url(_join(root, path))
+    return _join(_served_root(run.get("artifact_uri"), f"Run '{run_id}'"), path)
 
 
-def model_version_artifact_url(name: str, version: str, path: str) -> str:
+def model_version_artifact_path(name: str, version: str, path: str) -> str:
     safe_relative_path(path)  # before the version's lookup, as MLflow
     try:
         number = int(version)
@@ -61,9 +61,9 @@ def model_version_artifact_url(name: str, version: str, path: str) -> str:
     if item is None or item.get("deleting"):
         raise not_found(f"Model Version (name={name}, version={number}) not found")
     uri = item.get("storage_location") or item.get("source")
-    return storage.viewer_url(_join(_served_root(uri, f"Model version {name}/{number}"), path))
+    return _join(_served_root(uri, f"Model version {name}/{number}"), path)
 
 
-def logged_model_artifact_url(model_id: str, path: str) -> str:
+def logged_model_artifact_path(model_id: str, path: str) -> str:
     item = logged_models.get_logged_model(model_id)
-    return storage.viewer_url(_join(_served_root(item.get("artifact_location"), f"Logged model '{model_id}'"), path))
+    return _join(_served_root(item.get("artifact_location"), f"Logged model '{model_id}'"), path)

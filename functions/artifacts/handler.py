@@ -116,22 +116,28 @@ def _required_query(req: Request, name: str) -> str:
     return value
 
 
+def _file(req: Request, path: str, presigned_json: bool = False) -> Response:
+    """A redirect to the file's viewer URL; with ``presigned=true`` where MLflow honours it, the presigned URL as JSON."""
+    if presigned_json and _query(req, "presigned") == "true":
+        return _sized_json(storage.presigned_download(path), req)
+    return _redirect(storage.viewer_url(path))
+
+
 def get_run_artifact(req: Request) -> Response:
     run_id = _query(req, "run_id") or _query(req, "run_uuid") or ""
-    return _redirect(browse.run_artifact_url(run_id, _required_query(req, "path")))
+    return _file(req, browse.run_artifact_path(run_id, _required_query(req, "path")))
 
 
 def get_model_version_artifact(req: Request) -> Response:
-    return _redirect(
-        browse.model_version_artifact_url(_query(req, "name") or "", _query(req, "version") or "", _required_query(req, "path"))
-    )
+    path = browse.model_version_artifact_path(_query(req, "name") or "", _query(req, "version") or "", _required_query(req, "path"))
+    return _file(req, path, presigned_json=True)
 
 
 def get_logged_model_artifact(req: Request) -> Response:
     path = _query(req, "artifact_file_path")
     if not path:
         raise MlflowError('Request must include the "artifact_file_path" query parameter.', "BAD_REQUEST")
-    return _redirect(browse.logged_model_artifact_url(req.path_params.get("model_id", ""), path))
+    return _file(req, browse.logged_model_artifact_path(req.path_params.get("model_id", ""), path), presigned_json=True)
 
 
 def upload_run_artifact(req: Request) -> Response:

@@ -99,10 +99,20 @@ def unassign_role(req: Request, _caller: str) -> dict[str, Any]:
     return {}
 
 
+def _own_roles(user: store.User) -> list[roles.Role]:
+    """The user's direct grants as MLflow holds them: one hidden ``__user_<id>__`` role per workspace (the UI's
+    Permissions view lists them as "Direct"). Not stored roles here, so they carry id 0 (no roles/get answers it)."""
+    by_workspace: dict[str, list[roles.RolePermission]] = {}
+    for grant in store.user_grants(user.username):
+        permission = roles.RolePermission(0, 0, grant["resource_type"], grant["resource_pattern"], grant["permission"])
+        by_workspace.setdefault(grant["workspace"], []).append(permission)
+    return [roles.Role(0, f"{roles.RESERVED_PREFIX}{user.id}__", workspace, None, held) for workspace, held in by_workspace.items()]
+
+
 def list_user_roles(req: Request, caller: str) -> dict[str, Any]:
     username = param(req, "username")
-    store.get_user(username)
-    return {"roles": [role.to_json() for role in _visible(caller, username, roles.user_roles(username))]}
+    held = _own_roles(store.get_user(username)) + roles.user_roles(username)
+    return {"roles": [role.to_json() for role in _visible(caller, username, held)]}
 
 
 def list_role_users(req: Request, _caller: str) -> dict[str, Any]:

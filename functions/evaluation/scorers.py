@@ -21,6 +21,8 @@ from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiment_items
 from serverless_mlflow.store import experiments as experiment_store
 
+from . import scorer_bindings
+
 SCORER = ENTITY["scorer"]
 SCORER_VERSION = ENTITY["scorer_version"]
 ONLINE_CONFIG = ENTITY["online_scoring_config"]
@@ -33,10 +35,11 @@ _model = scorer_refs.model_of
 _is_gateway_model = scorer_refs.is_gateway_model
 
 
-def _check_model(model: Any) -> None:
-    """``validate_scorer_model`` and the gateway endpoint lookup (the endpoint's name claim in the workspace)."""
+def _check_model(model: Any) -> str | None:
+    """``validate_scorer_model`` and the gateway endpoint lookup (the endpoint's name claim in the workspace); the
+    endpoint's id for a gateway model."""
     if model is None:
-        return
+        return None
     if not isinstance(model, str):
         raise invalid(f"Scorer model must be a string, got {type(model).__name__}.")
     if not model.strip():
@@ -45,8 +48,11 @@ def _check_model(model: Any) -> None:
     name = path.lstrip("/")
     if provider == "gateway" and name:
         key = ENDPOINT_NAME.key(workspace=request_workspace.current(), name=name) if len(name.encode("utf-8")) <= 1024 else None
-        if key is None or table.get(key) is None:
+        claim = table.get(key) if key is not None else None
+        if claim is None:
             raise not_found(f"GatewayEndpoint not found (name='{name}')")
+        return str(claim["endpoint_id"])
+    return None
 
 
 # mlflow.prompt.constants.PROMPT_TEMPLATE_VARIABLE_PATTERN and InstructionsJudge's reserved template variables.
@@ -114,20 +120,34 @@ def register_scorer(experiment_id: str, name: str, serialized_scorer: str) -> di
     if not name.strip():
         raise invalid("Scorer name cannot be empty or contain only whitespace.")
     experiment_id = _experiment(experiment_id)
-    _check_model(_model(data))
+    model = _model(data)
     for attempt in range(MAX_REGISTER_RETRIES):
         if attempt:
             table.backoff(min(attempt, 5))  # jitter spreads the losers of a race apart
+        endpoint_id = _check_model(model)  # again after a lost race: the endpoint may be gone by then
         scorer, versions = _read(experiment_id, name)
         ops = []
         if scorer is None:
             scorer = SCORER.item(
                 {"scorer_id": str(uuid.uuid4()), "name": name, "experiment_id": experiment_id}, experiment_id=experiment_id, name=name
             )
+            if endpoint_id is not None:
+                scorer["bound_endpoint_id"] = endpoint_id
             ops.append(table.put_op(scorer, condition="attribute_not_exists(pk)"))
             ops.append(table.put_op(scorer_refs.ref_item(scorer["scorer_id"], experiment_id, name)))
+        elif endpoint_id is not None:
+            ops.append(
+                table.update_op(
+                    table.key_of(scorer),
+                    "SET bound_endpoint_id = :endpoint",
+                    values={":id": scorer["scorer_id"], ":endpoint": endpoint_id},
+                    condition="scorer_id = :id",
+                )
+            )
         else:
             ops.append(table.check_op(table.key_of(scorer), "scorer_id = :id", values={":id": scorer["scorer_id"]}))
+        if endpoint_id is not None:
+            ops += scorer_bindings.bind_ops(scorer, endpoint_id, name)
         version = (int(versions[-1]["version"]) if versions else 0) + 1
         attributes = {
             "scorer_id": scorer["scorer_id"],
@@ -193,6 +213,7 @@ def delete_scorer(experiment_id: str, name: str, version: int | None) -> None:
     if version is None:
         # The scorer goes with its online configuration (MLflow's ON DELETE CASCADE).
         keys += [table.key_of(scorer), ONLINE_CONFIG.key(scorer_id=scorer["scorer_id"]), scorer_refs.ref_key(scorer["scorer_id"])]
+        keys += scorer_bindings.unbind_keys(scorer)  # MLflow deletes the scorer's endpoint bindings with it
     table.batch_write(deletes=keys)
 
 

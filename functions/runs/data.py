@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import clock, metric_marks, metric_packs, run_metrics, run_summaries, table, validation
+from serverless_mlflow import clock, logging_order, metric_marks, metric_packs, run_metrics, run_summaries, table, validation
 from serverless_mlflow.errors import invalid, not_found
 from serverless_mlflow.request import key_values_of, metrics_of
 from serverless_mlflow.run_metrics import float_text, sql_value
@@ -75,7 +75,8 @@ def write_metrics(target: MetricTarget, metrics: list[dict[str, Any]]) -> None:
         # Strictly newer replaces: the first of equal points wins, as in the SQL store.
         if current is None or run_metrics.rank(metric) > run_metrics.rank(current):
             best[metric["key"]] = metric
-    puts = [run_metrics.latest_item(experiment_id, run_id, m) for m in best.values()]
+    stamps = logging_order.stamps(len(best))
+    puts = [run_metrics.latest_item(experiment_id, run_id, m, logged) for m, logged in zip(best.values(), stamps, strict=True)]
     changed = False
     for start in range(0, len(puts), table.TRANSACTION_LIMIT):
         changed |= run_metrics.put_if_newer(puts[start : start + table.TRANSACTION_LIMIT])
@@ -95,19 +96,26 @@ def write_params(run: dict[str, Any], params: list[dict[str, Any]], attempts: in
     changed_at = clock.now_millis()
     items = [
         PARAM.item(
-            {"key": p["key"], "value": p["value"], "changed_at": changed_at},
+            {"key": p["key"], "value": p["value"], "changed_at": changed_at, logging_order.ATTRIBUTE: logged},
             experiment_id=experiment_id,
             run_id=run_id,
             key=p["key"],
             changed_at=changed_at,
         )
-        for p in params
+        for p, logged in zip(params, logging_order.stamps(len(params)), strict=True)
     ]
+    # Written as updates so a re-logged param keeps its first position (logging_order).
     try:
         if len(items) == 1:
-            table.put(items[0], _PARAM_CONDITION, {"#value": "value"}, {":value": items[0]["value"]})
+            parts = table.as_update(items[0], logging_order.KEEP, {"#value": "value"}, {":value": items[0]["value"]})
+            table.update(*parts, condition=_PARAM_CONDITION)
         else:
-            table.transact([table.put_op(item, _PARAM_CONDITION, {"#value": "value"}, {":value": item["value"]}) for item in items])
+            table.transact(
+                [
+                    table.upsert_op(item, logging_order.KEEP, _PARAM_CONDITION, {"#value": "value"}, {":value": item["value"]})
+                    for item in items
+                ]
+            )
         return []
     except table.ConditionFailed:
         existing = {item["key"]: item.get("value", "") for item in table.batch_get([table.key_of(i) for i in items])}
@@ -135,12 +143,24 @@ def write_tags(run: dict[str, Any], tags: list[dict[str, Any]]) -> None:
     if plain:
         experiment_id, run_id = run["experiment_id"], run["run_id"]
         changed_at = clock.now_millis()
-        table.batch_write(
+        values = {t["key"]: t["value"] for t in plain}  # one write per key (a transaction names each item once)
+        items = [
             RUN_TAG.item(
-                {"key": t["key"], "value": t["value"]}, experiment_id=experiment_id, run_id=run_id, key=t["key"], changed_at=changed_at
+                {"key": key, "value": value, logging_order.ATTRIBUTE: logged},
+                experiment_id=experiment_id,
+                run_id=run_id,
+                key=key,
+                changed_at=changed_at,
             )
-            for t in plain
-        )
+            for (key, value), logged in zip(values.items(), logging_order.stamps(len(values)), strict=True)
+        ]
+        # Updates, so that a tag set again keeps its first position (logging_order): one UpdateItem for one tag,
+        # else transactions of up to 100 (a log_batch holds at most 100 tags).
+        if len(items) == 1:
+            table.update(*table.as_update(items[0], logging_order.KEEP))
+        else:
+            for start in range(0, len(items), table.TRANSACTION_LIMIT):
+                table.transact([table.upsert_op(item, logging_order.KEEP) for item in items[start : start + table.TRANSACTION_LIMIT]])
 
 
 def write_model_metrics(run: dict[str, Any], metrics: list[dict[str, Any]]) -> None:

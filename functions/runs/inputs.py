@@ -12,7 +12,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from serverless_mlflow import clock, run_summaries, table, validation
+from serverless_mlflow import clock, logging_order, run_summaries, table, validation
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import NestedParseError, json_text, key_values_of, nested_error, to_int64, to_string
 from serverless_mlflow.schema import ENTITY
@@ -157,9 +157,9 @@ def log_inputs(msg: dict[str, Any]) -> dict[str, Any]:
             for ident in unique
         }
         linked = {(item["dataset"]["name"], item["dataset"]["digest"]) for item in table.batch_get(input_keys.values())}
-        for ident, entry in unique.items():
+        for (ident, entry), logged in zip(unique.items(), logging_order.stamps(len(unique)), strict=True):
             if ident not in linked:
-                _link_input(experiment_id, run_id, canonical[ident], entry["tags"])
+                _link_input(experiment_id, run_id, canonical[ident], entry["tags"], logged)
     if model_ids:
         table.batch_write(
             RUN_MODEL_INPUT.item({"model_id": model_id}, experiment_id=experiment_id, run_id=run_id, model_id=model_id)
@@ -181,11 +181,13 @@ def model_input_id(idx: int, entry: Any) -> str:
         raise nested_error(f"models[{idx}].model_id", entry.get("model_id")) from None
 
 
-def _link_input(experiment_id: str, run_id: str, dataset: dict[str, Any], tags: list[dict[str, Any]]) -> None:
-    """Parts first, then the input item (conditional: the first link of a dataset to a run wins)."""
+def _link_input(experiment_id: str, run_id: str, dataset: dict[str, Any], tags: list[dict[str, Any]], logged: int) -> None:
+    """Parts first, then the input item (conditional: the first link of a dataset to a run wins); ``logged``: its
+    position among the run's inputs (``logging_order``)."""
     inline, parts = split_large_fields(dataset)
     values = {"experiment_id": experiment_id, "run_id": run_id, "dataset_name": dataset["name"], "dataset_digest": dataset["digest"]}
-    item = RUN_INPUT.item({"dataset": {k: v for k, v in inline.items() if v is not None}, "tags": tags}, **values)
+    attributes = {"dataset": {k: v for k, v in inline.items() if v is not None}, "tags": tags, logging_order.ATTRIBUTE: logged}
+    item = RUN_INPUT.item(attributes, **values)
     if parts:
         table.batch_write(RUN_INPUT_PART.item({"field": name, "data": data}, **values, part=i) for i, (name, data) in enumerate(parts))
     try:
@@ -265,7 +267,7 @@ def log_model(msg: dict[str, Any]) -> dict[str, Any]:
         value = json.dumps([*history, summary])
         tag_key, tag_value = validation.validate_tag(LOGGED_MODELS_HISTORY_TAG, value)
         item = RUN_TAG.item(
-            {"key": tag_key, "value": tag_value},
+            {"key": tag_key, "value": tag_value, logging_order.ATTRIBUTE: logging_order.stamps(1)[0]},
             experiment_id=run["experiment_id"],
             run_id=run_id,
             key=tag_key,
@@ -273,7 +275,8 @@ def log_model(msg: dict[str, Any]) -> dict[str, Any]:
         )
         try:
             if previous:
-                table.put(item, "#value = :old", {"#value": "value"}, {":old": previous["value"]})
+                parts = table.as_update(item, logging_order.KEEP, {"#value": "value"}, {":old": previous["value"]})
+                table.update(*parts, condition="#value = :old")
             else:
                 table.put(item, "attribute_not_exists(pk)")
             return {}

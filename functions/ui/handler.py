@@ -13,8 +13,8 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow import auth
 from serverless_mlflow.api import Request, build_app, error_response, lambda_entry
+from serverless_mlflow.auth import browser
 from serverless_mlflow.errors import not_found
 from serverless_mlflow.static_files import INDEX, INDEX_CACHE_CONTROL, STATIC_CACHE_CONTROL, content_type
 
@@ -25,11 +25,11 @@ MAX_PLAIN_BYTES = 4_000_000
 
 
 def index(req: Request) -> Response:
-    if auth.basic_enabled() and not req.headers.get("authorization"):
-        # The page is public (the bundle is MLflow's own code) but every call it makes needs credentials, and
-        # API Gateway's bare 401 makes no browser prompt: /login challenges until the browser has them, then
-        # sends it back here with them. Relative, so a named stage (/<stage>/login) works too.
-        return Response(status_code=302, content_type=None, body="", headers={"Location": "login", "Cache-Control": "no-store"})
+    # Under basic auth MLflow's app answers the page only with valid credentials: its 401 challenge makes the
+    # browser prompt (the route has no authorizer, whose bare 401 would not), and the browser then sends them on.
+    refused = browser.challenge(req)
+    if refused is not None:
+        return refused
     return _serve(req, INDEX, INDEX_CACHE_CONTROL)
 
 

@@ -58,12 +58,17 @@ def mlflow_server() -> Iterator[str]:
 
 
 @contextmanager
-def mlflow_basic_auth_server(extra_env: dict[str, str] | None = None) -> Iterator[str]:
+def mlflow_basic_auth_server(
+    extra_env: dict[str, str] | None = None, python: str = sys.executable, avoid_ports: frozenset[int] = frozenset()
+) -> Iterator[str]:
     """A fresh MLflow basic-auth server (for scenarios whose user names must not exist yet); ``extra_env``
-    configures it further (``MLFLOW_ENABLE_WORKSPACES``)."""
+    configures it further (``MLFLOW_ENABLE_WORKSPACES``); ``python`` is the interpreter whose mlflow serves (a
+    ``tools.client_venvs`` venv for another release); its port is not one of ``avoid_ports``."""
     from local.engine import free_port
 
     port = free_port()
+    while port in avoid_ports:
+        port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="mlflow-basic-auth-"))
     env = dict(os.environ)
     # A KEK passphrase of its own, as ours never uses a default one (the gateway's secrets config says so).
@@ -79,7 +84,7 @@ def mlflow_basic_auth_server(extra_env: dict[str, str] | None = None) -> Iterato
         env.pop(name, None)
     env.update(extra_env or {})
     command = [
-        str(Path(sys.executable).parent / "mlflow"), "server", "--app-name", "basic-auth",
+        str(Path(python).parent / "mlflow"), "server", "--app-name", "basic-auth",
         "--backend-store-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--artifacts-destination", str(workdir / "artifacts"),
         "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
     ]  # fmt: skip

@@ -7,8 +7,9 @@ opened and checked for its content; every page's screenshot lands in ``build/ui-
 route or any 5xx fails the test, so a route the bundle needs and the stack lacks cannot go unnoticed.
 
 The runtime runs with basic auth on (``AUTHORIZATION=basic``), and the browser logs in as a person does: the
-index page sends a browser without credentials to ``/login``, whose challenge the browser answers (Playwright's
-HTTP credentials stand in for the person typing them), and from then on it sends them with every request.
+index page challenges a browser without credentials (401 + ``WWW-Authenticate``, as MLflow's ``/``), the browser
+answers it (Playwright's HTTP credentials stand in for the person typing them), and from then on it sends them
+with every request.
 """
 
 from __future__ import annotations
@@ -192,10 +193,9 @@ def browser_page(ui_server: str, logged: dict[str, Any]) -> Iterator[tuple[Any, 
         # React's error boundary reports what it caught on the console, not as an uncaught error.
         page.on("console", lambda message: page_errors.append(f"console: {message.text[:800]}") if message.type == "error" else None)
         # The assistant panel opens itself on the first visit; closed once, it stays closed (localStorage).
-        # A person opens the UI without credentials: the index sends the browser to /login, which challenges
-        # until it has them and sends it back to the UI.
+        # A person opens the UI without credentials: the index challenges until the browser sends them.
         page.goto("/#/experiments")
-        assert any(path == "/login" and status == 302 for _, path, status, _ in requested), requested
+        assert any(path == "/" and status == 401 for _, path, status, _ in requested), requested
         page.get_by_text("MLflow Assistant").first.wait_for(state="visible")
         page.locator('button[aria-label="Close"]').first.click()
         page.goto("about:blank")  # the first test's page then loads afresh
@@ -319,18 +319,12 @@ def test_traces_view(browser_page: tuple[Any, list[str]], logged: dict[str, Any]
 
 
 def test_without_credentials_nothing_is_readable(ui_server: str, logged: dict[str, Any]) -> None:
-    opener = urllib.request.build_opener(_NoRedirect())
     with pytest.raises(urllib.error.HTTPError) as index:
-        opener.open(f"{ui_server}/")
-    assert index.value.code == 302 and index.value.headers["Location"] == "login"
+        urllib.request.urlopen(f"{ui_server}/")
+    assert index.value.code == 401 and index.value.headers["WWW-Authenticate"] == 'Basic realm="mlflow"'
     with pytest.raises(urllib.error.HTTPError) as api:
         urllib.request.urlopen(f"{ui_server}/ajax-api/2.0/mlflow/experiments/get?experiment_id={logged['experiment_id']}")
     assert api.value.code == 401
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
 
 def _charts_loaded(page: Any, name: str) -> None:

@@ -216,6 +216,48 @@ def test_online_scoring_starts_for_a_gateway_model_judge(against: Any, monkeypat
     assert ours["config"] == (0.5, "status = 'OK'", True) and ours["openai"][0] == "INVALID_PARAMETER_VALUE"
 
 
+def test_gateway_judge_is_bound_to_its_endpoint(against: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SqlAlchemyStore.register_scorer binds a judge on ``gateway:/<endpoint>`` to the endpoint (the UI's "Used by"):
+    a version on another endpoint moves the binding, one without a gateway model keeps it, deleting the scorer
+    removes it."""
+    import mlflow
+    from mlflow.entities import GatewayEndpointModelConfig, GatewayModelLinkageType
+
+    monkeypatch.setenv("MLFLOW_CRYPTO_KEK_PASSPHRASE", "test-passphrase-at-least-32-characters-long")
+
+    def scenario() -> list[Any]:
+        store = mlflow.tracking._tracking_service.utils._get_store()
+        experiment_id = mlflow.create_experiment(unique("bound"))
+        secret = store.create_gateway_secret(secret_name=unique("secret"), secret_value={"api_key": "sk-test"}, provider="openai")
+        model = store.create_gateway_model_definition(
+            name=unique("model"), secret_id=secret.secret_id, provider="openai", model_name="gpt-4"
+        )
+        config = GatewayEndpointModelConfig(model_definition_id=model.model_definition_id, linkage_type=GatewayModelLinkageType.PRIMARY)
+        first, second = (store.create_gateway_endpoint(name=unique("endpoint"), model_configs=[config]) for _ in range(2))
+        label = {first.endpoint_id: "first", second.endpoint_id: "second"}
+
+        def judge(endpoint: Any) -> str:
+            return json.dumps({"instructions_judge_pydantic_data": {"model": f"gateway:/{endpoint.name}"}})
+
+        def bound() -> list[Any]:
+            found = [b for e in (first, second) for b in store.list_endpoint_bindings(endpoint_id=e.endpoint_id)]
+            return [(label[b.endpoint_id], b.resource_type, b.resource_id == scorer_id, b.display_name) for b in found]
+
+        scorer_id = store.register_scorer(experiment_id, "judge", judge(first)).scorer_id
+        steps = [bound()]
+        store.register_scorer(experiment_id, "judge", judge(second))
+        steps.append(bound())
+        store.register_scorer(experiment_id, "judge", json.dumps({"instructions_judge_pydantic_data": {"model": "openai:/gpt-4o"}}))
+        steps.append(bound())
+        store.delete_scorer(experiment_id, "judge")
+        steps.append(bound())
+        return steps
+
+    ours, reference = against(scenario)
+    assert ours == reference
+    assert ours == [[("first", "scorer", True, "judge")], [("second", "scorer", True, "judge")], [("second", "scorer", True, "judge")], []]
+
+
 # Instructions a judge may have, and whether MLflow refuses automatic evaluation for them at a positive rate.
 _JUDGE_INSTRUCTIONS = {
     "expectations": "Is {{ outputs }} what {{ expectations }} says?",

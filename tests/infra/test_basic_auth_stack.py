@@ -53,8 +53,8 @@ def test_every_route_but_the_public_ones_carries_the_authorizer(basic_synth: Syn
     by_key = {r["Properties"]["RouteKey"]: r["Properties"] for r in basic_synth.resources("AWS::ApiGatewayV2::Route").values()}
     assert set(by_key) == {route.route_key for route in http_api.gateway_routes()} | {"$default"}
     public = {route.route_key for route in http_api.gateway_routes() if route.public}
-    # The UI's index and bundle are public (MLflow's /static-files are); the index sends a browser to /login.
-    # /signup checks credentials itself, as /login does (it challenges a browser, then serves admins only).
+    # The UI's bundle is public (MLflow's /static-files are). The index checks credentials itself and challenges a
+    # browser without them (MLflow's "/" does); /signup too, as /login does (it challenges a browser, then serves admins only).
     assert public == {
         "GET /health",
         "HEAD /health",

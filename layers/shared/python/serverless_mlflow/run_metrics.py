@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from serverless_mlflow import keys, table
+from serverless_mlflow import keys, logging_order, table
 from serverless_mlflow.item_size import MAX_ITEM_BYTES, item_bytes
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, LEGACY, PK, SK
 
@@ -33,7 +33,7 @@ SQL_MAX_DOUBLE = 1.7976931348623157e308
 MAX_DIGEST_BYTES = MAX_ITEM_BYTES - 4 * 1024
 _RANK_CONDITION = "attribute_not_exists(pk) OR #rank < :rank"
 # What a digest keeps of each latest value (the attributes get_run and searches read).
-_DIGESTED = ("key", "value", "timestamp", "step", "is_nan", "rank")
+_DIGESTED = ("key", "value", "timestamp", "step", "is_nan", "rank", logging_order.ATTRIBUTE)
 
 
 # --- values as the SQL store sees them -----------------------------------------------------------------
@@ -85,7 +85,8 @@ def history_item(run_id: str, metric: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def latest_item(experiment_id: str, run_id: str, metric: dict[str, Any]) -> dict[str, Any]:
+def latest_item(experiment_id: str, run_id: str, metric: dict[str, Any], logged: int | None = None) -> dict[str, Any]:
+    """The latest value of one key; ``logged``: its position among the run's metrics (``logging_order``)."""
     value = float(metric["value"])
     return LATEST.item(
         {
@@ -97,6 +98,7 @@ def latest_item(experiment_id: str, run_id: str, metric: dict[str, Any]) -> dict
             "rank": rank(metric),
             "experiment_id": experiment_id,
             "run_id": run_id,
+            logging_order.ATTRIBUTE: logged,
         },
         run_id=run_id,
         key=metric["key"],
@@ -123,16 +125,20 @@ def item_run_id(item: dict[str, Any]) -> str:
 
 def put_if_newer(items: list[dict[str, Any]]) -> bool:
     """Write each latest value (of one run, at most 100) unless the stored one is at least as recent, in one
-    transaction; True if any was written. A condition ``rank < :new`` keeps MLflow's rule under concurrent writers."""
+    transaction; True if any was written. A condition ``rank < :new`` keeps MLflow's rule under concurrent writers.
+    Written as updates: a key keeps the position it was first logged at (``logging_order``)."""
     pending = items
     while pending:
         if len(pending) == 1:
             try:
-                table.put(pending[0], _RANK_CONDITION, {"#rank": "rank"}, {":rank": pending[0]["rank"]})
+                parts = table.as_update(pending[0], logging_order.KEEP, {"#rank": "rank"}, {":rank": pending[0]["rank"]})
+                table.update(*parts, condition=_RANK_CONDITION)
             except table.ConditionFailed:
                 return False  # the stored latest value is at least as recent
             return True
-        operations = [table.put_op(item, _RANK_CONDITION, {"#rank": "rank"}, {":rank": item["rank"]}) for item in pending]
+        operations = [
+            table.upsert_op(item, logging_order.KEEP, _RANK_CONDITION, {"#rank": "rank"}, {":rank": item["rank"]}) for item in pending
+        ]
         try:
             table.transact(operations)
             return True

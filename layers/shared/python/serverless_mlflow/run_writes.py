@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, table
+from serverless_mlflow import clock, logging_order, table
 from serverless_mlflow.artifact_locations import append_to_uri_path
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.names import random_name as random_run_name
@@ -49,8 +49,10 @@ def create_run(msg: dict[str, Any]) -> dict[str, Any]:
     # The last value of a repeated tag key wins (one item per key).
     tag_values = {tag["key"]: tag["value"] for tag in tags}
     tag_items = [
-        RUN_TAG.item({"key": k, "value": v}, experiment_id=experiment_id, run_id=run_id, key=k, changed_at=now)
-        for k, v in tag_values.items()
+        RUN_TAG.item(
+            {"key": k, "value": v, logging_order.ATTRIBUTE: logged}, experiment_id=experiment_id, run_id=run_id, key=k, changed_at=now
+        )
+        for (k, v), logged in zip(tag_values.items(), logging_order.stamps(len(tag_values)), strict=True)
     ]
     operations = [
         # The experiment must still be active when the run appears: a concurrent delete_experiment
@@ -88,13 +90,14 @@ def write_run_changes(run: dict[str, Any], changes: dict[str, Any]) -> None:
     try:
         if "run_name" in changes:
             tag = RUN_TAG.item(
-                {"key": RUN_NAME_TAG, "value": changes["run_name"]},
+                {"key": RUN_NAME_TAG, "value": changes["run_name"], logging_order.ATTRIBUTE: logging_order.stamps(1)[0]},
                 experiment_id=run["experiment_id"],
                 run_id=run["run_id"],
                 key=RUN_NAME_TAG,
                 changed_at=clock.now_millis(),
             )
-            table.transact([table.update_op(key, expression, names, values, condition), table.put_op(tag)])
+            # The tag keeps its place among the run's tags (logging_order).
+            table.transact([table.update_op(key, expression, names, values, condition), table.upsert_op(tag, logging_order.KEEP)])
         else:
             table.update(key, expression, names, values, condition=condition)
     except table.ConditionFailed:

@@ -1015,8 +1015,8 @@ ENTITIES: tuple[Entity, ...] = (
         "scorer",
         EXP,
         "SC#{name:str}",
-        "Registered scorer: name -> scorer id (MLflow's scorers row)",
-        attributes=("scorer_id", "name", "experiment_id"),
+        "Registered scorer: name -> scorer id (MLflow's scorers row); the gateway endpoint it is bound to",
+        attributes=("scorer_id", "name", "experiment_id", "bound_endpoint_id"),
         patterns={"with_versions": (None, "Scorers of an experiment (or one, given name) with their versions, in name order")},
     ),
     _e(
@@ -1387,7 +1387,16 @@ ENTITIES: tuple[Entity, ...] = (
         GW,
         "E#{endpoint_id}#B#{resource_type:str}#{resource_id:str}",
         "An MLflow resource (e.g. a scorer) bound to an endpoint",
-        attributes=("endpoint_id", "resource_type", "resource_id", "created_at", "last_updated_at", "created_by", "last_updated_by"),
+        attributes=(
+            "endpoint_id",
+            "resource_type",
+            "resource_id",
+            "display_name",
+            "created_at",
+            "last_updated_at",
+            "created_by",
+            "last_updated_by",
+        ),
     ),
     _e(
         "gateway_budget_policy",

@@ -26,10 +26,16 @@ def gateway_enabled() -> bool:
     return os.environ.get("MLFLOW_ENABLE_AI_GATEWAY", "true").strip().lower() in ("true", "1")
 
 
+# What MLflow names a store with every tracking feature (its SqlAlchemyStore). The 3.18 UI shows the Issues tab (and
+# the Overview's issue counts) only for "SqlStore", and MLflow's own client reads the field for telemetry only;
+# this store serves everything those need (issues, detection jobs), so it answers as a SQL store would.
+STORE_TYPE = "SqlStore"
+
+
 def server_info() -> dict[str, Any]:
     presigned = artifacts_presigned()
     return {
-        "store_type": "DynamoDBStore",
+        "store_type": STORE_TYPE,
         "workspaces_enabled": request_workspace.enabled(),
         "trace_archival_enabled": False,
         "multipart_uploads_enabled": presigned,

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import clock, parallel, run_metrics, table
+from serverless_mlflow import clock, logging_order, parallel, run_metrics, table
 from serverless_mlflow.errors import MlflowError, not_found
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
 from serverless_mlflow.store import experiments
@@ -138,7 +138,7 @@ class RunView:
 
     def with_latest(self, latest: list[dict[str, Any]]) -> RunView:
         """The view with its latest metrics from the run's partition (merged with the range's layout-1 items)."""
-        self.metrics = run_metrics.newest([*self.range_metrics, *latest])
+        self.metrics = _newest_in_order([*self.range_metrics, *latest])
         self.marked = self.digest_oversize = False
         return self
 
@@ -156,6 +156,9 @@ def assemble_runs(items: Iterable[dict[str, Any]]) -> list[RunView]:
     """
     runs: dict[str, RunView] = {}
     inputs_by_sk: dict[str, dict[str, Any]] = {}
+    # Each run's param and tag items, read in key order, put in logging order below (and its inputs' positions).
+    data_items: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    input_positions: dict[int, int] = {}
     for item in items:
         kind = item.get(ENTITY_TYPE)
         run_id = run_id_of_sk(item[SK])
@@ -173,13 +176,12 @@ def assemble_runs(items: Iterable[dict[str, Any]]) -> list[RunView]:
             view.range_metrics.extend(entries or [])
         elif kind == "run_metrics_marker":
             view.marked = True
-        elif kind == "param":
-            view.params[item["key"]] = item.get("value", "")
-        elif kind == "run_tag":
-            view.tags[item["key"]] = item.get("value", "")
+        elif kind in ("param", "run_tag"):
+            data_items.setdefault(run_id, {}).setdefault(kind, []).append(item)
         elif kind == "run_input":
             entry = {"dataset": dict(item["dataset"]), "tags": list(item.get("tags") or [])}
             inputs_by_sk[item[SK]] = entry
+            input_positions[id(entry)] = logging_order.position(item)
             view.dataset_inputs.append(entry)
         elif kind == "run_input_part":
             # Parts sort right after their input item (its key is their prefix): append in order.
@@ -191,9 +193,19 @@ def assemble_runs(items: Iterable[dict[str, Any]]) -> list[RunView]:
             view.model_inputs.append(item["model_id"])
         elif kind == "run_output":
             view.model_outputs.append({"model_id": item["model_id"], "step": item.get("step", 0)})
-    for view in runs.values():
-        view.metrics = run_metrics.newest(view.range_metrics)
+    for run_id, view in runs.items():
+        view.metrics = _newest_in_order(view.range_metrics)
+        found = data_items.get(run_id, {})
+        view.params = {item["key"]: item.get("value", "") for item in logging_order.ordered(found.get("param", []))}
+        view.tags = {item["key"]: item.get("value", "") for item in logging_order.ordered(found.get("run_tag", []))}
+        view.dataset_inputs.sort(key=lambda entry: input_positions[id(entry)])
     return list(runs.values())
+
+
+def _newest_in_order(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Key -> latest value, keys in the order they were first logged (MLflow's), then by key."""
+    newest = run_metrics.newest(items)
+    return {item["key"]: item for item in logging_order.ordered(newest.values())}
 
 
 def run_range(experiment_id: str, run_id: str) -> list[dict[str, Any]]:

@@ -32,7 +32,16 @@ from serverless_mlflow.table.connection import (
 from serverless_mlflow.table.item_ops import delete, get, put, update
 from serverless_mlflow.table.queries import HIGHEST_KEY, MAX_QUERY_LIMIT, iter_query, prefix_successor, query, query_pages
 from serverless_mlflow.table.storable import require_storable
-from serverless_mlflow.table.transactions import TRANSACTION_LIMIT, check_op, delete_op, put_op, transact, update_op
+from serverless_mlflow.table.transactions import (
+    TRANSACTION_LIMIT,
+    as_update,
+    check_op,
+    delete_op,
+    put_op,
+    transact,
+    update_op,
+    upsert_op,
+)
 
 __all__ = [
     "BATCH_GET_LIMIT",
@@ -45,6 +54,7 @@ __all__ = [
     "ConditionFailed",
     "Item",
     "Unavailable",
+    "as_update",
     "backoff",
     "batch_get",
     "batch_write",
@@ -72,4 +82,5 @@ __all__ = [
     "transact",
     "update",
     "update_op",
+    "upsert_op",
 ]

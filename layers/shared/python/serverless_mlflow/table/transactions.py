@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow.errors import CollectionFull, Unavailable
+from serverless_mlflow.schema import PK, SK
 from serverless_mlflow.table import connection
-from serverless_mlflow.table.codec import Item, add_expression_args, to_item
+from serverless_mlflow.table.codec import Item, add_expression_args, key_of, to_item
 from serverless_mlflow.table.connection import (
     STATS,
     ConditionFailed,
@@ -44,6 +45,38 @@ def update_op(
     add_expression_args(op["Update"], condition, names, values)
     require_storable_update(op["Update"])
     return op
+
+
+def as_update(
+    item: Item, keep_first: tuple[str, ...] = (), names: dict[str, str] | None = None, values: dict[str, Any] | None = None
+) -> tuple[dict[str, str], str, dict[str, str], dict[str, Any]]:
+    """A put of ``item`` written as an update: (key, expression, names, values). Every attribute is set as the put
+    would (a None one removed), except that those in ``keep_first`` keep a stored value (``if_not_exists``): the
+    first write's value survives later puts of the item. ``names``/``values`` (a condition's) are merged in."""
+    names, values = dict(names or {}), dict(values or {})
+    sets, removes = [], []
+    for number, (attribute, value) in enumerate(sorted((a, v) for a, v in item.items() if a not in (PK, SK))):
+        name = f"#u{number}"
+        names[name] = attribute
+        if value is None:
+            removes.append(name)
+            continue
+        values[f":u{number}"] = value
+        sets.append(f"{name} = if_not_exists({name}, :u{number})" if attribute in keep_first else f"{name} = :u{number}")
+    expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+    return key_of(item), expression, names, values
+
+
+def upsert_op(
+    item: Item,
+    keep_first: tuple[str, ...] = (),
+    condition: str | None = None,
+    names: dict[str, str] | None = None,
+    values: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``put_op`` of ``item`` as an update keeping the stored ``keep_first`` attributes (``as_update``)."""
+    key, expression, names, values = as_update(item, keep_first, names, values)
+    return update_op(key, expression, names, values, condition)
 
 
 def delete_op(
