@@ -18,13 +18,7 @@ pytestmark = pytest.mark.xdist_group("infra")
 # CloudFormation takes 500 resources per stack and an HTTP API 300 routes: fail with room for the next release.
 MAX_RESOURCES = 350
 MAX_ROUTES = 270
-# The largest configuration the context offers.
-LARGEST = {"authorization": "basic", "monitoring": "full", "canary": "true", "alarm_email": "ops@example.com"}
-
-
-@pytest.fixture(scope="module")
-def largest(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return Synth(tmp_path_factory.mktemp("largest"), **LARGEST)
+# The ``largest`` fixture (conftest.py): basic auth, full monitoring, canary deployments.
 
 
 def resource_counts(synth: Synth) -> dict[str, int]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.infra.test_stack import Synth, function_of, policy_statements_of
+from tests.infra.test_stack import Synth, function_of, mapping_of, policy_statements_of
 
 
 @pytest.fixture(scope="module")
@@ -22,12 +22,8 @@ def _actions(statement: dict[str, Any]) -> set[str]:
 
 
 def test_events_function_reads_only_outbox_inserts_from_the_stream(stack: Synth) -> None:
-    events_id, events = function_of(stack, "webhook_events")
-    (mapping,) = [
-        m["Properties"]
-        for m in stack.resources("AWS::Lambda::EventSourceMapping").values()
-        if m["Properties"]["FunctionName"] == {"Ref": events_id}
-    ]
+    _, events = function_of(stack, "webhook_events")
+    mapping = mapping_of(stack, "webhook_events")["Properties"]
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": [stack.logical_id(stack.stack.table), "StreamArn"]}
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"] and mapping["BisectBatchOnFunctionError"] is True
     assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == {
@@ -45,13 +41,9 @@ def test_delivery_queue_redrives_to_its_dead_letters_and_feeds_the_worker(stack:
     dead_id = stack.logical_id(stack.stack.registry_events.dead_letter_queue)
     queue = stack.json["Resources"][queue_id]["Properties"]
     assert queue["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": [dead_id, "Arn"]}, "maxReceiveCount": 6}
-    delivery_id, delivery = function_of(stack, "webhook_delivery")
+    _, delivery = function_of(stack, "webhook_delivery")
     assert queue["VisibilityTimeout"] >= 6 * delivery["Properties"]["Timeout"]
-    (mapping,) = [
-        m["Properties"]
-        for m in stack.resources("AWS::Lambda::EventSourceMapping").values()
-        if m["Properties"]["FunctionName"] == {"Ref": delivery_id}
-    ]
+    mapping = mapping_of(stack, "webhook_delivery")["Properties"]
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     variables = delivery["Properties"]["Environment"]["Variables"]
