@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import Duration, NestedStack
+from aws_cdk import CfnCodeDeployLambdaAliasUpdate, CfnResource, CfnUpdatePolicy, Duration, NestedStack, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_codedeploy as codedeploy
 from aws_cdk import aws_iam as iam
@@ -22,7 +22,10 @@ DEPLOYMENT_CONFIG = codedeploy.LambdaDeploymentConfig.CANARY_10_PERCENT_5_MINUTE
 class CanaryDeployments(NestedStack):
     def __init__(self, scope: Construct, construct_id: str, *, aliases: Mapping[str, lambda_.Alias]) -> None:
         super().__init__(scope, construct_id, description="mlflow-serverless canary deployments (CodeDeploy, alarm rollback)")
-        self.application = codedeploy.LambdaApplication(self, "Application")
+        # Named: each alias's UpdatePolicy (in the parent stack) must name its application and group, and
+        # CloudFormation resolves no reference into a nested stack there.
+        prefix = Stack.of(scope).stack_name
+        self.application = codedeploy.LambdaApplication(self, "Application", application_name=f"{prefix}-canary")
         # One service role for every deployment group (CodeDeploy's managed policy for Lambda deployments).
         self.role = iam.Role(
             self,
@@ -44,9 +47,11 @@ class CanaryDeployments(NestedStack):
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             )
+            group_name = f"{prefix}-{name}"
             self.groups[name] = codedeploy.LambdaDeploymentGroup(
                 self,
                 f"{stem}Deployment",
+                deployment_group_name=group_name,
                 application=self.application,
                 alias=alias,
                 deployment_config=DEPLOYMENT_CONFIG,
@@ -54,3 +59,12 @@ class CanaryDeployments(NestedStack):
                 role=self.role,
                 auto_rollback=codedeploy.AutoRollbackConfig(failed_deployment=True, stopped_deployment=True, deployment_in_alarm=True),
             )
+            alias_resource = alias.node.default_child
+            assert isinstance(alias_resource, CfnResource)
+            alias_resource.cfn_options.update_policy = CfnUpdatePolicy(
+                code_deploy_lambda_alias_update=CfnCodeDeployLambdaAliasUpdate(
+                    application_name=f"{prefix}-canary", deployment_group_name=group_name
+                )
+            )
+            # The group exists before CloudFormation updates the alias through it.
+            alias_resource.add_resource_dependency(self.nested_stack_resource)  # type: ignore[arg-type]

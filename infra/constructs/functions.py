@@ -192,9 +192,12 @@ def grant_bedrock(function: ServerlessFunction, models: Sequence[str]) -> None:
 def allow_usage_traces(runtime: ServerlessFunction, traces: ServerlessFunction) -> None:
     """The gateway runtime records its usage traces through the traces function's live alias (asynchronous
     invocations; their failures go to the alias's on-failure destination, ``FeatureFunctions.traces_failures``)."""
-    # The alias's ARN only (grant_invoke would add "<arn>:*", every version and alias).
-    iam.Grant.add_to_principal(grantee=runtime.role, actions=["lambda:InvokeFunction"], resource_arns=[traces.alias.function_arn])
-    runtime.function.add_environment("TRACES_FUNCTION_NAME", traces.alias.function_arn)
+    # The alias's ARN only (grant_invoke would add "<arn>:*", every version and alias), spelled from the function's
+    # name: a reference to the alias itself would make the runtime depend on it, and with canary=true the alias
+    # depends on the deployments' nested stack, which depends on the runtime (a cycle).
+    alias_arn = f"{traces.function.function_arn}:{LIVE_ALIAS}"
+    iam.Grant.add_to_principal(grantee=runtime.role, actions=["lambda:InvokeFunction"], resource_arns=[alias_arn])
+    runtime.function.add_environment("TRACES_FUNCTION_NAME", alias_arn)
 
 
 class ServerlessFunction(Construct):

@@ -88,7 +88,7 @@ def test_stream_role_holds_exactly_the_runtime_rights(synth: Synth, open_synth: 
     (invoke,) = [s for s in statements if "lambda:InvokeFunction" in _actions(s)]
     assert _actions(invoke) == {"lambda:InvokeFunction"}
     # The traces function's live alias only (its asynchronous invocations' failures go to the alias's destination).
-    assert invoke["Resource"] == {"Ref": alias_of(synth, "traces")}
+    assert invoke["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [function_of(synth, "traces")[0], "Arn"]}, ":live"]]}
     (logs,) = [s for s in statements if "logs:PutLogEvents" in _actions(s)]
     assert logs["Resource"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.gateway_stream.function.log_group), "Arn"]}
 

@@ -78,7 +78,13 @@ def test_canary_shifts_every_alias_through_codedeploy_with_alarm_rollback(synth:
     for name in names:
         construct = largest.stack.basic_auth.authorizer if name == "authorizer" else construct_of(largest, name)  # type: ignore[union-attr]
         alias = largest.json["Resources"][largest.logical_id(construct.alias)]
-        assert "CodeDeployLambdaAliasUpdate" in alias["UpdatePolicy"], name
+        # Literal names (CloudFormation resolves no reference into a nested stack in an UpdatePolicy), and the
+        # alias waits for the nested stack that holds its deployment group.
+        assert alias["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"] == {
+            "ApplicationName": f"{largest.stack.stack_name}-canary",
+            "DeploymentGroupName": f"{largest.stack.stack_name}-{name}",
+        }, name
+        assert largest.stack.get_logical_id(deployments.nested_stack_resource) in alias["DependsOn"]  # type: ignore[arg-type]
 
 
 def test_traces_async_invocations_fail_to_a_queue_that_alarms(synth: Synth) -> None:
@@ -89,9 +95,11 @@ def test_traces_async_invocations_fail_to_a_queue_that_alarms(synth: Synth) -> N
     queue_id = synth.logical_id(synth.stack.features.traces_failures)
     assert props["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [queue_id, "Arn"]}
     # The gateway invokes the alias (the config's qualifier), by ARN.
+    traces_function, _ = function_of(synth, "traces")
+    alias_arn = {"Fn::Join": ["", [{"Fn::GetAtt": [traces_function, "Arn"]}, ":live"]]}
     for name in ("gateway_runtime", "gateway_stream"):
         _, function = function_of(synth, name)
-        assert function["Properties"]["Environment"]["Variables"]["TRACES_FUNCTION_NAME"] == {"Ref": traces_alias}
+        assert function["Properties"]["Environment"]["Variables"]["TRACES_FUNCTION_NAME"] == alias_arn
     assert "TracesDeadLetters" in synth.stack.monitoring.alarms
 
 

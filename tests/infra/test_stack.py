@@ -718,9 +718,10 @@ NAG_ID = re.compile(r"AwsSolutions-.*|Serverless-.*")
 
 
 @pytest.mark.parametrize("pack", [AwsSolutionsChecks, ServerlessChecks], ids=["AwsSolutions", "Serverless"])
-@pytest.mark.parametrize("which", ["iam", "none"])
-def test_cdk_nag_has_no_unacknowledged_findings(synth: Synth, open_synth: Synth, pack: type, which: str) -> None:
-    stack = (synth if which == "iam" else open_synth).stack
+@pytest.mark.parametrize("which", ["iam", "none", "largest"])
+def test_cdk_nag_has_no_unacknowledged_findings(synth: Synth, open_synth: Synth, largest: Synth, pack: type, which: str) -> None:
+    # largest: basic auth, full monitoring and the canary's nested stack.
+    stack = {"iam": synth, "none": open_synth, "largest": largest}[which].stack
     report = pack().validate_scope(stack)
     findings = [
         f"{violation.rule_name} ({violation.severity}) at {[r.construct_path for r in violation.violating_resources]}"
