@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,6 +11,13 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 AUTHORIZATION_MODES = ("iam", "basic", "none")
+# basic: the alarms an operator must hear about, no dashboard (<= $3/month idle, tools/idle_cost.py);
+# full: those plus per-function duration/throttle alarms and the dashboard.
+MONITORING_LEVELS = ("basic", "full")
+BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+_EMAIL = re.compile(r"^[^@\s,;]+@[^@\s,;]+\.[A-Za-z]{2,}$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+_SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$")
 # MLflow's permission names a user gets on a resource without a grant (basic_auth.ini default_permission).
 DEFAULT_PERMISSIONS = ("READ", "USE", "EDIT", "MANAGE", "NO_PERMISSIONS")
 
@@ -22,6 +31,11 @@ _RETENTION: dict[int, logs.RetentionDays] = {
     180: logs.RetentionDays.SIX_MONTHS,
     365: logs.RetentionDays.ONE_YEAR,
 }
+
+
+# 15 API functions (+ the authorizer) x this, plus the workers' reservations, stay below the default quota of 1,000
+# minus the 100 Lambda keeps unreserved.
+MAX_API_FUNCTION_CONCURRENCY = 50
 
 
 @dataclass(frozen=True)
@@ -50,9 +64,19 @@ class StackConfig:
     noncurrent_version_days: int = 30
     # Extra browser origins (comma-separated) allowed to read presigned artifact URLs; the API's own is always allowed.
     cors_origins: str = ""
-    # Alarm notifications: an existing SNS topic's ARN, and/or an e-mail address for a topic the stack creates.
+    # Alarms always notify the stack's own SNS topic (output AlarmTopicArn); an e-mail address subscribes to it, and
+    # an existing topic's ARN is notified too.
     alarm_topic_arn: str = ""
     alarm_email: str = ""
+    # Which alarms and dashboard (MONITORING_LEVELS): "basic" (default) or "full".
+    monitoring: str = "basic"
+    # Reserved concurrency of each API function: caps the API within the account's concurrency quota (the default
+    # quota is 1,000; 15 API functions x 40 + the workers' 65 leave 335 unreserved). 0: no reservations
+    # at all (accounts whose quota is below 1,000, where any reservation fails the deploy).
+    api_function_concurrency: int = 40
+    # Opt-in: each function's `live` alias moves to a new version through CodeDeploy (10% for 5 minutes), rolled
+    # back when the alias's errors alarm.
+    canary: bool = False
     # AI gateway: the providers (comma-separated) its catalog offers, MLflow's MLFLOW_GATEWAY_ALLOWED_PROVIDERS;
     # empty offers every provider of the bundled catalog.
     gateway_allowed_providers: str = ""
@@ -94,14 +118,29 @@ class StackConfig:
             raise ValueError("context 'admin_username' must not be empty")
         if self.noncurrent_version_days < 1:
             raise ValueError(f"context 'noncurrent_version_days' must be at least 1, got {self.noncurrent_version_days}")
-        if self.alarm_topic_arn and not self.alarm_topic_arn.startswith("arn:"):
-            raise ValueError(f"context 'alarm_topic_arn' must be an SNS topic ARN, got {self.alarm_topic_arn!r}")
+        if self.alarm_topic_arn and not _SNS_TOPIC_ARN.match(self.alarm_topic_arn):
+            raise ValueError(
+                f"context 'alarm_topic_arn' must be an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>), got {self.alarm_topic_arn!r}"
+            )
+        if self.alarm_email and not _EMAIL.match(self.alarm_email):
+            raise ValueError(f"context 'alarm_email' must be one e-mail address (name@example.com), got {self.alarm_email!r}")
+        if self.monitoring not in MONITORING_LEVELS:
+            raise ValueError(f"context 'monitoring' must be one of {MONITORING_LEVELS}, got {self.monitoring!r}")
+        if not 0 <= self.api_function_concurrency <= MAX_API_FUNCTION_CONCURRENCY:
+            raise ValueError(
+                f"context 'api_function_concurrency' must be 0 (no reservations) to {MAX_API_FUNCTION_CONCURRENCY} "
+                f"(the default account quota of 1,000), got {self.api_function_concurrency}"
+            )
         for model in self.bedrock_model_list:
             # Least privilege: each entry names models; a wildcard would reach every model of the account.
             if "*" in model or any(c.isspace() for c in model):
                 raise ValueError(f"context 'bedrock_models' entries must name models (no '*', no spaces), got {model!r}")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ValueError(f"context 'log_level' is not a log level: {self.log_level!r}")
+
+    def reserved(self, count: int) -> int | None:
+        """A worker's reserved concurrency, unless reservations are off (``api_function_concurrency`` 0)."""
+        return count if self.api_function_concurrency else None
 
     @property
     def bedrock_model_list(self) -> list[str]:
@@ -139,7 +178,32 @@ class StackConfig:
             if isinstance(raw, list) and isinstance(default.default, str):
                 values[name] = ",".join(str(item) for item in raw)
             elif isinstance(default.default, bool):
-                values[name] = raw if isinstance(raw, bool) else str(raw).strip().lower() in ("true", "1", "yes")
+                values[name] = raw if isinstance(raw, bool) else _boolean(name, raw)
+            elif isinstance(default.default, int):
+                try:
+                    values[name] = int(raw)
+                except ValueError:
+                    raise ValueError(f"context {name!r} must be a whole number, got {raw!r}") from None
             else:
-                values[name] = type(default.default)(raw) if not isinstance(default.default, str) else str(raw)
+                values[name] = str(raw)
         return cls(**values)
+
+
+def _boolean(name: str, raw: object) -> bool:
+    try:
+        return BOOLEANS[str(raw).strip().lower()]
+    except KeyError:
+        raise ValueError(f"context {name!r} must be one of {tuple(BOOLEANS)}, got {raw!r}") from None
+
+
+def stack_environment(stated_region: str | None, environ: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(account, region) of the stack: the region stated in context (``region``), else the CLI's
+    (``CDK_DEFAULT_REGION``) when it resolved an account too. Without AWS configuration the CLI still sets
+    ``us-east-1``, which would be written into every ARN: the stack stays environment-agnostic instead (ARNs carry
+    ``AWS::Region``, resolved where it is deployed)."""
+    account = environ.get("CDK_DEFAULT_ACCOUNT") or None
+    if stated_region:
+        if not _REGION.match(stated_region):
+            raise ValueError(f"context 'region' must be an AWS region name (eu-west-1, us-east-1, ...), got {stated_region!r}")
+        return account, stated_region
+    return account, (environ.get("CDK_DEFAULT_REGION") or None) if account else None

@@ -107,7 +107,7 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
     )
     _function_acks(stack, stack.registry_events.delivery_function, delivery_reason)
     acknowledge(
-        next(c for c in stack.registry_events.delivery_function.function.node.children if c.node.id.startswith("SqsEventSource")),
+        next(c for c in stack.registry_events.delivery_function.alias.node.children if c.node.id.startswith("SqsEventSource")),
         "Serverless-LambdaEventSourceMappingDestination",
         "An SQS event source mapping has no on-failure destination: the queue's redrive policy moves a message that "
         "keeps failing to the webhooks' dead-letter queue, and the function dead-letters final refusals itself.",
@@ -115,7 +115,7 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
     jobs_reason = "Its SQS event source has the jobs' dead-letter queue (redrive policy); a failure is retried by SQS, not by Lambda."
     _function_acks(stack, stack.jobs.worker, jobs_reason)
     acknowledge(
-        next(c for c in stack.jobs.worker.function.node.children if c.node.id.startswith("SqsEventSource")),
+        next(c for c in stack.jobs.worker.alias.node.children if c.node.id.startswith("SqsEventSource")),
         "Serverless-LambdaEventSourceMappingDestination",
         "An SQS event source mapping has no on-failure destination: the queue's redrive policy moves a job's message "
         "that keeps failing to the jobs' dead-letter queue.",
@@ -173,6 +173,11 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
     jobs_dlq_reason = "This queue is itself the dead-letter queue of the jobs queue."
     acknowledge(jobs_dlq, "AwsSolutions-SQS3", jobs_dlq_reason)
     acknowledge(jobs_dlq, "Serverless-SQSRedrivePolicy", jobs_dlq_reason)
+    traces_failures = stack.features.traces_failures
+    if traces_failures is not None:
+        reason = "This queue is itself the on-failure destination of the traces function's asynchronous invocations."
+        acknowledge(traces_failures, "AwsSolutions-SQS3", reason)
+        acknowledge(traces_failures, "Serverless-SQSRedrivePolicy", reason)
     webhook_dlq = stack.registry_events.dead_letter_queue
     webhook_reason = "This queue is itself the dead-letter queue of the webhook deliveries queue."
     acknowledge(webhook_dlq, "AwsSolutions-SQS3", webhook_reason)
@@ -185,7 +190,7 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
     )
 
     topic = stack.monitoring.topic
-    if topic is not None and stack.config.alarm_email and not stack.config.alarm_topic_arn:
+    if topic is not None:
         acknowledge(
             topic,
             "AwsSolutions-SNS2",
@@ -197,6 +202,14 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
             "Serverless-SNSRedrivePolicy",
             "An e-mail notification that cannot be delivered loses nothing: the alarm's state and history stay in "
             "CloudWatch (and on the stack's dashboard).",
+        )
+
+    if stack.deployments is not None:
+        acknowledge(
+            stack.deployments.role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited]",
+            "CodeDeploy's own managed policy for Lambda deployments (moving aliases between versions, reading the "
+            "rollback alarms); AWS maintains it as the service's needs change.",
         )
 
     if not stack.config.iam_auth:

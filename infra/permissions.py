@@ -32,6 +32,8 @@ class Access:
     # When set, those actions only on items whose partition key matches one of these patterns (IAM's
     # ``dynamodb:LeadingKeys`` condition, ``*`` wildcards).
     table_leading_keys: tuple[str, ...] = ()
+    # When set, the write actions only on items whose partition key matches one of these (reads stay unconditioned).
+    write_leading_keys: tuple[str, ...] = ()
     # S3 object actions, allowed on keys under ``prefixes`` of the stack's bucket only.
     objects: tuple[str, ...] = ()
     prefixes: tuple[str, ...] = ()
@@ -75,16 +77,43 @@ class Access:
         """``s3:prefix`` values a listing may ask for (the prefix itself and anything below it)."""
         return tuple(value for prefix in self.prefixes for value in (prefix, f"{prefix}*"))
 
-    def allows_item(self, partition_key: str) -> bool:
-        import fnmatch
+    @property
+    def write_actions(self) -> tuple[str, ...]:
+        return tuple(action for action in self.table_actions if action.removeprefix("dynamodb:") in WRITE_ACTIONS)
 
-        return not self.table_leading_keys or any(fnmatch.fnmatchcase(partition_key, pattern) for pattern in self.table_leading_keys)
+    def allows_item(self, partition_key: str) -> bool:
+        return not self.table_leading_keys or _matches(partition_key, self.table_leading_keys)
+
+    def allows_write(self, partition_key: str) -> bool:
+        return not self.write_leading_keys or _matches(partition_key, self.write_leading_keys)
 
     def allows_object(self, action: str, key: str) -> bool:
         return action in self.objects and any(key.startswith(prefix) for prefix in self.prefixes)
 
     def allows_list(self, prefix: str) -> bool:
         return self.list_objects and any(prefix.startswith(allowed) for allowed in self.prefixes)
+
+
+def _matches(value: str, patterns: tuple[str, ...]) -> bool:
+    import fnmatch
+
+    return any(fnmatch.fnmatchcase(value, pattern) for pattern in patterns)
+
+
+# What writes an item: each is authorized with the item's partition key (``dynamodb:LeadingKeys``) and, for puts and
+# updates, the attribute names it sets (``dynamodb:Attributes``); a transaction's operations count as these.
+WRITE_ACTIONS = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")
+
+
+@dataclass(frozen=True)
+class Protected:
+    """Data only its owners may write: every other role holding table writes gets an explicit Deny on it."""
+
+    owners: tuple[str, ...]
+    # Partition keys (``dynamodb:LeadingKeys`` patterns) no other role may write in.
+    leading_keys: tuple[str, ...] = ()
+    # Attribute names no other role may set on any item (``dynamodb:Attributes``).
+    attributes: tuple[str, ...] = ()
 
 
 ARTIFACTS = f"{ARTIFACTS_PREFIX}/"
@@ -147,7 +176,10 @@ ACCESS: dict[str, Access] = {
     # it reads users and their endpoint grants (credentials off the API's authorizer, USE). Its usage traces
     # go through the traces function (lambda:InvokeFunction on that function only, granted in infra).
     # PutItem: an ALERT budget's exceeded event, put in the table's outbox (the stream delivers it).
-    "gateway_runtime": Access(table=("GetItem", "Query", "BatchGetItem", "UpdateItem", "PutItem"), kms=("kms:Decrypt",)),
+    # Its writes only in the budget windows' partitions and the outbox (never the gateway's configuration).
+    "gateway_runtime": Access(
+        table=("GetItem", "Query", "BatchGetItem", "UpdateItem", "PutItem"), write_leading_keys=("GWB#*", "EVENT#*"), kms=("kms:Decrypt",)
+    ),
     # OTLP spans, trace infos, tags, assessments; spilled span payloads under their own prefix only.
     "traces": Access(
         table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"),
@@ -212,6 +244,33 @@ ACCESS: dict[str, Access] = {
     # basic auth, the first admin (user item + user-id counter), whose password it reads from its secret.
     "bootstrap": Access(table=("GetItem", "PutItem", "UpdateItem")),
 }
+
+
+# Per data, who may write it. Users' credentials: the user list and a user's password hash and admin flag (their
+# partition also holds grants, which the features that create resources write). Gateway secrets: the gateway
+# configuration partitions (secrets, model definitions, endpoints), the gateway API's alone.
+PROTECTED: dict[str, Protected] = {
+    "user credentials": Protected(owners=("auth", "bootstrap"), leading_keys=("USERLIST",), attributes=("password_hash", "is_admin")),
+    "gateway secrets": Protected(owners=("gateway",), leading_keys=("GW#*",)),
+}
+
+
+def protected_from(name: str) -> list[Protected]:
+    """The protections that deny ``name``'s role writes (those it does not own, when it may write at all)."""
+    if not access_for(name).write_actions:
+        return []
+    return [protected for protected in PROTECTED.values() if name not in protected.owners]
+
+
+def write_refused(name: str, partition_keys: list[str], attributes: set[str]) -> bool:
+    """Whether ``name``'s role is refused a write naming these partition keys and attribute names."""
+    access = access_for(name)
+    if not all(access.allows_write(pk) for pk in partition_keys):
+        return True
+    return any(
+        any(_matches(pk, protected.leading_keys) for pk in partition_keys) or attributes & set(protected.attributes)
+        for protected in protected_from(name)
+    )
 
 
 def access_for(name: str) -> Access:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
@@ -12,24 +12,48 @@ from infra.constructs.api import MlflowHttpApi
 from infra.constructs.artifacts_bucket import ArtifactsBucket
 from infra.constructs.auth import BasicAuth, job_token_key
 from infra.constructs.bootstrap import Bootstrap
+from infra.constructs.deployments import CanaryDeployments
 from infra.constructs.functions import ARCHITECTURE, RUNTIME, FeatureFunctions, SharedResources
 from infra.constructs.gateway_stream import GatewayStream
 from infra.constructs.indexer import StreamIndexer
 from infra.constructs.jobs import JobsRunner
 from infra.constructs.layer import SharedLayer
 from infra.constructs.monitor_schedule import MonitorSchedule
-from infra.constructs.monitoring import Monitoring
+from infra.constructs.monitoring import Monitoring, Watched
 from infra.constructs.table import MlflowTable
 from infra.constructs.web_ui import WebUiFiles
 from infra.constructs.webhooks import RegistryEvents
 from infra.nag import add_suppressions
 from serverless_mlflow import routes
 
+# What the account (its administrators, CloudFormation) may do with the secrets key: everything but cryptography
+# (no Encrypt, Decrypt, ReEncrypt or GenerateDataKey: those are granted to the named function roles only).
+KEY_ADMIN_ACTIONS = (
+    "kms:Create*",
+    "kms:Describe*",
+    "kms:Enable*",
+    "kms:List*",
+    "kms:Put*",
+    "kms:Update*",
+    "kms:Revoke*",
+    "kms:Disable*",
+    "kms:Get*",
+    "kms:Delete*",
+    "kms:TagResource",
+    "kms:UntagResource",
+    "kms:ScheduleKeyDeletion",
+    "kms:CancelKeyDeletion",
+    "kms:RotateKeyOnDemand",
+)
+
 
 class MlflowServerlessStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig | None = None, **kwargs: object) -> None:
         super().__init__(scope, construct_id, description="MLflow tracking server and model registry on AWS serverless", **kwargs)
         self.config = config or StackConfig.from_context(self)
+        # Cost-allocation tags on every taggable resource (activate them once in the Billing console).
+        for key, value in {"project": "mlflow-serverless", "stack": construct_id}.items():
+            Tags.of(self).add(key, value)
 
         self.table = MlflowTable(self, "Table", table_name=self.config.table_name).table
         self.artifacts = ArtifactsBucket(self, "Artifacts", noncurrent_version_days=self.config.noncurrent_version_days)
@@ -37,7 +61,9 @@ class MlflowServerlessStack(Stack):
         # The web UI's static build, served at the API's root by the ui function.
         self.web_ui = WebUiFiles(self, "WebUi", access_logs=self.artifacts.access_logs, log_retention=self.config.log_retention)
         # AI gateway secret values are encrypted with this key (KMS Encrypt, encryption context = secret id and
-        # name). Retained like the table: deleting it would make every stored secret unreadable.
+        # name). Retained like the table: deleting it would make every stored secret unreadable. Its policy lets the
+        # account administer the key but not use it: each function that encrypts or decrypts is named in the policy
+        # with its actions (ServerlessFunction, from infra/permissions.py), so no other role of the account can.
         self.secrets_key = kms.Key(
             self,
             "GatewaySecretsKey",
@@ -45,6 +71,16 @@ class MlflowServerlessStack(Stack):
             enable_key_rotation=True,
             rotation_period=Duration.days(365),
             removal_policy=RemovalPolicy.RETAIN,
+            policy=iam.PolicyDocument(
+                statements=[
+                    iam.PolicyStatement(
+                        sid="AccountAdministersTheKeyButCannotUseIt",
+                        principals=[iam.AccountRootPrincipal()],
+                        actions=list(KEY_ADMIN_ACTIONS),
+                        resources=["*"],
+                    )
+                ]
+            ),
         )
         # authorization=basic: jobs call the API as their creator, with tokens signed by this key.
         self.job_token_key = job_token_key(self) if self.config.basic_auth else None
@@ -66,9 +102,9 @@ class MlflowServerlessStack(Stack):
         self.api = MlflowHttpApi(
             self,
             "Api",
-            functions={name: fn.function for name, fn in self.features.functions.items()},
+            functions={name: fn.alias for name, fn in self.features.functions.items()},
             config=self.config,
-            basic_authorizer=self.basic_auth.authorizer.function if self.basic_auth else None,
+            basic_authorizer=self.basic_auth.authorizer.alias if self.basic_auth else None,
         )
         self.artifacts.allow_browser_reads([self.api.url, *self.config.extra_cors_origins])
         self.indexer = StreamIndexer(self, "Indexer", shared=shared)
@@ -86,26 +122,45 @@ class MlflowServerlessStack(Stack):
         )
         # Online scoring on a schedule: submits jobs to the queue above.
         self.monitor_schedule = MonitorSchedule(self, "MonitorSchedule", shared=shared, job_queue=self.jobs.queue)
+        self.bootstrap = Bootstrap(self, "Bootstrap", shared=shared, admin_secret=self.basic_auth.admin_secret if self.basic_auth else None)
+        self.all_functions = {
+            **self.features.functions,
+            "indexer": self.indexer.function,
+            "webhook_events": self.registry_events.events_function,
+            "webhook_delivery": self.registry_events.delivery_function,
+            "job_worker": self.jobs.worker,
+            "gateway_stream": self.gateway_stream.function,
+            "monitor": self.monitor_schedule.function,
+            **({"authorizer": self.basic_auth.authorizer} if self.basic_auth else {}),
+        }
+        traces_failures = self.features.traces_failures
         self.monitoring = Monitoring(
             self,
             "Monitoring",
             config=self.config,
-            api=self.api.api,
-            table=self.table,
-            functions={name: fn.function for name, fn in self.features.functions.items()},
-            indexer=self.indexer.function.function,
-            dead_letter_queue=self.indexer.dead_letter_queue,
-            webhook_dead_letters=self.registry_events.dead_letter_queue,
-            job_dead_letters=self.jobs.dead_letter_queue,
-            workers={
-                "webhook_events": self.registry_events.events_function.function,
-                "webhook_delivery": self.registry_events.delivery_function.function,
-                "job_worker": self.jobs.worker.function,
-                "gateway_stream": self.gateway_stream.function.function,
-                "monitor": self.monitor_schedule.function.function,
-            },
+            watched=Watched(
+                api=self.api.api,
+                table=self.table,
+                functions={name: fn.function for name, fn in self.all_functions.items()},
+                dead_letters={
+                    "Indexer": self.indexer.dead_letter_queue,
+                    "Webhook": self.registry_events.dead_letter_queue,
+                    "Job": self.jobs.dead_letter_queue,
+                    **({"Traces": traces_failures} if traces_failures is not None else {}),
+                },
+                queues={"Jobs": self.jobs.queue, "WebhookDeliveries": self.registry_events.queue},
+                stream_consumers={
+                    "Indexer": self.indexer.function.function,
+                    "WebhookEvents": self.registry_events.events_function.function,
+                },
+            ),
         )
-        self.bootstrap = Bootstrap(self, "Bootstrap", shared=shared, admin_secret=self.basic_auth.admin_secret if self.basic_auth else None)
+        # Opt-in: CodeDeploy moves each live alias to a new version gradually, rolled back on errors.
+        self.deployments = (
+            CanaryDeployments(self, "Deployments", aliases={name: fn.alias for name, fn in self.all_functions.items()})
+            if self.config.canary
+            else None
+        )
 
         # Attach this to the users/roles that run the mlflow client when authorization is "iam".
         self.client_policy_resource = self.format_arn(service="execute-api", resource=self.api.api.api_id, resource_name="*")
@@ -157,6 +212,12 @@ class MlflowServerlessStack(Stack):
                 value=self.basic_auth.admin_secret.secret_arn,
                 description="The first admin's user name and password (aws secretsmanager get-secret-value --secret-id ...)",
             )
-        CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name, description="CloudWatch dashboard")
+        CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn, description="Every alarm notifies this SNS topic")
+        if self.monitoring.dashboard is not None:
+            CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name, description="CloudWatch dashboard")
+        if traces_failures is not None:
+            CfnOutput(
+                self, "TracesFailureQueueUrl", value=traces_failures.queue_url, description="Gateway usage traces that failed to record"
+            )
 
         add_suppressions(self)

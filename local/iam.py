@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import contextvars
 import os
+import re
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
-from infra.permissions import access_for
+from infra.permissions import WRITE_ACTIONS, access_for, write_refused
 
 _current: contextvars.ContextVar[str | None] = contextvars.ContextVar("local_iam_function", default=None)
 _installed = False
@@ -103,8 +104,43 @@ def _check_dynamodb(params: dict[str, Any], model: Any, **_: Any) -> None:
     access = access_for(function)
     declared = set(access.table_actions)
     keys_allowed = all(access.allows_item(pk) for pk in _partition_keys(model.name, params))
+    # Writes: the role's write conditions and the Denies on data other functions own (permissions.PROTECTED).
+    writes = _writes(model.name, params)
+    refused = bool(writes) and write_refused(function, [pk for pk, _ in writes], set().union(*(names for _, names in writes)))
     for action in sorted(actions):
-        _decide(function, f"dynamodb:{action}", f"dynamodb:{action}" in declared and keys_allowed)
+        _decide(
+            function, f"dynamodb:{action}", f"dynamodb:{action}" in declared and keys_allowed and not (refused and action in WRITE_ACTIONS)
+        )
+
+
+def _writes(operation: str, params: dict[str, Any]) -> list[tuple[str, set[str]]]:
+    """(partition key, attribute names set) of each item a write names: ``dynamodb:LeadingKeys`` and
+    ``dynamodb:Attributes`` as IAM judges them (an update's attributes: the names its expression sets)."""
+    if operation == "TransactWriteItems":
+        return [write for item in params.get("TransactItems", []) for kind, op in item.items() for write in _one_write(kind, op)]
+    if operation == "BatchWriteItem":
+        return [
+            write
+            for requests in params.get("RequestItems", {}).values()
+            for request in requests
+            for kind, op in request.items()
+            for write in _one_write("Put" if kind == "PutRequest" else "Delete", op)
+        ]
+    kind = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete"}.get(operation)
+    return _one_write(kind, params) if kind else []
+
+
+def _one_write(kind: str, op: dict[str, Any]) -> list[tuple[str, set[str]]]:
+    if kind == "Put":
+        item = op.get("Item", {})
+        return [(str(next(iter(item["pk"].values()))), set(item))] if "pk" in item else []
+    if kind in ("Update", "Delete"):
+        key = op.get("Key", {})
+        names = op.get("ExpressionAttributeNames", {})
+        expression = op.get("UpdateExpression", "") if kind == "Update" else ""
+        attributes = {names.get(token, token) for token in re.findall(r"(?<![:\w#])#?[A-Za-z_]\w*", expression)}
+        return [(str(next(iter(key["pk"].values()))), attributes)] if "pk" in key else []
+    return []
 
 
 def _partition_keys(operation: str, params: dict[str, Any]) -> list[str]:

@@ -130,7 +130,8 @@ class MlflowHttpApi(Construct):
             default_integration=default_integration,
             default_authorizer=authorizer,
         )
-        self.access_logs = logs.LogGroup(self, "AccessLogs", retention=config.log_retention, removal_policy=RemovalPolicy.DESTROY)
+        # Kept after the stack goes: the record of who called the API (an audit trail) outlives the API.
+        self.access_logs = logs.LogGroup(self, "AccessLogs", retention=config.log_retention, removal_policy=RemovalPolicy.RETAIN)
         self.stage = apigw.HttpStage(
             self,
             "DefaultStage",

@@ -29,6 +29,7 @@ class BasicAuth(Construct):
             memory_size=512,
             timeout=Duration.seconds(10),
             description="mlflow-serverless basic-auth Lambda authorizer",
+            reserved_concurrency=shared.config.api_function_concurrency,
         )
         self.admin_secret = secretsmanager.Secret(
             self,

@@ -50,7 +50,7 @@ class Bootstrap(Construct):
         self.resource = CustomResource(
             self,
             "Items",
-            service_token=self.function.function.function_arn,
+            service_token=self.function.alias.function_arn,
             resource_type="Custom::MlflowBootstrapItems",
             properties={
                 "TableName": shared.table.table_name,

@@ -12,15 +12,17 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra import FUNCTIONS_DIR, gateway_catalog
 from infra.config import StackConfig
 from infra.constructs.web_ui import pinned_mlflow_version
-from infra.permissions import Access, access_for
+from infra.permissions import WRITE_ACTIONS, Access, access_for, protected_from
 
 # Newest Python runtime aws-cdk-lib 2.275 offers; the code targets 3.11+ and the layer is pure Python.
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -29,6 +31,7 @@ ARCHITECTURE = lambda_.Architecture.ARM_64
 # answer nobody receives.
 API_TIMEOUT = Duration.seconds(29)
 METRICS_NAMESPACE = "MlflowServerless"
+LIVE_ALIAS = "live"
 
 
 @dataclass(frozen=True)
@@ -87,23 +90,64 @@ def gateway_runtime_code() -> lambda_.Code:
 STAGED_CODE = {gateway_catalog.GATEWAY_PACKAGE: gateway_code, gateway_catalog.RUNTIME_PACKAGE: gateway_runtime_code}
 
 
-def grant_table(role: iam.IGrantable, table: dynamodb.ITable, actions: tuple[str, ...], leading_keys: tuple[str, ...] = ()) -> None:
+def grant_table(
+    role: iam.IGrantable,
+    table: dynamodb.ITable,
+    actions: tuple[str, ...],
+    leading_keys: tuple[str, ...] = (),
+    write_leading_keys: tuple[str, ...] = (),
+) -> None:
     if not actions:
         return
     resources = [table.table_arn]
     if "dynamodb:Query" in actions:
         # Queries may name an index: this table's index ARNs are the only wildcard the roles carry.
         resources.append(index_arns(table))
+    writes = [action for action in actions if write_leading_keys and action.removeprefix("dynamodb:") in WRITE_ACTIONS]
+    unconditioned = [action for action in actions if action not in writes]
     if not leading_keys:
-        iam.Grant.add_to_principal(grantee=role, actions=list(actions), resource_arns=resources)
-        return
-    role.grant_principal.add_to_principal_policy(
-        iam.PolicyStatement(
-            actions=list(actions),
-            resources=resources,
-            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(leading_keys)}},
+        iam.Grant.add_to_principal(grantee=role, actions=unconditioned, resource_arns=resources)
+    else:
+        role.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=unconditioned,
+                resources=resources,
+                conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(leading_keys)}},
+            )
         )
-    )
+    if writes:
+        role.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=writes,
+                resources=[table.table_arn],
+                conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(write_leading_keys)}},
+            )
+        )
+
+
+def deny_protected_writes(role: iam.IGrantable, table: dynamodb.ITable, name: str) -> None:
+    """Explicit Denies on the data other functions own (``permissions.PROTECTED``): its partitions and attributes."""
+    writes = list(access_for(name).write_actions)
+    for protected in protected_from(name):
+        if protected.leading_keys:
+            role.grant_principal.add_to_principal_policy(
+                iam.PolicyStatement(
+                    effect=iam.Effect.DENY,
+                    actions=writes,
+                    resources=[table.table_arn],
+                    conditions={"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": list(protected.leading_keys)}},
+                )
+            )
+        setters = [action for action in writes if action in ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem")]
+        if protected.attributes and setters:
+            role.grant_principal.add_to_principal_policy(
+                iam.PolicyStatement(
+                    effect=iam.Effect.DENY,
+                    actions=setters,
+                    resources=[table.table_arn],
+                    conditions={"ForAnyValue:StringEquals": {"dynamodb:Attributes": list(protected.attributes)}},
+                )
+            )
 
 
 def index_arns(table: dynamodb.ITable) -> str:
@@ -146,10 +190,14 @@ def grant_bedrock(function: ServerlessFunction, models: Sequence[str]) -> None:
 
 
 def allow_usage_traces(runtime: ServerlessFunction, traces: ServerlessFunction) -> None:
-    """The gateway runtime records its usage traces through the traces function (asynchronous invocations)."""
-    # The function's ARN only (grant_invoke would add "<arn>:*", every version and alias).
-    iam.Grant.add_to_principal(grantee=runtime.role, actions=["lambda:InvokeFunction"], resource_arns=[traces.function.function_arn])
-    runtime.function.add_environment("TRACES_FUNCTION_NAME", traces.function.function_name)
+    """The gateway runtime records its usage traces through the traces function's live alias (asynchronous
+    invocations; their failures go to the alias's on-failure destination, ``FeatureFunctions.traces_failures``)."""
+    # The alias's ARN only (grant_invoke would add "<arn>:*", every version and alias), spelled from the function's
+    # name: a reference to the alias itself would make the runtime depend on it, and with canary=true the alias
+    # depends on the deployments' nested stack, which depends on the runtime (a cycle).
+    alias_arn = f"{traces.function.function_arn}:{LIVE_ALIAS}"
+    iam.Grant.add_to_principal(grantee=runtime.role, actions=["lambda:InvokeFunction"], resource_arns=[alias_arn])
+    runtime.function.add_environment("TRACES_FUNCTION_NAME", alias_arn)
 
 
 class ServerlessFunction(Construct):
@@ -170,9 +218,11 @@ class ServerlessFunction(Construct):
         environment: dict[str, str] | None = None,
         layers: Sequence[lambda_.ILayerVersion] = (),
         permissions: str | None = None,
+        reserved_concurrency: int | None = None,
     ) -> None:
         """``layers`` come after the shared layer; ``permissions`` names another function's declaration in
-        ``infra/permissions.py`` when this one runs the same code (default: its own ``name``)."""
+        ``infra/permissions.py`` when this one runs the same code (default: its own ``name``);
+        ``reserved_concurrency`` caps (and guarantees) its concurrent executions (None or 0: none reserved)."""
         super().__init__(scope, construct_id)
         access = access_for(permissions or name)
         self.name = name
@@ -186,7 +236,8 @@ class ServerlessFunction(Construct):
             actions=["logs:CreateLogStream", "logs:PutLogEvents"],
             resource_arns=[self.log_group.log_group_arn],
         )
-        grant_table(self.role, shared.table, access.table_actions, access.table_leading_keys)
+        grant_table(self.role, shared.table, access.table_actions, access.table_leading_keys, access.write_leading_keys)
+        deny_protected_writes(self.role, shared.table, permissions or name)
         bucket = shared.bucket_for(access)
         if access.bucket:
             grant_bucket(self.role, bucket, access)
@@ -194,7 +245,16 @@ class ServerlessFunction(Construct):
         if access.kms:
             if shared.secrets_key is None:
                 raise ValueError(f"function {name!r} declares KMS actions but the stack has no secrets key")
-            shared.secrets_key.grant(self.role, *access.kms)
+            # Named in the key's policy (which grants the account no cryptographic use) and in the role's policy.
+            shared.secrets_key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid=f"{_construct_name(name)}Uses",
+                    principals=[self.role],
+                    actions=list(access.kms),
+                    resources=["*"],
+                )
+            )
+            iam.Grant.add_to_principal(grantee=self.role, actions=list(access.kms), resource_arns=[shared.secrets_key.key_arn])
             key_environment["GATEWAY_KMS_KEY_ID"] = shared.secrets_key.key_arn
         if access.job_token_key and shared.job_token_key is not None:
             # GetSecretValue only (grant_read would add DescribeSecret), on that secret only.
@@ -216,6 +276,7 @@ class ServerlessFunction(Construct):
             timeout=timeout,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
+            reserved_concurrent_executions=reserved_concurrency or None,
             environment={
                 "POWERTOOLS_SERVICE_NAME": name,
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
@@ -234,6 +295,9 @@ class ServerlessFunction(Construct):
                 **(environment or {}),
             },
         )
+        # Callers (API integrations, event sources, the function URL, sibling invocations) use the `live` alias:
+        # each deploy publishes a version, and with the `canary` context CodeDeploy shifts the alias to it gradually.
+        self.alias = lambda_.Alias(self, "Live", alias_name=LIVE_ALIAS, version=self.function.current_version)
 
 
 class FeatureFunctions(Construct):
@@ -242,6 +306,7 @@ class FeatureFunctions(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, features: list[str], shared: SharedResources) -> None:
         super().__init__(scope, construct_id)
         self.functions: dict[str, ServerlessFunction] = {}
+        self.traces_failures: sqs.Queue | None = None
         for feature in features:
             self.functions[feature] = ServerlessFunction(
                 self,
@@ -254,8 +319,15 @@ class FeatureFunctions(Construct):
                 timeout=API_TIMEOUT,
                 description=f"mlflow-serverless API feature '{feature}'",
                 environment=feature_environment(feature, shared.config),
+                reserved_concurrency=shared.config.api_function_concurrency,
             )
         runtime, traces = self.functions.get("gateway_runtime"), self.functions.get("traces")
+        if traces is not None:
+            # Usage traces the gateway sends asynchronously: after Lambda's two retries they land here, not nowhere.
+            self.traces_failures = sqs.Queue(
+                self, "TracesFailures", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True, retention_period=Duration.days(14)
+            )
+            traces.alias.configure_async_invoke(on_failure=destinations.SqsDestination(self.traces_failures), retry_attempts=2)
         if runtime is not None:
             grant_bedrock(runtime, shared.config.bedrock_model_list)
             if traces is not None:

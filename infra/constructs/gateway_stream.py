@@ -37,6 +37,8 @@ READINESS_PATH = "/health"
 # sending is cut off sooner by the runtime's own read timeout (MLFLOW_GATEWAY_ROUTE_TIMEOUT_SECONDS, 300 s).
 STREAM_TIMEOUT = Duration.minutes(15)
 NAME = "gateway_stream"
+# The function URL is outside the API's throttling: its reserved concurrency is its cap (15-minute streams at 1 GB).
+STREAM_CONCURRENCY = 20
 
 
 def adapter_layer_arn(scope: Construct) -> str:
@@ -69,19 +71,20 @@ class GatewayStream(Construct):
                 "AWS_LWA_PORT": str(PORT),
                 "AWS_LWA_READINESS_CHECK_PATH": READINESS_PATH,
             },
+            reserved_concurrency=shared.config.reserved(STREAM_CONCURRENCY),
         )
         grant_bedrock(self.function, shared.config.bedrock_model_list)
         if traces is not None:
             allow_usage_traces(self.function, traces)
         # SigV4 only: no resource policy is added, so a caller needs an identity policy (the stack's ClientPolicy).
-        self.url = self.function.function.add_function_url(
+        self.url = self.function.alias.add_function_url(
             auth_type=lambda_.FunctionUrlAuthType.AWS_IAM, invoke_mode=lambda_.InvokeMode.RESPONSE_STREAM
         )
 
     def client_statements(self) -> list[iam.PolicyStatement]:
         """What a client needs to call the URL: InvokeFunctionUrl, and (function URLs made since October 2025)
         InvokeFunction, each only through this function's IAM-authenticated URL."""
-        arn = self.function.function.function_arn
+        arn = self.function.alias.function_arn
         return [
             iam.PolicyStatement(
                 actions=["lambda:InvokeFunctionUrl"],

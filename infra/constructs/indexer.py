@@ -29,6 +29,8 @@ BATCH_SIZE = 100
 # (LSI5 flags, metrics markers), and a run logging every step is indexed once per window instead of per point.
 BATCHING_WINDOW_SECONDS = 1
 INDEXER_TIMEOUT = Duration.seconds(120)
+# One concurrent invocation per stream shard (parallelization factor 1): reserved so API traffic cannot starve it.
+INDEXER_CONCURRENCY = 20
 
 
 def source_entity_types() -> list[str]:
@@ -73,6 +75,7 @@ class StreamIndexer(Construct):
             memory_size=shared.config.indexer_memory_mb,
             timeout=INDEXER_TIMEOUT,
             description="mlflow-serverless stream indexer (derived RANK/FTS items)",
+            reserved_concurrency=shared.config.reserved(INDEXER_CONCURRENCY),
         )
         self.event_source = sources.DynamoEventSource(
             shared.table,
@@ -87,4 +90,4 @@ class StreamIndexer(Construct):
             on_failure=sources.SqsDlq(self.dead_letter_queue),
             filters=stream_filters(),
         )
-        self.function.function.add_event_source(self.event_source)
+        self.function.alias.add_event_source(self.event_source)

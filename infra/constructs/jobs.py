@@ -28,6 +28,8 @@ from serverless_mlflow import job_queue
 WORKER_FUNCTION = "job_worker"
 WORKER_TIMEOUT = Duration.minutes(15)
 WORKER_MEMORY_MB = 2048
+# Jobs run at most this many at once (the queue's event source maximum), reserved so the API cannot starve them.
+WORKER_CONCURRENCY = 5
 # tools/job_worker_package.py's output (the package with mlflow-skinny for arm64), when built.
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "build" / WORKER_FUNCTION
 
@@ -86,9 +88,10 @@ class JobsRunner(Construct):
             timeout=WORKER_TIMEOUT,
             description="mlflow-serverless job worker (MLflow's server-side jobs: demo data, judges, evaluation, issue detection, prompt optimization)",
             environment=environment,
+            reserved_concurrency=config.reserved(WORKER_CONCURRENCY),
         )
-        self.worker.function.add_event_source(
-            sources.SqsEventSource(self.queue, batch_size=1, report_batch_item_failures=True, max_concurrency=5)
+        self.worker.alias.add_event_source(
+            sources.SqsEventSource(self.queue, batch_size=1, report_batch_item_failures=True, max_concurrency=WORKER_CONCURRENCY)
         )
         self.queue.grant(self.worker.role, "sqs:SendMessage", "sqs:ChangeMessageVisibility")
         # The functions that submit jobs: the jobs API, and the routes MLflow answers with a job (prompt optimization).

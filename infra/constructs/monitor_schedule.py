@@ -33,9 +33,9 @@ class MonitorSchedule(Construct):
         )
         job_queue.grant_send_messages(self.function.role)
         self.role = iam.Role(self, "ScheduleRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"))
-        # The function itself (grant_invoke would add its versions, ``:*``).
+        # Its live alias only, as every other caller (grant_invoke would add every version and alias, ``:*``).
         self.role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.function.function.function_arn])
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.function.alias.function_arn])
         )
         self.schedule = scheduler.CfnSchedule(
             self,
@@ -43,7 +43,7 @@ class MonitorSchedule(Construct):
             schedule_expression=RATE,
             flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
             target=scheduler.CfnSchedule.TargetProperty(
-                arn=self.function.function.function_arn,
+                arn=self.function.alias.function_arn,
                 role_arn=self.role.role_arn,
                 # A missed pass is not worth replaying: the next one starts from the same checkpoints.
                 retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(maximum_retry_attempts=0, maximum_event_age_in_seconds=60),

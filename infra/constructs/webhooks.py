@@ -32,6 +32,10 @@ MAX_RECEIVES = 6
 # MLFLOW_WEBHOOK_REQUEST_TIMEOUT (30 s) plus the function's own work.
 DELIVERY_TIMEOUT = Duration.seconds(40)
 EVENTS_TIMEOUT = Duration.seconds(60)
+# Reserved concurrency: the stream's second consumer (one invocation per shard with outbox inserts) and the
+# deliveries (as many as their event source's maximum concurrency).
+EVENTS_CONCURRENCY = 10
+DELIVERY_CONCURRENCY = 10
 
 
 def outbox_filters() -> list[dict[str, Any]]:
@@ -77,8 +81,9 @@ class RegistryEvents(Construct):
             timeout=EVENTS_TIMEOUT,
             description="mlflow-serverless registry events -> EventBridge and webhook deliveries",
             environment={"WEBHOOK_QUEUE_URL": self.queue.queue_url, "EVENT_BUS_NAME": self.bus.event_bus_name},
+            reserved_concurrency=config.reserved(EVENTS_CONCURRENCY),
         )
-        self.events_function.function.add_event_source(
+        self.events_function.alias.add_event_source(
             sources.DynamoEventSource(
                 shared.table,
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
@@ -109,9 +114,10 @@ class RegistryEvents(Construct):
                 "WEBHOOK_DEAD_LETTER_QUEUE_URL": self.dead_letter_queue.queue_url,
                 **settings,
             },
+            reserved_concurrency=config.reserved(DELIVERY_CONCURRENCY),
         )
-        self.delivery_function.function.add_event_source(
-            sources.SqsEventSource(self.queue, batch_size=10, report_batch_item_failures=True, max_concurrency=10)
+        self.delivery_function.alias.add_event_source(
+            sources.SqsEventSource(self.queue, batch_size=10, report_batch_item_failures=True, max_concurrency=DELIVERY_CONCURRENCY)
         )
         self.queue.grant(self.delivery_function.role, "sqs:ChangeMessageVisibility")
         self.dead_letter_queue.grant_send_messages(self.delivery_function.role)

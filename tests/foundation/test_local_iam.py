@@ -70,3 +70,26 @@ def test_worker_threads_keep_the_function_s_rights(server: str, key: dict[str, s
     with iam.acting_as("authorizer"), ThreadPoolExecutor(max_workers=1) as pool:
         with pytest.raises(iam.AccessDenied):
             pool.submit(table.query, key["pk"]).result()
+
+
+def test_user_credentials_and_gateway_secrets_are_written_only_by_their_owners(server: str) -> None:
+    """``permissions.PROTECTED``: the deployed roles carry explicit Denies (dynamodb:LeadingKeys/Attributes)."""
+    from local import iam
+    from serverless_mlflow import table
+
+    user = {"pk": unique("USER#"), "sk": "U#META", "entity_type": "probe", "password_hash": "x"}
+    secret = {"pk": unique("GW#"), "sk": "S#probe", "entity_type": "probe"}
+    with iam.acting_as("experiments"):
+        with pytest.raises(iam.AccessDenied, match="dynamodb:PutItem"):
+            table.put(user)
+        with pytest.raises(iam.AccessDenied, match="dynamodb:PutItem"):
+            table.put(secret)
+        # Its own grants live in users' partitions: writing those stays allowed.
+        table.put({"pk": user["pk"], "sk": "U#PERM#probe", "entity_type": "probe", "permission": "MANAGE"})
+    # The gateway runtime writes budget windows and the outbox only, never the configuration it decrypts.
+    with iam.acting_as("gateway_runtime"), pytest.raises(iam.AccessDenied, match="dynamodb:PutItem"):
+        table.put(secret)
+    with iam.acting_as("auth"):
+        table.put(user)
+    with iam.acting_as("gateway"):
+        table.put(secret)

@@ -30,6 +30,15 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return Synth(tmp_path_factory.mktemp("cdk-iam"))
 
 
+# The largest configuration the context offers (most resources and alarms).
+LARGEST_CONTEXT = {"authorization": "basic", "monitoring": "full", "canary": "true", "alarm_email": "ops@example.com"}
+
+
+@pytest.fixture(scope="session")
+def largest(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return Synth(tmp_path_factory.mktemp("cdk-largest"), **LARGEST_CONTEXT)
+
+
 @pytest.fixture(scope="session")
 def open_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return Synth(tmp_path_factory.mktemp("cdk-none"), **OPEN_CONTEXT)

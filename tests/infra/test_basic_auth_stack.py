@@ -44,7 +44,7 @@ def test_cached_lambda_authorizer_on_the_authorization_header(basic_synth: Synth
     assert CACHE_SECONDS == AUTHORIZER_CACHE_SECONDS
     # Public routes check credentials in the function, caching answers as long as API Gateway does.
     assert DEFAULT_CACHE_SECONDS == AUTHORIZER_CACHE_SECONDS
-    function_id = basic_synth.logical_id(basic_synth.stack.basic_auth.authorizer.function)
+    function_id = basic_synth.logical_id(basic_synth.stack.basic_auth.authorizer.alias)
     assert function_id in str(props["AuthorizerUri"])
 
 

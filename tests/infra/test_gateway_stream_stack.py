@@ -14,7 +14,7 @@ import infra
 from infra.config import StackConfig
 from infra.constructs import gateway_stream
 from infra.constructs.functions import BEDROCK_ACTIONS
-from tests.infra.test_stack import ALL_FUNCTIONS, Synth, actions_of, function_of, policy_statements_of
+from tests.infra.test_stack import ALL_FUNCTIONS, Synth, actions_of, alias_of, function_of, policy_statements_of
 
 pytestmark = pytest.mark.xdist_group("infra")
 
@@ -35,7 +35,9 @@ def test_function_url_is_iam_authenticated_and_streams(synth: Synth) -> None:
     assert url["Properties"] == {
         "AuthType": "AWS_IAM",
         "InvokeMode": "RESPONSE_STREAM",
+        # The live alias's URL: a canary moves the streams too.
         "TargetFunctionArn": {"Fn::GetAtt": [stream_id, "Arn"]},
+        "Qualifier": "live",
     }
     # No resource policy opens it: only identities whose own policy allows it may call (SigV4).
     for permission in synth.resources("AWS::Lambda::Permission").values():
@@ -85,13 +87,14 @@ def test_stream_role_holds_exactly_the_runtime_rights(synth: Synth, open_synth: 
     statements = policy_statements_of(synth, "gateway_stream")
     (invoke,) = [s for s in statements if "lambda:InvokeFunction" in _actions(s)]
     assert _actions(invoke) == {"lambda:InvokeFunction"}
-    assert invoke["Resource"] == {"Fn::GetAtt": [function_of(synth, "traces")[0], "Arn"]}
+    # The traces function's live alias only (its asynchronous invocations' failures go to the alias's destination).
+    assert invoke["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [function_of(synth, "traces")[0], "Arn"]}, ":live"]]}
     (logs,) = [s for s in statements if "logs:PutLogEvents" in _actions(s)]
     assert logs["Resource"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.gateway_stream.function.log_group), "Arn"]}
 
 
 def test_client_policy_may_call_the_url_and_nothing_else_of_the_function(synth: Synth) -> None:
-    stream_arn = {"Fn::GetAtt": [function_of(synth, "gateway_stream")[0], "Arn"]}
+    stream_arn = {"Ref": alias_of(synth, "gateway_stream")}
     policy = synth.json["Resources"][synth.logical_id(synth.stack.client_policy)]
     lambda_statements = [
         s for s in policy["Properties"]["PolicyDocument"]["Statement"] if any(a.startswith("lambda:") for a in _actions(s))

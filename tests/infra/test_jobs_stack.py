@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from serverless_mlflow import job_queue
-from tests.infra.test_stack import Synth, function_of, policy_statements_of
+from tests.infra.test_stack import Synth, function_of, mapping_of, policy_statements_of
 
 
 @pytest.fixture(scope="module")
@@ -30,14 +30,10 @@ def test_jobs_queue_redrives_to_its_dead_letters_and_feeds_the_worker_one_job_at
     dead_id = stack.logical_id(stack.stack.jobs.dead_letter_queue)
     queue = stack.json["Resources"][queue_id]["Properties"]
     assert queue["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": [dead_id, "Arn"]}, "maxReceiveCount": job_queue.MAX_RECEIVES}
-    worker_id, worker = function_of(stack, "job_worker")
+    _, worker = function_of(stack, "job_worker")
     assert worker["Properties"]["Timeout"] == 900
     assert queue["VisibilityTimeout"] > worker["Properties"]["Timeout"]  # never redelivered while an invocation runs it
-    (mapping,) = [
-        m["Properties"]
-        for m in stack.resources("AWS::Lambda::EventSourceMapping").values()
-        if m["Properties"]["FunctionName"] == {"Ref": worker_id}
-    ]
+    mapping = mapping_of(stack, "job_worker")["Properties"]
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
     assert mapping["BatchSize"] == 1
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
@@ -63,7 +59,10 @@ def test_queue_rights_are_each_functions_own(stack: Synth) -> None:
     for name in ("runs", "review"):
         (rights,) = _sqs_rights(stack, name)
         assert rights[1] == queue and not rights[0] - {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}, name
-    assert not any(_sqs_rights(stack, name) for name in ("experiments", "traces", "meta"))
+    assert not any(_sqs_rights(stack, name) for name in ("experiments", "meta"))
+    # traces sends only to its own failure queue (the on-failure destination of its asynchronous invocations).
+    failures = {"Fn::GetAtt": [stack.logical_id(stack.stack.features.traces_failures), "Arn"]}
+    assert [resource for _, resource in _sqs_rights(stack, "traces")] == [failures]
 
 
 def test_worker_may_invoke_only_this_stacks_api(stack: Synth) -> None:

@@ -24,13 +24,15 @@ def test_the_schedule_invokes_the_monitor_every_minute(stack: Synth) -> None:
     (schedule,) = stack.resources("AWS::Scheduler::Schedule").values()
     properties = schedule["Properties"]
     assert properties["ScheduleExpression"] == "rate(1 minute)"
-    assert properties["Target"]["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
+    # The live alias, as every other caller invokes a function.
+    alias_id = stack.logical_id(stack.stack.monitor_schedule.function.alias)
+    assert properties["Target"]["Arn"] == {"Ref": alias_id}
     assert function["Properties"]["Timeout"] < 60  # a pass ends before the next one starts
     role_id = properties["Target"]["RoleArn"]["Fn::GetAtt"][0]
     policies = [p["Properties"] for p in stack.resources("AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"]]
     statements = [s for policy in policies for s in policy["PolicyDocument"]["Statement"]]
     assert {action for s in statements for action in _actions(s)} == {"lambda:InvokeFunction"}
-    assert all(function_id in str(s["Resource"]) for s in statements)
+    assert all(s["Resource"] == {"Ref": alias_id} for s in statements)
 
 
 def test_the_monitor_sends_to_the_jobs_queue_and_holds_its_declared_table_rights(stack: Synth) -> None:

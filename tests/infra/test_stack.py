@@ -73,6 +73,29 @@ def construct_of(synth: Synth, name: str) -> Any:
     return workers[name] if name in workers else synth.stack.features.functions[name]
 
 
+def alias_of(synth: Synth, name: str) -> str:
+    """The logical id of a function's `live` alias (what the API, event sources and the function URL call)."""
+    return synth.logical_id(construct_of(synth, name).alias)
+
+
+def mapping_of(synth: Synth, name: str) -> dict[str, Any]:
+    """The one event source mapping of a function: on its live alias (``<function name>:live``)."""
+    alias = alias_of(synth, name)
+    (mapping,) = [
+        m for m in synth.resources("AWS::Lambda::EventSourceMapping").values() if {"Ref": alias} in _refs(m["Properties"]["FunctionName"])
+    ]
+    assert mapping["Properties"]["FunctionName"]["Fn::Join"][1][-1] == ":live"
+    return mapping
+
+
+def _refs(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [value] if "Ref" in value else [ref for item in value.values() for ref in _refs(item)]
+    if isinstance(value, list):
+        return [ref for item in value for ref in _refs(item)]
+    return []
+
+
 def function_of(synth: Synth, name: str) -> tuple[str, dict[str, Any]]:
     construct = construct_of(synth, name)
     logical_id = synth.logical_id(construct.function)
@@ -256,13 +279,12 @@ def test_every_route_of_the_route_table_goes_to_its_feature(synth: Synth) -> Non
         integration = integrations[integration_id]["Properties"]
         assert integration["IntegrationType"] == "AWS_PROXY"
         assert integration["PayloadFormatVersion"] == "2.0"
-        return integration["IntegrationUri"]["Fn::GetAtt"][0]
+        return integration["IntegrationUri"]["Ref"]
 
+    # Every integration calls its function's live alias (a canary moves the alias, never the route).
     for route in http_api.gateway_routes():
-        expected, _ = function_of(synth, route.feature)
-        assert target_function(by_key[route.route_key]) == expected, route.route_key
-    meta, _ = function_of(synth, routes.DEFAULT_FEATURE)
-    assert target_function(by_key["$default"]) == meta
+        assert target_function(by_key[route.route_key]) == alias_of(synth, route.feature), route.route_key
+    assert target_function(by_key["$default"]) == alias_of(synth, routes.DEFAULT_FEATURE)
     # Greedy paths are native HTTP API syntax.
     assert any("{path+}" in key for key in by_key)
 
@@ -281,16 +303,11 @@ def test_authorization_none_opens_every_route(open_synth: Synth) -> None:
 def test_api_can_invoke_every_feature_including_default_route(synth: Synth) -> None:
     permissions = list(synth.resources("AWS::Lambda::Permission").values())
     for name in API_FEATURES:
-        logical_id, _ = function_of(synth, name)
-        mine = [p for p in permissions if p["Properties"]["FunctionName"] == {"Fn::GetAtt": [logical_id, "Arn"]}]
+        mine = [p for p in permissions if p["Properties"]["FunctionName"] == {"Ref": alias_of(synth, name)}]
         assert mine and all(p["Properties"]["Principal"] == "apigateway.amazonaws.com" for p in mine)
     # $default is invoked as <api>/<stage>/$default: the meta function needs a two-segment source ARN.
-    meta, _ = function_of(synth, "meta")
-    suffixes = {
-        p["Properties"]["SourceArn"]["Fn::Join"][1][-1]
-        for p in permissions
-        if p["Properties"]["FunctionName"] == {"Fn::GetAtt": [meta, "Arn"]}
-    }
+    meta = alias_of(synth, "meta")
+    suffixes = {p["Properties"]["SourceArn"]["Fn::Join"][1][-1] for p in permissions if p["Properties"]["FunctionName"] == {"Ref": meta}}
     assert "/*/*" in suffixes
 
 
@@ -337,12 +354,7 @@ def _record(event_name: str, entity_type: str) -> dict[str, Any]:
 
 
 def test_indexer_event_source_mapping(synth: Synth) -> None:
-    indexer, _ = function_of(synth, "indexer")
-    (mapping,) = [
-        m for m in synth.resources("AWS::Lambda::EventSourceMapping").values() if m["Properties"]["FunctionName"] == {"Ref": indexer}
-    ]
-    props = mapping["Properties"]
-    assert props["FunctionName"] == {"Ref": indexer}
+    props = mapping_of(synth, "indexer")["Properties"]
     assert props["EventSourceArn"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.table), "StreamArn"]}
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert props["BisectBatchOnFunctionError"] is True
@@ -374,7 +386,8 @@ def test_queues_are_encrypted_and_tls_only(synth: Synth) -> None:
     queues = synth.resources("AWS::SQS::Queue")
     assert synth.logical_id(synth.stack.indexer.dead_letter_queue) in queues
     policies = synth.resources("AWS::SQS::QueuePolicy")
-    assert len(policies) == len(queues) == 5  # stream dead letters, webhook deliveries, jobs, and their dead letters
+    # Stream dead letters, webhook deliveries, jobs, their dead letters, and the traces' failed asynchronous invocations.
+    assert len(policies) == len(queues) == 6
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     for policy in policies.values():
@@ -549,8 +562,7 @@ def test_bootstrap_custom_resource_names_the_bootstrap_items(synth: Synth) -> No
     props = resource["Properties"]
     assert props["Keys"] == [f"{item[schema.PK]}|{item[schema.SK]}" for item in bootstrap_items()]
     assert props["TableName"] == {"Ref": synth.logical_id(synth.stack.table)}
-    writer = synth.logical_id(synth.stack.bootstrap.function.function)
-    assert props["ServiceToken"] == {"Fn::GetAtt": [writer, "Arn"]}
+    assert props["ServiceToken"] == {"Ref": synth.logical_id(synth.stack.bootstrap.function.alias)}
 
 
 def _without_code_hashes(template: dict[str, Any]) -> dict[str, Any]:
@@ -591,47 +603,86 @@ def test_layer_hash_depends_on_content_only(tmp_path: Path) -> None:
 # --- monitoring -------------------------------------------------------------------------------------
 
 
-def test_alarms_cover_dlq_iterator_age_5xx_throttles_and_every_function(synth: Synth) -> None:
-    alarms = synth.resources("AWS::CloudWatch::Alarm")
-    expected = {"IndexerDeadLetters", "IndexerIteratorAge", "ApiServerErrorRate", "TableThrottles", "WebhookDeadLetters", "JobDeadLetters"}
-    expected |= {f"{''.join(p.capitalize() for p in name.split('_'))}Failures" for name in [*ALL_FUNCTIONS, "gateway_stream"]}
-    assert set(synth.stack.monitoring.alarms) == expected
-    assert len(alarms) == len(expected)
+def nested_template(nested: cdk.NestedStack) -> dict[str, Any]:
+    return assertions.Template.from_stack(nested).to_json()
+
+
+def _alarm_names(synth: Synth) -> set[str]:
+    return set(synth.stack.monitoring.alarms)
+
+
+BASIC_ALARMS = {
+    *(f"{stem}DeadLetters" for stem in ("Indexer", "Webhook", "Job", "Traces")),
+    "IndexerIteratorAge",
+    "WebhookEventsIteratorAge",
+    "JobsOldestMessage",
+    "WebhookDeliveriesOldestMessage",
+    "ApiServerErrorRate",
+    "TableThrottles",
+    "LambdaThrottles",
+    "WorkerErrors",
+    *(f"{stem}NearTimeout" for stem in ("Indexer", "WebhookEvents", "JobWorker")),
+}
+
+
+def test_basic_alarms_cover_dead_letters_stream_lag_queue_age_5xx_throttles_and_timeouts(synth: Synth) -> None:
+    assert synth.stack.config.monitoring == "basic" and _alarm_names(synth) == BASIC_ALARMS
+    template = nested_template(synth.stack.monitoring)
+    alarms = {k: v for k, v in template["Resources"].items() if v["Type"] == "AWS::CloudWatch::Alarm"}
+    assert len(alarms) == len(BASIC_ALARMS)
+    (topic_id,) = [k for k, v in template["Resources"].items() if v["Type"] == "AWS::SNS::Topic"]
     for alarm in alarms.values():
         props = alarm["Properties"]
         assert props["TreatMissingData"] == "notBreaching" and props["AlarmDescription"]
-        assert "AlarmActions" not in props, "no topic configured: console only"
-    dlq = synth.json["Resources"][synth.stack.get_logical_id(synth.stack.monitoring.alarms["IndexerDeadLetters"].node.default_child)]
-    assert dlq["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible" and dlq["Properties"]["Threshold"] == 1
-    rate = synth.json["Resources"][synth.stack.get_logical_id(synth.stack.monitoring.alarms["ApiServerErrorRate"].node.default_child)]
-    expressions = [m["Expression"] for m in rate["Properties"]["Metrics"] if "Expression" in m]
-    assert expressions == ["IF(requests > 0, 100 * errors / requests, 0)"]
-    (dashboard,) = synth.resources("AWS::CloudWatch::Dashboard").values()
-    assert "DashboardBody" in dashboard["Properties"]
+        # Every alarm reaches someone: the stack's topic (its ARN is an output), with or without an e-mail.
+        assert props["AlarmActions"] == props["OKActions"] == [{"Ref": topic_id}]
+    by_name = {
+        name: template["Resources"][synth.stack.monitoring.get_logical_id(alarm.node.default_child)]
+        for name, alarm in synth.stack.monitoring.alarms.items()
+    }
+    dlq = by_name["IndexerDeadLetters"]["Properties"]
+    assert dlq["MetricName"] == "ApproximateNumberOfMessagesVisible" and dlq["Threshold"] == 1
+    assert by_name["JobsOldestMessage"]["Properties"]["MetricName"] == "ApproximateAgeOfOldestMessage"
+    assert by_name["WebhookEventsIteratorAge"]["Properties"]["MetricName"] == "IteratorAge"
+    near = by_name["JobWorkerNearTimeout"]["Properties"]
+    assert near["MetricName"] == "Duration" and near["Statistic"] == "Maximum" and near["Threshold"] == 0.8 * 900 * 1000
+    rate = by_name["ApiServerErrorRate"]["Properties"]
+    assert [m["Expression"] for m in rate["Metrics"] if "Expression" in m] == ["IF(requests > 0, 100 * errors / requests, 0)"]
+    # basic: no dashboard ($3 a month); the alarm topic is an output of the parent stack.
+    assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    assert "AlarmTopicArn" in synth.json["Outputs"] and "DashboardName" not in synth.json["Outputs"]
+    assert not synth.resources("AWS::CloudWatch::Alarm"), "alarms live in the monitoring nested stack"
 
 
-def test_alarm_email_creates_a_tls_only_topic_every_alarm_notifies(open_synth: Synth) -> None:
-    (topic_id,) = open_synth.resources("AWS::SNS::Topic")
-    (subscription,) = open_synth.resources("AWS::SNS::Subscription").values()
+def test_full_monitoring_adds_per_function_failures_and_timeouts_and_the_dashboard(largest: Synth) -> None:
+    names = _alarm_names(largest)
+    for name in [*ALL_FUNCTIONS, "gateway_stream", "authorizer"]:
+        stem = "".join(p.capitalize() for p in name.split("_"))
+        assert {f"{stem}Failures", f"{stem}NearTimeout"} <= names, name
+    assert BASIC_ALARMS - {"LambdaThrottles", "WorkerErrors"} <= names
+    assert "DashboardName" in largest.json["Outputs"]
+    template = nested_template(largest.stack.monitoring)
+    assert [r for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Dashboard"]
+
+
+def test_alarm_email_subscribes_to_the_tls_only_topic(open_synth: Synth) -> None:
+    template = nested_template(open_synth.stack.monitoring)
+    (subscription,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SNS::Subscription"]
     assert subscription["Properties"]["Protocol"] == "email" and subscription["Properties"]["Endpoint"] == "ops@example.com"
-    for alarm in open_synth.resources("AWS::CloudWatch::Alarm").values():
-        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}]
-        assert alarm["Properties"]["OKActions"] == [{"Ref": topic_id}]
-    (policy,) = open_synth.resources("AWS::SNS::TopicPolicy").values()
+    (policy,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SNS::TopicPolicy"]
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
     assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements)
 
 
-def test_alarm_topic_arn_from_context_is_used_as_is(tmp_path: Path) -> None:
-    arn = "arn:aws:sns:us-east-1:123456789012:ops"
-    config = StackConfig(alarm_topic_arn=arn)
-    app = cdk.App(outdir=str(tmp_path), context=infra.cdk_json_context())
-    stack = MlflowServerlessStack(app, "AlarmTopicArn", config=config)
-    template = assertions.Template.from_stack(stack).to_json()
-    assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::SNS::Topic"]
+def test_alarm_topic_arn_from_context_is_notified_too(tmp_path: Path) -> None:
+    arn = "arn:aws:sns:eu-west-1:123456789012:ops"
+    app = cdk.App(outdir=str(tmp_path), context={**infra.cdk_json_context(), "alarm_topic_arn": arn})
+    stack = MlflowServerlessStack(app, "AlarmTopicArn")
+    template = nested_template(stack.monitoring)
+    (topic_id,) = [k for k, v in template["Resources"].items() if v["Type"] == "AWS::SNS::Topic"]
     for resource in template["Resources"].values():
         if resource["Type"] == "AWS::CloudWatch::Alarm":
-            assert resource["Properties"]["AlarmActions"] == [arn]
+            assert resource["Properties"]["AlarmActions"] == [{"Ref": topic_id}, arn]
 
 
 def test_context_origins_and_version_expiry(open_synth: Synth) -> None:
@@ -644,7 +695,7 @@ def test_context_origins_and_version_expiry(open_synth: Synth) -> None:
 
 def test_outputs(synth: Synth) -> None:
     outputs = synth.json["Outputs"]
-    assert {"ApiUrl", "TableName", "BucketName", "DeadLetterQueueUrl", "DashboardName"} <= set(outputs)
+    assert {"ApiUrl", "TableName", "BucketName", "DeadLetterQueueUrl", "AlarmTopicArn", "TracesFailureQueueUrl"} <= set(outputs)
     # No trailing slash: the value is used as MLFLOW_TRACKING_URI as is.
     assert outputs["ApiUrl"]["Value"] == {"Fn::GetAtt": [synth.logical_id(synth.stack.api.api), "ApiEndpoint"]}
 
@@ -668,9 +719,10 @@ NAG_ID = re.compile(r"AwsSolutions-.*|Serverless-.*")
 
 
 @pytest.mark.parametrize("pack", [AwsSolutionsChecks, ServerlessChecks], ids=["AwsSolutions", "Serverless"])
-@pytest.mark.parametrize("which", ["iam", "none"])
-def test_cdk_nag_has_no_unacknowledged_findings(synth: Synth, open_synth: Synth, pack: type, which: str) -> None:
-    stack = (synth if which == "iam" else open_synth).stack
+@pytest.mark.parametrize("which", ["iam", "none", "largest"])
+def test_cdk_nag_has_no_unacknowledged_findings(synth: Synth, open_synth: Synth, largest: Synth, pack: type, which: str) -> None:
+    # largest: basic auth, full monitoring and the canary's nested stack.
+    stack = {"iam": synth, "none": open_synth, "largest": largest}[which].stack
     report = pack().validate_scope(stack)
     findings = [
         f"{violation.rule_name} ({violation.severity}) at {[r.construct_path for r in violation.violating_resources]}"

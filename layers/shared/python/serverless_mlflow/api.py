@@ -302,13 +302,15 @@ def within_response_limit(response: dict[str, Any]) -> dict[str, Any]:
 
 def ajax_to_api(event: dict[str, Any]) -> dict[str, Any]:
     """The event of a request that reached the function through a greedy route (an ``/ajax-api/...`` group,
-    the UI's paths, or a ``GREEDY_FAMILIES`` prefix) as if it had come in on the table's own route: an ajax
-    path mapped to ``/api/...``, and the path parameters of the table route (not API Gateway's ``proxy``)."""
+    the UI's paths, an ``/api/...`` group or a ``GREEDY_FAMILIES`` prefix: its route key is ``ANY ...``) as if it
+    had come in on the table's own route: an ajax path mapped to ``/api/...``, and the path parameters of the table
+    route (not API Gateway's ``proxy``)."""
     raw_path = event.get("rawPath") or ""
     stage = (event.get("requestContext") or {}).get("stage", "$default")
     stage_prefix = f"/{stage}" if stage != "$default" and raw_path.startswith(f"/{stage}/") else ""
     path = raw_path[len(stage_prefix) :]
-    if not path.startswith(AJAX_PREFIX) and family_of(path) is None:
+    greedy = str(event.get("routeKey") or "").startswith("ANY ")
+    if not greedy and not path.startswith(AJAX_PREFIX) and family_of(path) is None:
         return event
     method = str((event.get("requestContext") or {}).get("http", {}).get("method", "GET")).upper()
     mapped = operation_path(method, path)

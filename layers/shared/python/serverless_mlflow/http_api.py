@@ -1,6 +1,6 @@
-"""What API Gateway holds: the HTTP API's routes derived from the route table (the table's own paths, two
-greedy routes per family of ``routes.GREEDY_FAMILIES``, one greedy route per ``/ajax-api/`` group), and the
-route API Gateway would pick for a request (the local runtime routes as the deployed API does)."""
+"""What API Gateway holds: the HTTP API's routes derived from the route table (root and public paths exactly, two
+greedy routes per family of ``routes.GREEDY_FAMILIES``, one greedy route per ``/api/`` and ``/ajax-api/`` group),
+and the route API Gateway would pick for a request (the local runtime routes as the deployed API does)."""
 
 from __future__ import annotations
 
@@ -25,47 +25,59 @@ class GatewayRoute:
         return f"{self.method} {self.path}"
 
 
-# /ajax-api/<version>/<service>/<group>: the segments that name a route group.
+# /api/<version>/<service>/<group> (and its /ajax-api/ twin): the segments that name a route group.
 _GROUP_SEGMENTS = 5
 
 
-def _ajax_groups() -> dict[str, list[tuple[Route, str]]]:
+def group_of(path: str) -> str:
+    return "/".join(path.split("/")[:_GROUP_SEGMENTS])
+
+
+def _greedy_candidates(route: Route) -> list[str]:
+    """The paths under which a table route is served through its group's greedy route: its ``/ajax-api/`` twin
+    always (the UI's paths), its own ``/api/`` path unless it is public (no authorizer under basic auth: an exact
+    route of its own) or in an explicit family (``GREEDY_FAMILIES``: routes of their own)."""
+    if route.path.startswith(AJAX_PREFIX):
+        return [] if family_of(route.path) is not None else [route.path]
+    if not route.path.startswith(API_PREFIX):
+        return []
+    ajax = AJAX_PREFIX + route.path[len(API_PREFIX) :]
+    return [ajax] if route.public or family_of(route.path) is not None else [route.path, ajax]
+
+
+def _groups() -> dict[str, list[tuple[Route, str]]]:
     groups: dict[str, list[tuple[Route, str]]] = {}
     for route in ROUTES:
-        if family_of(route.path) is not None and route.path.startswith(AJAX_PREFIX):
-            continue  # an ajax-only family: its own greedy routes
-        if route.path.startswith(API_PREFIX):
-            ajax = AJAX_PREFIX + route.path[len(API_PREFIX) :]
-        elif route.path.startswith(AJAX_PREFIX):
-            ajax = route.path
-        else:
-            continue
-        prefix = "/".join(ajax.split("/")[:_GROUP_SEGMENTS])
-        groups.setdefault(prefix, []).append((route, ajax))
+        for path in _greedy_candidates(route):
+            groups.setdefault(group_of(path), []).append((route, path))
     return groups
 
 
 @cache
 def gateway_routes() -> tuple[GatewayRoute, ...]:
-    """The HTTP API's routes: the table's own paths, plus the ajax groups (greedy, to the group's main
-    feature; a route of another feature in a group keeps an exact route, which API Gateway prefers)."""
+    """The HTTP API's routes: the table's paths outside any group (root paths, public ones) exactly, two greedy
+    routes per explicit family, and per ``/api/`` and ``/ajax-api/`` group one greedy route (``ANY <group>`` and/or
+    ``ANY <group>/{proxy+}``) to the group's main feature. A route of another feature in a group keeps an exact
+    route, which API Gateway prefers. A new MLflow route under an existing group costs no route (HTTP API quota:
+    300) and no CloudFormation resource; its feature's resolver tells it apart (and answers unknown paths
+    ENDPOINT_NOT_FOUND, known paths with another method 405, as MLflow does)."""
     out = [
         GatewayRoute(r.method, r.path, r.feature, r.public)
         for r in ROUTES
-        if not r.path.startswith(AJAX_PREFIX) and family_of(r.path) is None
+        if family_of(r.path) is None and not (r.path.startswith(API_PREFIX) and not r.public) and not r.path.startswith(AJAX_PREFIX)
     ]
     for prefix, feature in GREEDY_FAMILIES.items():
         out += [GatewayRoute("ANY", prefix, feature), GatewayRoute("ANY", prefix + "/{proxy+}", feature)]
-    for prefix, members in sorted(_ajax_groups().items()):
+    for prefix, members in sorted(_groups().items()):
         counts: dict[str, int] = {}
         for route, _ in members:
             counts[route.feature] = counts.get(route.feature, 0) + 1
         main = min(counts, key=lambda feature: (-counts[feature], feature))
-        if any(route.feature == main and ajax == prefix for route, ajax in members):
+        if any(route.feature == main and path == prefix for route, path in members):
             out.append(GatewayRoute("ANY", prefix, main))
-        if any(route.feature == main and ajax != prefix for route, ajax in members):
+        if any(route.feature == main and path != prefix for route, path in members):
             out.append(GatewayRoute("ANY", prefix + "/{proxy+}", main))
-        out.extend(GatewayRoute(route.method, ajax, route.feature) for route, ajax in members if route.feature != main)
+        out.extend(GatewayRoute(route.method, path, route.feature) for route, path in members if route.feature != main)
     return tuple(out)
 
 
