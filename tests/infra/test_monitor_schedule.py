@@ -20,7 +20,7 @@ def _actions(statement: dict) -> set[str]:
 
 
 def test_the_schedule_invokes_the_monitor_every_minute(stack: Synth) -> None:
-    function_id, function = function_of(stack, "monitor")
+    _, function = function_of(stack, "monitor")
     (schedule,) = stack.resources("AWS::Scheduler::Schedule").values()
     properties = schedule["Properties"]
     assert properties["ScheduleExpression"] == "rate(1 minute)"
