@@ -38,6 +38,8 @@ WORKER = "job_worker"
 # Zip's earliest date: every built file gets it, so bytes alone decide what a zip of the asset holds.
 FIXED_MTIME = 315619200  # 1980-01-02
 MANIFEST = "asset.json"
+# Part of every cache key: raise it when the way a build treats files changes (stripping, normalizing).
+RECIPE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -204,14 +206,28 @@ def _exclusive(name: str) -> Iterator[None]:
 
 
 def strip_native(root: Path) -> None:
-    """Debug and symbol tables out of every ELF file (``llvm-strip --strip-unneeded``: any architecture; the dynamic
-    symbols modules link by stay). The wheels' compiled modules keep their names and code, a third less in size."""
+    """Debug and symbol tables out of the ELF files (``llvm-strip --strip-unneeded``: any architecture; the dynamic
+    symbols modules link by stay), a third of their size. Not the libraries auditwheel repaired (a package with a
+    ``<name>.libs`` directory): patchelf rewrote their headers, and a stripped copy no longer loads ("ELF load command
+    address/offset not page-aligned", numpy's)."""
     tool = shutil.which("llvm-strip")
     if tool is None:
         raise RuntimeError("llvm-strip is missing (it strips the job worker's arm64 libraries): `apt-get install llvm`")
-    native = sorted(str(path) for path in root.rglob("*.so*") if path.is_file() and path.read_bytes()[:4] == b"\x7fELF")
+    repaired = {path.name.removesuffix(".libs") for path in root.glob("*.libs")} | {path.name for path in root.glob("*.libs")}
+    native = sorted(
+        str(path)
+        for path in root.rglob("*.so*")
+        if path.is_file() and path.relative_to(root).parts[0] not in repaired and path.read_bytes()[:4] == b"\x7fELF"
+    )
     for start in range(0, len(native), 200):
         subprocess.run([tool, "--strip-unneeded", *native[start : start + 200]], check=True)
+
+
+def keep_only(directory: Path, names: tuple[str, ...]) -> None:
+    """Of ``directory``'s subdirectories, only ``names`` stay (its files stay too)."""
+    for child in directory.iterdir():
+        if child.is_dir() and child.name not in names:
+            shutil.rmtree(child)
 
 
 def install_locked(group: str, target: Target, destination: Path, pruned: tuple[str, ...] = (), strip: bool = False) -> None:
@@ -220,7 +236,7 @@ def install_locked(group: str, target: Target, destination: Path, pruned: tuple[
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as requirements:
         requirements.write("\n".join(entry.line() for entry in entries) + "\n")
     try:
-        subprocess.run(
+        done = subprocess.run(
             [
                 sys.executable,
                 "-m",
@@ -237,18 +253,26 @@ def install_locked(group: str, target: Target, destination: Path, pruned: tuple[
                 "-r",
                 requirements.name,
             ],
-            check=True,
+            capture_output=True,
+            text=True,
+            check=False,
         )
     finally:
         os.unlink(requirements.name)
+    if done.returncode != 0:
+        # pip's own words (a hash mismatch, a wheel missing for the platform), not this machine's index warnings.
+        errors = [line for line in done.stderr.splitlines() if "is ignored: it is neither a file nor a directory" not in line]
+        raise RuntimeError(f"building {group} for {target.name} failed (pip exit {done.returncode}):\n" + "\n".join(errors[-40:]))
     if strip:
         strip_native(destination)
+    if group == "layer":
+        keep_only(destination / "botocore" / "data", BOTOCORE_SERVICES)
     normalize(destination, pruned)
 
 
 def locked_dependencies(group: str, target: Target, pruned: tuple[str, ...] = (), strip: bool = False) -> Path:
     """The third-party files of a lock for a target, installed once per lock hash (and recipe)."""
-    recipe = hashlib.sha256((lock_hash(group) + json.dumps([pruned, strip])).encode()).hexdigest()
+    recipe = hashlib.sha256((lock_hash(group) + json.dumps([RECIPE_VERSION, pruned, strip, BOTOCORE_SERVICES])).encode()).hexdigest()
     directory = ASSETS_DIR / target.name / f"{group}-deps-{recipe[:16]}"
     with _exclusive(f"{target.name}-{group}"):
         if not (directory / MANIFEST).is_file():
@@ -342,11 +366,49 @@ WORKER_PRUNED = (
     "frozenlist/*.so",
     "propcache/*.so",
     "yaml/*.so",
+    # SQLAlchemy's dialects of other databases and MLflow's schema migrations: read only when an SQL store is created
+    # (MLflow's migrations name MySQL/MSSQL types), which the worker never does; documentation files; the installers'
+    # file lists (RECORD: pip uninstall reads them, an import never does).
+    "sqlalchemy/dialects/mssql",
+    "sqlalchemy/dialects/mysql",
+    "sqlalchemy/dialects/oracle",
+    "mlflow/store/db_migrations",
+    "mlflow/**/*.md",
+    "litellm/**/*.md",
+    "*.dist-info/RECORD",
 )
 
 
 # botocore's API examples (2.6 MB): read only when botocore writes documentation (botocore.docs), never by a client.
 LAYER_PRUNED = ("botocore/data/*/*/examples-1.json",)
+# The AWS services whose API models the layer keeps (botocore/data: 26 MB for 480 services; these take 2 MB, and
+# the rest would keep the job worker over its budget). The functions' own clients (a test reads every
+# ``boto3.client("...")`` of layers/ and functions/ and fails on one missing here), what the worker's libraries call
+# on AWS (MLflow's S3 artifacts, litellm's Bedrock and SageMaker providers), the credential providers' (STS, SSO),
+# and the observability services. A service missing here fails with botocore's UnknownServiceError.
+BOTOCORE_SERVICES = (
+    "bedrock",
+    "bedrock-agent-runtime",
+    "bedrock-runtime",
+    "cloudwatch",
+    "dynamodb",
+    "dynamodbstreams",
+    "events",
+    "kms",
+    "lambda",
+    "logs",
+    "s3",
+    "sagemaker-runtime",
+    "secretsmanager",
+    "signin",
+    "sns",
+    "sqs",
+    "ssm",
+    "sso",
+    "sso-oidc",
+    "sts",
+    "xray",
+)
 
 
 def build_layer(target: Target = RUNTIME) -> BuiltAsset:
@@ -355,7 +417,11 @@ def build_layer(target: Target = RUNTIME) -> BuiltAsset:
     return assemble("layer", target, [(LAYER_PYTHON_DIR / "serverless_mlflow", "python/serverless_mlflow")], deps, "python")
 
 
+# Stand-ins for left-out distributions whose absence MLflow cannot take (each explains itself).
+WORKER_SHIMS = Path(__file__).resolve().parent / "worker_shims"
+
+
 def build_worker(target: Target = RUNTIME) -> BuiltAsset:
     """The job worker's code directory: its package + the worker lock's wheels (what the layer lacks) for ``target``."""
     deps = locked_dependencies(WORKER, target, WORKER_PRUNED, strip=True)
-    return assemble(WORKER, target, [(FUNCTIONS_DIR / WORKER, WORKER)], deps)
+    return assemble(WORKER, target, [(FUNCTIONS_DIR / WORKER, WORKER), (WORKER_SHIMS / "databricks", "databricks")], deps)

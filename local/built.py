@@ -81,6 +81,8 @@ def activate() -> BuiltPaths:
     if already:
         raise RuntimeError(f"LOCAL_ASSETS=built must be set up before {already[0]} is imported")
     paths = build()
+    # The builds are shared by later runs and tests (and their content is their cache key): no byte code in them.
+    sys.dont_write_bytecode = True
     from infra import gateway_catalog
 
     os.environ.setdefault("UI_STATIC_DIR", str(_wheel_ui_dir()))

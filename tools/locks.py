@@ -32,12 +32,13 @@ from infra.assets import HOST, RUNTIME, WORKER, Locked, Target, group_inputs, in
 
 # Left out of the worker on purpose (its size budget: 200 MiB with the layer). hf-xet: huggingface_hub's optional
 # Xet download backend (a 10 MB native library); tokenizers' hub downloads fall back to HTTP when it is not
-# installed at all, dist-info included. databricks-sdk and what only it needs (google-auth, pyasn1*, cryptography,
-# cffi, pycparser; 27 MB): mlflow imports it only to talk to Databricks, which the worker never does (its tracking
-# URI is this stack's API). huggingface-hub and what only it needs (filelock, fsspec, tqdm; 6 MB): tokenizers
-# requires it for Tokenizer.from_pretrained, which litellm calls only for Hugging Face models' token counts (it
-# falls back to tiktoken). gitpython (gitdb, smmap): mlflow records a run's git commit only when the code runs from a
-# checkout. tests/infra/test_built_assets.py imports every worker kind from the built package alone.
+# installed at all, dist-info included. databricks-sdk and what only it needs (google-auth, pyasn1*; 11 MB): mlflow
+# imports it only to talk to Databricks, which the worker never does (its tracking URI is this stack's API; an
+# empty ``databricks`` package stands in, infra/worker_shims). huggingface-hub and what only it needs (filelock,
+# fsspec, tqdm; 6 MB): tokenizers requires it for Tokenizer.from_pretrained, which litellm calls only for Hugging
+# Face models' token counts (it falls back to tiktoken). gitpython (gitdb, smmap): mlflow records a run's git commit
+# only when the code runs from a checkout. tests/infra/test_built_assets.py imports every worker kind from the
+# built package alone.
 EXCLUDED = {
     WORKER: {
         "hf-xet",
@@ -45,9 +46,6 @@ EXCLUDED = {
         "google-auth",
         "pyasn1",
         "pyasn1-modules",
-        "cryptography",
-        "cffi",
-        "pycparser",
         "huggingface-hub",
         "filelock",
         "fsspec",
@@ -82,7 +80,9 @@ def resolve(target: Target, requirements: list[str], constraints: Pins | None = 
         command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--dry-run", "--ignore-installed"]
         command += ["--report", str(directory / "report.json"), "--target", str(directory / "target"), *target.pip_options()]
         command += ["-r", str(directory / "in.txt"), "-c", str(directory / "constraints.txt")]
-        subprocess.run(command, check=True, cwd=ROOT)
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"pip could not resolve {' '.join(requirements)} for the {target.name}:\n{done.stderr[-4000:]}")
         report = json.loads((directory / "report.json").read_text())
     return {canonicalize_name(item["metadata"]["name"]): (item["metadata"]["version"], _wheel_sha256(item)) for item in report["install"]}
 

@@ -65,17 +65,36 @@ def test_layer_ships_every_compiled_module_of_its_wheels(target: assets.Target) 
     missing = [path for dist_info in dist_infos.values() for path in _record_native(dist_info) if not (python / path).is_file()]
     assert not missing
     assert "boto3" in pinned and (python / "boto3" / "__init__.py").is_file(), "boto3 ships pinned, as the tests run it"
-    assert not list(python.rglob("__pycache__")) and not (python / "bin").exists()
+    assert not (python / "bin").exists()
+    if target is assets.RUNTIME:  # what ships (host builds are imported by local runs and tests)
+        assert not list(python.rglob("__pycache__"))
+
+
+def test_layer_keeps_the_api_model_of_every_service_the_code_calls() -> None:
+    """botocore/data is cut to BOTOCORE_SERVICES: every client our layer and functions make must be among them."""
+    import re
+
+    from infra import FUNCTIONS_DIR, LAYER_PYTHON_DIR
+
+    called = set()
+    for source in [*LAYER_PYTHON_DIR.rglob("*.py"), *FUNCTIONS_DIR.rglob("*.py")]:
+        called |= set(re.findall(r"""\.(?:client|resource)\(\s*["']([a-z0-9-]+)["']""", source.read_text()))
+    assert {"dynamodb", "s3", "sqs"} <= called
+    assert called <= set(assets.BOTOCORE_SERVICES), called - set(assets.BOTOCORE_SERVICES)
+    data = assets.build_layer(assets.RUNTIME).path / "python" / "botocore" / "data"
+    assert {path.name for path in data.iterdir() if path.is_dir()} == set(assets.BOTOCORE_SERVICES)
 
 
 def test_worker_fits_its_budget_without_shadowing_the_layer() -> None:
     layer, worker = assets.build_layer(assets.RUNTIME), assets.build_worker(assets.RUNTIME)
     total_mib = (layer.bytes + worker.bytes) / 2**20
     assert total_mib <= WORKER_BUDGET_MIB, f"job worker {worker.bytes / 2**20:.1f} MiB + layer {layer.bytes / 2**20:.1f} MiB"
-    layer_names = {path.name for path in (layer.path / "python").iterdir()} - {"__pycache__"}
     worker_names = {path.name for path in worker.path.iterdir()}
-    # One copy of every module: the worker's directory comes first on Lambda's path and would shadow the layer's.
-    assert not {name for name in layer_names & worker_names if not name.endswith(".dist-info")}
+    # One copy of every module: the worker's directory comes first on Lambda's path and would shadow the layer's
+    # (namespace packages such as opentelemetry may span both; their files may not).
+    layer_files = {path.relative_to(layer.path / "python") for path in (layer.path / "python").rglob("*") if path.is_file()}
+    worker_files = {path.relative_to(worker.path) for path in worker.path.rglob("*") if path.is_file()}
+    assert not layer_files & worker_files
     assert not _dist_infos(worker.path).keys() & _dist_infos(layer.path / "python").keys()
     assert {"mlflow", "litellm", "gepa", "pandas", "job_worker"} <= worker_names
     assert "sqlparse" not in worker_names and (layer.path / "python" / "sqlparse").is_dir()

@@ -57,7 +57,7 @@ print(json.dumps({"bytes": len(body), "spans": index, "implementation": api_impl
 
 
 def parse_times(layer_python: str, implementation: str | None = None, runs: int = RUNS) -> dict[str, Any]:
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": layer_python}
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": layer_python, "PYTHONDONTWRITEBYTECODE": "1"}
     if implementation:
         env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] = implementation
     done = subprocess.run(
