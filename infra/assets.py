@@ -366,12 +366,9 @@ WORKER_PRUNED = (
     "frozenlist/*.so",
     "propcache/*.so",
     "yaml/*.so",
-    # SQLAlchemy's dialects of other databases and MLflow's schema migrations: read only when an SQL store is created
-    # (MLflow's migrations name MySQL/MSSQL types), which the worker never does; documentation files; the installers'
-    # file lists (RECORD: pip uninstall reads them, an import never does).
-    "sqlalchemy/dialects/mssql",
-    "sqlalchemy/dialects/mysql",
-    "sqlalchemy/dialects/oracle",
+    # MLflow's schema migrations: read only when an SQL store is created, which the worker never does (SQLAlchemy's
+    # dialects stay: MLflow's SQL models import MSSQL types); documentation files; the installers' file lists
+    # (RECORD: pip uninstall reads them, an import never does).
     "mlflow/store/db_migrations",
     "mlflow/**/*.md",
     "litellm/**/*.md",

@@ -568,6 +568,8 @@ def test_template_is_deterministic(synth: Synth, tmp_path: Path) -> None:
     # Bootstrap items carry timestamps: the template must not (every deploy would update the resource).
     again = Synth(tmp_path)
     assert _without_code_hashes(again.json) == _without_code_hashes(synth.json)
+    # The code assets too (content hashes: the layer and worker as built from the locks, each function's package).
+    assert again.json == synth.json
 
 
 def test_layer_hash_depends_on_content_only(synth: Synth, tmp_path: Path) -> None:
