@@ -7,7 +7,7 @@ CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: help venv shell serve test test-long test-clients test-mlflow-rest test-ui fuzz-long lint format synth job-worker-package deploy destroy bench bench-trace-metrics docs verify reindex migrate clean
+.PHONY: help venv shell serve test test-long test-clients test-mlflow-rest test-ui fuzz-long lint format synth job-worker-package locks deploy destroy bench bench-trace-metrics docs verify reindex migrate clean
 
 help:
 	@echo "make serve   - serve the MLflow API and web UI locally on http://127.0.0.1:$(PORT)"
@@ -19,7 +19,8 @@ help:
 	@echo "make test-ui - the web UI in headless Chromium (screenshots in build/ui-screenshots)"
 	@echo "make fuzz-long - the request fuzz suite with many examples per route (make test runs it bounded)"
 	@echo "make synth   - synthesize the AWS stack (offline, no Docker)"
-	@echo "make deploy  - cdk deploy with the pinned CDK CLI (builds the job worker's package first)"
+	@echo "make deploy  - cdk deploy with the pinned CDK CLI (synth builds the layer and job worker from requirements/*.lock)"
+	@echo "make locks   - rewrite requirements/*.lock (hashes, arm64 + host wheels) after editing a requirements file"
 	@echo "make bench   - DynamoDB requests/items per operation -> docs/performance.md"
 	@echo "make bench-trace-metrics - traces/metrics items read at 1,000..100,000 traces, indexer write units per trace (prints its table)"
 	@echo "make docs    - regenerate docs/schema.md and docs/access-patterns.md"
@@ -32,6 +33,8 @@ help:
 #   dev:   + requirements-dev.txt, the CDK CLI, Chromium
 SETUP_SERVE := $(PYTHON) tools/setup_env.py serve
 SETUP_DEV := $(PYTHON) tools/setup_env.py dev
+#   build: requirements-build.txt (aws-cdk-lib), the CDK CLI, llvm-strip: what synth and deploy need, no test tools
+SETUP_BUILD := $(PYTHON) tools/setup_env.py build
 
 venv:
 	@$(SETUP_DEV)
@@ -91,20 +94,26 @@ format:
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# Synth builds the layer and the job worker from requirements/*.lock (infra/assets.py; cached under build/assets).
 synth:
-	@$(SETUP_DEV)
+	@$(SETUP_BUILD)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CDK) synth --quiet
 
 job-worker-package:
-	@$(SETUP_DEV)
+	@$(SETUP_BUILD)
 	$(PY) -m tools.job_worker_package
 
-deploy: job-worker-package
-	@$(SETUP_DEV)
+# Rewrite requirements/*.lock after editing requirements.txt or functions/job_worker/requirements.txt.
+locks:
+	@$(SETUP_BUILD)
+	$(PY) -m tools.locks
+
+deploy:
+	@$(SETUP_BUILD)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CDK) deploy $(CDK_ARGS)
 
 destroy:
-	@$(SETUP_DEV)
+	@$(SETUP_BUILD)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CDK) destroy $(CDK_ARGS)
 
 bench:

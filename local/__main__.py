@@ -1,4 +1,8 @@
-"""``python -m local``: serve the MLflow API and web UI on http://127.0.0.1:5000 (``PORT`` overrides)."""
+"""``python -m local``: serve the MLflow API and web UI on http://127.0.0.1:5000 (``PORT`` overrides).
+
+``python -m local --built`` (or ``LOCAL_ASSETS=built``): the same, running the layer and functions built for this
+machine from the lock files (local/built.py) instead of the source tree.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,15 @@ import sys
 import threading
 import time
 
-from local.engine import SERVER_JAVA_OPTS
-from local.runtime import LocalRuntime
+from local import built
+
+# Before anything imports the layer or a function: their built copies must be the ones imported.
+if "--built" in sys.argv[1:]:
+    os.environ[built.ENVIRONMENT] = "built"
+BUILT = built.activate() if built.enabled() else None
+
+from local.engine import SERVER_JAVA_OPTS  # noqa: E402
+from local.runtime import LocalRuntime  # noqa: E402
 
 
 def main() -> None:
@@ -21,6 +32,8 @@ def main() -> None:
     started = time.monotonic()
     print("starting: DynamoDB Local (Java), moto S3, the table and the API functions (usually 5-15 s) ...", flush=True)
     runtime = LocalRuntime().start()
+    if BUILT is not None:
+        _report_built(runtime, BUILT)
     print(f"ready in {time.monotonic() - started:.1f} s", flush=True)
     print(f"mlflow-serverless listening on {runtime.url} (indexer: {runtime.indexer_mode}); web UI: {runtime.url}/", flush=True)
     print(
@@ -37,6 +50,19 @@ def main() -> None:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     stop.wait()
     runtime.stop()
+
+
+def _report_built(runtime: LocalRuntime, paths: built.BuiltPaths) -> None:
+    """Every function loaded now (a cold start each), then proof that none of our modules came from the source tree."""
+    for feature in built.features():
+        runtime.handler_for(feature)
+    outside = built.check_loaded(paths)
+    if outside:
+        runtime.stop()
+        raise SystemExit("LOCAL_ASSETS=built, but these modules were loaded from elsewhere: " + ", ".join(outside))
+    print(
+        f"built assets: {len(paths.functions) + 1} functions and the layer from {paths.layer.parents[1]}; all loaded from them", flush=True
+    )
 
 
 def _access_log_to_stdout() -> None:

@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions"):
-    if str(extra) not in sys.path:
-        sys.path.insert(0, str(extra))
+# LOCAL_ASSETS=built (local/built.py): the built layer and functions are on the path instead.
+if os.environ.get("LOCAL_ASSETS", "source").lower() != "built":
+    for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions"):
+        if str(extra) not in sys.path:
+            sys.path.insert(0, str(extra))
 
 from infra import gateway_catalog  # noqa: E402
 from local import engine, iam, writes  # noqa: E402

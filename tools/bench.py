@@ -231,6 +231,7 @@ SCENARIOS: list[tuple[str, Callable[..., None]]] = [
 SECTIONS: list[str] = [
     "operations",
     "imports",
+    "otlp_parse",
     "indexer",
     "trace_metrics",
     "soak",

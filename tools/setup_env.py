@@ -4,6 +4,7 @@ Run by the system's Python before the venv exists (standard library only)::
 
     python3 tools/setup_env.py serve   # .venv with the serving packages, DynamoDB Local in node_modules
     python3 tools/setup_env.py dev     # + the development and test tools, the CDK CLI, Chromium
+    python3 tools/setup_env.py build   # make synth / deploy: requirements-build.txt, the CDK CLI, llvm-strip
 
 ``serve`` installs what ``python -m local`` needs: the functions' requirements (``requirements.txt``), moto's
 server for S3 and KMS, and the pinned mlflow wheel without its dependencies (the web UI and the gateway's
@@ -94,6 +95,9 @@ def java_major() -> int | None:
 
 
 def check_prerequisites(target: str) -> None:
+    if target == "build":
+        check_build_prerequisites()
+        return
     engines = not os.environ.get("DYNAMODB_ENDPOINT_URL")
     needs = [f"Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]}+ (for .venv)"]
     if engines or target == "dev":
@@ -119,7 +123,24 @@ def check_prerequisites(target: str) -> None:
         found.append(f"java {major}")
     if target == "dev" and not Path("/usr/bin/chromium").exists():
         _apt_install(["chromium"], "Chromium is missing (/usr/bin/chromium)", "1-2 min")
+    if target == "dev":
+        _ensure_llvm_strip()
     say("    found: " + ", ".join(found))
+
+
+def _ensure_llvm_strip() -> None:
+    # infra/assets.py strips the job worker's native libraries (arm64 ones too: GNU strip reads only its own machine's).
+    if not shutil.which("llvm-strip"):
+        _apt_install(["llvm"], "llvm-strip is missing (it strips the job worker's arm64 libraries)", "30-90 s")
+
+
+def check_build_prerequisites() -> None:
+    say(f"make synth/deploy needs: Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]}+, Node.js with npm (the CDK CLI), llvm-strip")
+    if sys.version_info < MIN_PYTHON:
+        raise SetupError(f"{sys.executable} is Python {sys.version.split()[0]}; the venv needs {MIN_PYTHON[0]}.{MIN_PYTHON[1]}+.")
+    if not shutil.which("npm"):
+        _apt_install(["nodejs", "npm"], "npm is missing", "30-90 s")
+    _ensure_llvm_strip()
 
 
 # --- installation ---------------------------------------------------------------------------------------------
@@ -157,7 +178,19 @@ def install_python(target: str) -> None:
     serve_pip = [*pip, "--no-compile"]
     pin = mlflow_pin()
     serve_digest = _digest(ROOT / "requirements.txt", ROOT / "requirements-serve.txt", extra=pin)
-    serve_stamp, dev_stamp = VENV / ".serve-installed", VENV / ".dev-installed"
+    serve_stamp, dev_stamp, build_stamp = VENV / ".serve-installed", VENV / ".dev-installed", VENV / ".build-installed"
+    build_digest = _digest(ROOT / "requirements.txt", ROOT / "requirements-build.txt", extra=pin)
+    if target == "build" and not (_fresh(build_stamp, build_digest) or _fresh(dev_stamp, _dev_digest(serve_digest))):
+        ensure_venv()
+        run_step(
+            "Python packages for building the stack: requirements-build.txt",
+            "20-40 s with the pip cache warm (aws-cdk-lib)",
+            [*serve_pip, "-r", "requirements-build.txt"],
+        )
+        run_step(
+            f"the mlflow {pin} wheel's web UI and model catalog (no dependencies)", "3-5 s", [*serve_pip, "--no-deps", f"mlflow=={pin}"]
+        )
+        build_stamp.write_text(build_digest)
     if target == "serve" and not _fresh(serve_stamp, serve_digest):
         ensure_venv()
         run_step(
@@ -171,7 +204,7 @@ def install_python(target: str) -> None:
         run_step(f"the mlflow {pin} wheel's web UI (no dependencies)", "3-5 s", [*serve_pip, "--no-deps", f"mlflow=={pin}"])
         serve_stamp.write_text(serve_digest)
     if target == "dev":
-        dev_digest = _digest(ROOT / "requirements-dev.txt", extra=serve_digest)
+        dev_digest = _dev_digest(serve_digest)
         if not _fresh(dev_stamp, dev_digest):
             ensure_venv()
             run_step(
@@ -181,6 +214,10 @@ def install_python(target: str) -> None:
             )
             dev_stamp.write_text(dev_digest)
             serve_stamp.write_text(serve_digest)  # everything serving needs is in there
+
+
+def _dev_digest(serve_digest: str) -> str:
+    return _digest(ROOT / "requirements-dev.txt", ROOT / "requirements-build.txt", extra=serve_digest)
 
 
 def install_node(target: str) -> None:
@@ -211,8 +248,8 @@ def install_node(target: str) -> None:
 
 def main(argv: list[str]) -> int:
     target = argv[1] if len(argv) > 1 else "serve"
-    if target not in ("serve", "dev"):
-        say("usage: setup_env.py serve|dev")
+    if target not in ("serve", "dev", "build"):
+        say("usage: setup_env.py serve|dev|build")
         return 2
     started = time.monotonic()
     try:

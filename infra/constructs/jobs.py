@@ -13,16 +13,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from aws_cdk import Annotations, Duration, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.constructs.functions import ServerlessFunction, SharedResources, feature_code
+from infra import assets
+from infra.constructs.functions import ServerlessFunction, SharedResources
+from infra.constructs.layer import built_code
 from serverless_mlflow import job_queue
 
 WORKER_FUNCTION = "job_worker"
@@ -30,19 +30,13 @@ WORKER_TIMEOUT = Duration.minutes(15)
 WORKER_MEMORY_MB = 2048
 # Jobs run at most this many at once (the queue's event source maximum), reserved so the API cannot starve them.
 WORKER_CONCURRENCY = 5
-# tools/job_worker_package.py's output (the package with mlflow-skinny for arm64), when built.
-PACKAGE_DIR = Path(__file__).resolve().parents[2] / "build" / WORKER_FUNCTION
 
 
-def worker_code(scope: Construct) -> lambda_.Code:
-    """The built package (``make job-worker-package``), or the bare function folder with a synth warning: synth and
-    the infra tests stay offline, a deploy (which builds it first) ships mlflow."""
-    if (PACKAGE_DIR / ".complete").is_file():
-        return lambda_.Code.from_asset(str(PACKAGE_DIR), exclude=[".complete"])
-    Annotations.of(scope).add_warning_v2(
-        "mlflow-serverless:job-worker-package", "The job worker ships without mlflow: run `make job-worker-package` before deploying."
-    )
-    return feature_code(WORKER_FUNCTION)
+def worker_code() -> lambda_.Code:
+    """The worker's package built from ``requirements/job_worker.lock`` for Lambda (``infra/assets.py``; cached per
+    lock). Synth builds it when missing, so a plain ``cdk deploy`` ships mlflow too; a build that cannot run (no
+    network, no llvm-strip) stops synth with pip's or the tool's message."""
+    return built_code(assets.build_worker(assets.RUNTIME))
 
 
 class JobsRunner(Construct):
@@ -81,7 +75,7 @@ class JobsRunner(Construct):
             self,
             "Worker",
             name=WORKER_FUNCTION,
-            code=worker_code(self),
+            code=worker_code(),
             handler=f"{WORKER_FUNCTION}.handler.lambda_handler",
             shared=shared,
             memory_size=WORKER_MEMORY_MB,

@@ -18,10 +18,9 @@ from aws_cdk import assertions
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 import infra
+from infra import assets
 from infra.config import StackConfig
-from infra.constructs import jobs as jobs_construct
 from infra.constructs.indexer import BATCHING_WINDOW_SECONDS, RETRY_ATTEMPTS, removal_source_entity_types, source_entity_types
-from infra.constructs.layer import RUNTIME_PROVIDED, vendored_distributions
 from infra.permissions import ACCESS, TABLE_WRITE, access_for
 from infra.stack import MlflowServerlessStack
 from serverless_mlflow import http_api, routes, schema
@@ -205,8 +204,8 @@ def test_function_code_is_only_its_feature_package(synth: Synth) -> None:
         _, function = function_of(synth, name)
         staged = synth.asset_dir(function["Properties"]["Code"]["S3Key"])
         top_level = {path.name for path in staged.iterdir()}
-        if name == "job_worker" and (jobs_construct.PACKAGE_DIR / ".complete").is_file():
-            # `make job-worker-package` was run: the worker ships its built package (mlflow-skinny and its wheels).
+        if name == "job_worker":
+            # Synth builds the worker's package from its lock (mlflow-skinny and its wheels).
             assert {name, "mlflow"} <= top_level, f"{name} ships {sorted(top_level)[:10]}"
         else:
             assert top_level <= {name}, f"{name} ships {top_level}"
@@ -241,10 +240,9 @@ def test_gateway_allowed_providers_reach_the_gateway_functions_only(synth: Synth
         assert variables.get(variable) == ("openai,anthropic" if name in ("gateway", "gateway_runtime") else None)
 
 
-def test_layer_vendors_third_party_packages_without_boto3(synth: Synth) -> None:
-    names = {d.metadata["Name"].lower().replace("_", "-") for d in vendored_distributions()}
-    assert {"aws-lambda-powertools", "aws-xray-sdk", "python-ulid", "sqlparse", "wrapt"} <= names
-    assert not names & RUNTIME_PROVIDED
+def test_layer_vendors_the_locked_packages_for_arm64(synth: Synth) -> None:
+    names = {entry.name for entry in assets.read_lock("layer") if entry.wanted_on(assets.RUNTIME)}
+    assert {"aws-lambda-powertools", "aws-xray-sdk", "python-ulid", "sqlparse", "wrapt", "boto3", "protobuf"} <= names
 
     ((_, layer),) = own_resources(synth, "AWS::Lambda::LayerVersion").items()
     staged = synth.asset_dir(layer["Properties"]["Content"]["S3Key"])
@@ -252,9 +250,13 @@ def test_layer_vendors_third_party_packages_without_boto3(synth: Synth) -> None:
     assert (python / "serverless_mlflow" / "schema.py").is_file()
     assert (python / "aws_lambda_powertools" / "__init__.py").is_file()
     assert (python / "ulid").is_dir() and (python / "sqlparse").is_dir() and (python / "aws_xray_sdk").is_dir()
-    assert not (python / "boto3").exists() and not (python / "botocore").exists()
+    # boto3 ships pinned (the version the tests run), not left to the runtime's.
+    assert (python / "boto3").is_dir() and (python / "botocore").is_dir()
     assert not list(staged.rglob("__pycache__")), "bytecode of this machine's Python must not ship"
-    assert not list(staged.rglob("*.so")), "native extensions built for this machine must not ship to arm64"
+    # Compiled modules are Lambda's (arm64 ELF: e_machine 183), protobuf's upb parser among them.
+    native = list(staged.rglob("*.so"))
+    assert any(path.name.startswith("_message") for path in native)
+    assert {int.from_bytes(path.read_bytes()[18:20], "little") for path in native} == {183}
     # Nothing that imports mlflow may reach Lambda.
     assert not (python / "mlflow").exists()
 
@@ -579,25 +581,24 @@ def test_template_is_deterministic(synth: Synth, tmp_path: Path) -> None:
     # Bootstrap items carry timestamps: the template must not (every deploy would update the resource).
     again = Synth(tmp_path)
     assert _without_code_hashes(again.json) == _without_code_hashes(synth.json)
+    # The code assets too (content hashes: the layer and worker as built from the locks, each function's package).
+    assert again.json == synth.json
 
 
-def test_layer_hash_depends_on_content_only(tmp_path: Path) -> None:
+def test_layer_hash_depends_on_content_only(synth: Synth, tmp_path: Path) -> None:
     import os
     import shutil
 
-    from infra.constructs.layer import layer_asset_hash, layer_files
-
-    files = layer_files(vendored_distributions())[:50]
-    copies = []
-    for source, relative in files:
-        target = tmp_path / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
-        os.utime(target, (1, 1))  # different mtimes, same bytes
-        copies.append((target, relative))
-    assert layer_asset_hash(list(reversed(copies))) == layer_asset_hash(files)
-    copies[0][0].write_bytes(copies[0][0].read_bytes() + b"\n# changed\n")
-    assert layer_asset_hash(copies) != layer_asset_hash(files)
+    ((_, layer),) = own_resources(synth, "AWS::Lambda::LayerVersion").items()
+    staged = synth.asset_dir(layer["Properties"]["Content"]["S3Key"]) / "python" / "serverless_mlflow"
+    copy = tmp_path / "copy"
+    shutil.copytree(staged, copy)
+    for path in copy.rglob("*"):
+        os.utime(path, (1, 1))  # different mtimes, same bytes
+    assert assets.content_hash(copy) == assets.content_hash(staged)
+    schema_copy = copy / "schema.py"
+    schema_copy.write_bytes(schema_copy.read_bytes() + b"\n# changed\n")
+    assert assets.content_hash(copy) != assets.content_hash(staged)
 
 
 # --- monitoring -------------------------------------------------------------------------------------
@@ -843,28 +844,17 @@ print(json.dumps(results))
 
 
 def test_every_handler_imports_with_only_the_layer_and_the_runtime(synth: Synth, tmp_path: Path) -> None:
-    """Imports each function's handler the way Lambda does: its code asset, the layer, boto3 - nothing else.
+    """Imports each function's handler the way Lambda does: its code asset and the layer (boto3 in it) - nothing else.
 
     A third-party import missing from the layer (or a feature importing another feature's package)
     fails here instead of at the first request after deploy.
     """
-    import importlib.metadata as metadata
     import os
     import subprocess
     import sys
 
-    # The runtime's own packages (boto3 and its dependencies), linked from this venv.
-    runtime_dir = tmp_path / "runtime"
-    runtime_dir.mkdir()
-    for name in RUNTIME_PROVIDED:
-        distribution = metadata.distribution(name)
-        for top_level in {Path(str(f)).parts[0] for f in distribution.files or [] if not str(f).startswith("..")}:
-            source = Path(str(distribution.locate_file(top_level)))
-            if source.exists() and not (runtime_dir / top_level).exists() and ".dist-info" not in top_level:
-                (runtime_dir / top_level).symlink_to(source)
-
-    ((_, layer),) = own_resources(synth, "AWS::Lambda::LayerVersion").items()
-    layer_python = synth.asset_dir(layer["Properties"]["Content"]["S3Key"]) / "python"
+    # The layer built for this machine from the same lock (the synthesized one holds arm64 modules); boto3 is in it.
+    layer_python = assets.build_layer(assets.HOST).path / "python"
     functions = []
     for name in ALL_FUNCTIONS:
         if not (infra.FUNCTIONS_DIR / name / "handler.py").is_file():
@@ -882,10 +872,11 @@ def test_every_handler_imports_with_only_the_layer_and_the_runtime(synth: Synth,
         "POWERTOOLS_SERVICE_NAME": "import-check",
         "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_METRICS_NAMESPACE": "MlflowServerless",
+        "PYTHONDONTWRITEBYTECODE": "1",  # the built layer stays as built
     }
     # -S: no site-packages (nothing from this venv leaks in); -E: ignore PYTHON* variables.
     completed = subprocess.run(
-        [sys.executable, "-S", "-E", "-c", _IMPORT_EVERY_HANDLER, json.dumps(functions), json.dumps([str(layer_python), str(runtime_dir)])],
+        [sys.executable, "-S", "-E", "-c", _IMPORT_EVERY_HANDLER, json.dumps(functions), json.dumps([str(layer_python)])],
         capture_output=True,
         text=True,
         env=env,

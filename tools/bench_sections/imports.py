@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -23,14 +22,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from infra import assets
 from tools.bench_sections import Figures, table
 
 TITLE = "Handler import time (cold start, from the synthesized asset + layer)"
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = int(os.environ.get("BENCH_IMPORT_RUNS", "5"))
 BUDGET_MS = 100
-# Provided by the Lambda Python runtime (infra/constructs/layer.py RUNTIME_PROVIDED), as import names.
-RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil", "six.py")
 
 _SYNTH = """
 import json, sys
@@ -67,17 +65,6 @@ def synthesize(outdir: Path) -> tuple[dict[str, dict[str, Any]], Path]:
     return functions, asset_dir(layer["Properties"]["Content"]["S3Key"]) / "python"
 
 
-def runtime_provided(target: Path) -> Path:
-    """boto3 and its dependencies from this venv, with their bytecode (the Lambda runtime ships compiled)."""
-    import boto3
-
-    site = Path(boto3.__file__).resolve().parent.parent
-    for name in RUNTIME_PACKAGES:
-        source = site / name
-        (shutil.copytree if source.is_dir() else shutil.copy2)(source, target / name)
-    return target
-
-
 def timed_import(code: str, path: list[Path], environment: dict[str, str]) -> tuple[float, float]:
     """Median (CPU ms, wall ms) of ``code`` in fresh ``python -S`` interpreters on ``path`` only."""
     env = {
@@ -107,14 +94,15 @@ def timed_import(code: str, path: list[Path], environment: dict[str, str]) -> tu
 
 def section(context: Any) -> Figures:
     with tempfile.TemporaryDirectory(prefix="bench-imports-") as tmp:
-        functions, layer = synthesize(Path(tmp) / "cdk.out")
-        provided = runtime_provided(Path(tmp) / "runtime")
-        base_cpu, base_wall = timed_import("import boto3; boto3.client('dynamodb')", [provided], {})
+        functions, _ = synthesize(Path(tmp) / "cdk.out")
+        # The layer built for this machine from the same lock as the synthesized (arm64) one; boto3 ships in it.
+        layer = assets.build_layer(assets.HOST).path / "python"
+        base_cpu, base_wall = timed_import("import boto3; boto3.client('dynamodb')", [layer], {})
         rows = [("boto3 + a DynamoDB client (the baseline)", f"{base_cpu:.0f} ms CPU / {base_wall:.0f} ms wall")]
         for name in sorted(functions):
             function = functions[name]
             module = function["handler"].rsplit(".", 1)[0]
-            cpu, wall = timed_import(f"import {module}", [function["asset"], layer, provided], function["environment"])
+            cpu, wall = timed_import(f"import {module}", [function["asset"], layer], function["environment"])
             verdict = "within" if cpu <= base_cpu + BUDGET_MS else "OVER"
             rows.append(
                 (name, f"{cpu:.0f} ms CPU / {wall:.0f} ms wall ({cpu - base_cpu:+.0f} ms vs the baseline: {verdict} +{BUDGET_MS} ms)")
