@@ -8,7 +8,7 @@ the rest still to move (nothing, once done) and never counts twice.
 
 * Traces whose change fits one transaction are packed together, by hour, up to ``MAX_OPERATIONS`` operations:
   their shares of the same rollup item (the current hour's and minute's, moved by every trace) make one write.
-  A pack puts the traces it aggregates for the first time on one rollup shard, chosen at random (``rollups``).
+  A pack puts the traces it aggregates for the first time on one rollup shard, the next in turn (``rollups``).
 * A trace whose change does not fit (a 1,000-span trace with as many span names moves over a thousand items)
   is applied alone, in steps of at most ``MAX_OPERATIONS``: after each, its record lists the shares applied so
   far; the signature and the record's final attributes come with the last step.
@@ -19,6 +19,7 @@ the rest still to move (nothing, once done) and never counts twice.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import random
@@ -40,6 +41,9 @@ LOAD_WINDOW = 1000
 # A record past this many bytes (compressed) would not fit an item with its keys: the trace fails alone.
 RECORD_MAX_BYTES = 350 * 1024
 
+# Shards in turn from a random start: one process spreads its transactions evenly, and processes (concurrent
+# Lambda invocations) start apart.
+_shards = itertools.count(random.randrange(ROLLUP_SHARDS))
 _longest_lock = threading.Lock()
 _longest_written: dict[tuple[str, str], int] = {}  # (table, experiment) -> the longest duration this process wrote
 
@@ -123,7 +127,7 @@ def _fits(change: Change) -> bool:
 
 def _apply_in_steps(change: Change) -> None:
     if not change.has_shard:
-        change.shard = random.randrange(ROLLUP_SHARDS)
+        change.shard = _next_shard()
     room = MAX_OPERATIONS - 1 - len(change.signature_ops)
     while True:
         sks, last = change.moved[:room], len(change.moved) <= room
@@ -141,13 +145,17 @@ def _apply_in_steps(change: Change) -> None:
 
 def _commit(pack: list[Change]) -> None:
     """One transaction for the pack's changes (each fits whole); the new traces share one random shard."""
-    shard = random.randrange(ROLLUP_SHARDS)
+    shard = _next_shard()
     for change in pack:
         if not change.has_shard:
             change.shard = shard
     operations = [op for c in pack for op in _record_operations(c, c.moved, last=True)]
     table.transact(operations + _rollup_operations([(c, c.moved) for c in pack]))
     _longest(pack)
+
+
+def _next_shard() -> int:
+    return next(_shards) % ROLLUP_SHARDS
 
 
 def _applied(change: Change, sks: list[str]) -> dict[str, Share]:

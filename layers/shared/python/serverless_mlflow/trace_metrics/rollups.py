@@ -20,8 +20,8 @@ re-derives the same target, finds no difference and writes nothing.
 
 Shards: an experiment's rollups are spread over ``ROLLUP_SHARDS`` partition keys, so that the items of the
 current hour and minute (which every trace moves) are not all on one key. An indexer transaction puts the
-traces it aggregates for the first time on one shard (chosen at random: the traces of one transaction still
-share their items, one write for all); a trace stays on its shard (its record names it). A reader sums every
+traces it aggregates for the first time on one shard (each process takes the shards in turn from a random
+start: the traces of one transaction still share their items, one write for all); a trace stays on its shard (its record names it). A reader sums every
 shard and the unsharded key of tables written before shards (``ROLLUP_V1``, where older traces' shares stay).
 """
 
