@@ -112,7 +112,8 @@ def test_job_token_key_is_generated_and_read_only_by_who_mints_or_checks_tokens(
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             if statement["Resource"] == {"Ref": secret_id}:
                 readers.setdefault(policy["Properties"]["Roles"][0]["Ref"], []).append(statement["Action"])
-    # The functions that submit jobs mint (jobs; runs for prompt optimization; review for issue detection); the
+    # The functions that submit jobs mint (jobs; runs for prompt optimization; review for issue detection; the
+    # monitor for online scoring, as the scorer's owner); the
     # authorizer and server-info's function (public: checks credentials itself) verify. The job worker, which
     # carries the tokens, never reads the key.
     expected = {
@@ -121,6 +122,7 @@ def test_job_token_key_is_generated_and_read_only_by_who_mints_or_checks_tokens(
         basic_synth.logical_id(stack.features.functions["review"].role),
         basic_synth.logical_id(stack.features.functions["meta"].role),
         basic_synth.logical_id(stack.basic_auth.authorizer.role),
+        basic_synth.logical_id(stack.monitor_schedule.function.role),
     }
     assert set(readers) == expected
     assert all(actions == ["secretsmanager:GetSecretValue"] for actions in readers.values())
