@@ -225,7 +225,8 @@ def _both(browser: Any, sides: dict[str, Side], name: str, path: Any, *expected:
 
 def test_issues_tab_shows_as_on_stock(browser: Any, sides: dict[str, Side]) -> None:
     """The Issues tab of a GenAI experiment: shown (server-info says a SQL store), its page loads its issues."""
-    visits = _both(browser, sides, "issues", lambda s: f"/#/experiments/{s['genai_id']}/issues", "Issues", ISSUE)
+    evidence = "No affected traces are recorded for this issue."  # its traces, searched by issue.id
+    visits = _both(browser, sides, "issues", lambda s: f"/#/experiments/{s['genai_id']}/issues", "Issues", ISSUE, evidence)
     for visit in visits.values():
         assert "requires an MLflow server with SQL storage" not in visit.text
         assert "Unable to load server information" not in visit.text

@@ -162,3 +162,24 @@ def test_search_order_filters_counts_and_paging(twin: HttpTwin) -> None:
     twin.same("POST", "traces/delete-traces", {"experiment_id": "{exp}", "request_ids": ["{t2}"]})
     twin.api = "/api/3.0/mlflow"
     twin.same("POST", "issues/search", {"experiment_id": "{exp}", "include_trace_count": True}, ordered=True)
+
+
+def test_traces_found_by_issue_as_mlflow(twin: HttpTwin) -> None:
+    """``issue.id = '<id>'`` finds the traces an issue references (the 3.18 UI's issue page asks so for its
+    evidence), as MLflow's store finds them through their issue-reference assessments."""
+    start_traces(twin, 3)
+    for name in ("found", "unseen"):
+        twin.same("POST", "issues", {"experiment_id": "{exp}", "name": name, "description": name}, bind=(name, "issue.issue_id"))
+    for trace in ("{t0}", "{t2}"):
+        twin.same("POST", f"traces/{trace}/assessments", _issue_reference("found", "{found}"), bind=("ref", "assessment.assessment_id"))
+    location = {"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": "{exp}"}}
+    found = {}
+    for issue in ("found", "unseen"):
+        ours, reference = twin.call("POST", "traces/search", {"locations": [location], "filter": f"issue.id = '{{{issue}}}'"})
+        assert ours.status == reference.status == 200, (ours, reference)
+        # The same traces (the order of an issue search is not what this checks).
+        names = [sorted(t["trace_id"] for t in side.body.get("traces", [])) for side in (ours, reference)]
+        assert names[0] == names[1], names
+        found[issue] = names[0]
+    # The traces have the same ids on both servers.
+    assert found == {"found": sorted([twin.ours_values["t0"], twin.ours_values["t2"]]), "unseen": []}

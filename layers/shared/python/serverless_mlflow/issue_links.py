@@ -13,13 +13,17 @@ from serverless_mlflow.schema import entity
 ISSUE_TRACE = entity("issue_trace")
 
 
-def trace_links(trace: dict[str, Any]) -> list[dict[str, Any]]:
-    """One item per issue the trace's issue-reference assessments name (the reference's assessment name is the
-    issue id), valid or not, as MLflow counts them."""
-    issue_ids = set()
+def issue_ids(trace: dict[str, Any]) -> set[str]:
+    """The issues the trace's issue-reference assessments name (the reference's assessment name is the issue id)."""
+    found = set()
     for stored in (trace.get("assessments") or {}).values():
         assessment = json.loads(stored)
         if "issue" in assessment and assessment.get("assessment_name"):
-            issue_ids.add(assessment["assessment_name"])
+            found.add(assessment["assessment_name"])
+    return found
+
+
+def trace_links(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """One item per issue the trace's issue-reference assessments name, valid or not, as MLflow counts them."""
     values = {"trace_id": trace["trace_id"], "experiment_id": trace.get("experiment_id")}
-    return [ISSUE_TRACE.item({**values, "issue_id": i}, issue_id=i, trace_id=trace["trace_id"]) for i in sorted(issue_ids)]
+    return [ISSUE_TRACE.item({**values, "issue_id": i}, issue_id=i, trace_id=trace["trace_id"]) for i in sorted(issue_ids(trace))]

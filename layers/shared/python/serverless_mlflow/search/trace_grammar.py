@@ -4,8 +4,8 @@ The grammar is the run grammar with the trace identifiers (``tag``, ``request_me
 ``attribute``/``trace``), the trace attribute keys and their aliases (``name`` -> the ``mlflow.traceName`` tag,
 ``run_id`` -> the ``mlflow.sourceRun`` metadata, ``timestamp`` -> ``timestamp_ms`` ...). ``trace.text`` /
 ``span.content`` and ``span.name/type/status`` are checked on the trace's spans (one span meeting every span
-clause, as the SQL store's subquery has it). Span attribute, assessment and issue filters are refused with
-INVALID_PARAMETER_VALUE rather than answered wrongly.
+clause, as the SQL store's subquery has it); ``issue.id`` on the trace's issue references. Span attribute and
+assessment filters are refused with INVALID_PARAMETER_VALUE rather than answered wrongly.
 
 Parsing only: how a parsed filter meets a trace is in ``trace_matching``, the order in ``trace_order``.
 """
@@ -23,6 +23,7 @@ SPAN_CONTENT = "content"
 SPAN_FIELDS = frozenset({"name", "type", "status"})
 VALID_SPAN_CONTENT_COMPARATORS = {"LIKE", "ILIKE"}
 VALID_SPAN_FIELD_COMPARATORS = {"!=", "=", "IN", "NOT IN", "LIKE", "ILIKE", "RLIKE"}
+VALID_ISSUE_COMPARATORS = {"="}
 # ``prompt = "name/version"``: the prompt versions linked to the trace (link-prompts), not the tag's JSON text.
 LINKED_PROMPTS_TAG = "mlflow.linkedPrompts"
 
@@ -173,6 +174,9 @@ def _check_comparator(clause: dict[str, Any]) -> None:
         allowed = VALID_SPAN_FIELD_COMPARATORS
         if comparator not in allowed:
             raise invalid(f"span.{key} comparator '{comparator}' not one of '{allowed}'")
+    elif kind == "issue" and key == "id":
+        # The traces an issue was found in (their issue-reference assessments), as MLflow 3.17+ filters them.
+        allowed = VALID_ISSUE_COMPARATORS
     else:
         raise invalid(f"Filtering traces by '{kind}.{key}' is not supported by this tracking server.")
     if comparator not in allowed:

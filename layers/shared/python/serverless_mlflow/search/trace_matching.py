@@ -11,6 +11,7 @@ import math
 import re
 from typing import Any
 
+from serverless_mlflow import issue_links
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.keys import INT64_MAX, INT64_MIN
 from serverless_mlflow.search.like import like_match
@@ -96,6 +97,10 @@ def matches(item: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
     for clause in clauses:
         kind, key, comparator, value = clause["type"], clause["key"], clause["comparator"].upper(), clause["value"]
         if kind == "span":
+            continue
+        if kind == "issue":  # issue.id = '<id>' (the only issue clause the grammar admits)
+            if value not in issue_links.issue_ids(item):
+                return False
             continue
         if kind == "request_metadata" and key == SOURCE_RUN and comparator in ("=", "IN"):
             # A run's traces are those logged under it and those linked to it (link-to-run).
