@@ -58,7 +58,7 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
         if before.get("info_time") is None:  # our claim placed the info's time: ours to write
             span_infos.create(experiment, trace_id, claim, batch, run_links.pending(before))
             span_infos.sync(trace_id)  # batches that widened the range while the info was not there yet
-        elif widened:
+        elif widened and (batch.root_state is not None or before.get("root_state") is not None):
             span_infos.sync(trace_id)
 
 
