@@ -193,19 +193,25 @@ def _rewrite(info: dict[str, Any], duration: int | None, state: str) -> None:
 
 
 def _move(info: dict[str, Any], locator: dict[str, Any], request_time: int, duration: int | None, state: str) -> None:
-    """The info at an earlier request time: the locator first (only from where we read it), then the item."""
+    """The info at an earlier request time, in one transaction with its locator: the new item, the old one's
+    delete (if still as read) and the locator (if it still names the old place) land together or not at all, so
+    a throttled or failed move leaves no second copy behind."""
     experiment_id = str(info["experiment_id"])
     attributes = _attributes(info, request_time, duration, state)
     attributes[TTL_ATTRIBUTE] = retention.expires_at(experiment_id, request_time)
     trace_partitions.ensure_partition(experiment_id, request_time, info["trace_id"], attributes[TTL_ATTRIBUTE])
-    table.update(
-        store.LOCATOR.key(trace_id=info["trace_id"]),
-        "SET info_time = :n",
-        values={":n": request_time, ":o": locator["info_time"]},
-        condition="info_time = :o",
-    )
     # The name index entry moves with the item: flag it for the trace-name indexer, as start_trace does.
     item = trace_writes.info_item(attributes, changed_at=clock.now_millis())
-    stored = trace_writes.save_info(item, previous={PK: info[PK], SK: info[SK]})
-    if (store.locate(info["trace_id"]) or {}).get("info_time") != request_time:
-        _drop_stale(stored)  # start_trace placed the info elsewhere meanwhile, from the place it read before us
+    condition, values = ("rev = :rev", {":rev": info["rev"]}) if info.get("rev") is not None else ("attribute_not_exists(rev)", None)
+    table.transact(
+        [
+            table.put_op(item, condition="attribute_not_exists(pk)"),
+            table.delete_op({PK: info[PK], SK: info[SK]}, condition=condition, values=values),
+            table.update_op(
+                store.LOCATOR.key(trace_id=info["trace_id"]),
+                "SET info_time = :n",
+                values={":n": request_time, ":o": locator["info_time"]},
+                condition="info_time = :o",
+            ),
+        ]
+    )
