@@ -7,7 +7,7 @@ CDK := node_modules/.bin/cdk
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: help venv shell serve test test-long test-clients test-mlflow-rest test-ui fuzz-long lint format synth job-worker-package locks deploy destroy bench bench-trace-metrics docs verify reindex migrate clean
+.PHONY: help venv shell serve test test-long test-clients test-mlflow-rest test-ui fuzz-long lint format synth job-worker-package locks deploy destroy bench bench-trace-metrics bench-trace-load docs verify reindex migrate clean
 
 help:
 	@echo "make serve   - serve the MLflow API and web UI locally on http://127.0.0.1:$(PORT)"
@@ -22,6 +22,7 @@ help:
 	@echo "make deploy  - cdk deploy with the pinned CDK CLI (synth builds the layer and job worker from requirements/*.lock)"
 	@echo "make locks   - rewrite requirements/*.lock (hashes, arm64 + host wheels) after editing a requirements file"
 	@echo "make bench   - DynamoDB requests/items per operation -> docs/performance.md"
+	@echo "make bench-trace-load - sustained trace load on the local runtime: traces/s, indexer lag, nothing lost (prints its tables)"
 	@echo "make bench-trace-metrics - traces/metrics items read at 1,000..100,000 traces, indexer write units per trace (prints its table)"
 	@echo "make docs    - regenerate docs/schema.md and docs/access-patterns.md"
 	@echo "make verify  - check every FTS/RANK item against the source items (make reindex repairs)"
@@ -125,6 +126,12 @@ bench:
 bench-trace-metrics:
 	@$(SETUP_DEV)
 	$(PY) -m tools.trace_metrics_bench
+
+# make bench's "Sustained trace load" section alone, printed (TRACE_LOAD_SECONDS=60 for a short run; default 300 s
+# of load, then a 60 s throttling storm; TRACE_LOAD_UNITS_PER_TRACE / TRACE_LOAD_HOT_UNITS_PER_TRACE: partition heat (c)).
+bench-trace-load:
+	@$(SETUP_DEV)
+	$(PY) -m tools.trace_load_bench
 
 # Recompute every derived (FTS/RANK) item from the source items: `verify` reports, `reindex` repairs.
 # Local: DYNAMODB_ENDPOINT_URL=<printed by make serve> TABLE_NAME=mlflow-serverless make verify

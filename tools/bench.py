@@ -238,6 +238,7 @@ SECTIONS: list[str] = [
     "workload",
     "search_filters",
     "partition_heat",
+    "trace_load",
     "gateway",
     "jobs",
     "startup",

@@ -6,7 +6,8 @@ Either may arrive first. Spans are stored one item per span (OTLP protobuf bytes
 ``mlflow.trace.spansLocation=TRACKING_STORE`` only when the locator already counts every span the client says
 the trace has (its ``mlflow.trace.sizeStats`` metadata); otherwise the client uploads ``traces.json`` as well,
 so a span that never reached us (a 5 MB span over Lambda's 6 MB request limit) never makes a trace partial.
-A late span that completes the count sets the tag then.
+A late span that completes the count sets the tag then. The first span batch of a trace makes its info and
+later ones widen it, as MLflow's log_spans does (``span_infos``).
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from serverless_mlflow import assessments, clock, layout, parallel, s3, table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.otlp import OtlpError, mlflow_trace_id
 from serverless_mlflow.request import json_text
-from serverless_mlflow.schema import PK, SK, TTL_ATTRIBUTE
+from serverless_mlflow.schema import TTL_ATTRIBUTE
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import trace_partitions, trace_writes
 from serverless_mlflow.store import traces as store
 
-from . import retention, run_links
+from . import retention, run_links, span_infos
 
 # A span item past this many bytes keeps its bytes in S3 (items stay well under DynamoDB's 400 KB).
 SPILL_BYTES = 300 * 1024
@@ -39,7 +40,8 @@ SPAN_POLL_SECONDS = 0.1
 
 
 def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
-    """Store every span of the request, then count them on their traces' locators."""
+    """Store every span of the request, count them on their traces' locators, and make or widen each trace's
+    info from its spans, as SqlAlchemyStore.log_spans does (span_infos)."""
     spans_by_trace: dict[str, list[Any]] = {}
     for resource_span in request.resource_spans:
         for scope_span in resource_span.scope_spans:
@@ -54,12 +56,17 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
     for trace_id, spans in spans_by_trace.items():
         # In parallel: one request may carry a 10,000-span trace (each span is its own conditional put).
         new_spans = sum(parallel.parallel_map(functools.partial(_put_span, experiment_id, trace_id), spans))
-        first_start = min(span.start_time_unix_nano for span in spans) // 1_000_000
-        root = next((span for span in spans if not span.parent_span_id), None)
-        claim = _root_claim(experiment_id, trace_id, root)
-        locator = _count_spans(experiment_id, trace_id, new_spans, retention.expires_at(experiment_id, first_start), claim)
-        if claim is not None and locator.get("info_time") == claim:
-            _info_from_root_span(experiment, trace_id, root, run_links.pending(locator))
+        batch = span_infos.Batch.of(spans)
+        claim = _claim(experiment_id, trace_id, batch.start)
+        before = _count_spans(experiment_id, trace_id, new_spans, retention.expires_at(experiment_id, batch.start), claim, batch)
+        if claim is None:
+            continue  # a layout 1 info: the migration moves it, start_trace keeps it current
+        widened = span_infos.record(trace_id, batch, before)
+        if before.get("info_time") is None:  # our claim placed the info's time: ours to write
+            span_infos.create(experiment, trace_id, claim, batch, run_links.pending(before))
+            span_infos.sync(trace_id)  # batches that widened the range while the info was not there yet
+        elif widened and (batch.root_state is not None or before.get("root_state") is not None):
+            span_infos.sync(trace_id)
 
 
 def _put_span(experiment_id: str, trace_id: str, span: Any) -> int:
@@ -85,77 +92,38 @@ def _put_span(experiment_id: str, trace_id: str, span: Any) -> int:
         return 0
 
 
-def _root_claim(experiment_id: str, trace_id: str, root: Any) -> int | None:
-    """The request time an info made from ``root`` would be keyed with, unless the trace has a layout 1 info."""
-    if root is None:
-        return None
+def _claim(experiment_id: str, trace_id: str, start: int) -> int | None:
+    """The request time an info made from these spans would be keyed with, unless the trace has a layout 1 info."""
     if layout.layout1_traces_possible() and table.get(store.TRACE_V1.key(experiment_id=experiment_id, trace_id=trace_id), projection="pk"):
         return None
-    return int(root.start_time_unix_nano // 1_000_000)
+    return start
 
 
-def _count_spans(experiment_id: str, trace_id: str, new_spans: int, expires: int | None, claim: int | None) -> dict[str, Any]:
-    """Add the new spans to the locator's count; with ``claim``, name that request time as the info's unless
-    an info was placed already. Returns the locator as it is now."""
+def _count_spans(
+    experiment_id: str, trace_id: str, new_spans: int, expires: int | None, claim: int | None, batch: span_infos.Batch
+) -> dict[str, Any]:
+    """Add the new spans to the locator's count and record the batch's span range; with ``claim``, name that
+    request time as the info's unless an info was placed already. Returns the locator as it was before."""
     expression = "SET experiment_id = if_not_exists(experiment_id, :e), entity_type = :t"
     values: dict[str, Any] = {":e": experiment_id, ":n": new_spans, ":t": store.LOCATOR.name}
     if expires is not None:  # a trace whose info never arrives still expires
         expression, values[":x"] = expression + f", {TTL_ATTRIBUTE} = if_not_exists({TTL_ATTRIBUTE}, :x)", expires
     if claim is not None:
         expression, values[":c"] = expression + ", info_time = if_not_exists(info_time, :c)", claim
-    locator = (
-        table.update(store.LOCATOR.key(trace_id=trace_id), expression + " ADD span_count :n", values=values, return_values="ALL_NEW") or {}
+        ranges, range_values = span_infos.range_expression(batch)
+        expression += ", " + ranges
+        values.update(range_values)
+    before = (
+        table.update(store.LOCATOR.key(trace_id=trace_id), expression + " ADD span_count :n", values=values, return_values="ALL_OLD") or {}
     )
+    locator = {**before, "experiment_id": before.get("experiment_id", experiment_id)}
+    locator["span_count"] = int(before.get("span_count") or 0) + new_spans
+    if locator.get("info_time") is None and claim is not None:
+        locator["info_time"] = claim
     expected = locator.get("expected_spans")
-    if expected is not None and locator.get("span_count", 0) >= expected and new_spans:
+    if expected is not None and locator["span_count"] >= expected and new_spans:
         _mark_spans_stored(trace_id, locator)
-    return locator
-
-
-def _info_from_root_span(experiment: dict[str, Any], trace_id: str, root: Any, linked_runs: set[str]) -> None:
-    """A trace info from its root span when none exists yet, as SqlAlchemyStore.log_spans creates one.
-
-    Spans from any OTLP exporter (not only MLflow's, which also sends start_trace) make a searchable trace.
-    start_trace later replaces these fields with the client's (it merges this item, or moves it when the
-    client's request time differs).
-    """
-    from opentelemetry.proto.trace.v1.trace_pb2 import Status
-
-    experiment_id = str(experiment["experiment_id"])
-    request_time = root.start_time_unix_nano // 1_000_000
-    attributes: dict[str, Any] = {
-        "trace_id": trace_id,
-        "experiment_id": experiment_id,
-        "request_time": request_time,
-        "execution_duration": max(0, (root.end_time_unix_nano - root.start_time_unix_nano) // 1_000_000),
-        "state": "ERROR" if root.status.code == Status.STATUS_CODE_ERROR else "OK",
-        "trace_metadata": {},
-        "tags": {store.ARTIFACT_LOCATION_TAG: _artifact_location(experiment, trace_id), store.SPANS_LOCATION_TAG: store.TRACKING_STORE},
-        TTL_ATTRIBUTE: retention.expires_at(experiment_id, request_time),
-    }
-    if linked_runs:  # link-to-run before the trace arrived (run_links)
-        attributes["linked_runs"] = linked_runs
-    item = trace_writes.info_item(attributes)
-    trace_partitions.ensure_partition(experiment_id, request_time, trace_id, attributes[TTL_ATTRIBUTE])
-    try:
-        table.put(item, condition="attribute_not_exists(pk)")
-    except table.ConditionFailed:
-        return  # start_trace (or an earlier copy of this span) wrote the info already
-    # start_trace may have placed the info at another request time meanwhile (after our claim, before this put,
-    # finding nothing here to move): then this item is stale. Remove it unless something changed it since.
-    latest = store.locate(trace_id)
-    if (latest or {}).get("info_time") != request_time:
-        try:
-            table.delete({PK: item[PK], SK: item[SK]}, condition="attribute_not_exists(rev)")
-        except table.ConditionFailed:
-            pass
-        return
-    # A link that reached the locator after our update and found no info yet: ours adds it (run_links).
-    run_links.apply_missing(trace_id, item, latest)
-
-
-def _artifact_location(experiment: dict[str, Any], trace_id: str) -> str:
-    return "/".join([experiment["artifact_location"].rstrip("/"), store.TRACE_FOLDER, trace_id, store.ARTIFACTS_FOLDER])
+    return before
 
 
 def _mark_spans_stored(trace_id: str, locator: dict[str, Any]) -> None:
@@ -215,7 +183,7 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
     trace_name = tags.pop(store.TRACE_NAME_TAG, None)
     if finalized:
         metadata[store.INFO_FINALIZED_METADATA] = "true"
-    tags[store.ARTIFACT_LOCATION_TAG] = _artifact_location(experiment, trace_id)
+    tags[store.ARTIFACT_LOCATION_TAG] = span_infos.artifact_location(experiment, trace_id)
     tags.pop(store.SPANS_LOCATION_TAG, None)  # set by the store only, never by the client
     attributes: dict[str, Any] = {
         "trace_id": trace_id,

@@ -4,7 +4,7 @@ MLflow's SqlAlchemyStore keeps a trace-run association without checking that the
 exports traces asynchronously, so ``link_traces_to_run`` often reaches us before ``start_trace``. Such a link is
 held on the trace's locator (``ADD pending_runs``; the UpdateItem creates the locator if absent) and the writer
 of the info adds it to the info's ``linked_runs``: ``start_trace`` reads it from the locator image its own update
-returns, ``log_spans`` (an info made from the root span) from the locator it updates and the one it reads after
+returns, ``log_spans`` (an info made from the first span batch) from the locator it updates and the one it reads after
 its put.
 
 The race (the link lands on the locator after the writer read it, before the info is written) is closed by

@@ -31,6 +31,7 @@ _SOURCE_TYPES = {"metric": "latest_metric", "parameter": "param", "tag": "run_ta
 # A LIKE prefix longer than this may be cut in a truncated value key (see param_ranks._long_head): not served.
 _MAX_PREFIX_BYTES = rank_items.PARAM_HEAD_BYTES - 4
 _RACE_PAGES = (64, 256, 1000)
+_BATCH_GET_CHUNK = 100
 
 
 @dataclass(frozen=True)
@@ -137,16 +138,53 @@ class Flagged:
 
     def run_ids(self, term: RankTerm) -> set[tuple[str, str]]:
         """(experiment id, run id) of the flagged sources of the term's key (for a metric: the marked runs, and
-        layout-1 latest values still flagged): candidates whatever their value."""
-        out: set[tuple[str, str]] = set()
+        layout-1 latest values still flagged): candidates whatever their RANK item says."""
+        return set(self.current_values(term))
+
+    def current_values(self, term: RankTerm) -> dict[tuple[str, str], Any]:
+        """The term's flagged runs -> their current value of its key (``ABSENT``: the run lacks it; None: not
+        read). A flagged source item is read with the LSI5 query (projected whole, consistently): its value is
+        current. A marked run's latest metrics live in its partition: the caller reads them (``read_latest``)."""
+        out: dict[tuple[str, str], Any] = {}
         for experiment_id in self.experiment_ids:
             items = self.items(experiment_id)
             for item in items:
                 if item.get(ENTITY_TYPE) == term.source_type and item.get("key") == term.key:
-                    out.add((experiment_id, rank_items.run_id_of(item)))
+                    value = rank_items.metric_value(item["value"]) if term.key_type == "metric" else item.get("value", "")
+                    out[(experiment_id, rank_items.run_id_of(item))] = value
             if term.key_type == "metric":
-                out |= {(experiment_id, run_id) for run_id in metric_marks.marked_runs(items)}
+                for run_id in metric_marks.marked_runs(items):
+                    out.setdefault((experiment_id, run_id), None)
         return out
+
+
+# Marks a run that lacks a key (its source item does not exist).
+ABSENT = object()
+
+
+def _fails(term: RankTerm, value: Any) -> bool:
+    """Whether a run's current value of the term's key certainly fails the term (NaN and infinities are left
+    to MLflow's exact filter, which compares them as its store does)."""
+    if value is ABSENT:
+        return True
+    if term.key_type == "metric":
+        if not isinstance(value, float) or math.isnan(value) or math.isinf(value):
+            return False
+        return not all(compare(c, value, v) for c, v in term.comparisons)
+    return isinstance(value, str) and not all(compare(c, value, v) for c, v in term.comparisons)
+
+
+def _read_latest(runs: list[tuple[str, str]], key: str) -> dict[tuple[str, str], Any]:
+    """Each run's latest value of metric ``key`` (``ABSENT`` without one), from its partition: one item per run."""
+    out: dict[tuple[str, str], Any] = dict.fromkeys(runs, ABSENT)
+    by_run = {run_id: experiment_id for experiment_id, run_id in runs}
+    keys_ = [source_key(experiment_id, run_id, "metric", key) for experiment_id, run_id in runs]
+    for start in range(0, len(keys_), _BATCH_GET_CHUNK):
+        for item in table.batch_get(keys_[start : start + _BATCH_GET_CHUNK]):
+            run_id = run_id_of(item)
+            if run_id in by_run:
+                out[(by_run[run_id], run_id)] = math.nan if item.get("is_nan") else rank_items.metric_value(item["value"])
+    return out
 
 
 # --- reading ranges ------------------------------------------------------------------------------------
@@ -185,11 +223,35 @@ def _rank_value(term: RankTerm, item: dict[str, Any]) -> Any:
     return rank_items.metric_value(item["value"]) if term.key_type == "metric" else item["value"]
 
 
-def _with_flagged(term: RankTerm, found: Found, flagged: Flagged) -> Found:
-    """Add the term's flagged runs with value None: their RANK item may be stale, read their source."""
+def _with_flagged(term: RankTerm, found: Found, flagged: Flagged, others: Iterable[RankTerm] = ()) -> Found:
+    """The candidates with the term's flagged runs, whose RANK item may be stale or missing, decided on their
+    current value: dropped when it fails the term, else added (value None: read their source). A candidate
+    whose current value of another term's key (``others``: the filter's other servable terms) fails that term
+    is dropped too: the filter holds only where every term does.
+
+    While the indexer lags behind many writes (a sweep logged a moment ago) most runs are flagged: deciding on
+    the values in hand (the LSI5 items, one latest metric per marked run) keeps the runs read whole to the
+    ones that may match, instead of every flagged run's range after the LSI5 query already read them."""
     out = dict(found)
-    out.update(dict.fromkeys(flagged.run_ids(term)))
+    for run, value in _current(term, flagged, None).items():
+        if _fails(term, value):
+            out.pop(run, None)
+        else:
+            out[run] = None
+    for other in others:
+        for run, value in _current(other, flagged, set(out)).items():
+            if _fails(other, value):
+                out.pop(run, None)
     return out
+
+
+def _current(term: RankTerm, flagged: Flagged, among: set[tuple[str, str]] | None) -> dict[tuple[str, str], Any]:
+    """The term's flagged runs (of ``among``, if given) -> their current value, marked runs' metrics read."""
+    current = {run: value for run, value in flagged.current_values(term).items() if among is None or run in among}
+    unread = [run for run, value in current.items() if value is None]
+    if unread:
+        current.update(_read_latest(unread, term.key))
+    return current
 
 
 def candidates(term: RankTerm, experiment_ids: list[str], flagged: Flagged) -> Found:
@@ -215,7 +277,8 @@ def race(terms: list[RankTerm], experiment_ids: list[str], flagged: Flagged, cap
         for index, reader in list(readers.items()):
             page = next(reader, None)
             if page is None:
-                return terms[index], _with_flagged(terms[index], found[index], flagged)
+                others = [term for other, term in enumerate(terms) if other != index]
+                return terms[index], _with_flagged(terms[index], found[index], flagged, others)
             found[index].update(page)
             if cap is not None and len(found[index]) > cap:
                 del readers[index]

@@ -1,0 +1,295 @@
+"""Sustained trace load (issue 39 item 3): the local runtime takes traces at the highest rate the box allows.
+
+A ``python -m local`` subprocess (embedded DynamoDB Local and moto S3, the indexer asynchronous as deployed: it
+polls the stream after the mapping's batching window) takes traces from the stock ``mlflow`` client: each trace a
+root span and ``TRACE_LOAD_SPANS - 1`` children, exported synchronously over OTLP as each span ends, then the
+trace info (``start_trace``). ``TRACE_LOAD_PROCESSES`` client processes of ``TRACE_LOAD_THREADS`` threads each
+send traces back to back for ``TRACE_LOAD_SECONDS`` (default 300) into one experiment. Every
+``TRACE_LOAD_SAMPLE_SECONDS`` the Overview's trace count (``traces/metrics`` trace_count COUNT, as the UI asks it)
+is read: the indexer's lag is how long ago the client had sent as many traces as the Overview counts now.
+
+Then a storm (``TRACE_LOAD_STORM_SECONDS``, default 60): the same load while ``TRACE_LOAD_THROTTLE`` (default 5 %)
+of the DynamoDB calls on request threads fail as DynamoDB throttling (``tools/throttle_hook``): the handlers answer
+429, the client retries. After each phase, once the indexer caught up: every trace sent is found by
+``search_traces`` and a sample reads whole (every span), and the Overview counts exactly the traces sent.
+
+    python -m tools.trace_load_bench        (make bench-trace-load; the trace_load section of make bench)
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import requests  # noqa: E402
+
+from tools.server_process import local_runtime_process  # noqa: E402
+
+SECONDS = float(os.environ.get("TRACE_LOAD_SECONDS", "300"))
+STORM_SECONDS = float(os.environ.get("TRACE_LOAD_STORM_SECONDS", "60"))
+THROTTLE = float(os.environ.get("TRACE_LOAD_THROTTLE", "0.05"))
+PROCESSES = int(os.environ.get("TRACE_LOAD_PROCESSES", "2"))
+THREADS = int(os.environ.get("TRACE_LOAD_THREADS", "4"))
+SPANS = int(os.environ.get("TRACE_LOAD_SPANS", "10"))
+SAMPLE_SECONDS = float(os.environ.get("TRACE_LOAD_SAMPLE_SECONDS", "10"))
+# Write units per 10-span trace, in all and on the hottest partition key, as ``make bench``'s partition-heat
+# section (c) measures them (tools/heat_meter.py): the subprocess runtime here is not metered. Defaults: HEAT_TRACES=200
+# python -m tools.partition_heat c on this branch (108.7 units per trace, 2,470 of 21,746 on ROLLUP#<experiment>).
+UNITS_PER_TRACE = float(os.environ.get("TRACE_LOAD_UNITS_PER_TRACE", "108.7"))
+HOT_UNITS_PER_TRACE = float(os.environ.get("TRACE_LOAD_HOT_UNITS_PER_TRACE", "12.35"))
+HOT_KEY = os.environ.get("TRACE_LOAD_HOT_KEY", "ROLLUP#{experiment_id}")
+TARGET_RATE = 1000  # traces/s the projection is for
+PARTITION_UNITS_PER_SECOND = 1000
+WRITE_PRICE = 1.25  # $ per million write request units, on-demand, us-east-1
+READ_PRICE = 0.25  # $ per million read request units
+CATCH_UP_SECONDS = float(os.environ.get("TRACE_LOAD_CATCH_UP_SECONDS", "900"))
+READ_SAMPLE = 20
+METRICS = "/api/3.0/mlflow/traces/metrics"
+HOOK = ROOT / "tools" / "throttle_hook"
+
+
+def _client_process(url: str, experiment_id: str, shared_deadline: Any, ready: Any, sent: Any, out: Any) -> None:
+    """One client process: ``THREADS`` threads sending traces until the deadline the parent sets once every
+    client is ready (mlflow imported); their trace ids to ``out``."""
+    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
+    import mlflow
+
+    mlflow.set_tracking_uri(url)
+    mlflow.set_experiment(experiment_id=experiment_id)
+    with ready.get_lock():
+        ready.value += 1
+    while shared_deadline.value == 0:
+        time.sleep(0.05)
+    deadline = shared_deadline.value
+    ids: list[str] = []
+    lock = threading.Lock()
+
+    def sender(worker: int) -> None:
+        i = 0
+        while time.time() < deadline:
+            with mlflow.start_span(name=f"agent-{worker % 8}") as root:
+                root.set_inputs({"question": f"q{worker}-{i}"})
+                for j in range(SPANS - 1):
+                    with mlflow.start_span(name=f"step-{j}") as span:
+                        span.set_inputs({"i": i, "j": j})
+                        span.set_outputs({"ok": True})
+                root.set_outputs({"answer": f"a{i}"})
+            with lock:
+                ids.append(root.trace_id)
+            with sent.get_lock():
+                sent.value += 1
+            i += 1
+
+    threads = [threading.Thread(target=sender, args=(w,)) for w in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    out.put(ids)
+
+
+def overview_count(url: str, experiment_id: str, since_ms: int) -> int:
+    """The Overview's trace count of the experiment since ``since_ms`` (hourly points summed)."""
+    now = int(time.time() * 1000)
+    body = {
+        "experiment_ids": [experiment_id],
+        "view_type": "TRACES",
+        "metric_name": "trace_count",
+        "aggregations": [{"aggregation_type": "COUNT"}],
+        "start_time_ms": since_ms - 3_600_000,
+        "end_time_ms": now + 3_600_000,
+        "time_interval_seconds": 3600,
+    }
+    total, token = 0, None
+    while True:
+        for _ in range(60):  # throttled (the storm): retried as MLflow's client retries a 429
+            answer = requests.post(url + METRICS, json={**body, **({"page_token": token} if token else {})}, timeout=120)
+            if answer.status_code != 429:
+                break
+            time.sleep(0.5)
+        answer.raise_for_status()
+        parsed = answer.json()
+        total += sum(int(float(v)) for point in parsed.get("data_points") or [] for v in (point.get("values") or {}).values())
+        token = parsed.get("next_page_token")
+        if not token:
+            return total
+
+
+def _lag(history: list[tuple[float, int]], counted: int, now: float) -> float:
+    """Seconds since the client had sent ``counted`` traces (0 when the Overview counts every trace sent)."""
+    if not history or counted >= history[-1][1]:
+        return 0.0
+    reached = next((t for t, n in history if n >= counted), history[-1][0])
+    return max(0.0, now - reached)
+
+
+def _phase(url: str, experiment_id: str, seconds: float, since_ms: int, base: int, label: str) -> dict[str, Any]:
+    """Send for ``seconds``; sample the Overview along the way. The phase's trace ids, rate and lag samples."""
+    context = multiprocessing.get_context("spawn")
+    sent, ready, shared_deadline = context.Value("i", 0), context.Value("i", 0), context.Value("d", 0.0)
+    out = context.Queue()
+    args = (url, experiment_id, shared_deadline, ready, sent, out)
+    workers = [context.Process(target=_client_process, args=args) for _ in range(PROCESSES)]
+    for worker in workers:
+        worker.start()
+    while ready.value < PROCESSES:
+        time.sleep(0.1)
+    started = time.time()
+    deadline = started + seconds
+    shared_deadline.value = deadline
+    history: list[tuple[float, int]] = [(started, base)]
+    samples: list[tuple[float, int, int, float]] = []  # (elapsed s, sent, counted, lag s)
+    loads: list[float] = []  # the box's 1-minute load average (it is shared: what the rate was measured under)
+    while time.time() < deadline:
+        time.sleep(min(SAMPLE_SECONDS, max(0.0, deadline - time.time())))
+        now = time.time()
+        history.append((now, base + sent.value))
+        counted = overview_count(url, experiment_id, since_ms)
+        loads.append(os.getloadavg()[0])
+        samples.append((now - started, base + sent.value, counted, _lag(history, counted, time.time())))
+        print(
+            f"trace_load {label}: {samples[-1][0]:.0f} s, {samples[-1][1]} sent, {counted} counted, lag {samples[-1][3]:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    ids: list[str] = []
+    for _ in workers:
+        ids.extend(out.get())
+    for worker in workers:
+        worker.join()
+    elapsed = time.time() - started
+    return {"ids": ids, "rate": len(ids) / elapsed, "samples": samples, "seconds": elapsed, "load": sum(loads) / max(1, len(loads))}
+
+
+def _caught_up(url: str, experiment_id: str, since_ms: int, expected: int) -> tuple[int, float]:
+    """(Overview count, seconds waited) once it counts ``expected`` traces (or the wait ran out)."""
+    started = time.time()
+    counted = overview_count(url, experiment_id, since_ms)
+    while counted < expected and time.time() - started < CATCH_UP_SECONDS:
+        time.sleep(2)
+        counted = overview_count(url, experiment_id, since_ms)
+    return counted, time.time() - started
+
+
+def _readable(url: str, experiment_id: str, ids: list[str]) -> tuple[int, int, int]:
+    """(traces sent that search_traces lists, traces it lists in all, sampled traces read whole with every span)."""
+    import mlflow
+    from mlflow import MlflowClient
+
+    mlflow.set_tracking_uri(url)  # a trace whose spans went to traces.json (the fallback) is read from artifacts
+    client = MlflowClient(url)
+    listed: set[str] = set()
+    token = None
+    while True:
+        page = client.search_traces(locations=[experiment_id], max_results=500, page_token=token, include_spans=False)
+        listed.update(trace.info.trace_id for trace in page)
+        token = page.token
+        if not token:
+            break
+    step = max(1, len(ids) // READ_SAMPLE)
+    whole = sum(1 for trace_id in ids[::step] if len(client.get_trace(trace_id).data.spans) == SPANS)
+    return len(listed & set(ids)), len(listed), whole
+
+
+def run() -> dict[str, list[tuple[str, str]]]:
+    with tempfile.TemporaryDirectory(prefix="trace-load-") as directory:
+        throttle_file = Path(directory) / "throttle"
+        pythonpath = os.pathsep.join(p for p in (str(HOOK), os.environ.get("PYTHONPATH", "")) if p)
+        with local_runtime_process(INDEXER_MODE="async", PYTHONPATH=pythonpath, TRACE_LOAD_THROTTLE_FILE=str(throttle_file)) as server:
+            url = server.url
+            since_ms = int(time.time() * 1000)
+            answer = requests.post(
+                f"{url}/api/2.0/mlflow/experiments/create", json={"name": f"trace-load-{uuid.uuid4().hex[:8]}"}, timeout=60
+            )
+            experiment_id = answer.json()["experiment_id"]
+            steady = _phase(url, experiment_id, SECONDS, since_ms, 0, "sustained")
+            counted, waited = _caught_up(url, experiment_id, since_ms, len(steady["ids"]))
+            found, listed, whole = _readable(url, experiment_id, steady["ids"])
+            throttle_file.write_text(str(THROTTLE))
+            storm = _phase(url, experiment_id, STORM_SECONDS, since_ms, len(steady["ids"]), "storm")
+            throttle_file.write_text("0")
+            injected = len((Path(f"{throttle_file}.count").read_text() if Path(f"{throttle_file}.count").exists() else "").split())
+            sent_all = steady["ids"] + storm["ids"]
+            storm_counted, storm_waited = _caught_up(url, experiment_id, since_ms, len(sent_all))
+            storm_found, storm_listed, storm_whole = _readable(url, experiment_id, sent_all)
+    lags = [s[3] for s in steady["samples"]]
+    half = len(lags) // 2
+    sustained = [
+        ("client", f"{PROCESSES} processes x {THREADS} threads, mlflow {_mlflow_version()}, synchronous export"),
+        (f"traces sent (each 1 root + {SPANS - 1} child spans)", f"{len(steady['ids']):,} in {steady['seconds']:.0f} s"),
+        ("traces/s achieved", f"{steady['rate']:.2f}"),
+        ("the box's load average meanwhile (2 cores, shared)", f"{steady['load']:.1f}"),
+        ("OTLP + start_trace requests/s", f"{steady['rate'] * (SPANS + 1):.1f}"),
+        ("indexer lag, max (first half / second half)", f"{max(lags[:half] or [0]):.0f} s / {max(lags[half:] or [0]):.0f} s"),
+        ("indexer lag at the end of the load", f"{lags[-1] if lags else 0:.0f} s"),
+        ("caught up after the load", f"{waited:.0f} s"),
+        ("Overview trace count = traces sent", f"{counted:,} = {len(steady['ids']):,}: {'yes' if counted == len(steady['ids']) else 'NO'}"),
+        ("traces sent that search_traces lists", f"{found:,} of {len(steady['ids']):,} ({listed:,} listed)"),
+        (f"sampled traces read whole ({SPANS} spans)", f"{whole} of {len(steady['ids'][:: max(1, len(steady['ids']) // READ_SAMPLE)])}"),
+    ]
+    timeline = [
+        (f"{elapsed:.0f} s", f"{sent:,} sent, {counted:,} counted, lag {lag:.0f} s") for elapsed, sent, counted, lag in steady["samples"]
+    ]
+    storm_rows = [
+        ("throttled DynamoDB calls on request threads", f"{THROTTLE:.0%} ({injected:,} injected in {storm['seconds']:.0f} s)"),
+        ("traces/s during the storm", f"{storm['rate']:.2f}"),
+        ("traces in (both phases)", f"{len(sent_all):,}"),
+        ("traces stored (search_traces lists)", f"{storm_found:,} ({storm_listed:,} listed)"),
+        ("traces counted by the Overview", f"{storm_counted:,} (caught up {storm_waited:.0f} s after the storm)"),
+        (f"sampled traces read whole ({SPANS} spans)", f"{storm_whole}"),
+        ("nothing lost", "yes" if len(sent_all) == storm_found == storm_counted == storm_listed else "NO"),
+    ]
+    return {
+        f"Projected to {TARGET_RATE:,} traces/s into one experiment (DynamoDB on-demand)": projection(),
+        f"Sustained load: {SECONDS:.0f} s of traces into one experiment": sustained,
+        "Indexer lag over time (Overview trace count vs traces sent)": timeline,
+        f"Throttling storm: {STORM_SECONDS:.0f} s at {THROTTLE:.0%} throttled calls": storm_rows,
+    }
+
+
+def projection() -> list[tuple[str, str]]:
+    """Write units/s on the hottest key and $ per million traces at ``TARGET_RATE``, from the metered units."""
+    if not UNITS_PER_TRACE:
+        return [("write units per trace", "not given (TRACE_LOAD_UNITS_PER_TRACE)")]
+    hot = HOT_UNITS_PER_TRACE * TARGET_RATE
+    return [
+        ("write units per 10-span trace (partition heat (c))", f"{UNITS_PER_TRACE:.1f} in all, {HOT_UNITS_PER_TRACE:.1f} on `{HOT_KEY}`"),
+        (
+            f"write units/s at {TARGET_RATE:,} traces/s",
+            f"{UNITS_PER_TRACE * TARGET_RATE:,.0f} in all; {hot:,.0f} on the hottest key "
+            f"({hot / PARTITION_UNITS_PER_SECOND:.1f}x one partition's {PARTITION_UNITS_PER_SECOND:,})",
+        ),
+        ("traces/s one experiment takes (hottest key at 1,000 units/s)", f"{PARTITION_UNITS_PER_SECOND / HOT_UNITS_PER_TRACE:,.0f}"),
+        (
+            "$ per million traces, writes",
+            f"${UNITS_PER_TRACE * WRITE_PRICE:,.2f} (${WRITE_PRICE} per million write request units, us-east-1)",
+        ),
+        (f"$ per hour at {TARGET_RATE:,} traces/s, writes", f"${UNITS_PER_TRACE * WRITE_PRICE * TARGET_RATE * 3600 / 1e6:,.2f}"),
+    ]
+
+
+def _mlflow_version() -> str:
+    import mlflow
+
+    return mlflow.__version__
+
+
+def main() -> None:
+    from tools.bench_sections import titled_tables
+
+    print(titled_tables(run()))
+
+
+if __name__ == "__main__":
+    main()
