@@ -132,6 +132,12 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
         "Invoked by EventBridge Scheduler every minute with retries off: a failed pass is not replayed, the next one "
         "starts from the same claims and checkpoints a minute later.",
     )
+    acknowledge(
+        stack.monitor_schedule.function.alias,
+        "Serverless-LambdaAsyncFailureDestination",
+        "A pass throttled behind a slower one is dropped after a minute on purpose: the next pass starts from the same "
+        "checkpoints, so a dropped event loses no trace's scoring.",
+    )
     _function_acks(stack, stack.bootstrap.function, BOOTSTRAP_DLQ_REASON)
     if stack.basic_auth is not None:
         _function_acks(stack, stack.basic_auth.authorizer, AUTHORIZER_DLQ_REASON)

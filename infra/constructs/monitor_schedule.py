@@ -30,7 +30,12 @@ class MonitorSchedule(Construct):
             timeout=Duration.seconds(50),  # under the schedule's minute: passes never overlap for long
             description="mlflow-serverless monitor (online scoring's dispatcher, every minute)",
             environment={"JOB_QUEUE_URL": job_queue.queue_url},
+            # One pass at a time: a pass slowed past its minute makes the next one wait, not run beside it.
+            reserved_concurrency=shared.config.reserved(1),
         )
+        # A pass throttled behind a slow one is dropped, not queued for hours: the next minute's pass resumes from
+        # the same checkpoints.
+        self.function.alias.configure_async_invoke(retry_attempts=0, max_event_age=Duration.seconds(60))
         job_queue.grant_send_messages(self.function.role)
         self.role = iam.Role(self, "ScheduleRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"))
         # Its live alias only, as every other caller (grant_invoke would add every version and alias, ``:*``).
