@@ -23,7 +23,7 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from serverless_mlflow import layout, trace_aggregates  # noqa: E402
+from serverless_mlflow import layout, trace_aggregate_writes  # noqa: E402
 
 CHUNK = 200
 
@@ -48,10 +48,10 @@ def run(experiment_ids: Iterable[str], record: bool = True) -> int:
         for trace_id in trace_ids(experiment_id):
             chunk.append(trace_id)
             if len(chunk) >= CHUNK:
-                trace_aggregates.refresh(chunk)
+                trace_aggregate_writes.refresh_or_raise(chunk)
                 total, chunk = total + len(chunk), []
         if chunk:
-            trace_aggregates.refresh(chunk)
+            trace_aggregate_writes.refresh_or_raise(chunk)
             total += len(chunk)
     if record:
         layout.record_steps(layout.ROLLUP_STEPS)

@@ -27,7 +27,7 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from serverless_mlflow import clock, table
-from serverless_mlflow.schema import INDEXES, PK, SK, TTL_ATTRIBUTE
+from serverless_mlflow.schema import NOT_INDEXED_FLAG, PK, SK, TTL_ATTRIBUTE
 from serverless_mlflow.store import trace_partitions, trace_writes
 from serverless_mlflow.store import traces as store
 
@@ -36,7 +36,7 @@ from . import retention, run_links
 MAX_ATTEMPTS = 8
 OPEN_STATES = ("IN_PROGRESS", "STATE_UNSPECIFIED")
 # The "not yet indexed" flag (trace-name FTS): an in-place rewrite keeps it as it was.
-_FLAG_SK = next(index.sk for index in INDEXES if index.name == "lsi5")
+_FLAG_SK = NOT_INDEXED_FLAG
 
 
 @dataclass(frozen=True)

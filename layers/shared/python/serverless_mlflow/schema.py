@@ -70,6 +70,8 @@ INDEXES: tuple[Index, ...] = (
     ),
 )
 INDEX_BY_NAME = {index.name: index for index in INDEXES}
+# The attribute that flags a source item as not yet indexed (set by writers, removed by the indexer).
+NOT_INDEXED_FLAG = INDEX_BY_NAME["lsi5"].sk
 
 # Sorts after every character a key holds: the inclusive upper end of a key range (``KeyQuery.ceiling``).
 HIGH = "\uffff"

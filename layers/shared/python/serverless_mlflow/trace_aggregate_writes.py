@@ -279,3 +279,12 @@ def _packs(changes: list[Change]) -> Iterator[list[Change]]:
         operations += count
     if pack:
         yield pack
+
+
+def refresh_or_raise(traces: Iterable[str] | dict[str, bool]) -> int:
+    """Rebuild the aggregates of these traces; returns how many changed. Raises if any trace failed (tools that
+    rebuild in bulk; the indexer uses ``refresh``, which reports the failed traces instead)."""
+    outcome = refresh(traces)
+    if outcome.failed:
+        raise RuntimeError(f"trace aggregates of {sorted(outcome.failed)} could not be written") from outcome.error
+    return outcome.changed

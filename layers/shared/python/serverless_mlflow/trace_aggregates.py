@@ -254,14 +254,3 @@ def _signature_fields(key: dict[str, str], state: TraceState) -> dict[str, Any]:
     info = state.info or {}
     fields = trace_partition(str(info["experiment_id"]), int(info["request_time"]), state.trace_id)
     return {**fields, "request_time": int(info["request_time"]), "trace_id": state.trace_id}
-
-
-def refresh(traces: Iterable[str] | dict[str, bool]) -> int:
-    """Rebuild the aggregates of these traces; returns how many changed. Raises if any trace failed (the
-    indexer uses ``trace_aggregate_writes.refresh``, which reports the failed traces instead)."""
-    from serverless_mlflow import trace_aggregate_writes
-
-    outcome = trace_aggregate_writes.refresh(traces)
-    if outcome.failed:
-        raise RuntimeError(f"trace aggregates of {sorted(outcome.failed)} could not be written") from outcome.error
-    return outcome.changed

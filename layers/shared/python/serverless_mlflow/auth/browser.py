@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow import auth
-from serverless_mlflow.auth import enforce
 from serverless_mlflow.auth.authorizer import authorize_cached
+from serverless_mlflow.deferred import deferred
+
+# MLflow's permission rules load only when basic auth is on (the UI's cold start without it stays lean).
+enforce = deferred("serverless_mlflow.auth.enforce")
 
 if TYPE_CHECKING:
     from serverless_mlflow.api import Request
