@@ -68,6 +68,7 @@ def _legacy_items(experiment_id: str) -> list[dict[str, Any]]:
 
 
 def test_rollups_of_the_previous_release_read_as_a_shard(server: str) -> None:
+    mlflow.set_tracking_uri(server)  # not whichever server an earlier test of this worker left set
     experiment_id = mlflow.create_experiment(unique("legacy-rollups"))
     mlflow.set_experiment(experiment_id=experiment_id)
     old = _trace("old")
