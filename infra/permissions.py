@@ -251,9 +251,9 @@ ACCESS: dict[str, Access] = {
 # configuration partitions (secrets, model definitions, endpoints), the gateway API's alone.
 PROTECTED: dict[str, Protected] = {
     "user credentials": Protected(owners=("auth", "bootstrap"), leading_keys=("USERLIST",), attributes=("password_hash", "is_admin")),
-    # evaluation too: registering a judge on ``gateway:/<endpoint>`` binds it to the endpoint (MLflow's
-    # register_scorer), and the binding lives in the endpoint's GW# partition.
-    "gateway secrets": Protected(owners=("gateway", "evaluation"), leading_keys=("GW#*",)),
+    # Endpoint bindings live in GWBIND# (evaluation's register_scorer writes them), outside these partitions;
+    # evaluation only condition-checks the endpoint here (ConditionCheckItem is not a write).
+    "gateway secrets": Protected(owners=("gateway",), leading_keys=("GW#*",)),
 }
 
 

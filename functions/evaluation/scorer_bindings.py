@@ -3,8 +3,10 @@ endpoint's "Used by" in the UI lists the bindings (``resource_type`` ``scorer``,
 ``display_name`` its name). Registering a version on another endpoint moves the binding there (MLflow deletes the
 scorer's bindings and adds one), a version without a gateway model keeps it, and deleting the scorer removes it.
 
-The binding lives under its endpoint (the gateway's items); the scorer item remembers the endpoint it is bound
-to (``bound_endpoint_id``), so moving or removing the binding needs no lookup.
+The binding lives in the workspace's bindings partition (``schema.GW_BINDINGS``), outside the gateway's
+configuration, which this function may not write; the scorer item remembers the endpoint it is bound to
+(``bound_endpoint_id``), so moving or removing the binding needs no lookup. A binding the release before wrote
+under its endpoint stays there until the endpoint or the binding is deleted through the gateway API.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Gateway endpoint tags and resource bindings (which MLflow resources, e.g. scorers, use an endpoint): small
-items under the endpoint's sort-key prefix, written only while the endpoint exists."""
+"""Gateway endpoint tags and resource bindings (which MLflow resources, e.g. scorers, use an endpoint). Tags are
+small items under the endpoint's sort-key prefix; bindings live in the workspace's bindings partition
+(``schema.GW_BINDINGS``), written only while the endpoint exists. Bindings an earlier release wrote under their
+endpoint (``LEGACY["gateway_endpoint_binding"]``) are still listed and deleted here."""
 
 from __future__ import annotations
 
@@ -9,8 +11,11 @@ from serverless_mlflow import clock, table
 from serverless_mlflow.errors import MlflowError, not_found
 from serverless_mlflow.llm_gateway import records
 from serverless_mlflow.llm_gateway.records import current_workspace
+from serverless_mlflow.schema import LEGACY
 
 from . import endpoints
+
+BINDING_IN_GW = LEGACY["gateway_endpoint_binding"]
 
 
 def set_tag(endpoint_id: str, key: str, value: str | None) -> None:
@@ -71,22 +76,31 @@ def create_binding(endpoint_id: str, resource_type: str, resource_id: str, creat
 
 
 def delete_binding(endpoint_id: str, resource_type: str, resource_id: str) -> None:
-    key = endpoints.BINDING.key(
-        workspace=current_workspace(), endpoint_id=endpoint_id, resource_type=resource_type, resource_id=resource_id
+    names = {"workspace": current_workspace(), "endpoint_id": endpoint_id, "resource_type": resource_type, "resource_id": resource_id}
+    for entity in (endpoints.BINDING, BINDING_IN_GW):
+        try:
+            table.delete(entity.key(**names), condition="attribute_exists(pk)")
+            return
+        except table.ConditionFailed:
+            continue
+    raise not_found(
+        f"GatewayEndpointBinding not found (endpoint_id='{endpoint_id}', resource_type='{resource_type}', resource_id='{resource_id}')"
     )
-    try:
-        table.delete(key, condition="attribute_exists(pk)")
-    except table.ConditionFailed:
-        raise not_found(
-            f"GatewayEndpointBinding not found (endpoint_id='{endpoint_id}', resource_type='{resource_type}', resource_id='{resource_id}')"
-        ) from None
+
+
+def binding_items(endpoint_id: str | None) -> list[dict[str, Any]]:
+    """The bindings of one endpoint (or of the workspace), in creation order, those of an earlier release too."""
+    query = endpoints.BINDING.query("by_endpoint", workspace=current_workspace(), endpoint_id=endpoint_id)
+    current = table.query(query.pk_value, query.sk_prefix)
+    prefix = BINDING_IN_GW.sk.prefix({"endpoint_id": endpoint_id}) if endpoint_id else endpoints.ENDPOINT.sk_prefix()
+    seen = {item["sk"] for item in current}
+    earlier = [i for i in records.query_kind(prefix) if i.get("entity_type") == endpoints.BINDING.name and i["sk"] not in seen]
+    return sorted(current + earlier, key=lambda item: (int(item.get("created_at", 0)), item["sk"]))
 
 
 def list_bindings(endpoint_id: str | None, resource_type: str | None, resource_id: str | None) -> list[dict[str, Any]]:
-    prefix = endpoints.BINDING.sk_prefix(endpoint_id=endpoint_id) if endpoint_id else endpoints.ENDPOINT.sk_prefix()
-    items = [i for i in records.query_kind(prefix) if i.get("entity_type") == endpoints.BINDING.name]
     return [
         binding_json(item)
-        for item in items
+        for item in binding_items(endpoint_id)
         if (resource_type is None or item["resource_type"] == resource_type) and (resource_id is None or item["resource_id"] == resource_id)
     ]

@@ -16,7 +16,7 @@ from serverless_mlflow.llm_gateway.records import current_workspace
 from serverless_mlflow.store import experiments
 from serverless_mlflow.validation import parse_experiment_id
 
-from . import endpoints
+from . import endpoint_bindings, endpoints
 
 PRIMARY, FALLBACK = "PRIMARY", "FALLBACK"
 # mlflow_tags: the experiment an endpoint traces to says where it comes from.
@@ -248,9 +248,10 @@ def delete_endpoint(endpoint_id: str) -> None:
     except table.ConditionFailed:
         raise endpoints.missing_endpoint(endpoint_id) from None
     guardrail_configs = [item for item in items if item.get("entity_type") == endpoints.GUARDRAIL_CONFIG.name]
-    rest = grouped["tags"] + grouped["bindings"] + guardrail_configs
+    bindings = [table.key_of(item) for item in endpoint_bindings.binding_items(endpoint_id)]
+    rest = [table.key_of(item) for item in grouped["tags"] + guardrail_configs] + bindings
     if rest:
-        table.batch_write(deletes=[table.key_of(item) for item in rest])
+        table.batch_write(deletes=rest)
 
 
 def attach_model(endpoint_id: str, config: dict[str, Any], created_by: str | None) -> dict[str, Any]:

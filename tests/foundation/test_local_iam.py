@@ -89,6 +89,11 @@ def test_user_credentials_and_gateway_secrets_are_written_only_by_their_owners(s
     # The gateway runtime writes budget windows and the outbox only, never the configuration it decrypts.
     with iam.acting_as("gateway_runtime"), pytest.raises(iam.AccessDenied, match="dynamodb:PutItem"):
         table.put(secret)
+    # Evaluation binds judges to endpoints in the bindings partition, and may not touch the configuration.
+    with iam.acting_as("evaluation"):
+        with pytest.raises(iam.AccessDenied, match="dynamodb:PutItem"):
+            table.put(secret)
+        table.put({"pk": unique("GWBIND#"), "sk": "E#probe#B#scorer#probe", "entity_type": "probe"})
     with iam.acting_as("auth"):
         table.put(user)
     with iam.acting_as("gateway"):

@@ -290,3 +290,42 @@ def test_bad_bindings_are_client_errors(sides: list[Side]) -> None:
     assert _raw(ours, "POST", "endpoints/bindings/create", body)[0] == 200
     assert _raw(ours, "POST", "endpoints/bindings/create", body)[:2] == (400, "RESOURCE_ALREADY_EXISTS")
     assert len(ours.store.list_endpoint_bindings(endpoint_id=endpoint.endpoint_id)) == 1
+
+
+def test_bindings_of_the_earlier_release_are_listed_and_deleted(server: str) -> None:
+    """The release before kept bindings under their endpoint in the gateway partition (GW#): the gateway lists
+    them beside the new ones, deletes them, and the endpoint's delete takes both kinds along."""
+    from serverless_mlflow import table
+    from serverless_mlflow.schema import LEGACY
+
+    side = Side(server, unique("")[1:])
+    primary, _ = _definitions(side)
+    config = [GatewayEndpointModelConfig(primary, GatewayModelLinkageType.PRIMARY)]
+    endpoints = [side.store.create_gateway_endpoint(side.name(f"legacy-{n}"), config, usage_tracking=False) for n in (1, 2)]
+
+    def write_earlier(endpoint_id: str, resource_id: str) -> dict[str, str]:
+        names = {"endpoint_id": endpoint_id, "resource_type": "scorer", "resource_id": resource_id}
+        attributes = {**names, "created_at": 1, "last_updated_at": 1}
+        item = LEGACY["gateway_endpoint_binding"].item(attributes, workspace="default", **names)
+        table.put(item)
+        return table.key_of(item)
+
+    first, second = (e.endpoint_id for e in endpoints)
+    earlier = [write_earlier(first, side.name("old-judge")), write_earlier(second, side.name("old-judge"))]
+    side.store.create_endpoint_binding(first, GatewayResourceType.SCORER, side.name("new-judge"), "alice")
+
+    listed = side.store.list_endpoint_bindings(endpoint_id=first)
+    assert [b.resource_id for b in listed] == [side.name("old-judge"), side.name("new-judge")]  # creation order
+    by_resource = side.store.list_endpoint_bindings(resource_type=GatewayResourceType.SCORER, resource_id=side.name("old-judge"))
+    assert sorted(b.endpoint_id for b in by_resource) == sorted([first, second])
+
+    side.store.delete_endpoint_binding(second, "scorer", side.name("old-judge"))
+    assert side.store.list_endpoint_bindings(endpoint_id=second) == []
+    assert table.get(earlier[1]) is None
+    with pytest.raises(MlflowException) as excinfo:
+        side.store.delete_endpoint_binding(second, "scorer", side.name("old-judge"))
+    assert excinfo.value.error_code == "RESOURCE_DOES_NOT_EXIST"
+
+    side.store.delete_gateway_endpoint(first)
+    assert table.get(earlier[0]) is None
+    assert side.store.list_endpoint_bindings(endpoint_id=first) == []

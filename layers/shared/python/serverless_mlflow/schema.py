@@ -394,6 +394,9 @@ LM = "LM#{model_id}"
 RM = "RM#{model_name:str}{model_scope}"
 EDS = "EDS#{dataset_id}"
 GW = "GW#{workspace}"
+# Endpoint bindings: outside GW# (the gateway configuration, its secrets among it), so the functions that bind
+# resources (evaluation's register_scorer) need no write access to the gateway's partitions.
+GW_BINDINGS = "GWBIND#{workspace}"
 MCP = "MCP#{workspace}"
 SKILLS = "SKILL#{workspace}"
 REVIEW = "REVIEW#{experiment_id}"
@@ -1386,9 +1389,10 @@ ENTITIES: tuple[Entity, ...] = (
     _e("gateway_endpoint_tag", GW, "E#{endpoint_id}#T#{key:str}", "Endpoint tag", attributes=("key", "value")),
     _e(
         "gateway_endpoint_binding",
-        GW,
+        GW_BINDINGS,
         "E#{endpoint_id}#B#{resource_type:str}#{resource_id:str}",
-        "An MLflow resource (e.g. a scorer) bound to an endpoint",
+        "An MLflow resource (e.g. a scorer) bound to an endpoint, in the workspace's bindings partition",
+        patterns={"by_endpoint": (None, "The workspace's bindings, or one endpoint's (endpoint_id given)")},
         attributes=(
             "endpoint_id",
             "resource_type",
@@ -1399,6 +1403,16 @@ ENTITIES: tuple[Entity, ...] = (
             "created_by",
             "last_updated_by",
         ),
+    ),
+    # Bindings written by the release before GW_BINDINGS (under their endpoint in GW#): read and deleted by the
+    # gateway, never written.
+    _e(
+        "gateway_endpoint_binding_in_gw",
+        GW,
+        "E#{endpoint_id}#B#{resource_type:str}#{resource_id:str}",
+        "Earlier release: a binding under its endpoint in the gateway partition (read and deleted, never written)",
+        attributes=("endpoint_id", "resource_type", "resource_id", "display_name", "created_at", "last_updated_at"),
+        legacy_of="gateway_endpoint_binding",
     ),
     _e(
         "gateway_budget_policy",
