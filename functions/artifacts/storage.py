@@ -56,7 +56,7 @@ def max_proxy_upload_bytes() -> int:
 def _client_error(error: Exception, what: str) -> MlflowError:
     """S3 errors in MLflow's vocabulary (MLflow's own S3 repo maps fewer and answers the rest with 500)."""
     code = s3.error_code(error)
-    message = str(getattr(error, "response", {}).get("Error", {}).get("Message") or code)
+    message = str((getattr(error, "response", None) or {}).get("Error", {}).get("Message") or code)
     if code in ("404", "NoSuchKey"):
         return not_found(f"{what} does not exist.")
     if code == "NoSuchUpload":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
@@ -110,3 +111,36 @@ def test_retries_stop_at_the_deadline(throttled_runtime: tuple[str, ThrottlingEn
     elapsed = put(LambdaContext("experiments", timeout_seconds=3))
     assert elapsed < 3 - deadline.ANSWER_RESERVE_SECONDS + 0.5, elapsed
     assert 2 <= engine.refused["PutItem"] < connection.MAX_ATTEMPTS, engine.refused
+
+
+def test_a_call_that_hangs_answers_503_in_time(server: str, tmp_path: Path) -> None:
+    """DynamoDB does not answer (a stalled connection): each attempt gives up after the read timeout, retries only
+    while a whole attempt still fits, and the function answers MLflow's 503 before API Gateway's 29 s."""
+    engine = ThrottlingEngine(os.environ["DYNAMODB_ENDPOINT_URL"]).start()
+    env = {
+        "DYNAMODB_ENDPOINT_URL": engine.url,
+        "TABLE_NAME": unique("stall"),
+        "BUCKET_NAME": unique("stall"),
+        "DYNAMODB_READ_TIMEOUT_SECONDS": "5",
+    }
+    try:
+        with runtime_process(env, output=tmp_path / "runtime.log") as url:
+            created = requests.post(f"{url}{API}/experiments/create", json={"name": unique("stalled")}, timeout=60)
+            engine.operations = WRITES
+            engine.stalling = True
+            start = time.monotonic()
+            try:
+                answer = requests.post(
+                    f"{url}{API}/experiments/set-experiment-tag",
+                    json={"experiment_id": created.json()["experiment_id"], "key": "k", "value": "v"},
+                    timeout=120,
+                )
+            finally:
+                elapsed = time.monotonic() - start
+                engine.stalling = False
+            assert (answer.status_code, answer.json().get("error_code")) == (503, "TEMPORARILY_UNAVAILABLE"), (elapsed, answer.text)
+            assert elapsed < BUDGET_SECONDS, f"answered after {elapsed:.1f} s: past the function's {BUDGET_SECONDS:g} s"
+            assert sum(engine.stalled.values()) >= 2, engine.stalled  # it retried the hung call
+    finally:
+        engine.stalling = False
+        engine.stop()

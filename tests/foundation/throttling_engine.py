@@ -1,13 +1,15 @@
 """A throttling DynamoDB: an HTTP proxy in front of the session's DynamoDB Local that, while ``throttling`` is on,
 answers every write the way DynamoDB answers one it refuses for throughput, on the wire (so botocore's own retry
 machinery sees it): a single write or a batch ``ProvisionedThroughputExceededException``, a transaction
-``TransactionCanceledException`` with ``ThrottlingError`` reasons. Everything else is forwarded unchanged."""
+``TransactionCanceledException`` with ``ThrottlingError`` reasons. While ``stalling`` is on, it holds those
+operations without answering (a call that hangs). Everything else is forwarded unchanged."""
 
 from __future__ import annotations
 
 import http.client
 import json
 import threading
+import time
 import urllib.parse
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +39,8 @@ class ThrottlingEngine:
         parsed = urllib.parse.urlsplit(upstream)
         self._upstream = (parsed.hostname or "127.0.0.1", parsed.port or 80)
         self.throttling = False
+        self.stalling = False
+        self.stalled: Counter[str] = Counter()
         self.operations = WRITES  # the writes refused while throttling
         self.refused: Counter[str] = Counter()
         engine = self
@@ -50,6 +54,12 @@ class ThrottlingEngine:
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 operation = (self.headers.get("X-Amz-Target") or "").rpartition(".")[2]
+                if engine.stalling and operation in engine.operations:
+                    engine.stalled[operation] += 1
+                    while engine.stalling:
+                        time.sleep(0.1)
+                    self.close_connection = True
+                    return
                 if engine.throttling and operation in engine.operations:
                     engine.refused[operation] += 1
                     self._answer(

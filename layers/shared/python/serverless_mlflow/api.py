@@ -23,7 +23,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 
-from serverless_mlflow import auth
+from serverless_mlflow import auth, table
 from serverless_mlflow import request as request_parsing
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, Unavailable, endpoint_not_found, invalid, method_not_allowed
@@ -218,19 +218,24 @@ def build_app(feature: str, operations: dict[str, Operation]) -> APIGatewayHttpR
             # 429 (not 503): MLflow's client retries a POST on 408 and 429 only, and nothing was written.
             logger.warning("DynamoDB refused the request for capacity after retries", exc_info=True)
             return error_response(MlflowError(REQUEST_LIMIT_MESSAGE, "REQUEST_LIMIT_EXCEEDED"))
+        if table.is_timeout(error):
+            # Answered in the function's time, where a hung call would have ended in API Gateway's bare 503.
+            logger.warning("DynamoDB did not answer in time after retries", exc_info=True)
+            return error_response(MlflowError(TIMEOUT_MESSAGE, "TEMPORARILY_UNAVAILABLE"))
         logger.exception("unexpected failure")
         return error_response(MlflowError("An internal error occurred. See the server logs for the correlation id.", "INTERNAL_ERROR"))
 
     return app
 
 
+TIMEOUT_MESSAGE = "The tracking store did not answer in time; retry the request (a write may or may not have been applied)."
 REQUEST_LIMIT_MESSAGE = "The tracking store is busy (its request rate limit was reached); retry the request."
 # DynamoDB's answers to "too much at once", once botocore's own retries are spent: nothing was written.
 _CAPACITY_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 
 
 def is_capacity_failure(error: Exception) -> bool:
-    code = getattr(error, "response", {}).get("Error", {}).get("Code")
+    code = (getattr(error, "response", None) or {}).get("Error", {}).get("Code")
     return isinstance(error, Unavailable) or code in _CAPACITY_CODES
 
 

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from serverless_mlflow.auth import job_tokens, store
+from serverless_mlflow.table import deadline
 
 
 def credentials(header: str | None) -> tuple[str, str] | None:
@@ -96,5 +97,7 @@ def header_of(event: dict[str, Any]) -> str | None:
     return sources[0] if sources else None
 
 
-def lambda_handler(event: dict[str, Any], _context: Any) -> dict[str, Any]:
-    return authorize(header_of(event))
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    # DynamoDB retries stop within the authorizer's own time limit, as in the API functions.
+    with deadline.bound(context):
+        return authorize(header_of(event))

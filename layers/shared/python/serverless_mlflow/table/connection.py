@@ -49,13 +49,27 @@ def client() -> Any:
                     config=Config(
                         retries={"mode": "standard", "total_max_attempts": 1},
                         max_pool_connections=32,
-                        # Embedded moto walks the whole table per Query; large local benchmarks need longer.
-                        read_timeout=int(os.environ.get("DYNAMODB_READ_TIMEOUT_SECONDS", "60")),
+                        connect_timeout=read_timeout(),
+                        read_timeout=read_timeout(),
                     ),
                 )
                 _client.meta.events.register("before-call.dynamodb.Scan", _forbid_scan)
                 _client.meta.events.register_first("needs-retry.dynamodb", _retry_within_deadline())
     return _client
+
+
+def read_timeout() -> int:
+    """Seconds one attempt may wait for DynamoDB. In Lambda short enough that a call that hangs is retried (or
+    answered) before API Gateway's 29 s are up, where botocore's 60 s would outlive the function; elsewhere
+    botocore's 60 s (embedded moto walks the whole table per Query: large local benchmarks need it)."""
+    configured = os.environ.get("DYNAMODB_READ_TIMEOUT_SECONDS")
+    if configured:
+        return int(configured)
+    return LAMBDA_READ_TIMEOUT_SECONDS if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else 60
+
+
+# A real DynamoDB answers a 1 MB page in well under a second.
+LAMBDA_READ_TIMEOUT_SECONDS = 8
 
 
 def _retry_within_deadline() -> Callable[..., float | None]:
@@ -71,9 +85,20 @@ def _retry_within_deadline() -> Callable[..., float | None]:
         if not conditions.is_retryable(context):
             return None
         delay = backoff_delay(context.attempt_number)
-        return delay if deadline.allows(delay) else None
+        # An attempt that timed out may time out again: the next one needs its whole wait before the deadline.
+        attempt = read_timeout() if is_timeout(context.caught_exception) else deadline.ATTEMPT_SECONDS
+        return delay if deadline.allows(delay, attempt) else None
 
     return needs_retry
+
+
+def is_timeout(error: BaseException | None) -> bool:
+    """DynamoDB did not answer in time (or could not be reached): the request's outcome is unknown."""
+    # botocore is imported with the client, not with this module (routes that never read the table).
+    from botocore.exceptions import ConnectionError as BotocoreConnectionError
+    from botocore.exceptions import ReadTimeoutError
+
+    return isinstance(error, (ReadTimeoutError, BotocoreConnectionError))
 
 
 def _forbid_scan(**_: Any) -> None:
@@ -114,7 +139,7 @@ class ConditionFailed(Exception):
 
 
 def error_code(error: Exception) -> str | None:
-    return getattr(error, "response", {}).get("Error", {}).get("Code")
+    return (getattr(error, "response", None) or {}).get("Error", {}).get("Code")
 
 
 def is_condition_failure(error: Exception) -> bool:

@@ -46,7 +46,8 @@ def remaining_seconds() -> float | None:
     return None if deadline is None else deadline - time.monotonic()
 
 
-def allows(delay: float) -> bool:
-    """Whether sleeping ``delay`` seconds still leaves time for one more attempt before the deadline."""
+def allows(delay: float, attempt_seconds: float = ATTEMPT_SECONDS) -> bool:
+    """Whether sleeping ``delay`` seconds still leaves time for one more attempt (of ``attempt_seconds`` at most)
+    before the deadline."""
     left = remaining_seconds()
-    return left is None or left >= delay + ATTEMPT_SECONDS
+    return left is None or left >= delay + attempt_seconds

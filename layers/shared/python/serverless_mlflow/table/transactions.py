@@ -120,7 +120,7 @@ def transact(operations: list[dict[str, Any]], token: str | None = None) -> None
             client().transact_write_items(**kwargs)
         except Exception as error:
             STATS.record("TransactWriteItems")
-            response = getattr(error, "response", {})
+            response = getattr(error, "response", None) or {}
             if error_code(error) != "TransactionCanceledException":
                 raise
             reasons = [r.get("Code") or "None" for r in response.get("CancellationReasons", [])]
