@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
