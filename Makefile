@@ -49,10 +49,11 @@ serve:
 	@$(SETUP_SERVE)
 	@PORT=$(PORT) $(PY) -m local
 
+# --durations: the slowest tests and fixtures of every run (CI's log too), for keeping the run under 30 minutes.
 test:
 	@$(SETUP_DEV)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -n 2 --dist loadgroup -m "not long" $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup -m "not long" --durations=30 $(PYTEST_ARGS)
 
 # The long matrices and property runs (minutes each; marked ``long``), kept out of `make test` for CI's time budget.
 test-long:

@@ -20,6 +20,8 @@ from .scan import record_5xx
 # sign-up form's POST, which answers HTML as a browser form's target does).
 TEXT_ANSWERS = {("POST", "/api/2.0/mlflow/users/create"), ("POST", "/api/2.0/mlflow/users/create-ui")}
 GATEWAY_RUNTIME = "/gateway/"
+# Methods whose accepted requests change nothing stored (the routes' GETs only read; see ensure_seeds).
+READ_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 @dataclass
@@ -96,6 +98,8 @@ def send(target: Target, fuzzed: Fuzzed) -> requests.Response:
     response = requests.request(fuzzed.method, url, data=fuzzed.body, headers=fuzzed.headers, timeout=120, allow_redirects=False)
     if response.status_code < 400:
         target.unsettled = True
+        if fuzzed.method not in READ_METHODS:
+            target.seeds_intact = False
     return response
 
 

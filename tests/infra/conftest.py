@@ -1,5 +1,6 @@
-"""Infra tests synthesize the app once per session (two synths: the defaults, and non-default context shared by
-the modules that need one); group them on one xdist worker."""
+"""Infra tests synthesize the app once per session per configuration (the defaults; non-default context shared by
+the modules that need one; the largest configuration; independent context switches together); every infra module
+is in the ``infra`` xdist group, so that these session fixtures are built on one worker only."""
 
 from __future__ import annotations
 
@@ -30,8 +31,16 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return Synth(tmp_path_factory.mktemp("cdk-iam"))
 
 
-# The largest configuration the context offers (most resources and alarms).
-LARGEST_CONTEXT = {"authorization": "basic", "monitoring": "full", "canary": "true", "alarm_email": "ops@example.com"}
+# The largest configuration the context offers (most resources and alarms), with basic auth's non-default
+# permissions (test_basic_auth_stack checks them on this synth).
+LARGEST_CONTEXT = {
+    "authorization": "basic",
+    "monitoring": "full",
+    "canary": "true",
+    "alarm_email": "ops@example.com",
+    "auth_default_permission": "NO_PERMISSIONS",
+    "auth_grant_default_workspace_access": "true",
+}
 
 
 @pytest.fixture(scope="session")
@@ -42,3 +51,19 @@ def largest(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 @pytest.fixture(scope="session")
 def open_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return Synth(tmp_path_factory.mktemp("cdk-none"), **OPEN_CONTEXT)
+
+
+# Context switches that each change one independent part of the stack, synthesized together once (a synth is tens
+# of seconds on a 2-core box): no reserved concurrency, an existing event bus, custom scorers on, an existing alarm
+# topic notified too.
+VARIANT_CONTEXT = {
+    "api_function_concurrency": "0",
+    "event_bus_name": "team-events",
+    "enable_custom_scorers": "true",
+    "alarm_topic_arn": "arn:aws:sns:eu-west-1:123456789012:ops",
+}
+
+
+@pytest.fixture(scope="session")
+def variant_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return Synth(tmp_path_factory.mktemp("cdk-variant"), **VARIANT_CONTEXT)

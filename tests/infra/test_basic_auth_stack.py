@@ -18,14 +18,11 @@ from tests.infra.test_stack import NAG_ID, Synth, policy_statements_of
 pytestmark = pytest.mark.xdist_group("infra")
 
 
-@pytest.fixture(scope="module")
-def basic_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return Synth(
-        tmp_path_factory.mktemp("cdk-basic"),
-        authorization="basic",
-        auth_default_permission="NO_PERMISSIONS",
-        auth_grant_default_workspace_access="true",
-    )
+@pytest.fixture
+def basic_synth(largest: Synth) -> Synth:
+    """The session's largest configuration (tests/infra/conftest.py): basic auth with non-default permissions, full
+    monitoring and the canary (their resources live in nested stacks; this module checks the main one)."""
+    return largest
 
 
 def _authorizer(synth: Synth) -> tuple[str, dict[str, Any]]:

@@ -10,10 +10,13 @@ import pytest
 from serverless_mlflow import job_queue
 from tests.infra.test_stack import Synth, function_of, mapping_of, policy_statements_of
 
+pytestmark = pytest.mark.xdist_group("infra")
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return Synth(tmp_path_factory.mktemp("jobs"))
+
+@pytest.fixture
+def stack(synth: Synth) -> Synth:
+    """The session's default synth (tests/infra/conftest.py)."""
+    return synth
 
 
 def _sqs_rights(stack: Synth, name: str) -> list[tuple[set[str], Any]]:
@@ -81,7 +84,7 @@ def test_no_job_token_key_outside_basic_auth(stack: Synth) -> None:
         assert "JOB_TOKEN_SECRET_ARN" not in function["Properties"].get("Environment", {}).get("Variables", {})
 
 
-def test_custom_scorers_run_only_when_the_operator_turns_them_on(stack: Synth, tmp_path: Any) -> None:
+def test_custom_scorers_run_only_when_the_operator_turns_them_on(stack: Synth, variant_synth: Synth) -> None:
     """``enable_custom_scorers`` is MLflow's MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS on every function (registration,
     the invoke routes and the worker that runs the code); off by default."""
 
@@ -93,4 +96,4 @@ def test_custom_scorers_run_only_when_the_operator_turns_them_on(stack: Synth, t
         }
 
     assert allowed(stack) == set()
-    assert {"evaluation", "jobs", "job_worker"} <= allowed(Synth(tmp_path, enable_custom_scorers="true"))
+    assert {"evaluation", "jobs", "job_worker"} <= allowed(variant_synth)

@@ -9,10 +9,13 @@ import pytest
 from infra.permissions import access_for
 from tests.infra.test_stack import Synth, function_of, policy_statements_of
 
+pytestmark = pytest.mark.xdist_group("infra")
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return Synth(tmp_path_factory.mktemp("monitor"))
+
+@pytest.fixture
+def stack(synth: Synth) -> Synth:
+    """The session's default synth (tests/infra/conftest.py)."""
+    return synth
 
 
 def _actions(statement: dict) -> set[str]:

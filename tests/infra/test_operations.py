@@ -5,7 +5,6 @@ after the stack, and no region written into the template."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -43,9 +42,8 @@ def test_every_function_reserves_concurrency_within_the_account_quota(synth: Syn
     assert workers + MAX_API_FUNCTION_CONCURRENCY * (len(API_FEATURES) + 1) <= ACCOUNT_QUOTA - UNRESERVED_MINIMUM
 
 
-def test_no_reservations_when_the_context_turns_them_off(tmp_path: Any) -> None:
-    synth = Synth(tmp_path, api_function_concurrency="0")
-    assert not any(_reserved(synth).values())
+def test_no_reservations_when_the_context_turns_them_off(variant_synth: Synth) -> None:
+    assert not any(_reserved(variant_synth).values())
 
 
 @pytest.mark.parametrize("name", [*API_FEATURES, *WORKERS])

@@ -10,10 +10,13 @@ import pytest
 
 from tests.infra.test_stack import Synth, function_of, mapping_of, policy_statements_of
 
+pytestmark = pytest.mark.xdist_group("infra")
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return Synth(tmp_path_factory.mktemp("registry-events"))
+
+@pytest.fixture
+def stack(synth: Synth) -> Synth:
+    """The session's default synth (tests/infra/conftest.py)."""
+    return synth
 
 
 def _actions(statement: dict[str, Any]) -> set[str]:
@@ -82,8 +85,7 @@ def test_queue_and_bus_rights_are_each_functions_own(stack: Synth) -> None:
     assert all(resource == jobs_queue for _, resource in rights("runs", "sqs:SendMessage"))
 
 
-def test_an_existing_bus_is_used_when_the_context_names_one(tmp_path: Any) -> None:
-    synth = Synth(tmp_path, event_bus_name="team-events")
-    assert not synth.resources("AWS::Events::EventBus")
-    _, events = function_of(synth, "webhook_events")
+def test_an_existing_bus_is_used_when_the_context_names_one(variant_synth: Synth) -> None:
+    assert not variant_synth.resources("AWS::Events::EventBus")
+    _, events = function_of(variant_synth, "webhook_events")
     assert events["Properties"]["Environment"]["Variables"]["EVENT_BUS_NAME"] == "team-events"

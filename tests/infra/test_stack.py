@@ -680,11 +680,10 @@ def test_alarm_email_subscribes_to_the_tls_only_topic(open_synth: Synth) -> None
     assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements)
 
 
-def test_alarm_topic_arn_from_context_is_notified_too(tmp_path: Path) -> None:
-    arn = "arn:aws:sns:eu-west-1:123456789012:ops"
-    app = cdk.App(outdir=str(tmp_path), context={**infra.cdk_json_context(), "alarm_topic_arn": arn})
-    stack = MlflowServerlessStack(app, "AlarmTopicArn")
-    template = nested_template(stack.monitoring)
+def test_alarm_topic_arn_from_context_is_notified_too(variant_synth: Synth) -> None:
+    arn = variant_synth.app.node.try_get_context("alarm_topic_arn")
+    assert arn == "arn:aws:sns:eu-west-1:123456789012:ops"
+    template = nested_template(variant_synth.stack.monitoring)
     (topic_id,) = [k for k, v in template["Resources"].items() if v["Type"] == "AWS::SNS::Topic"]
     for resource in template["Resources"].values():
         if resource["Type"] == "AWS::CloudWatch::Alarm":

@@ -14,54 +14,30 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import requests
 
-from tools.fresh_clone import clone_checkout, free_port, newcomer_environment, serving
+from tests.newcomer.conftest import README_PORT, Newcomer, readme_block
 
-ROOT = Path(__file__).resolve().parents[2]
-README_PORT = "5000"
-
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("newcomer")]
 
 
-def readme_block(marker: str) -> str:
-    """The commands of the bash block that follows ``<!-- newcomer: <marker> ... -->`` in README.md."""
-    text = (ROOT / "README.md").read_text()
-    found = re.search(rf"<!-- newcomer: {marker}\b[^>]*-->\s*```bash\n(.*?)```", text, re.DOTALL)
-    assert found, f"README.md has no bash block marked newcomer: {marker}"
-    return found.group(1).strip()
+def test_the_readme_commands_work_as_written_on_a_fresh_clone(newcomer: Newcomer) -> None:
+    url = newcomer.url
+    client_command = readme_block("client").replace(f"127.0.0.1:{README_PORT}", f"127.0.0.1:{newcomer.port}")
+    client = subprocess.run(
+        ["bash", "-c", client_command], cwd=newcomer.clone, env=newcomer.env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert client.returncode == 0, client.stdout + client.stderr
+    assert client.stdout.strip().splitlines()[-1] == "{'loss': 0.5}"
 
-
-@pytest.fixture
-def fresh_clone() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory(prefix="newcomer-") as tmp:
-        yield clone_checkout(Path(tmp) / "mlflow-serverless")
-
-
-def test_the_readme_commands_work_as_written_on_a_fresh_clone(fresh_clone: Path) -> None:
-    port = free_port()
-    env = newcomer_environment()
-    server_command = readme_block("server")
-    client_command = readme_block("client").replace(f"127.0.0.1:{README_PORT}", f"127.0.0.1:{port}")
-    log = fresh_clone / "serve.log"
-    with serving(fresh_clone, env, log, command=server_command, port=port) as url:
-        client = subprocess.run(
-            ["bash", "-c", client_command], cwd=fresh_clone, env=env, capture_output=True, text=True, timeout=600, check=False
-        )
-        assert client.returncode == 0, client.stdout + client.stderr
-        assert client.stdout.strip().splitlines()[-1] == "{'loss': 0.5}"
-
-        index = requests.get(f"{url}/", timeout=60)
-        assert index.status_code == 200 and '<div id="root"' in index.text
-        found = requests.post(f"{url}/ajax-api/2.0/mlflow/runs/search", json={"experiment_ids": ["0"]}, timeout=60).json()
-        runs = [r for r in found.get("runs", []) if r["info"].get("run_name") == "hello"]
-        assert len(runs) == 1 and runs[0]["data"]["metrics"][0]["key"] == "loss" and runs[0]["data"]["metrics"][0]["value"] == 0.5
-    output = log.read_text(errors="replace")
+    index = requests.get(f"{url}/", timeout=60)
+    assert index.status_code == 200 and '<div id="root"' in index.text
+    found = requests.post(f"{url}/ajax-api/2.0/mlflow/runs/search", json={"experiment_ids": ["0"]}, timeout=60).json()
+    runs = [r for r in found.get("runs", []) if r["info"].get("run_name") == "hello"]
+    assert len(runs) == 1 and runs[0]["data"]["metrics"][0]["key"] == "loss" and runs[0]["data"]["metrics"][0]["value"] == 0.5
+    output = newcomer.output_with(r'"GET / HTTP/1.1" 200 \d+ ms')
     # What the terminal showed: the prerequisites up front, each set-up step with its usual duration, then one
     # access line per request.
     assert output.startswith("make serve needs: Python 3.11+")

@@ -3,14 +3,13 @@
 ``make serve`` installs only requirements-serve.txt (not make test's full mlflow and its dependencies), and its
 job worker runs in-process: MLflow's job functions then need what they import (pandas for a judge, the SQL stores'
 sqlalchemy for issue detection). The clone's own ``.venv`` serves; the judge and the discovery prompts are answered
-by the mock OpenAI-compatible provider (``tools/mock_llm.py``), whose variables the server inherits.
+by the mock OpenAI-compatible provider (``tools/mock_llm.py``), whose variables the server inherits. The clone and its
+``make serve`` are test_readme's (one set-up for both: tests/newcomer/conftest.py).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import mlflow
@@ -18,27 +17,17 @@ import pytest
 import requests
 
 from tests.jobs.test_invoke import judge_json
-from tests.review.test_issue_detection_invoke import DISCOVERY_SCRIPT
-from tools.fresh_clone import clone_checkout, newcomer_environment, serving
-from tools.mock_llm import MockLLM
+from tests.newcomer.conftest import Newcomer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("newcomer")]
 
 FINAL = ("SUCCEEDED", "FAILED", "TIMEOUT", "CANCELED")
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    llm = MockLLM().start()
-    for marker, answer in DISCOVERY_SCRIPT:
-        llm.script(marker, answer)
-    env = {**newcomer_environment(), "OPENAI_API_KEY": "test-key", "OPENAI_API_BASE": f"{llm.url}/v1", "ACCESS_LOG": "false"}
-    clone = clone_checkout(tmp_path / "mlflow-serverless")
-    try:
-        with serving(clone, env, tmp_path / "serve.log") as url:
-            yield url
-    finally:
-        llm.stop()
+def served(newcomer: Newcomer) -> str:
+    """The fresh clone's ``make serve`` (tests/newcomer/conftest.py), its job worker calling the mock provider."""
+    return newcomer.url
 
 
 def _post(url: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
