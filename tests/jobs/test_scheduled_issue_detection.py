@@ -19,7 +19,9 @@ import requests
 
 from serverless_mlflow import clock
 from tests.conftest import unique
+from tests.mlflow_reference import asgi_reference_server_of
 from tests.review.test_issue_detection_invoke import DISCOVERY_SCRIPT, ISSUE_NAME
+from tools.client_venvs import by_version, ensure
 from tools.mock_llm import MockLLM
 
 pytestmark = pytest.mark.e2e
@@ -181,6 +183,11 @@ def test_a_failing_detection_fails_its_run_and_job(
     assert "mlflow.issueDetection.checkpoint" not in client.get_experiment(experiment_id).tags  # the window is covered again
 
 
-def test_server_info_reports_the_feature_as_mlflow_3_18(server: str) -> None:
-    info = requests.get(f"{server}/api/3.0/mlflow/server-info", timeout=60).json()
-    assert info["features_enabled"]["scheduled_issue_detection"] is True
+def test_server_info_reports_the_feature_as_stock_mlflow_3_18(server: str) -> None:
+    """``features_enabled`` as ``mlflow server`` 3.18.0 answers it with its defaults (job execution and periodic tasks
+    on, which the test session turns off for the stock servers it compares with), from the 3.18.0 client venv
+    (``tools.client_venvs``, built on first use)."""
+    python = str(ensure(by_version("3.18.0")) / "bin" / "python")
+    stock = asgi_reference_server_of(python, (("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "true"),)).url
+    ours, theirs = (requests.get(f"{url}/api/3.0/mlflow/server-info", timeout=60).json()["features_enabled"] for url in (server, stock))
+    assert ours == theirs == {"gateway": True, "scheduled_issue_detection": True}
