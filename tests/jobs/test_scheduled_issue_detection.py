@@ -67,11 +67,12 @@ def _save_schedule(client: Any, server: str, experiment_id: str, schedule: dict[
     return response.json()["next_fire_time_ms"]
 
 
-def _pass(local_runtime: Any, monkeypatch: pytest.MonkeyPatch, at_ms: int) -> list[str]:
-    """One monitor pass with the wall clock at ``at_ms``; the detection jobs it submitted."""
+def _pass(local_runtime: Any, monkeypatch: pytest.MonkeyPatch, at_ms: int) -> None:
+    """One monitor pass with the wall clock at ``at_ms`` (the runtime's own timer may pass too: the jobs are counted
+    on the jobs API, not from this pass's answer)."""
     with monkeypatch.context() as patched:
         patched.setattr(clock, "now_millis", lambda: at_ms)
-        return local_runtime.monitor.tick()["issue_detection_jobs"]
+        local_runtime.monitor.tick()
 
 
 def _jobs(server: str, experiment_id: str) -> list[dict[str, Any]]:
@@ -104,11 +105,12 @@ def test_a_schedule_fires_on_its_cadence_once_and_stops_when_paused(
     assert next_fire is not None and saved_at < next_fire <= saved_at + HOUR_MS and next_fire % HOUR_MS == 15 * 60 * 1000
 
     # Before its fire time a pass submits nothing; at it, exactly one job with MLflow's params.
-    assert _pass(local_runtime, monkeypatch, next_fire - 1) == []
-    (job_id,) = _pass(local_runtime, monkeypatch, next_fire + 1000)
-    assert _pass(local_runtime, monkeypatch, next_fire + 2000) == []  # claimed: never twice for one occurrence
+    _pass(local_runtime, monkeypatch, next_fire - 1)
+    assert _jobs(server, experiment_id) == []
+    _pass(local_runtime, monkeypatch, next_fire + 1000)
+    _pass(local_runtime, monkeypatch, next_fire + 2000)  # claimed: never twice for one occurrence
     (job,) = _jobs(server, experiment_id)
-    assert job["job_id"] == job_id
+    job_id = job["job_id"]
     assert job["params"] == {
         "experiment_id": experiment_id,
         "window_lower_bound_ms": next_fire - HOUR_MS,
@@ -145,34 +147,43 @@ def test_a_schedule_fires_on_its_cadence_once_and_stops_when_paused(
     assert checkpoint["version"] == 1 and checkpoint["lastRunUuid"] == run.info.run_id
 
     # The next occurrence covers only what arrived since the watermark: nothing, so a quiet run over zero traces.
-    (quiet_id,) = _pass(local_runtime, monkeypatch, next_fire + HOUR_MS + 1000)
+    _pass(local_runtime, monkeypatch, next_fire + HOUR_MS + 1000)
+    (quiet_id,) = {job["job_id"] for job in _jobs(server, experiment_id)} - {job_id}
     quiet = _finished(server, quiet_id)
     assert quiet["status"] == "SUCCEEDED" and quiet["result"]["traces_in_window"] == 0, quiet
     assert client.get_run(quiet["result"]["run_id"]).data.tags["total_traces"] == "0"
 
     # "Off" in the UI: the schedule is kept, paused, and no pass runs it.
     _save_schedule(client, server, experiment_id, {**schedule, "paused": True, "model": model}, filters)
-    assert _pass(local_runtime, monkeypatch, next_fire + 3 * HOUR_MS + 1000) == []
-    assert _pass(local_runtime, monkeypatch, next_fire + 30 * HOUR_MS) == []
+    _pass(local_runtime, monkeypatch, next_fire + 3 * HOUR_MS + 1000)
+    _pass(local_runtime, monkeypatch, next_fire + 30 * HOUR_MS)
     assert len(_jobs(server, experiment_id)) == 2
 
 
 def test_a_failing_detection_fails_its_run_and_job(
     local_runtime: Any, server: str, client: Any, mock_llm: MockLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    experiment_id = client.create_experiment(unique("scheduled-fails"))
-    _traces(experiment_id, {"env": "prod"})
+    """The schedule arrives with the experiment (a client's ``create_experiment(tags=...)``, no dialog): the monitor's
+    first pass anchors it (its first run is at its next fire time, not now), as MLflow's dispatcher does."""
     schedule = {
+        "version": 1,
         "cadence": "daily",
         "timezone": "Europe/Paris",
-        "paused": False,
         "fireTime": "06:30",
         "model": {"endpointName": "no-such-endpoint"},
     }
-    next_fire = _save_schedule(client, server, experiment_id, schedule, [])
-    assert next_fire is not None
-    (job_id,) = _pass(local_runtime, monkeypatch, next_fire + 1000)
+    experiment_id = client.create_experiment(unique("scheduled-fails"), tags={"mlflow.issueDetection.schedule": json.dumps(schedule)})
+    _traces(experiment_id, {"env": "prod"})
+    created_at = client.get_experiment(experiment_id).creation_time
+    seen_at = clock.now_millis()
+    _pass(local_runtime, monkeypatch, seen_at)
+    assert _jobs(server, experiment_id) == []
+    state = json.loads(client.get_experiment(experiment_id).tags["mlflow.issueDetection.scheduleState"])
+    next_fire = state["nextFireTimeMs"]
+    assert created_at <= state["lastFireTimeMs"] <= seen_at < next_fire <= state["lastFireTimeMs"] + 24 * HOUR_MS
+    _pass(local_runtime, monkeypatch, next_fire + 1000)
     (job,) = _jobs(server, experiment_id)
+    job_id = job["job_id"]
     assert job["params"]["window_upper_bound_ms"] == next_fire
     assert job["params"]["model"] == "gateway:/no-such-endpoint"
     final = _finished(server, job_id)

@@ -320,4 +320,7 @@ def create_experiment(name: str, artifact_location: str | None, tags: dict[str, 
         if workspace != DEFAULT_WORKSPACE and workspaces.read(workspace) is None:
             raise workspaces.missing(workspace) from None
         raise duplicate_name(name) from None
+    if SCHEDULE_TAG in tags:
+        # Created with an issue-detection schedule: due for the monitor (after the transaction, which may be full).
+        table.put(issue_schedule_item(experiment_id, workspace, created, None))
     return experiment_id
