@@ -238,7 +238,9 @@ ACCESS: dict[str, Access] = {
     "job_worker": Access(table=("GetItem", "UpdateItem"), job_queue=("sqs:SendMessage", "sqs:ChangeMessageVisibility")),
     # The monitor (EventBridge Scheduler, every minute): reads the active online scoring configurations (gsi2), the
     # scorers' refs and versions and the experiments' claim items and jobs; claims an experiment (PutItem with a
-    # condition) and submits its job (the job item, one message with the job's token minted with the key).
+    # condition) and submits its job (the job item, one message with the job's token minted with the key). Scheduled
+    # issue detection: queries the schedules due (gsi2), reads the experiment with its tags and runs, claims an
+    # occurrence (a transaction of conditional Puts: the state tag, its collection copy, the schedule's due time).
     "monitor": Access(table=("GetItem", "Query", "PutItem"), job_queue=("sqs:SendMessage",), job_token_key=True),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk) and, with
     # basic auth, the first admin (user item + user-id counter), whose password it reads from its secret.

@@ -77,10 +77,10 @@ def asgi_reference_server() -> Reference:
 
 
 @cache
-def asgi_reference_server_of(python: str) -> Reference:
+def asgi_reference_server_of(python: str, env: tuple[tuple[str, str], ...] = ()) -> Reference:
     """MLflow's whole server run by another interpreter: a client venv's mlflow (``tools.client_venvs``) for
-    routes the project's pinned mlflow does not have (3.18's skill registry)."""
-    return _start(_SERVE_ASGI, python=python)
+    routes the project's pinned mlflow does not have (3.18's skill registry); ``env`` on top of this environment."""
+    return _start(_SERVE_ASGI, python=python, extra_env=dict(env))
 
 
 @cache

@@ -30,7 +30,7 @@ def test_server_info_reports_presigned_artifacts(server: str) -> None:
     assert info["artifacts_presigned_only"] is True
     assert info["multipart_uploads_enabled"] is True
     # The AI gateway, its runtime and judges are served: the UI shows its Judges tab, Playground and gateway page.
-    assert info["features_enabled"] == {"gateway": True}
+    assert info["features_enabled"] == {"gateway": True, "scheduled_issue_detection": True}
     # The 3.18 UI shows its Issues tab only to a "SqlStore" (MLflow's name for a store with every feature).
     assert info["store_type"] == "SqlStore"
 

@@ -75,6 +75,7 @@ SCHEMA_PATTERNS: dict[str, tuple[str, ...]] = {
     "List webhooks (newest first)": ("webhook.by_creation",),
     "Search jobs": ("job.in_workspace",),
     "Active online scoring configurations": ("online_scoring_config.active",),
+    "Issue-detection schedules due": ("issue_schedule.due",),
     "Read the MCP registry": ("mcp_server.in_workspace",),
     "Read one MCP server whole": ("mcp_server.whole_server",),
     "Read the skill registry": ("skill.in_workspace",),
@@ -1384,6 +1385,24 @@ PATTERNS: tuple[AccessPattern, ...] = (
         "table",
         "pk = EXP#<exp> AND sk = OSJOB IF attribute_not_exists(pk) OR job_id = <previous>",
         note="read first (GetItem) with the jobs it names; one pass at a time submits the experiment's next job",
+    ),
+    _p(
+        "Jobs",
+        "Issue-detection schedules due",
+        "issue_schedule",
+        QUERY,
+        "gsi2",
+        "gsi2pk = MONITOR#ISSUES AND gsi2sk <= <now>#~",
+        note="the monitor's minute tick (every workspace); paused or removed schedules carry no index",
+    ),
+    _p(
+        "Jobs",
+        "Move an issue-detection schedule's due time",
+        "issue_schedule",
+        PUT,
+        "table",
+        "pk = EXP#<exp> AND sk = ISCHED IF due = <read>",
+        note="a schedule tag saved meanwhile (due now) is not overwritten; saving the tag puts it with the tag, in one transaction",
     ),
     # --- webhooks and registry events -------------------------------------------------------------
     _p(

@@ -61,7 +61,8 @@ def restore_experiment(req: Request) -> dict[str, Any]:
 
 def set_experiment_tag(req: Request) -> dict[str, Any]:
     msg = req.message(MESSAGES["set_experiment_tag"])
-    logic.set_experiment_tag(msg["experiment_id"], msg["key"], msg.get("value", ""))
+    user = req.identity.username if req.identity is not None else None
+    logic.set_experiment_tag(msg["experiment_id"], msg["key"], msg.get("value", ""), user)
     return {}
 
 

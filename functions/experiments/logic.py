@@ -208,14 +208,14 @@ def restore_experiment(experiment_id: str) -> None:
 # --- tags -------------------------------------------------------------------------------------------------
 
 
-def set_experiment_tag(experiment_id: str, key: str, value: str) -> None:
+def set_experiment_tag(experiment_id: str, key: str, value: str, user: str | None = None) -> None:
     if _is_custom_view_tag(key):
         experiment = store.get_experiment(experiment_id)
         existing = {tag["key"] for tag in experiment.get("tags", [])}
         if key not in existing and sum(_is_custom_view_tag(k) for k in existing) >= MAX_CUSTOM_VIEWS_PER_EXPERIMENT:
             raise _custom_view_limit(experiment["experiment_id"])
     validate_experiment_tag(key, value)
-    store.put_tag(experiment_id, key, value)
+    store.put_tag(experiment_id, key, value, user)
 
 
 def delete_experiment_tag(experiment_id: str, key: str) -> None:

@@ -6,9 +6,11 @@ import uuid
 from typing import Any
 
 from serverless_mlflow import clock, table
-from serverless_mlflow.errors import MlflowError, already_exists, wrong_state
-from serverless_mlflow.llm_gateway import records
+from serverless_mlflow.errors import MlflowError, already_exists, invalid, wrong_state
+from serverless_mlflow.llm_gateway import provider_filter, records
 from serverless_mlflow.llm_gateway.records import MODEL_DEFINITION, MODEL_DEFINITION_NAME, current_workspace
+
+from . import catalog
 
 
 def _name_taken(name: str) -> MlflowError:
@@ -23,7 +25,17 @@ def _secret_exists(secret_id: str) -> dict[str, Any]:
     return table.check_op(records.secret_key(secret_id), "attribute_exists(pk)")
 
 
+def check_provider(provider: str) -> None:
+    """A provider of MLflow's catalog (``gateway/supported-providers`` lists them; every provider the runtime serves is
+    one). MLflow stores any string and then answers every call to the endpoint with a 500 (its LiteLLM fallback
+    fails); refused here before anything is written."""
+    known = catalog.load().providers
+    if provider not in known and provider_filter.normalize(provider) not in known:
+        raise invalid(f"Unknown provider '{provider}'. Choose one of the providers listed by gateway/supported-providers.")
+
+
 def create_model_definition(name: str, secret_id: str, provider: str, model_name: str, created_by: str | None) -> dict[str, Any]:
+    check_provider(provider)
     secret = records.get_secret(secret_id)
     model_definition_id = f"d-{uuid.uuid4().hex}"
     now = clock.now_millis()
@@ -73,6 +85,8 @@ def update_model_definition(
     provider: str | None,
 ) -> dict[str, Any]:
     """Only the fields given change; a new name moves the name claim in the same transaction."""
+    if provider is not None:
+        check_provider(provider)
     item = records.get_model_definition(model_definition_id)
     if secret_id is not None:
         records.get_secret(secret_id)

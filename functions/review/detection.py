@@ -15,6 +15,7 @@ from typing import Any
 
 from serverless_mlflow import clock, job_kinds, job_queue
 from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.issue_detection_dispatch import ISSUE_DETECTION, RUN_TYPE_TAG, in_flight_detection_run
 from serverless_mlflow.request import Message, array, item_type_string, required, string
 from serverless_mlflow.run_writes import create_run, write_run_changes
 from serverless_mlflow.store import runs as run_store
@@ -34,8 +35,7 @@ MESSAGE = Message(
     },
 )
 
-# mlflow.utils.tags: the run's type, and the job that fills it.
-RUN_TYPE_TAG, ISSUE_DETECTION = "mlflow.runType", "issue_detection"
+# mlflow.utils.tags: the job that fills the run.
 JOB_ID_TAG = "mlflow.issueDetection.jobId"
 # mlflow.utils.providers._CORE_PROVIDER_ENV_VARS: the variables each core provider reads its credential from.
 PROVIDER_CREDENTIALS: dict[str, list[str]] = {
@@ -52,8 +52,6 @@ PROVIDER_CREDENTIALS: dict[str, list[str]] = {
     "typesafe": ["TYPESAFE_API_KEY"],
     "bedrock": ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"],
 }
-# MLFLOW_SERVER_JOB_DEFAULT_TIMEOUT's default: a detection run older than this no longer blocks a new one.
-JOB_DEFAULT_TIMEOUT_SECONDS = 3600.0
 
 
 def invoke(request: dict[str, Any], user: str | None) -> dict[str, Any]:
@@ -85,7 +83,7 @@ def invoke(request: dict[str, Any], user: str | None) -> dict[str, Any]:
                 f"No API key available for provider '{provider}'. Save an API key in AI Gateway, or set {hint} on the MLflow server."
             )
     _traces_in_experiment(trace_ids, experiment_id)
-    if in_flight := _in_flight_run(experiment_id):
+    if in_flight := in_flight_detection_run(experiment_id):
         raise MlflowError(
             f"Issue detection is already running for this experiment (run {in_flight}). "
             "Wait for it to finish, or cancel it, before starting another.",
@@ -134,18 +132,3 @@ def _traces_in_experiment(trace_ids: list[str], experiment_id: str) -> None:
     for item in trace_store.info_items(trace_ids):
         if str(item["experiment_id"]) != str(experiment_id):
             raise MlflowError("Not all requested traces could be accessed.", "PERMISSION_DENIED")
-
-
-def _in_flight_run(experiment_id: str) -> str | None:
-    """``in_flight_detection_run``: an active issue-detection run still RUNNING and younger than the job timeout."""
-    oldest = clock.now_millis() - int(JOB_DEFAULT_TIMEOUT_SECONDS * 1000)
-    for view in run_store.experiment_runs(experiment_id):
-        info = view.info
-        if (
-            view.tags.get(RUN_TYPE_TAG) == ISSUE_DETECTION
-            and info.get("status") == "RUNNING"
-            and info.get("lifecycle_stage") == run_store.ACTIVE
-            and int(info.get("start_time") or 0) > oldest
-        ):
-            return str(info["run_id"])
-    return None

@@ -161,7 +161,7 @@ def test_disabled_gateway_answers_not_implemented(server: str) -> None:
             assert message is not None and "MLFLOW_ENABLE_AI_GATEWAY" in message
         # And server-info says so, so the UI hides the Judges tab, the Playground and the AI Gateway page.
         info = requests.get(f"{url}/ajax-api/3.0/mlflow/server-info", timeout=60).json()
-        assert info["features_enabled"] == {"gateway": False}
+        assert info["features_enabled"] == {"gateway": False, "scheduled_issue_detection": True}
 
 
 # --- the catalog file -----------------------------------------------------------------------------------------

@@ -259,3 +259,30 @@ def _errors_with(server: str, method: str, path: str, body: dict[str, Any], secr
     mine = requests.request(method, f"{server}{GW}/{path}", **_args(method, fill(secret_ids[0])), timeout=30).json()
     ref = requests.request(method, f"{reference_server().url}{GW}/{path}", **_args(method, fill(secret_ids[1])), timeout=30).json()
     return (mine.get("error_code"), mine.get("message")), (ref.get("error_code"), ref.get("message"))
+
+
+@pytest.mark.parametrize("provider", ["no-such-provider", "OpenAI", " openai"])
+def test_an_unknown_provider_is_refused_where_mlflow_stores_it(stores: tuple[RestStore, RestStore], provider: str) -> None:
+    """MLflow 3.17 and 3.18 store any provider string and then answer every call to an endpoint using it with a 500
+    (their LiteLLM fallback fails). Here create and update refuse a provider outside MLflow's catalog (what
+    ``gateway/supported-providers`` lists) with 400, and nothing changes; a catalog provider (and an alias) is taken."""
+    ours, theirs = stores
+    suffix = unique("")
+    secrets = [store.create_gateway_secret(f"k{suffix}", {"api_key": API_KEY}, provider="openai") for store in stores]
+    # MLflow's answer: stored as given.
+    stored = theirs.create_gateway_model_definition(f"d{suffix}", secrets[1].secret_id, provider, "m")
+    assert stored.provider == provider
+    with pytest.raises(MlflowException) as refused:
+        ours.create_gateway_model_definition(f"d{suffix}", secrets[0].secret_id, provider, "m")
+    assert (refused.value.error_code, refused.value.get_http_status_code()) == ("INVALID_PARAMETER_VALUE", 400)
+    assert f"Unknown provider '{provider}'" in refused.value.message
+    assert [d.name for d in ours.list_gateway_model_definitions()].count(f"d{suffix}") == 0
+
+    definition = ours.create_gateway_model_definition(f"d{suffix}", secrets[0].secret_id, "openai", "m")
+    with pytest.raises(MlflowException) as refused:
+        ours.update_gateway_model_definition(definition.model_definition_id, provider=provider)
+    assert refused.value.error_code == "INVALID_PARAMETER_VALUE"
+    assert ours.get_gateway_model_definition(definition.model_definition_id).provider == "openai"
+    for accepted in ("anthropic", "amazon-bedrock", "cohere"):
+        updated = ours.update_gateway_model_definition(definition.model_definition_id, provider=accepted)
+        assert updated.provider == accepted

@@ -3,8 +3,9 @@
 A schedule lives in experiment tags: ``mlflow.issueDetection.schedule`` (cadence, start time, weekday, timezone;
 written by the UI through the generic tag route) and ``mlflow.issueDetection.scheduleState`` (what the server has
 dispatched, written only by the server). ``POST /ajax-api/3.0/mlflow/issues/schedule/state`` brings the state in
-line with a schedule that was just saved and answers when it next fires. Only what decides *when* a schedule fires
-is ported: the model and trace-filter halves change what a run does, which this stack does not run (no dispatcher).
+line with a schedule that was just saved and answers when it next fires; the monitor's dispatcher
+(``issue_detection_dispatch``) claims due occurrences with the same arithmetic. What a run does (model, trace
+filters, priorities, window) is read by ``issue_schedule_runs``.
 
 Parsing keeps MLflow's leniency exactly (an unreadable start time, weekday or zone falls back to the default, an
 unknown envelope version or cadence is no schedule), so the answer and the state written are MLflow's, byte for byte.
@@ -152,11 +153,11 @@ def parse_state(raw: str | None) -> State | None:
     )
 
 
-def next_fire_time_ms(timing: Timing, after_ms: int) -> int:
-    """The first fire time strictly after ``after_ms``, built in wall-clock terms of the schedule's zone (so the
-    local hour survives a DST change) and resolved to an instant by ``zoneinfo``, as MLflow does."""
+def _anchor(timing: Timing, reference_ms: int) -> tuple[tzinfo, datetime, timedelta]:
+    """``_fire_time_anchor``: the candidate fire time near ``reference_ms`` as a naive wall clock in the schedule's
+    zone, and the cadence's step (kept naive so the local hour survives a DST change)."""
     zone = _zone(timing.timezone)
-    naive = datetime.fromtimestamp(after_ms / 1000, tz=zone).replace(tzinfo=None)
+    naive = datetime.fromtimestamp(reference_ms / 1000, tz=zone).replace(tzinfo=None)
     hour, _, minute = timing.fire_time.partition(":")
     if timing.cadence == HOURLY:
         base = naive.replace(minute=int(minute), second=0, microsecond=0)
@@ -164,7 +165,13 @@ def next_fire_time_ms(timing: Timing, after_ms: int) -> int:
         base = naive.replace(hour=int(hour), minute=int(minute), second=0, microsecond=0)
         if timing.cadence == WEEKLY:
             base -= timedelta(days=(naive.weekday() - timing.weekday) % 7)
-    step = _STEPS[timing.cadence]
+    return zone, base, _STEPS[timing.cadence]
+
+
+def next_fire_time_ms(timing: Timing, after_ms: int) -> int:
+    """The first fire time strictly after ``after_ms``, built in wall-clock terms of the schedule's zone (so the
+    local hour survives a DST change) and resolved to an instant by ``zoneinfo``, as MLflow does."""
+    zone, base, step = _anchor(timing, after_ms)
     for index in range(4):
         candidate_ms = int((base + step * index).replace(tzinfo=zone).timestamp() * 1000)
         if candidate_ms > after_ms:
@@ -181,5 +188,48 @@ def synced_state(timing: Timing, state: State | None, now_ms: int) -> State:
     if state.timing is None:
         return replace(state, timing=timing.fingerprint, next_fire_time_ms=next_fire_time_ms(timing, state.last_fire_time_ms))
     if state.timing != timing.fingerprint:
-        return replace(state, last_fire_time_ms=now_ms, timing=timing.fingerprint, next_fire_time_ms=next_fire_time_ms(timing, now_ms))
+        return reanchored(state, timing, now_ms)
     return state
+
+
+def reanchored(state: State, timing: Timing, anchor_ms: int) -> State:
+    """``reanchor_timing``: an edited timing takes effect from its next occurrence after ``anchor_ms``."""
+    return replace(state, last_fire_time_ms=anchor_ms, timing=timing.fingerprint, next_fire_time_ms=next_fire_time_ms(timing, anchor_ms))
+
+
+def parse_paused(raw: str | None) -> bool:
+    """The schedule's ``paused`` flag ("Off" in the UI keeps the schedule, paused); only JSON ``true`` pauses."""
+    parsed = _envelope(raw)
+    return parsed is not None and parsed.get("paused") is True
+
+
+def _latest_fire_time_ms(timing: Timing, at_or_before_ms: int) -> int | None:
+    """The most recent fire time at or before ``at_or_before_ms`` (candidates filtered, not assumed ordered: a DST
+    shift moves one by an hour either way)."""
+    zone, base, step = _anchor(timing, at_or_before_ms)
+    candidates = (int((base + step * index).replace(tzinfo=zone).timestamp() * 1000) for index in range(1, -3, -1))
+    due = [candidate_ms for candidate_ms in candidates if candidate_ms <= at_or_before_ms]
+    return max(due) if due else None
+
+
+def due_occurrence_ms(timing: Timing, paused: bool, state: State | None, now_ms: int) -> int | None:
+    """``due_occurrence_ms``: the fire time to run now (the most recent one due, so downtime costs one catch-up
+    run), or None; a paused schedule or one without state is never due."""
+    if paused or state is None:
+        return None
+    fire_time_ms = next_fire_time_ms(timing, state.last_fire_time_ms)
+    if fire_time_ms > now_ms:
+        return None
+    latest_ms = _latest_fire_time_ms(timing, now_ms)
+    return fire_time_ms if latest_ms is None else max(fire_time_ms, latest_ms)
+
+
+def claimed(state: State, timing: Timing, fire_time_ms: int, now_ms: int) -> State:
+    """``claim_occurrence``: the state recorded when the occurrence at ``fire_time_ms`` is dispatched."""
+    return replace(
+        state,
+        last_fire_time_ms=fire_time_ms,
+        last_dispatched_at_ms=now_ms,
+        timing=timing.fingerprint,
+        next_fire_time_ms=next_fire_time_ms(timing, fire_time_ms),
+    )

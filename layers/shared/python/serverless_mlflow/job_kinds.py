@@ -18,6 +18,8 @@ INVOKE_SCORER = "invoke_scorer"
 INVOKE_GENAI_EVALUATE = "invoke_genai_evaluate"
 # Online scoring (MLflow's job name), submitted by the monitor's tick (serverless_mlflow.online_scoring).
 RUN_ONLINE_TRACE_SCORER = "run_online_trace_scorer"
+# Scheduled issue detection (MLflow 3.18's job name), submitted by the monitor's tick (issue_detection_dispatch).
+SCHEDULED_ISSUE_DETECTION = "scheduled_issue_detection"
 
 KINDS: dict[str, str] = {
     DEMO_GENERATE: "job_worker.kinds.demo:generate",
@@ -27,6 +29,7 @@ KINDS: dict[str, str] = {
     INVOKE_SCORER: "job_worker.kinds.scorers:invoke_scorer",
     INVOKE_GENAI_EVALUATE: "job_worker.kinds.scorers:invoke_genai_evaluate",
     RUN_ONLINE_TRACE_SCORER: "job_worker.kinds.online:run_online_scorers",
+    SCHEDULED_ISSUE_DETECTION: "job_worker.kinds.issue_schedule:run_scheduled",
 }
 
 # Small jobs that exercise the runner (succeed, fail, fail transiently, continue across invocations). Served only

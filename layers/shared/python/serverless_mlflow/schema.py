@@ -1060,6 +1060,18 @@ ENTITIES: tuple[Entity, ...] = (
         "The experiment's latest online scoring job (claimed with a condition: one at a time per experiment)",
         attributes=("experiment_id", "job_id", "workspace", "claimed_at"),
     ),
+    _e(
+        # MLflow 3.18 keeps an issue-detection schedule in experiment tags and finds scheduled experiments by a tag
+        # search; here saving the schedule tag also puts this item (due now), and the monitor queries the items due
+        # by time, then moves ``due`` to the schedule's next fire time. Paused or removed schedules leave gsi2.
+        "issue_schedule",
+        EXP,
+        "ISCHED",
+        "An experiment's issue-detection schedule as the monitor sees it: when it is next due, who saved it, its last job",
+        indexes={"gsi2": ("MONITOR#ISSUES", "{due:i64}#{experiment_id}")},
+        attributes=("experiment_id", "workspace", "due", "created_by", "job_id"),
+        patterns={"due": ("gsi2", "Issue-detection schedules by the time they are next due, every workspace (eventually consistent)")},
+    ),
     # --- derived items, written only by the stream indexer ----------------------------------
     _e(
         # One partition per experiment and metric key (not the experiment's): a training loop moves a run's item

@@ -44,5 +44,7 @@ def server_info() -> dict[str, Any]:
         "artifact_serving_enabled": True,
         "presigned_upload_run_id_supported": True,
         "presigned_upload_model_id_supported": True,
-        "features_enabled": {"gateway": gateway_enabled()},
+        # MLflow 3.18: whether a saved issue-detection schedule runs here. It does: the monitor (EventBridge
+        # Scheduler; ``make serve``'s timer) dispatches it and the job worker runs it.
+        "features_enabled": {"gateway": gateway_enabled(), "scheduled_issue_detection": True},
     }

@@ -20,6 +20,7 @@ EXPERIMENT_NAME = ENTITY["experiment_name"]
 EXPERIMENT_TAG = ENTITY["experiment_tag"]
 EXPERIMENT_ENTRY = ENTITY["experiment_entry"]
 EXPERIMENT_ENTRY_TAG = ENTITY["experiment_entry_tag"]
+ISSUE_SCHEDULE = ENTITY["issue_schedule"]
 CONFIG = ENTITY["config"]
 
 DEFAULT_EXPERIMENT_ID = "0"
@@ -82,6 +83,18 @@ def entry_tag_item(experiment_id: str, key: str, value: str, workspace: str = DE
         experiment_num=int(experiment_id),
         key=key,
     )
+
+
+def issue_schedule_item(experiment_id: str, workspace: str, due: int | None, created_by: str | None) -> dict[str, Any]:
+    """The monitor's view of an experiment's issue-detection schedule (``schema``: ``issue_schedule``); without
+    ``due`` it leaves the monitor's index (a paused or removed schedule)."""
+    attributes: dict[str, Any] = {"experiment_id": experiment_id, "workspace": workspace}
+    if created_by:
+        attributes["created_by"] = created_by
+    if due is not None:
+        attributes["due"] = due
+        return ISSUE_SCHEDULE.item(attributes, experiment_id=experiment_id, due=due)
+    return ISSUE_SCHEDULE.item(attributes, experiment_id=experiment_id)
 
 
 def name_claim_item(experiment_id: str, name: str, workspace: str = DEFAULT_WORKSPACE) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 from serverless_mlflow import clock, keys, table
 from serverless_mlflow.artifact_locations import default_experiment_artifact_location
 from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found
+from serverless_mlflow.issue_schedule import SCHEDULE_TAG
 from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import workspaces
@@ -35,6 +36,7 @@ from serverless_mlflow.store.experiment_items import (
     entry_item,
     entry_tag_item,
     experiment_attributes,
+    issue_schedule_item,
     meta_key,
     name_claim_item,
     name_claim_key,
@@ -168,21 +170,23 @@ def get_active_experiment_meta(experiment_id: str | int | None) -> dict[str, Any
     return meta
 
 
-def put_tag(experiment_id: str, key: str, value: str) -> None:
+def put_tag(experiment_id: str, key: str, value: str, user: str | None = None) -> None:
     """Set one tag of an active experiment: the tag and its collection copy in one transaction, conditioned on
     the experiment still being active (SqlAlchemyStore.set_experiment_tag); the key and value are the caller's
-    to validate."""
+    to validate. Saving an issue-detection schedule (``user``: who saves it, whom its runs act as) also makes it
+    due for the monitor's next pass, which anchors, retimes, pauses or drops it as MLflow's dispatcher does."""
     normalized = normalize_experiment_id(experiment_id)
     meta = get_active_experiment_meta(normalized)
     workspace = meta.get("workspace") or DEFAULT_WORKSPACE
+    operations = [
+        table.check_op(meta_key(normalized), "lifecycle_stage = :active", values={":active": ACTIVE}),
+        table.put_op(tag_item(normalized, key, value)),
+        table.put_op(entry_tag_item(normalized, key, value, workspace)),
+    ]
+    if key == SCHEDULE_TAG:
+        operations.append(table.put_op(issue_schedule_item(normalized, workspace, clock.now_millis(), user)))
     try:
-        table.transact(
-            [
-                table.check_op(meta_key(normalized), "lifecycle_stage = :active", values={":active": ACTIVE}),
-                table.put_op(tag_item(normalized, key, value)),
-                table.put_op(entry_tag_item(normalized, key, value, workspace)),
-            ]
-        )
+        table.transact(operations)
     except table.ConditionFailed:
         check_experiment_active(get_experiment_meta(normalized))
         raise
@@ -316,4 +320,7 @@ def create_experiment(name: str, artifact_location: str | None, tags: dict[str, 
         if workspace != DEFAULT_WORKSPACE and workspaces.read(workspace) is None:
             raise workspaces.missing(workspace) from None
         raise duplicate_name(name) from None
+    if SCHEDULE_TAG in tags:
+        # Created with an issue-detection schedule: due for the monitor (after the transaction, which may be full).
+        table.put(issue_schedule_item(experiment_id, workspace, created, None))
     return experiment_id
