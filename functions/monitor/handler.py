@@ -1,6 +1,7 @@
-"""The monitor: MLflow's periodic online-scoring dispatcher, on a schedule (EventBridge Scheduler, every minute;
-``make serve``: a timer in ``local/monitor.py``). It decides what is due and submits jobs to the jobs queue; the
-job worker does the judging (``serverless_mlflow.online_scoring``). Not on a request path: no API event."""
+"""The monitor: MLflow's periodic tasks, on a schedule (EventBridge Scheduler, every minute; ``make serve``: a timer
+in ``local/monitor.py``). Online scoring: it decides what is due and submits jobs to the jobs queue; the job worker
+does the judging (``serverless_mlflow.online_scoring``). Trace archival: the pass itself
+(``serverless_mlflow.store.trace_archival``), when server-level archival is on. Not on a request path."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from serverless_mlflow import online_scoring
+from serverless_mlflow.store import trace_archival
 
 logger = Logger(service="monitor")
 
@@ -18,4 +20,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     submitted = online_scoring.run_scheduler()
     if submitted:
         logger.info("online scoring jobs submitted", extra={"job_ids": submitted})
-    return {"online_scoring_jobs": submitted}
+    archived = trace_archival.run_pass()
+    if archived:
+        logger.info("traces archived", extra={"archived": archived})
+    return {"online_scoring_jobs": submitted, "archived_traces": archived}
