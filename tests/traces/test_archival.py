@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,12 +50,13 @@ def _trace(client: mlflow.MlflowClient, experiment_id: str, start_ms: int, text:
     return root.trace_id
 
 
-def _stored(server: str, trace_ids: list[str]) -> None:
+def _stored(server: str, trace_ids: list[str], headers: dict[str, str] | None = None) -> None:
+    """Wait until the server holds each trace whole (its info says every span is in the table)."""
     mlflow.flush_trace_async_logging()
     deadline = time.monotonic() + 30
     for trace_id in trace_ids:
         while True:
-            answer = requests.get(f"{server}{M3}/traces/{trace_id}", timeout=30)
+            answer = requests.get(f"{server}{M3}/traces/{trace_id}", headers=headers, timeout=30)
             if answer.ok and answer.json()["trace"]["trace_info"].get("tags", {}).get("mlflow.trace.spansLocation") == "TRACKING_STORE":
                 break
             assert time.monotonic() < deadline, trace_id
@@ -90,6 +92,20 @@ def _export_span(server: str, experiment_id: str, trace_id: str) -> requests.Res
     span.start_time_unix_nano, span.end_time_unix_nano = 1_000_000, 2_000_000
     headers = {"Content-Type": "application/x-protobuf", "x-mlflow-experiment-id": experiment_id}
     return requests.post(f"{server}/v1/traces", data=request.SerializeToString(), headers=headers, timeout=30)
+
+
+def _export_root(server: str, experiment_id: str, start_ms: int, headers: dict[str, str]) -> str:
+    """A finished one-span trace sent as OTLP (its info made from the span, as MLflow's log_spans makes it)."""
+    trace_bytes = uuid.uuid4().bytes
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = trace_bytes, b"\x01" * 8, "root"
+    span.start_time_unix_nano, span.end_time_unix_nano = start_ms * 1_000_000, (start_ms + 5) * 1_000_000
+    span.status.code = 1
+    all_headers = {"Content-Type": "application/x-protobuf", "x-mlflow-experiment-id": experiment_id, **headers}
+    answer = requests.post(f"{server}/v1/traces", data=request.SerializeToString(), headers=all_headers, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return "tr-" + trace_bytes.hex()
 
 
 def test_old_traces_are_archived_and_stay_readable(archival: Any, server: str, client: mlflow.MlflowClient) -> None:
@@ -150,6 +166,12 @@ def test_old_traces_are_archived_and_stay_readable(archival: Any, server: str, c
 
     # A second pass has nothing left to do.
     assert archival.monitor.tick()["archived_traces"] == 0
+
+    # Deleting an archived trace deletes its archive too (MLflow's _delete_archived_trace_payloads).
+    key = trace_archive.object_key(client.get_trace(old[1]).info.tags["mlflow.trace.archiveLocation"])
+    assert client.delete_traces(experiment_id, trace_ids=[old[1]]) == 1
+    listed = s3.client().list_objects_v2(Bucket=s3.bucket_name(), Prefix=key)
+    assert listed.get("KeyCount") == 0
 
 
 def test_archive_now_takes_everything_and_is_cleared(archival: Any, server: str, client: mlflow.MlflowClient) -> None:
@@ -226,3 +248,29 @@ def test_settings_resolve_as_in_mlflow(archival: Any, server: str, client: mlflo
     monkeypatch.delenv("TRACE_ARCHIVAL_RETENTION")
     assert requests.get(f"{server}/api/3.0/mlflow/server-info", timeout=30).json()["trace_archival_enabled"] is False
     assert effective(plain) is None
+
+
+def test_a_workspace_retention_and_location_apply(archival: Any, server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from serverless_mlflow import s3
+
+    monkeypatch.setenv("MLFLOW_ENABLE_WORKSPACES", "true")
+    name = unique("arch").lower()
+    created = requests.post(f"{server}{M3}/workspaces", json={"name": name, "trace_archival_config": {"retention": "2h"}}, timeout=30)
+    assert created.status_code == 201, created.text
+    headers = {"x-mlflow-workspace": name}
+    made = requests.post(f"{server}/api/2.0/mlflow/experiments/create", json={"name": unique("ws-arch")}, headers=headers, timeout=30)
+    experiment_id = made.json()["experiment_id"]
+    got = requests.get(f"{server}/api/2.0/mlflow/experiments/get", params={"experiment_id": experiment_id}, headers=headers, timeout=30)
+    assert got.json()["experiment"]["effective_trace_archival_retention"] == "2h"  # the workspace's, over the server's
+
+    # Over OTLP (the client's REST store remembers this server without workspaces from earlier tests).
+    now = int(time.time() * 1000)
+    old, recent = (_export_root(server, experiment_id, now - hours * HOUR_MS, headers) for hours in (5, 0))
+    _stored(server, [old, recent], headers)
+
+    assert archival.monitor.tick()["archived_traces"] == 1
+    info = requests.get(f"{server}{M3}/traces/{old}", headers=headers, timeout=30).json()["trace"]["trace_info"]
+    # Without a location of its own, the server's gets workspaces/<name> (MLflow's append_workspace_prefix).
+    expected = f"s3://{s3.bucket_name()}/mlartifacts/workspaces/{name}/{experiment_id}/traces/{old}/artifacts"
+    assert info["tags"]["mlflow.trace.archiveLocation"] == expected
+    assert _span_items(old) == [] and len(_span_items(recent)) == 1
