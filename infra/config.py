@@ -105,6 +105,7 @@ class StackConfig:
     trace_archival_retention: str = ""
     trace_archival_long_retention_allowlist: str = ""
     trace_archival_max_traces_per_pass: int = 0
+    trace_archival_interval_seconds: int = 300
 
     @property
     def trace_archival_settings(self) -> dict[str, str]:
@@ -116,6 +117,7 @@ class StackConfig:
             settings["TRACE_ARCHIVAL_LONG_RETENTION_ALLOWLIST"] = self.trace_archival_long_retention_allowlist
         if self.trace_archival_max_traces_per_pass:
             settings["TRACE_ARCHIVAL_MAX_TRACES_PER_PASS"] = str(self.trace_archival_max_traces_per_pass)
+        settings["TRACE_ARCHIVAL_INTERVAL_SECONDS"] = str(self.trace_archival_interval_seconds)
         return settings
 
     @property
@@ -139,6 +141,8 @@ class StackConfig:
             raise ValueError(
                 f"context 'trace_archival_retention' must be <int><unit> with unit m, h or d (e.g. 30d), got {self.trace_archival_retention!r}"
             )
+        if not 1 <= self.trace_archival_interval_seconds <= 86_400:
+            raise ValueError(f"context 'trace_archival_interval_seconds' must be 1 to 86400, got {self.trace_archival_interval_seconds}")
         if self.trace_archival_max_traces_per_pass < 0:
             raise ValueError(
                 f"context 'trace_archival_max_traces_per_pass' must be 0 (no limit) or more, got {self.trace_archival_max_traces_per_pass}"

@@ -31,6 +31,7 @@ HOUR_MS = 3_600_000
 
 @pytest.fixture
 def archival(monkeypatch: pytest.MonkeyPatch, local_runtime: Any) -> Iterator[Any]:
+    monkeypatch.setenv("TRACE_ARCHIVAL_INTERVAL_SECONDS", "60")  # every tick (the deployed default: 300 s)
     monkeypatch.setenv("TRACE_ARCHIVAL_RETENTION", SERVER_RETENTION)
     yield local_runtime
 
@@ -274,3 +275,24 @@ def test_a_workspace_retention_and_location_apply(archival: Any, server: str, mo
     expected = f"s3://{s3.bucket_name()}/mlartifacts/workspaces/{name}/{experiment_id}/traces/{old}/artifacts"
     assert info["tags"]["mlflow.trace.archiveLocation"] == expected
     assert _span_items(old) == [] and len(_span_items(recent)) == 1
+
+
+def test_passes_run_at_most_once_per_interval(
+    archival: Any, server: str, client: mlflow.MlflowClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from serverless_mlflow import table
+    from serverless_mlflow.store import trace_archival
+
+    table.delete(trace_archival.CONFIG.key(key=trace_archival.PASS_KEY))  # no pass started yet in this table
+    monkeypatch.setenv("TRACE_ARCHIVAL_INTERVAL_SECONDS", "300")  # MLflow's default
+    experiment_id = client.create_experiment(unique("interval"))
+    first = _trace(client, experiment_id, int(time.time() * 1000) - 1_000, "first")
+    _stored(server, [first])
+    client.set_experiment_tag(experiment_id, "mlflow.trace.archiveNow", "{}")
+    assert archival.monitor.tick()["archived_traces"] == 1
+    second = _trace(client, experiment_id, int(time.time() * 1000) - 1_000, "second")
+    _stored(server, [second])
+    client.set_experiment_tag(experiment_id, "mlflow.trace.archiveNow", "{}")
+    assert archival.monitor.tick()["archived_traces"] == 0  # the next minute's tick: not yet due
+    monkeypatch.setenv("TRACE_ARCHIVAL_INTERVAL_SECONDS", "60")
+    assert archival.monitor.tick()["archived_traces"] == 1

@@ -41,6 +41,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
 
 @pytest.fixture
 def ours(monkeypatch: pytest.MonkeyPatch, local_runtime: Any) -> Iterator[Any]:
+    monkeypatch.setenv("TRACE_ARCHIVAL_INTERVAL_SECONDS", "60")  # every tick (the deployed default: 300 s)
     monkeypatch.setenv("TRACE_ARCHIVAL_RETENTION", RETENTION)
     yield local_runtime
 

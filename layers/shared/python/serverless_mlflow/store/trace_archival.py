@@ -35,6 +35,8 @@ from serverless_mlflow.store import traces as store
 log = logging.getLogger(__name__)
 
 CURSOR = ENTITY["trace_archival_cursor"]
+CONFIG = ENTITY["config"]
+PASS_KEY = "trace_archival_pass"  # CFG#trace_archival_pass: when the last pass started (MLflow's interval)
 TRACKING_STORE = "TRACKING_STORE"
 MALFORMED_TRACE = "MALFORMED_TRACE"
 
@@ -73,6 +75,8 @@ def run_pass(now_ms: int | None = None) -> int:
     if server is None:
         return 0
     now = clock.now_millis() if now_ms is None else now_ms
+    if not _due(now, server.interval_seconds):
+        return 0
     budget = Budget(server.max_traces_per_pass)
     names = [w["name"] for w in workspaces.list_workspaces()] if request_workspace.enabled() else [None]
     total = 0
@@ -89,6 +93,24 @@ def run_pass(now_ms: int | None = None) -> int:
             except Exception:
                 log.exception("trace archival failed for experiment %s; the next pass retries", plan.experiment_id)
     return total
+
+
+def _due(now: int, interval_seconds: int) -> bool:
+    """MLflow's ``interval_seconds`` between passes (the monitor ticks every minute): the pass that moves the
+    table's start time past the interval runs; the others skip. A minute or less: every tick."""
+    if interval_seconds <= 60:
+        return True
+    try:
+        table.update(
+            CONFIG.key(key=PASS_KEY),
+            "SET #v = :now, entity_type = :t",
+            names={"#v": "value"},
+            values={":now": now, ":due": now - interval_seconds * 1000 + 5_000, ":t": CONFIG.name},
+            condition="attribute_not_exists(#v) OR #v <= :due",
+        )
+    except table.ConditionFailed:
+        return False
+    return True
 
 
 def _plan(

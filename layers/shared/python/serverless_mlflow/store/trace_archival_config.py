@@ -1,10 +1,11 @@
 """Trace archival settings at MLflow's three levels, resolved with MLflow's precedence.
 
 * Server: MLflow reads a YAML file (``MLFLOW_TRACE_ARCHIVAL_CONFIG``: ``enabled``, ``location``, ``retention``,
-  ``long_retention_allowlist``, ``max_traces_per_pass``). A Lambda has no such file; the stack sets the same
-  values as environment (``TRACE_ARCHIVAL_RETENTION`` enables it; ``TRACE_ARCHIVAL_LOCATION``, default the
-  artifact root ``s3://<bucket>/<artifacts prefix>``; ``TRACE_ARCHIVAL_LONG_RETENTION_ALLOWLIST``;
-  ``TRACE_ARCHIVAL_MAX_TRACES_PER_PASS``). An invalid value disables archival, as MLflow's scheduler ignores an
+  ``long_retention_allowlist``, ``interval_seconds``, ``max_traces_per_pass``). A Lambda has no such file; the
+  stack sets the same values as environment (``TRACE_ARCHIVAL_RETENTION`` enables it; ``TRACE_ARCHIVAL_LOCATION``,
+  default the artifact root ``s3://<bucket>/<artifacts prefix>``; ``TRACE_ARCHIVAL_LONG_RETENTION_ALLOWLIST``;
+  ``TRACE_ARCHIVAL_INTERVAL_SECONDS``, 300 by default, passes run on the monitor's minute ticks at most that
+  often; ``TRACE_ARCHIVAL_MAX_TRACES_PER_PASS``). An invalid value disables archival, as MLflow's scheduler ignores an
   invalid config.
 * Workspace: its ``trace_archival_config`` (location, retention) replaces the server's; without its own location
   the server's gets ``/workspaces/<name>`` appended (MLflow's ``append_workspace_prefix``).
@@ -30,6 +31,9 @@ from serverless_mlflow.validation import (
 )
 
 UNIT_MILLIS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000}
+# MLflow's interval_seconds: default and bound.
+DEFAULT_INTERVAL_SECONDS = 300
+MAX_INTERVAL_SECONDS = 86_400
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class ServerConfig:
     retention: str
     long_retention_allowlist: frozenset[str]
     max_traces_per_pass: int | None
+    interval_seconds: int = 300
 
 
 @dataclass(frozen=True)
@@ -69,11 +74,12 @@ def server_config() -> ServerConfig | None:
         )
         limit = os.environ.get("TRACE_ARCHIVAL_MAX_TRACES_PER_PASS", "").strip()
         max_traces = int(limit) if limit else None
-        if max_traces is not None and max_traces < 1:
+        interval = int(os.environ.get("TRACE_ARCHIVAL_INTERVAL_SECONDS", "").strip() or DEFAULT_INTERVAL_SECONDS)
+        if (max_traces is not None and max_traces < 1) or not 1 <= interval <= MAX_INTERVAL_SECONDS:
             return None
     except Exception:
         return None
-    return ServerConfig(location.rstrip("/"), retention, allowlist, max_traces)
+    return ServerConfig(location.rstrip("/"), retention, allowlist, max_traces, interval)
 
 
 def enabled() -> bool:
