@@ -13,6 +13,7 @@ from serverless_mlflow import online_scoring
 from serverless_mlflow.store import trace_archival
 
 logger = Logger(service="monitor")
+ARCHIVAL_RESERVE_SECONDS = 15.0
 
 
 @logger.inject_lambda_context
@@ -20,7 +21,8 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     submitted = online_scoring.run_scheduler()
     if submitted:
         logger.info("online scoring jobs submitted", extra={"job_ids": submitted})
-    archived = trace_archival.run_pass()
+    # Traces are started only while a trace's archival (S3 write, flip, deletes) still fits the function's time.
+    archived = trace_archival.run_pass(seconds=context.get_remaining_time_in_millis() / 1000 - ARCHIVAL_RESERVE_SECONDS)
     if archived:
         logger.info("traces archived", extra={"archived": archived})
     return {"online_scoring_jobs": submitted, "archived_traces": archived}

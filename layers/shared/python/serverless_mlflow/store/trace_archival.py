@@ -21,6 +21,7 @@ A trace whose spans cannot be serialized is marked ``mlflow.trace.archivalFailur
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,10 +44,14 @@ MALFORMED_TRACE = "MALFORMED_TRACE"
 
 @dataclass
 class Budget:
+    """What is left of the pass: traces (MLflow's max_traces_per_pass) and time (the function's, monotonic)."""
+
     remaining: int | None
+    stop_at: float | None = None
 
     def spent(self) -> bool:
-        return self.remaining is not None and self.remaining <= 0
+        out_of_time = self.stop_at is not None and time.monotonic() >= self.stop_at
+        return out_of_time or (self.remaining is not None and self.remaining <= 0)
 
     def take(self) -> None:
         if self.remaining is not None:
@@ -69,15 +74,16 @@ class ExperimentPlan:
     archived: list[str] = field(default_factory=list)
 
 
-def run_pass(now_ms: int | None = None) -> int:
-    """One archival pass over every workspace; the number of traces archived."""
+def run_pass(now_ms: int | None = None, seconds: float | None = None) -> int:
+    """One archival pass over every workspace; the number of traces archived. ``seconds``: stop starting new
+    traces after this long (the function's time; what is left waits for the next pass)."""
     server = config.server_config()
     if server is None:
         return 0
     now = clock.now_millis() if now_ms is None else now_ms
     if not _due(now, server.interval_seconds):
         return 0
-    budget = Budget(server.max_traces_per_pass)
+    budget = Budget(server.max_traces_per_pass, None if seconds is None else time.monotonic() + seconds)
     names = [w["name"] for w in workspaces.list_workspaces()] if request_workspace.enabled() else [None]
     total = 0
     for name in names:
