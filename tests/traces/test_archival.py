@@ -109,6 +109,24 @@ def _export_root(server: str, experiment_id: str, start_ms: int, headers: dict[s
     return "tr-" + trace_bytes.hex()
 
 
+def _span_counts(client: mlflow.MlflowClient, experiment_id: str, now: int) -> list[dict[str, Any]]:
+    """Spans per name over whole hours (the indexer's rollups) and the partial hour at the end (raw spans)."""
+    from dataclasses import asdict
+
+    from mlflow.entities.trace_metrics import AggregationType, MetricAggregation, MetricViewType
+
+    points = client._tracing_client.store.query_trace_metrics(
+        experiment_ids=[experiment_id],
+        view_type=MetricViewType.SPANS,
+        metric_name="span_count",
+        aggregations=[MetricAggregation(aggregation_type=AggregationType.COUNT)],
+        dimensions=["span_name"],
+        start_time_ms=(now // HOUR_MS - 10) * HOUR_MS,
+        end_time_ms=now + 60_000,
+    )
+    return [asdict(point) for point in points]
+
+
 def test_old_traces_are_archived_and_stay_readable(archival: Any, server: str, client: mlflow.MlflowClient) -> None:
     experiment_id = client.create_experiment(unique("archival"))
     client.set_experiment_tag(experiment_id, "mlflow.trace.archivalRetention", _retention("1h"))
@@ -118,9 +136,15 @@ def test_old_traces_are_archived_and_stay_readable(archival: Any, server: str, c
     _stored(server, [*old, recent])
     before = {trace_id: _spans(server, trace_id) for trace_id in old}
     assert _search(server, experiment_id, "span.content LIKE '%old0%'") == {old[0]}
+    archival.drain_stream()
+    metrics_before = _span_counts(client, experiment_id, now)
 
     result = archival.monitor.tick()
     assert result["archived_traces"] == 2
+    # The span metrics still count the archived spans (MLflow keeps their rows): rollups and raw rows alike.
+    archival.drain_stream()
+    assert _span_counts(client, experiment_id, now) == metrics_before
+    assert sum(point["values"]["COUNT"] for point in metrics_before) == 6
 
     for trace_id in old:
         info = client.get_trace(trace_id).info
