@@ -232,7 +232,10 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
     locator = {**before, "experiment_id": experiment_id, "info_time": request_time}
     if expected_spans is not None:
         locator["expected_spans"] = expected_spans
-    if _all_spans_stored(trace_id, locator):
+    if before.get(trace_archive.LOCATOR_MARK):  # archived: its spans stay where its archive is
+        tags[store.SPANS_LOCATION_TAG] = trace_archive.ARCHIVE_REPO
+        tags[trace_archive.ARCHIVE_LOCATION_TAG] = before[trace_archive.LOCATOR_MARK]
+    elif _all_spans_stored(trace_id, locator):
         tags[store.SPANS_LOCATION_TAG] = store.TRACKING_STORE
     item = trace_writes.info_item(attributes, changed_at=clock.now_millis())
     stored = trace_writes.save_info(

@@ -189,6 +189,11 @@ def test_old_traces_are_archived_and_stay_readable(archival: Any, server: str, c
     assert _span_items(old[0]) == []
     assert _spans(server, old[0]) == before[old[0]]
 
+    # The client's info sent again (start_trace) keeps the trace archived.
+    again = client._tracing_client.store.start_trace(client.get_trace(old[0]).info)
+    assert again.tags["mlflow.trace.spansLocation"] == "ARCHIVE_REPO"
+    assert _spans(server, old[0]) == before[old[0]]
+
     # A second pass has nothing left to do.
     assert archival.monitor.tick()["archived_traces"] == 0
 
