@@ -81,7 +81,9 @@ class Side:
         tags.pop("mlflow.artifactLocation", None)
         location = tags.pop("mlflow.trace.archiveLocation", None)
         # Each side's own archive root; MLflow's path below it.
-        tags["archive path"] = location and "/".join(location.rstrip("/").split("/")[-4:]).replace(self.experiment_id, "<exp>")
+        if location:
+            experiment, *rest = location.rstrip("/").split("/")[-4:]
+            tags["archive path"] = "/".join(["<exp>" if experiment == self.experiment_id else experiment, *rest])
         return {"state": info["state"], "tags": tags, "request_time": info["request_time"]}
 
     def raw_spans(self, trace_id: str) -> list[dict[str, Any]]:
