@@ -18,6 +18,7 @@ BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "n
 _EMAIL = re.compile(r"^[^@\s,;]+@[^@\s,;]+\.[A-Za-z]{2,}$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 _SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$")
+_ARCHIVAL_RETENTION = re.compile(r"^[1-9][0-9]*[mhd]$")  # MLflow's trace archival duration
 # MLflow's permission names a user gets on a resource without a grant (basic_auth.ini default_permission).
 DEFAULT_PERMISSIONS = ("READ", "USE", "EDIT", "MANAGE", "NO_PERMISSIONS")
 
@@ -98,6 +99,26 @@ class StackConfig:
     # role gets bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream on those only; empty: no Bedrock
     # right at all (a Bedrock endpoint's calls are refused by Bedrock).
     bedrock_models: str = ""
+    # MLflow's server-owned trace archival (its MLFLOW_TRACE_ARCHIVAL_CONFIG file's retention, long-retention
+    # allowlist and max_traces_per_pass): a retention such as "30d" turns it on; the monitor's minute tick then moves
+    # older traces' spans to the artifact store (s3://<bucket>/mlartifacts, MLflow's layout). Empty: off.
+    trace_archival_retention: str = ""
+    trace_archival_long_retention_allowlist: str = ""
+    trace_archival_max_traces_per_pass: int = 0
+    trace_archival_interval_seconds: int = 300
+
+    @property
+    def trace_archival_settings(self) -> dict[str, str]:
+        """The archival settings as every function's environment (server-info, experiments and the monitor read them)."""
+        if not self.trace_archival_retention:
+            return {}
+        settings = {"TRACE_ARCHIVAL_RETENTION": self.trace_archival_retention}
+        if self.trace_archival_long_retention_allowlist:
+            settings["TRACE_ARCHIVAL_LONG_RETENTION_ALLOWLIST"] = self.trace_archival_long_retention_allowlist
+        if self.trace_archival_max_traces_per_pass:
+            settings["TRACE_ARCHIVAL_MAX_TRACES_PER_PASS"] = str(self.trace_archival_max_traces_per_pass)
+        settings["TRACE_ARCHIVAL_INTERVAL_SECONDS"] = str(self.trace_archival_interval_seconds)
+        return settings
 
     @property
     def webhook_settings(self) -> dict[str, str]:
@@ -116,6 +137,16 @@ class StackConfig:
             )
         if not self.admin_username:
             raise ValueError("context 'admin_username' must not be empty")
+        if self.trace_archival_retention and not _ARCHIVAL_RETENTION.match(self.trace_archival_retention):
+            raise ValueError(
+                f"context 'trace_archival_retention' must be <int><unit> with unit m, h or d (e.g. 30d), got {self.trace_archival_retention!r}"
+            )
+        if not 1 <= self.trace_archival_interval_seconds <= 86_400:
+            raise ValueError(f"context 'trace_archival_interval_seconds' must be 1 to 86400, got {self.trace_archival_interval_seconds}")
+        if self.trace_archival_max_traces_per_pass < 0:
+            raise ValueError(
+                f"context 'trace_archival_max_traces_per_pass' must be 0 (no limit) or more, got {self.trace_archival_max_traces_per_pass}"
+            )
         if self.noncurrent_version_days < 1:
             raise ValueError(f"context 'noncurrent_version_days' must be at least 1, got {self.noncurrent_version_days}")
         if self.alarm_topic_arn and not _SNS_TOPIC_ARN.match(self.alarm_topic_arn):

@@ -88,7 +88,8 @@ class Access:
         return not self.write_leading_keys or _matches(partition_key, self.write_leading_keys)
 
     def allows_object(self, action: str, key: str) -> bool:
-        return action in self.objects and any(key.startswith(prefix) for prefix in self.prefixes)
+        # IAM's resource match: the prefix's ``*`` wildcards match any characters, ``/`` included.
+        return action in self.objects and _matches(key, self.object_resources())
 
     def allows_list(self, prefix: str) -> bool:
         return self.list_objects and any(prefix.startswith(allowed) for allowed in self.prefixes)
@@ -123,6 +124,8 @@ USER_ITEMS = "USER#*"
 JOB_ITEMS = "JOB#*"
 # Span payloads over the item limit (functions/traces/ingest.py SPILL_PREFIX).
 TRACE_SPANS = "trace-spans/"
+# Archived traces' spans (MLflow's traces.pb under <experiment>/traces/<trace id>/artifacts, workspaces too).
+TRACE_ARCHIVES = f"{ARTIFACTS}*/traces/tr-*/artifacts/traces.pb"
 
 # Derived from what each function does (``LOCAL_IAM=record`` over the test suite), then enforced locally.
 ACCESS: dict[str, Access] = {
@@ -181,10 +184,11 @@ ACCESS: dict[str, Access] = {
         table=("GetItem", "Query", "BatchGetItem", "UpdateItem", "PutItem"), write_leading_keys=("GWB#*", "EVENT#*"), kms=("kms:Decrypt",)
     ),
     # OTLP spans, trace infos, tags, assessments; spilled span payloads under their own prefix only.
+    # Archived traces' spans are read back from their archives.
     "traces": Access(
         table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"),
         objects=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
-        prefixes=(TRACE_SPANS,),
+        prefixes=(TRACE_SPANS, TRACE_ARCHIVES),
     ),
     # Label schemas, review queues (items in their own partitions) and issues: transactions of puts/deletes with
     # their name claims and locators; trace infos read to check the traces a queue is given.
@@ -197,7 +201,7 @@ ACCESS: dict[str, Access] = {
     "indexer": Access(
         table=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"),
         objects=("s3:GetObject",),
-        prefixes=(TRACE_SPANS,),
+        prefixes=(TRACE_SPANS, TRACE_ARCHIVES),
         stream=True,
     ),
     # Basic auth's users, grants and roles (functions/auth): user items, the id counters, grants, their gsi4 listing,
@@ -241,7 +245,16 @@ ACCESS: dict[str, Access] = {
     # condition) and submits its job (the job item, one message with the job's token minted with the key). Scheduled
     # issue detection: queries the schedules due (gsi2), reads the experiment with its tags and runs, claims an
     # occurrence (a transaction of conditional Puts: the state tag, its collection copy, the schedule's due time).
-    "monitor": Access(table=("GetItem", "Query", "PutItem"), job_queue=("sqs:SendMessage",), job_token_key=True),
+    # Trace archival (MLflow 3.17, the same tick): walks trace partitions (Query), writes each archive, flips the
+    # locator and info in one transaction (UpdateItem), deletes the spans (BatchWriteItem) and spilled payloads, moves
+    # its cursor (PutItem) and clears a fulfilled archiveNow tag (DeleteItem); archives and spill objects only.
+    "monitor": Access(
+        table=("GetItem", "Query", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"),
+        objects=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
+        prefixes=(TRACE_SPANS, TRACE_ARCHIVES),
+        job_queue=("sqs:SendMessage",),
+        job_token_key=True,
+    ),
     # Deploy-time custom resource writing the Default experiment with attribute_not_exists(pk) and, with
     # basic auth, the first admin (user item + user-id counter), whose password it reads from its secret.
     "bootstrap": Access(table=("GetItem", "PutItem", "UpdateItem")),

@@ -25,6 +25,7 @@ from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import experiment_items
 from serverless_mlflow.store import experiments as store
 from serverless_mlflow.store import runs as runs_store
+from serverless_mlflow.store import trace_archival_config as archival_config
 from serverless_mlflow.validation import (
     MAX_CUSTOM_VIEWS_PER_EXPERIMENT,
     validate_experiment_artifact_location,
@@ -104,15 +105,25 @@ def create_experiment(name: str, artifact_location: str | None, tags: list[dict[
 # --- reads -------------------------------------------------------------------------------------------------
 
 
+def _with_archival(experiments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """MLflow's ``effective_trace_archival_retention`` on each experiment while server-level archival is on."""
+    if not archival_config.enabled():
+        return experiments
+    scopes: dict[str, archival_config.ScopeConfig] = {}  # one read per workspace, not per experiment
+    for experiment in experiments:
+        experiment["effective_trace_archival_retention"] = archival_config.effective_for_experiment(experiment, scopes)
+    return experiments
+
+
 def get_experiment(experiment_id: str) -> dict[str, Any]:
-    return store.get_experiment(experiment_id)
+    return _with_archival([store.get_experiment(experiment_id)])[0]
 
 
 def get_experiment_by_name(name: str) -> dict[str, Any]:
     experiment = store.get_experiment_by_name(name)
     if experiment is None:
         raise not_found(f"Could not find experiment with name '{name}'")
-    return experiment
+    return _with_archival([experiment])[0]
 
 
 # --- rename / delete / restore ------------------------------------------------------------------------------
@@ -264,4 +275,4 @@ def search_experiments(
             tags = {tag["key"]: tag["value"] for tag in experiment.get("tags", [])}
             candidates.append({**experiment, "tags": tags, "_api": experiment})
     found, token = query.run(candidates)
-    return [entity["_api"] for entity in found], token
+    return _with_archival([entity["_api"] for entity in found]), token

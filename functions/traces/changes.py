@@ -17,7 +17,7 @@ from serverless_mlflow.request import NestedParseError, to_string, type_error
 from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.schema import COLLECTIONS, PK, SK
 from serverless_mlflow.store import experiments as experiment_store
-from serverless_mlflow.store import review_queues, trace_writes
+from serverless_mlflow.store import review_queues, trace_archive, trace_writes
 from serverless_mlflow.store import runs as run_store
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.validation import validate_trace_tag
@@ -124,6 +124,9 @@ def delete_trace_items(info: dict[str, Any]) -> None:
     review_queues.forget_items([info["trace_id"]])
     spans = store.span_items(info["experiment_id"], info["trace_id"])
     spilled = [span["spill_key"] for span in spans if span.get("spill_key")]
+    if trace_archive.is_archived(info):
+        # MLflow deletes an archived trace's payload with it (_delete_archived_trace_payloads).
+        spilled.append(trace_archive.object_key(info["tags"][trace_archive.ARCHIVE_LOCATION_TAG]))
     if spilled:
         client = s3.client()
         for start in range(0, len(spilled), 1000):

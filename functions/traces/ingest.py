@@ -24,7 +24,7 @@ from serverless_mlflow.otlp import OtlpError, mlflow_trace_id
 from serverless_mlflow.request import json_text
 from serverless_mlflow.schema import TTL_ATTRIBUTE
 from serverless_mlflow.store import experiments as experiment_store
-from serverless_mlflow.store import trace_partitions, trace_writes
+from serverless_mlflow.store import trace_archive, trace_partitions, trace_writes
 from serverless_mlflow.store import traces as store
 
 from . import retention, run_links, span_infos
@@ -58,7 +58,12 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
         new_spans = sum(parallel.parallel_map(functools.partial(_put_span, experiment_id, trace_id), spans))
         batch = span_infos.Batch.of(spans)
         claim = _claim(experiment_id, trace_id, batch.start)
-        before = _count_spans(experiment_id, trace_id, new_spans, retention.expires_at(experiment_id, batch.start), claim, batch)
+        try:
+            before = _count_spans(experiment_id, trace_id, new_spans, retention.expires_at(experiment_id, batch.start), claim, batch)
+        except table.ConditionFailed:
+            # Archived (the count is conditioned on the locator's mark): its spans live in the archive only.
+            table.batch_write(deletes=[store.SPAN.key(trace_id=trace_id, span_id=span.span_id.hex()) for span in spans])
+            raise trace_archive.archived_error([trace_id]) from None
         if claim is None:
             continue  # a layout 1 info: the migration moves it, start_trace keeps it current
         widened = span_infos.record(trace_id, batch, before)
@@ -114,7 +119,15 @@ def _count_spans(
         expression += ", " + ranges
         values.update(range_values)
     before = (
-        table.update(store.LOCATOR.key(trace_id=trace_id), expression + " ADD span_count :n", values=values, return_values="ALL_OLD") or {}
+        table.update(
+            store.LOCATOR.key(trace_id=trace_id),
+            expression + " ADD span_count :n",
+            values=values,
+            names={"#archived": trace_archive.LOCATOR_MARK},
+            condition="attribute_not_exists(#archived)",
+            return_values="ALL_OLD",
+        )
+        or {}
     )
     locator = {**before, "experiment_id": before.get("experiment_id", experiment_id)}
     locator["span_count"] = int(before.get("span_count") or 0) + new_spans
@@ -219,7 +232,10 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
     locator = {**before, "experiment_id": experiment_id, "info_time": request_time}
     if expected_spans is not None:
         locator["expected_spans"] = expected_spans
-    if _all_spans_stored(trace_id, locator):
+    if before.get(trace_archive.LOCATOR_MARK):  # archived: its spans stay where its archive is
+        tags[store.SPANS_LOCATION_TAG] = trace_archive.ARCHIVE_REPO
+        tags[trace_archive.ARCHIVE_LOCATION_TAG] = before[trace_archive.LOCATOR_MARK]
+    elif _all_spans_stored(trace_id, locator):
         tags[store.SPANS_LOCATION_TAG] = store.TRACKING_STORE
     item = trace_writes.info_item(attributes, changed_at=clock.now_millis())
     stored = trace_writes.save_info(

@@ -14,6 +14,7 @@ from typing import Any
 from serverless_mlflow import span_content, table, trace_text
 from serverless_mlflow.schema import ENTITY, trace_partition
 from serverless_mlflow.search import trace_grammar, trace_matching
+from serverless_mlflow.store import trace_archive
 
 from . import span_decoding
 
@@ -43,9 +44,12 @@ def matches(info: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
     if _ruled_out(info, _tokens(span_clauses)):
         return False
     trace_id = info["trace_id"]
+    # An archived trace's spans keep their name, type and status rows in MLflow but their content is emptied:
+    # content and full-text clauses no longer match it.
+    archived = trace_archive.is_archived(info)
     for span in span_decoding.stored_spans(info):
         row = {
-            trace_grammar.SPAN_CONTENT: span_content.content(span, trace_id),
+            trace_grammar.SPAN_CONTENT: "" if archived else span_content.content(span, trace_id),
             "name": span.name,
             "type": _span_type(span),
             "status": {0: "UNSET", 1: "OK", 2: "ERROR"}.get(span.status.code, "UNSET"),

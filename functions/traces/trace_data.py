@@ -14,6 +14,7 @@ from urllib.parse import quote
 from serverless_mlflow import artifact_locations
 from serverless_mlflow.errors import ATTRIBUTE_NOT_FOUND, MlflowError, not_found
 from serverless_mlflow.span_content import span_dict
+from serverless_mlflow.store import trace_archive
 from serverless_mlflow.store import traces as store
 
 from . import span_decoding
@@ -28,7 +29,8 @@ def trace_data(request_id: str | None) -> bytes | str:
         raise MlflowError('Request must include the "request_id" query parameter.', "BAD_REQUEST")
     info = store.get_info_item(request_id)
     tags = info.get("tags") or {}
-    if tags.get(store.SPANS_LOCATION_TAG) == store.TRACKING_STORE:
+    # Archived spans are read back from the archive by the server, as MLflow's handler does for ARCHIVE_REPO.
+    if tags.get(store.SPANS_LOCATION_TAG) in (store.TRACKING_STORE, trace_archive.ARCHIVE_REPO):
         spans = [span_dict(span, request_id) for span in span_decoding.stored_spans(info)]
         return json.dumps({"spans": spans}, ensure_ascii=False).encode("utf-8")
     return f"{_artifacts_of(request_id, tags)}/{TRACE_DATA_FILE}"

@@ -292,6 +292,7 @@ class ServerlessFunction(Construct):
                 **({"AUTH_GRANT_DEFAULT_WORKSPACE_ACCESS": "true"} if config.auth_grant_default_workspace_access else {}),
                 **({"MLFLOW_ENABLE_WORKSPACES": "true"} if config.enable_workspaces else {}),
                 **({"MLFLOW_SERVER_ENABLE_CUSTOM_SCORERS": "true"} if config.enable_custom_scorers else {}),
+                **config.trace_archival_settings,
                 **(environment or {}),
             },
         )

@@ -26,6 +26,8 @@ def _from_context(**context: str) -> StackConfig:
         ({"api_function_concurrency": "lots"}, ["'lots'", "whole number"]),
         ({"api_function_concurrency": "500"}, ["500", "0 (no reservations) to 50"]),
         ({"authorization": "cognito"}, ["'cognito'", "'iam'", "'basic'", "'none'"]),
+        ({"trace_archival_retention": "1w"}, ["'1w'", "<int><unit>", "30d"]),
+        ({"trace_archival_interval_seconds": "0"}, ["1 to 86400", "0"]),
     ],
 )
 def test_a_context_value_out_of_range_stops_synth_naming_it_and_the_choices(context: dict[str, str], named: list[str]) -> None:
@@ -54,3 +56,16 @@ def test_the_region_is_stated_or_the_cli_s_with_an_account_never_the_fallback() 
     assert stack_environment("eu-central-1", {"CDK_DEFAULT_REGION": "us-east-1"}) == (None, "eu-central-1")
     with pytest.raises(ValueError, match=r"'region' .*'Ireland'"):
         stack_environment("Ireland", {})
+
+
+def test_trace_archival_context_becomes_the_functions_environment() -> None:
+    assert _from_context().trace_archival_settings == {}  # off by default: nothing archived
+    config = _from_context(
+        trace_archival_retention="30d", trace_archival_long_retention_allowlist="7,9", trace_archival_max_traces_per_pass="500"
+    )
+    assert config.trace_archival_settings == {
+        "TRACE_ARCHIVAL_RETENTION": "30d",
+        "TRACE_ARCHIVAL_LONG_RETENTION_ALLOWLIST": "7,9",
+        "TRACE_ARCHIVAL_MAX_TRACES_PER_PASS": "500",
+        "TRACE_ARCHIVAL_INTERVAL_SECONDS": "300",
+    }

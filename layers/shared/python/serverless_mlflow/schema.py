@@ -1072,6 +1072,15 @@ ENTITIES: tuple[Entity, ...] = (
         attributes=("experiment_id", "workspace", "due", "created_by", "job_id"),
         patterns={"due": ("gsi2", "Issue-detection schedules by the time they are next due, every workspace (eventually consistent)")},
     ),
+    _e(
+        # Trace archival (MLflow 3.17): the monitor's pass walks the experiment's trace partitions from this hour
+        # on, so hours whose traces are all archived are never read again (the walk stays flat in history).
+        "trace_archival_cursor",
+        EXP,
+        "TACURSOR",
+        "The first hour bucket of the experiment that may still hold traces to archive",
+        attributes=("bucket",),
+    ),
     # --- derived items, written only by the stream indexer ----------------------------------
     _e(
         # One partition per experiment and metric key (not the experiment's): a training loop moves a run's item

@@ -33,11 +33,13 @@ STORE_TYPE = "SqlStore"
 
 
 def server_info() -> dict[str, Any]:
+    from serverless_mlflow.store import trace_archival_config  # the settings' validation: this route only
+
     presigned = artifacts_presigned()
     return {
         "store_type": STORE_TYPE,
         "workspaces_enabled": request_workspace.enabled(),
-        "trace_archival_enabled": False,
+        "trace_archival_enabled": trace_archival_config.enabled(),
         "multipart_uploads_enabled": presigned,
         "multipart_downloads_enabled": presigned,
         "artifacts_presigned_only": presigned,

@@ -17,6 +17,7 @@ from typing import Any
 
 from serverless_mlflow import layout, s3, span_content, table, trace_text
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK, trace_partition
+from serverless_mlflow.store import trace_archive
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.trace_metrics import rollups, rows
 
@@ -89,6 +90,11 @@ def load(trace_id: str, info_changed: bool = True) -> TraceState:
         return TraceState(trace_id, experiment_id, info, [], record, pending=True)
     if not info_changed and _spans_unchanged(trace_id, locator, record):
         return TraceState(trace_id, experiment_id, info, [], record, pending=True)
+    if trace_archive.is_archived(info):
+        # Its spans were moved to the archive (their items deleted): the metrics still count them, as MLflow's
+        # span rows stay; their content is emptied (``_target``).
+        spans = trace_archive.archived_spans(info)
+        return TraceState(trace_id, experiment_id, info, spans, record, span_ids=_ids_digest([s.span_id.hex() for s in spans]))
     span_items = store.span_items(str(info["experiment_id"]), trace_id)
     ids = [store.span_id_of(item) for item in span_items]
     return TraceState(trace_id, experiment_id, info, [_span(i) for i in span_items], record, span_ids=_ids_digest(ids))
@@ -143,7 +149,8 @@ def _target(state: TraceState) -> tuple[dict[str, rollups.Part], dict[str, str] 
     parts = rollups.contribution(rows.trace_row(info), span_rows, rows.assessment_rows(info))
     fields = trace_partition(str(info["experiment_id"]), int(info["request_time"]), state.trace_id)
     key = SIGNATURE.key(**fields, request_time=int(info["request_time"]), trace_id=state.trace_id)
-    bits = trace_text.signature(span_content.content(span, state.trace_id) for span in state.spans)
+    archived = trace_archive.is_archived(info)
+    bits = trace_text.signature("" if archived else span_content.content(span, state.trace_id) for span in state.spans)
     return parts, key, bits
 
 
