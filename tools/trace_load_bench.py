@@ -25,6 +25,7 @@ path costs when the bench runs.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import sys
@@ -63,11 +64,27 @@ METRICS = "/api/3.0/mlflow/traces/metrics"
 HOOK = ROOT / "tools" / "throttle_hook"
 
 
-def _client_process(url: str, experiment_id: str, shared_deadline: Any, ready: Any, sent: Any, out: Any) -> None:
+class _GaveUp(logging.Handler):
+    """Counts the client's warnings that it dropped a trace's info or spans after its retries (429s)."""
+
+    def __init__(self, counter: Any) -> None:
+        super().__init__(logging.WARNING)
+        self.counter = counter
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "Failed to " in record.getMessage():
+            with self.counter.get_lock():
+                self.counter.value += 1
+
+
+def _client_process(url: str, experiment_id: str, shared_deadline: Any, ready: Any, sent: Any, out: Any, gave_up: Any) -> None:
     """One client process: ``THREADS`` threads sending traces until the deadline the parent sets once every
-    client is ready (mlflow imported); their trace ids to ``out``."""
+    client is ready (mlflow imported); their trace ids to ``out``; the exports it gave up on to ``gave_up``."""
     os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
     import mlflow
+
+    for name in ("mlflow.tracing.export", "opentelemetry.exporter"):
+        logging.getLogger(name).addHandler(_GaveUp(gave_up))
 
     mlflow.set_tracking_uri(url)
     mlflow.set_experiment(experiment_id=experiment_id)
@@ -141,9 +158,9 @@ def _lag(history: list[tuple[float, int]], counted: int, now: float) -> float:
 def _phase(url: str, experiment_id: str, seconds: float, since_ms: int, base: int, label: str) -> dict[str, Any]:
     """Send for ``seconds``; sample the Overview along the way. The phase's trace ids, rate and lag samples."""
     context = multiprocessing.get_context("spawn")
-    sent, ready, shared_deadline = context.Value("i", 0), context.Value("i", 0), context.Value("d", 0.0)
+    sent, ready, shared_deadline, gave_up = context.Value("i", 0), context.Value("i", 0), context.Value("d", 0.0), context.Value("i", 0)
     out = context.Queue()
-    args = (url, experiment_id, shared_deadline, ready, sent, out)
+    args = (url, experiment_id, shared_deadline, ready, sent, out, gave_up)
     workers = [context.Process(target=_client_process, args=args) for _ in range(PROCESSES)]
     for worker in workers:
         worker.start()
@@ -173,7 +190,14 @@ def _phase(url: str, experiment_id: str, seconds: float, since_ms: int, base: in
     for worker in workers:
         worker.join()
     elapsed = time.time() - started
-    return {"ids": ids, "rate": len(ids) / elapsed, "samples": samples, "seconds": elapsed, "load": sum(loads) / max(1, len(loads))}
+    return {
+        "ids": ids,
+        "rate": len(ids) / elapsed,
+        "samples": samples,
+        "seconds": elapsed,
+        "load": sum(loads) / max(1, len(loads)),
+        "gave_up": gave_up.value,
+    }
 
 
 def _status(path: Path) -> dict[str, Any]:
@@ -197,10 +221,12 @@ def _drained(status_file: Path, after: float) -> tuple[dict[str, Any], float]:
     return {**_status(status_file), "timed_out": True}, time.time() - started
 
 
-def _readable(url: str, experiment_id: str, ids: list[str]) -> tuple[int, int, int]:
-    """(traces sent that search_traces lists, traces it lists in all, sampled traces read whole with every span)."""
+def _readable(url: str, experiment_id: str, ids: list[str]) -> tuple[int, int, int, int]:
+    """(traces sent that search_traces lists, traces it lists in all, sampled traces read whole with every span,
+    sampled traces the client cannot read at all)."""
     import mlflow
     from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
 
     mlflow.set_tracking_uri(url)  # a trace whose spans went to traces.json (the fallback) is read from artifacts
     client = MlflowClient(url)
@@ -212,9 +238,14 @@ def _readable(url: str, experiment_id: str, ids: list[str]) -> tuple[int, int, i
         token = page.token
         if not token:
             break
-    step = max(1, len(ids) // READ_SAMPLE)
-    whole = sum(1 for trace_id in ids[::step] if len(client.get_trace(trace_id).data.spans) == SPANS)
-    return len(listed & set(ids)), len(listed), whole
+    whole = unreadable = 0
+    for trace_id in ids[:: max(1, len(ids) // READ_SAMPLE)]:
+        try:
+            whole += len(client.get_trace(trace_id).data.spans) == SPANS
+        except MlflowException as error:
+            unreadable += 1
+            print(f"trace_load: {trace_id} unreadable: {error}", file=sys.stderr, flush=True)
+    return len(listed & set(ids)), len(listed), whole, unreadable
 
 
 def run() -> dict[str, list[tuple[str, str]]]:
@@ -238,7 +269,7 @@ def run() -> dict[str, list[tuple[str, str]]]:
             steady = _phase(url, experiment_id, SECONDS, since_ms, 0, "sustained")
             status, waited = _drained(status_file, time.time())
             counted = overview_count(url, experiment_id, since_ms)
-            found, listed, whole = _readable(url, experiment_id, steady["ids"])
+            found, listed, whole, _ = _readable(url, experiment_id, steady["ids"])
             throttle_file.write_text(str(THROTTLE))
             storm = _phase(url, experiment_id, STORM_SECONDS, since_ms, len(steady["ids"]), "storm")
             throttle_file.write_text("0")
@@ -246,7 +277,7 @@ def run() -> dict[str, list[tuple[str, str]]]:
             sent_all = steady["ids"] + storm["ids"]
             storm_status, storm_waited = _drained(status_file, time.time())
             storm_counted = overview_count(url, experiment_id, since_ms)
-            storm_found, storm_listed, storm_whole = _readable(url, experiment_id, sent_all)
+            storm_found, storm_listed, storm_whole, storm_unreadable = _readable(url, experiment_id, sent_all)
     lags = [s[3] for s in steady["samples"]]
     half = len(lags) // 2
     sustained = [
@@ -274,7 +305,8 @@ def run() -> dict[str, list[tuple[str, str]]]:
         ("traces stored (search_traces lists)", f"{storm_found:,} ({storm_listed:,} listed)"),
         ("traces counted by the Overview (backlog empty)", f"{storm_counted:,}"),
         ("stream records dead-lettered (both phases)", f"{storm_status.get('dead_lettered', '?')}"),
-        (f"sampled traces read whole ({SPANS} spans)", f"{storm_whole}"),
+        ("exports the client gave up on after its retries (start_trace or OTLP, 429s)", f"{storm['gave_up']:,}"),
+        (f"sampled traces read whole ({SPANS} spans) / not readable", f"{storm_whole} / {storm_unreadable}"),
         ("nothing lost", "yes" if intact else "NO"),
     ]
     return {
