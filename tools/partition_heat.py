@@ -387,7 +387,9 @@ def _size_ceiling(figures: Figures, big_pk: str, big: Usage, experiment: Usage) 
         if experiment.bytes > 0
         else "; the experiment partition does not grow with them"
     )
-    return f"`{partition_label(big_pk)}` (one of {_count_shaped(figures, big_pk):,}) fills 10 GB after {share:,.0f} {per}s of this mix{tail}"
+    return (
+        f"`{partition_label(big_pk)}` (one of {_count_shaped(figures, big_pk):,}) fills 10 GB after {share:,.0f} {per}s of this mix{tail}"
+    )
 
 
 def _count_shaped(figures: Figures, pk: str) -> int:

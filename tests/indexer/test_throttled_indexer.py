@@ -46,9 +46,7 @@ def _trace_count(server: str, experiment_id: str) -> float:
     return sum(point.values["COUNT"] for point in points)
 
 
-def test_a_throttled_indexer_loses_no_trace_contribution(
-    paused_runtime: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_a_throttled_indexer_loses_no_trace_contribution(paused_runtime: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
     mlflow.set_tracking_uri(paused_runtime.url)
     experiment_id = mlflow.create_experiment("throttled-indexer")
