@@ -61,6 +61,11 @@ def acting_as(function: str) -> Iterator[None]:
         _current.reset(token)
 
 
+def current_function() -> str | None:
+    """The function whose role the calls now run with (None outside any)."""
+    return _current.get()
+
+
 def install() -> None:
     """Hook every boto3 client created from now on (the layer's cached clients must be reset after this)."""
     global _installed

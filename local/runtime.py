@@ -374,3 +374,17 @@ class LocalRuntime:
                 self._drain_quietly()
             elif self.indexer_mode == "sync" and self._barrier.idle_for(POLL_SECONDS):
                 self._barrier.clear()
+            self._write_status()
+
+    def _write_status(self) -> None:
+        """The stream follower's status as JSON in ``LOCAL_INDEXER_STATUS_FILE`` (if set), after each poll: how a
+        benchmark driving ``python -m local`` from outside knows the indexer's backlog is empty (its
+        ``idle_since`` passed the last write) and that nothing was dead-lettered."""
+        path = os.environ.get("LOCAL_INDEXER_STATUS_FILE")
+        if not path or self.follower is None:
+            return
+        import json
+
+        temporary = Path(f"{path}.tmp")
+        temporary.write_text(json.dumps({**self.follower.status(), "mode": self.indexer_mode}))
+        temporary.replace(path)

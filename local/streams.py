@@ -123,6 +123,9 @@ class StreamFollower:
         self.invocations = 0  # calls of ``deliver`` (the indexer's invocations, retries included)
         self.drains = 0  # drains started (numbered under the lock)
         self._caught_up_through = 0  # the number of the latest drain that finished without failing
+        # Epoch seconds at which the latest drain that found nothing to deliver started: every record written
+        # before then had been delivered (or dead-lettered). A backlog is empty once this passes the last write.
+        self.idle_since: float | None = None
         self._lock = threading.Lock()
         self._listing: list[dict[str, Any]] | None = None  # DescribeStream's shards, while still current
         self._listed_at = 0.0
@@ -185,6 +188,7 @@ class StreamFollower:
         self.drains += 1
         number = self.drains
         before = self.delivered
+        started = time.time()
         try:
             listing = self._shard_listing()
             while self._read_shards(listing):
@@ -197,7 +201,20 @@ class StreamFollower:
         finally:
             self._save()
         self._caught_up_through = number
+        if self.delivered == before:
+            self.idle_since = started
         return self.delivered - before
+
+    def status(self) -> dict[str, Any]:
+        """What a process outside can tell the backlog by (``LOCAL_INDEXER_STATUS_FILE``): records delivered and
+        dead-lettered so far, indexer invocations, and ``idle_since``."""
+        return {
+            "idle_since": self.idle_since,
+            "delivered": self.delivered,
+            "dead_lettered": self.dead_lettered,
+            "invocations": self.invocations,
+            "drains": self.drains,
+        }
 
     def _read_shards(self, listing: list[dict[str, Any]]) -> bool:
         """One pass over the listed shards; True if a shard closed whose children are not listed."""

@@ -267,7 +267,7 @@ def _traces(metered: Metered, sizes: Sizes) -> dict[str, Any]:
 # --- figures ---------------------------------------------------------------------------------------------
 
 
-def _label(pk: str) -> str:
+def partition_label(pk: str) -> str:
     """The partition key's shape from the schema (the most specific template that parses it), e.g. ``EXP#{experiment_id}``."""
     index = ""
     if ":" in pk and pk.split(":", 1)[0] in schema.INDEX_BY_NAME:
@@ -340,7 +340,7 @@ class Figures:
             ("partition keys written", f"{len(self.usage):,}"),
             (
                 "hottest partition key",
-                f"`{_label(hot_pk)}`: {hot.units / total.units:.1%} of write units, {max(hot.bytes, 0) / growth_total:.1%} of bytes stored",
+                f"`{partition_label(hot_pk)}`: {hot.units / total.units:.1%} of write units, {max(hot.bytes, 0) / growth_total:.1%} of bytes stored",
             ),
             (
                 "experiment partition (`EXP#<id>`)",
@@ -349,7 +349,7 @@ class Figures:
             ),
             (
                 f"largest item collection gain per {per}",
-                f"`{_label(big_pk)}`: {big.bytes / self.count:,.1f} bytes per {per} of the scenario",
+                f"`{partition_label(big_pk)}`: {big.bytes / self.count:,.1f} bytes per {per} of the scenario",
             ),
             (
                 f"projected ceiling: {per}s per second per experiment",
@@ -366,7 +366,7 @@ class Figures:
         """(shape, keys, their total, the hottest key's units, the largest bytes one key gained), hottest shapes first."""
         shapes: dict[str, tuple[int, Usage, float, int]] = {}
         for pk, usage in self.usage.items():
-            shape = _label(pk)
+            shape = partition_label(pk)
             keys, total, hottest, largest = shapes.get(shape, (0, Usage(), 0.0, 0))
             total.add(usage)
             shapes[shape] = (keys + 1, total, max(hottest, usage.units), max(largest, usage.bytes))
@@ -387,12 +387,14 @@ def _size_ceiling(figures: Figures, big_pk: str, big: Usage, experiment: Usage) 
         if experiment.bytes > 0
         else "; the experiment partition does not grow with them"
     )
-    return f"`{_label(big_pk)}` (one of {_count_shaped(figures, big_pk):,}) fills 10 GB after {share:,.0f} {per}s of this mix{tail}"
+    return (
+        f"`{partition_label(big_pk)}` (one of {_count_shaped(figures, big_pk):,}) fills 10 GB after {share:,.0f} {per}s of this mix{tail}"
+    )
 
 
 def _count_shaped(figures: Figures, pk: str) -> int:
-    shape = _label(pk)
-    return sum(1 for key in _collections(figures.usage) if _label(key) == shape)
+    shape = partition_label(pk)
+    return sum(1 for key in _collections(figures.usage) if partition_label(key) == shape)
 
 
 def render(figures: list[Figures], sizes: Sizes, window: float, notes: list[str] | None = None) -> str:

@@ -10,14 +10,22 @@ is read: the indexer's lag is how long ago the client had sent as many traces as
 
 Then a storm (``TRACE_LOAD_STORM_SECONDS``, default 60): the same load while ``TRACE_LOAD_THROTTLE`` (default 5 %)
 of the DynamoDB calls on request threads fail as DynamoDB throttling (``tools/throttle_hook``): the handlers answer
-429, the client retries. After each phase, once the indexer caught up: every trace sent is found by
-``search_traces`` and a sample reads whole (every span), and the Overview counts exactly the traces sent.
+429, the client retries. After each phase the bench waits until the indexer's backlog is empty, as the runtime
+reports it (``LOCAL_INDEXER_STATUS_FILE``: a drain that started after the phase's last write found nothing left to
+deliver), not for a fixed time; then every trace sent is found by ``search_traces``, a sample reads whole (every
+span), the Overview counts exactly the traces sent, and no stream record was dead-lettered: a shortfall then is a
+loss, not lag.
+
+The projection to 1,000 traces/s is computed from write units metered here (``TRACE_LOAD_METERED`` 10-span traces,
+default 200, through ``make bench``'s partition-heat scenario (c), ``tools/heat_meter.py``): whatever the write
+path costs when the bench runs.
 
     python -m tools.trace_load_bench        (make bench-trace-load; the trace_load section of make bench)
 """
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import sys
@@ -43,27 +51,40 @@ PROCESSES = int(os.environ.get("TRACE_LOAD_PROCESSES", "2"))
 THREADS = int(os.environ.get("TRACE_LOAD_THREADS", "4"))
 SPANS = int(os.environ.get("TRACE_LOAD_SPANS", "10"))
 SAMPLE_SECONDS = float(os.environ.get("TRACE_LOAD_SAMPLE_SECONDS", "10"))
-# Write units per 10-span trace, in all and on the hottest partition key, as ``make bench``'s partition-heat
-# section (c) measures them (tools/heat_meter.py): the subprocess runtime here is not metered. Defaults: HEAT_TRACES=200
-# python -m tools.partition_heat c on this branch (108.7 units per trace, 2,470 of 21,746 on ROLLUP#<experiment>).
-UNITS_PER_TRACE = float(os.environ.get("TRACE_LOAD_UNITS_PER_TRACE", "108.7"))
-HOT_UNITS_PER_TRACE = float(os.environ.get("TRACE_LOAD_HOT_UNITS_PER_TRACE", "12.35"))
-HOT_KEY = os.environ.get("TRACE_LOAD_HOT_KEY", "ROLLUP#{experiment_id}")
+# 10-span traces metered for the projection (partition heat (c) on an in-process runtime; 0: no projection).
+METERED = int(os.environ.get("TRACE_LOAD_METERED", "200"))
 TARGET_RATE = 1000  # traces/s the projection is for
 PARTITION_UNITS_PER_SECOND = 1000
 WRITE_PRICE = 1.25  # $ per million write request units, on-demand, us-east-1
 READ_PRICE = 0.25  # $ per million read request units
-CATCH_UP_SECONDS = float(os.environ.get("TRACE_LOAD_CATCH_UP_SECONDS", "900"))
+# A bound on the wait for the backlog to empty (never reached unless the indexer stalls).
+CATCH_UP_SECONDS = float(os.environ.get("TRACE_LOAD_CATCH_UP_SECONDS", "3600"))
 READ_SAMPLE = 20
 METRICS = "/api/3.0/mlflow/traces/metrics"
 HOOK = ROOT / "tools" / "throttle_hook"
 
 
-def _client_process(url: str, experiment_id: str, shared_deadline: Any, ready: Any, sent: Any, out: Any) -> None:
+class _GaveUp(logging.Handler):
+    """Counts the client's warnings that it dropped a trace's info or spans after its retries (429s)."""
+
+    def __init__(self, counter: Any) -> None:
+        super().__init__(logging.WARNING)
+        self.counter = counter
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "Failed to " in record.getMessage():
+            with self.counter.get_lock():
+                self.counter.value += 1
+
+
+def _client_process(url: str, experiment_id: str, shared_deadline: Any, ready: Any, sent: Any, out: Any, gave_up: Any) -> None:
     """One client process: ``THREADS`` threads sending traces until the deadline the parent sets once every
-    client is ready (mlflow imported); their trace ids to ``out``."""
+    client is ready (mlflow imported); their trace ids to ``out``; the exports it gave up on to ``gave_up``."""
     os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"
     import mlflow
+
+    for name in ("mlflow.tracing.export", "opentelemetry.exporter"):
+        logging.getLogger(name).addHandler(_GaveUp(gave_up))
 
     mlflow.set_tracking_uri(url)
     mlflow.set_experiment(experiment_id=experiment_id)
@@ -137,9 +158,9 @@ def _lag(history: list[tuple[float, int]], counted: int, now: float) -> float:
 def _phase(url: str, experiment_id: str, seconds: float, since_ms: int, base: int, label: str) -> dict[str, Any]:
     """Send for ``seconds``; sample the Overview along the way. The phase's trace ids, rate and lag samples."""
     context = multiprocessing.get_context("spawn")
-    sent, ready, shared_deadline = context.Value("i", 0), context.Value("i", 0), context.Value("d", 0.0)
+    sent, ready, shared_deadline, gave_up = context.Value("i", 0), context.Value("i", 0), context.Value("d", 0.0), context.Value("i", 0)
     out = context.Queue()
-    args = (url, experiment_id, shared_deadline, ready, sent, out)
+    args = (url, experiment_id, shared_deadline, ready, sent, out, gave_up)
     workers = [context.Process(target=_client_process, args=args) for _ in range(PROCESSES)]
     for worker in workers:
         worker.start()
@@ -169,23 +190,43 @@ def _phase(url: str, experiment_id: str, seconds: float, since_ms: int, base: in
     for worker in workers:
         worker.join()
     elapsed = time.time() - started
-    return {"ids": ids, "rate": len(ids) / elapsed, "samples": samples, "seconds": elapsed, "load": sum(loads) / max(1, len(loads))}
+    return {
+        "ids": ids,
+        "rate": len(ids) / elapsed,
+        "samples": samples,
+        "seconds": elapsed,
+        "load": sum(loads) / max(1, len(loads)),
+        "gave_up": gave_up.value,
+    }
 
 
-def _caught_up(url: str, experiment_id: str, since_ms: int, expected: int) -> tuple[int, float]:
-    """(Overview count, seconds waited) once it counts ``expected`` traces (or the wait ran out)."""
+def _status(path: Path) -> dict[str, Any]:
+    import json
+
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _drained(status_file: Path, after: float) -> tuple[dict[str, Any], float]:
+    """(the runtime's indexer status, seconds waited) once a drain that started after ``after`` (the phase's last
+    write answered) found nothing left to deliver: the backlog is empty, whatever the Overview says."""
     started = time.time()
-    counted = overview_count(url, experiment_id, since_ms)
-    while counted < expected and time.time() - started < CATCH_UP_SECONDS:
-        time.sleep(2)
-        counted = overview_count(url, experiment_id, since_ms)
-    return counted, time.time() - started
+    while time.time() - started < CATCH_UP_SECONDS:
+        status = _status(status_file)
+        if (status.get("idle_since") or 0) > after:
+            return status, time.time() - started
+        time.sleep(1)
+    return {**_status(status_file), "timed_out": True}, time.time() - started
 
 
-def _readable(url: str, experiment_id: str, ids: list[str]) -> tuple[int, int, int]:
-    """(traces sent that search_traces lists, traces it lists in all, sampled traces read whole with every span)."""
+def _readable(url: str, experiment_id: str, ids: list[str]) -> tuple[int, int, int, int]:
+    """(traces sent that search_traces lists, traces it lists in all, sampled traces read whole with every span,
+    sampled traces the client cannot read at all)."""
     import mlflow
     from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
 
     mlflow.set_tracking_uri(url)  # a trace whose spans went to traces.json (the fallback) is read from artifacts
     client = MlflowClient(url)
@@ -197,16 +238,28 @@ def _readable(url: str, experiment_id: str, ids: list[str]) -> tuple[int, int, i
         token = page.token
         if not token:
             break
-    step = max(1, len(ids) // READ_SAMPLE)
-    whole = sum(1 for trace_id in ids[::step] if len(client.get_trace(trace_id).data.spans) == SPANS)
-    return len(listed & set(ids)), len(listed), whole
+    whole = unreadable = 0
+    for trace_id in ids[:: max(1, len(ids) // READ_SAMPLE)]:
+        try:
+            whole += len(client.get_trace(trace_id).data.spans) == SPANS
+        except MlflowException as error:
+            unreadable += 1
+            print(f"trace_load: {trace_id} unreadable: {error}", file=sys.stderr, flush=True)
+    return len(listed & set(ids)), len(listed), whole, unreadable
 
 
 def run() -> dict[str, list[tuple[str, str]]]:
+    metered = _metered_units() if METERED else None
     with tempfile.TemporaryDirectory(prefix="trace-load-") as directory:
         throttle_file = Path(directory) / "throttle"
+        status_file = Path(directory) / "indexer-status.json"
         pythonpath = os.pathsep.join(p for p in (str(HOOK), os.environ.get("PYTHONPATH", "")) if p)
-        with local_runtime_process(INDEXER_MODE="async", PYTHONPATH=pythonpath, TRACE_LOAD_THROTTLE_FILE=str(throttle_file)) as server:
+        with local_runtime_process(
+            INDEXER_MODE="async",
+            PYTHONPATH=pythonpath,
+            TRACE_LOAD_THROTTLE_FILE=str(throttle_file),
+            LOCAL_INDEXER_STATUS_FILE=str(status_file),
+        ) as server:
             url = server.url
             since_ms = int(time.time() * 1000)
             answer = requests.post(
@@ -214,15 +267,17 @@ def run() -> dict[str, list[tuple[str, str]]]:
             )
             experiment_id = answer.json()["experiment_id"]
             steady = _phase(url, experiment_id, SECONDS, since_ms, 0, "sustained")
-            counted, waited = _caught_up(url, experiment_id, since_ms, len(steady["ids"]))
-            found, listed, whole = _readable(url, experiment_id, steady["ids"])
+            status, waited = _drained(status_file, time.time())
+            counted = overview_count(url, experiment_id, since_ms)
+            found, listed, whole, _ = _readable(url, experiment_id, steady["ids"])
             throttle_file.write_text(str(THROTTLE))
             storm = _phase(url, experiment_id, STORM_SECONDS, since_ms, len(steady["ids"]), "storm")
             throttle_file.write_text("0")
             injected = len((Path(f"{throttle_file}.count").read_text() if Path(f"{throttle_file}.count").exists() else "").split())
             sent_all = steady["ids"] + storm["ids"]
-            storm_counted, storm_waited = _caught_up(url, experiment_id, since_ms, len(sent_all))
-            storm_found, storm_listed, storm_whole = _readable(url, experiment_id, sent_all)
+            storm_status, storm_waited = _drained(status_file, time.time())
+            storm_counted = overview_count(url, experiment_id, since_ms)
+            storm_found, storm_listed, storm_whole, storm_unreadable = _readable(url, experiment_id, sent_all)
     lags = [s[3] for s in steady["samples"]]
     half = len(lags) // 2
     sustained = [
@@ -233,7 +288,7 @@ def run() -> dict[str, list[tuple[str, str]]]:
         ("OTLP + start_trace requests/s", f"{steady['rate'] * (SPANS + 1):.1f}"),
         ("indexer lag, max (first half / second half)", f"{max(lags[:half] or [0]):.0f} s / {max(lags[half:] or [0]):.0f} s"),
         ("indexer lag at the end of the load", f"{lags[-1] if lags else 0:.0f} s"),
-        ("caught up after the load", f"{waited:.0f} s"),
+        ("indexer backlog empty after the load", _drain_row(status, waited)),
         ("Overview trace count = traces sent", f"{counted:,} = {len(steady['ids']):,}: {'yes' if counted == len(steady['ids']) else 'NO'}"),
         ("traces sent that search_traces lists", f"{found:,} of {len(steady['ids']):,} ({listed:,} listed)"),
         (f"sampled traces read whole ({SPANS} spans)", f"{whole} of {len(steady['ids'][:: max(1, len(steady['ids']) // READ_SAMPLE)])}"),
@@ -241,41 +296,62 @@ def run() -> dict[str, list[tuple[str, str]]]:
     timeline = [
         (f"{elapsed:.0f} s", f"{sent:,} sent, {counted:,} counted, lag {lag:.0f} s") for elapsed, sent, counted, lag in steady["samples"]
     ]
+    intact = len(sent_all) == storm_found == storm_counted == storm_listed and not storm_status.get("dead_lettered")
     storm_rows = [
         ("throttled DynamoDB calls on request threads", f"{THROTTLE:.0%} ({injected:,} injected in {storm['seconds']:.0f} s)"),
         ("traces/s during the storm", f"{storm['rate']:.2f}"),
+        ("indexer backlog empty after the storm", _drain_row(storm_status, storm_waited)),
         ("traces in (both phases)", f"{len(sent_all):,}"),
         ("traces stored (search_traces lists)", f"{storm_found:,} ({storm_listed:,} listed)"),
-        ("traces counted by the Overview", f"{storm_counted:,} (caught up {storm_waited:.0f} s after the storm)"),
-        (f"sampled traces read whole ({SPANS} spans)", f"{storm_whole}"),
-        ("nothing lost", "yes" if len(sent_all) == storm_found == storm_counted == storm_listed else "NO"),
+        ("traces counted by the Overview (backlog empty)", f"{storm_counted:,}"),
+        ("stream records dead-lettered (both phases)", f"{storm_status.get('dead_lettered', '?')}"),
+        ("exports the client gave up on after its retries (start_trace or OTLP, 429s)", f"{storm['gave_up']:,}"),
+        (f"sampled traces read whole ({SPANS} spans) / not readable", f"{storm_whole} / {storm_unreadable}"),
+        ("nothing lost", "yes" if intact else "NO"),
     ]
     return {
-        f"Projected to {TARGET_RATE:,} traces/s into one experiment (DynamoDB on-demand)": projection(),
+        f"Projected to {TARGET_RATE:,} traces/s into one experiment (DynamoDB on-demand)": projection(metered),
         f"Sustained load: {SECONDS:.0f} s of traces into one experiment": sustained,
         "Indexer lag over time (Overview trace count vs traces sent)": timeline,
         f"Throttling storm: {STORM_SECONDS:.0f} s at {THROTTLE:.0%} throttled calls": storm_rows,
     }
 
 
-def projection() -> list[tuple[str, str]]:
+def _drain_row(status: dict[str, Any], waited: float) -> str:
+    if status.get("timed_out"):
+        return f"NO: still busy after {waited:.0f} s"
+    return (
+        f"{waited:.0f} s ({status.get('delivered', 0):,} stream records delivered in all, {status.get('dead_lettered', 0)} dead-lettered)"
+    )
+
+
+def _metered_units() -> tuple[float, float, str]:
+    """(write units per trace in all, on the hottest partition key, that key's shape): ``METERED`` 10-span traces
+    through partition heat's scenario (c), every write metered (``tools/heat_meter.py``)."""
+    from tools import partition_heat
+
+    figures, _, _ = partition_heat.measure(["c"], partition_heat.Sizes(traces=METERED, spans=SPANS))
+    one = figures[0]
+    hot_pk, hot = one.hottest()
+    return one.total.units / one.count, hot.units / one.count, partition_heat.partition_label(hot_pk)
+
+
+def projection(metered: tuple[float, float, str] | None) -> list[tuple[str, str]]:
     """Write units/s on the hottest key and $ per million traces at ``TARGET_RATE``, from the metered units."""
-    if not UNITS_PER_TRACE:
-        return [("write units per trace", "not given (TRACE_LOAD_UNITS_PER_TRACE)")]
-    hot = HOT_UNITS_PER_TRACE * TARGET_RATE
+    if metered is None:
+        return [("write units per trace", "not metered (TRACE_LOAD_METERED=0)")]
+    units, hot_units, hot_key = metered
+    hot = hot_units * TARGET_RATE
     return [
-        ("write units per 10-span trace (partition heat (c))", f"{UNITS_PER_TRACE:.1f} in all, {HOT_UNITS_PER_TRACE:.1f} on `{HOT_KEY}`"),
+        (f"write units per {SPANS}-span trace (metered on {METERED} traces)", f"{units:.1f} in all, {hot_units:.2f} on `{hot_key}`"),
         (
             f"write units/s at {TARGET_RATE:,} traces/s",
-            f"{UNITS_PER_TRACE * TARGET_RATE:,.0f} in all; {hot:,.0f} on the hottest key "
+            f"{units * TARGET_RATE:,.0f} in all; {hot:,.0f} on the hottest key "
             f"({hot / PARTITION_UNITS_PER_SECOND:.1f}x one partition's {PARTITION_UNITS_PER_SECOND:,})",
         ),
-        ("traces/s one experiment takes (hottest key at 1,000 units/s)", f"{PARTITION_UNITS_PER_SECOND / HOT_UNITS_PER_TRACE:,.0f}"),
-        (
-            "$ per million traces, writes",
-            f"${UNITS_PER_TRACE * WRITE_PRICE:,.2f} (${WRITE_PRICE} per million write request units, us-east-1)",
-        ),
-        (f"$ per hour at {TARGET_RATE:,} traces/s, writes", f"${UNITS_PER_TRACE * WRITE_PRICE * TARGET_RATE * 3600 / 1e6:,.2f}"),
+        ("traces/s one experiment takes (hottest key at 1,000 units/s)", f"{PARTITION_UNITS_PER_SECOND / hot_units:,.0f}"),
+        ("$ per million traces, writes", f"${units * WRITE_PRICE:,.2f} (${WRITE_PRICE} per million write request units, us-east-1)"),
+        (f"$ per hour at {TARGET_RATE:,} traces/s, writes", f"${units * WRITE_PRICE * TARGET_RATE * 3600 / 1e6:,.2f}"),
     ]
 
 

@@ -1,13 +1,22 @@
 """DynamoDB Streams -> RANK items, FTS postings, run summaries and digests, trace aggregates. Partial batch
-failures are reported to Lambda."""
+failures are reported to Lambda.
+
+A batch that failed because DynamoDB refused calls for capacity (throttling past botocore's retries) has its failed
+records worked again within the invocation, with a growing backoff, while the function's time allows:
+Lambda's retries (``RETRY_ATTEMPTS``, then the dead-letter queue) would otherwise be spent in seconds by a
+throttling storm, and a dead-lettered record's share of the trace rollups and indexes would be missing until a
+reindex. Failures of any other cause are reported at once (a poison record must not hold the shard).
+"""
 
 from __future__ import annotations
 
+import random
+import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from serverless_mlflow import clock, derived, table
+from serverless_mlflow import clock, derived, errors, table
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.observability import Observed
 from serverless_mlflow.schema import ENTITY_TYPE
@@ -21,6 +30,9 @@ logger, metrics = observed.logger, observed.metrics
 trace_aggregates = deferred("serverless_mlflow.trace_aggregates")
 trace_aggregate_writes = deferred("serverless_mlflow.trace_aggregate_writes")
 _TRACE_TYPES = derived.TRACE_AGGREGATE_TYPES | {"trace"}
+# Time kept back from the function's for the last attempt's own work and answer (the deployed timeout is 120 s).
+CAPACITY_RESERVE_SECONDS = 10.0
+CAPACITY_BACKOFF_MAX_SECONDS = 5.0
 
 
 def _trace_images(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -34,23 +46,60 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     records: list[dict[str, Any]] = event.get("Records") or []
     # The batch is worked whole (coalesced per item and per run, batch.py); a record that fails is reported, and
     # Lambda retries from the lowest one reported (ReportBatchItemFailures): the rest is idempotent.
-    result = batch.process(records)
-    failures = set(result.failures) | _aggregate_traces(records)
-    failures = sorted(failures, key=_sequence_order)
-    indexed = [o for o in result.outcomes if o.indexed]
+    outcomes, failures = _index_through_throttling(records, context)
+    indexed = [o for o in outcomes if o.indexed]
     metrics.add_metric(name="RecordsProcessed", unit=MetricUnit.Count, value=len(records) - len(failures))
     metrics.add_metric(name="RecordsIndexed", unit=MetricUnit.Count, value=len(indexed))
     metrics.add_metric(name="RecordFailures", unit=MetricUnit.Count, value=len(failures))
-    created = [o.created_ms for o in result.outcomes if o.created_ms is not None]
+    created = [o.created_ms for o in outcomes if o.created_ms is not None]
     if created:
         metrics.add_metric(name="IteratorAgeMs", unit=MetricUnit.Milliseconds, value=max(0, clock.now_millis() - min(created)))
     indexed_times = [o.created_ms for o in indexed if o.created_ms is not None]
     # Only after real indexing work: the watermark item's own stream record must not write it again.
     if indexed_times:
-        record_watermark(max(indexed_times))
+        try:
+            record_watermark(max(indexed_times))
+        except Exception:  # lag reporting only: the batch's work is done and must not be redone for it
+            logger.warning("the indexer watermark was not recorded", exc_info=True)
     if failures:
         logger.warning("stream records failed", extra={"failures": len(failures), "records": len(records)})
     return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in failures]}
+
+
+def _index(records: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
+    """(outcomes, failed sequence numbers in stream order) of one pass over the records."""
+    result = batch.process(records)
+    failures = set(result.failures) | _aggregate_traces(records)
+    return result.outcomes, sorted(failures, key=_sequence_order)
+
+
+def _index_through_throttling(records: list[dict[str, Any]], context: Any) -> tuple[list[Any], list[str]]:
+    """``_index``, repeated on the failed records while DynamoDB refused calls for capacity during the last pass
+    and the function's time allows another (module docstring)."""
+    pending, outcomes, attempt = records, [], 0
+    while True:
+        refusals = errors.capacity_refusals()
+        try:
+            done, failures = _index(pending)
+        except Exception:
+            if errors.capacity_refusals() == refusals:
+                raise
+            # A step of the whole batch was refused (its reads, its coalesced writes): every record again.
+            done, failures = [], [str((r.get("dynamodb") or {}).get("SequenceNumber", "")) for r in pending]
+        outcomes.extend(done)
+        if not failures or errors.capacity_refusals() == refusals:
+            return outcomes, failures
+        attempt += 1
+        delay = min(CAPACITY_BACKOFF_MAX_SECONDS, 0.1 * 2**attempt) * (0.5 + random.random() / 2)
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        if remaining is not None and remaining() / 1000 < delay + CAPACITY_RESERVE_SECONDS:
+            return outcomes, failures
+        metrics.add_metric(name="CapacityRetries", unit=MetricUnit.Count, value=1)
+        time.sleep(delay)
+        # Only the failed records again: each pass indexes from the items' current versions (batch.py), so a
+        # record retried after a later one of the same item derives the same; Lambda is told what still fails.
+        failed = set(failures)
+        pending = [r for r in pending if (r.get("dynamodb") or {}).get("SequenceNumber") in failed]
 
 
 def _aggregate_traces(records: list[dict[str, Any]]) -> set[str]:

@@ -3,6 +3,8 @@ the code to."""
 
 from __future__ import annotations
 
+import threading
+
 # mlflow/exceptions.py: ERROR_CODE_TO_HTTP_STATUS (any other code answers 500).
 HTTP_STATUS: dict[str, int] = {
     "INVALID_PARAMETER_VALUE": 400,
@@ -104,6 +106,27 @@ class CollectionFull(MlflowError):
 
 class Unavailable(Exception):
     """DynamoDB kept refusing a request for capacity or contention, past every retry: nothing was written."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        note_capacity_refusal()
+
+
+# DynamoDB calls refused for capacity past every retry, in this process (``Unavailable`` raised, or a throttling
+# error answered): the indexer tells a batch that failed for capacity (retried in the invocation) from one that
+# failed otherwise (reported to Lambda at once).
+_refusals = [0]
+_refusals_lock = threading.Lock()
+
+
+def note_capacity_refusal() -> None:
+    with _refusals_lock:
+        _refusals[0] += 1
+
+
+def capacity_refusals() -> int:
+    with _refusals_lock:
+        return _refusals[0]
 
 
 def retry_later(message: str) -> MlflowError:

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from serverless_mlflow.errors import CollectionFull, Unavailable
+from serverless_mlflow.errors import CollectionFull, Unavailable, note_capacity_refusal
 from serverless_mlflow.schema import PK, describe_partition
 from serverless_mlflow.stats import Stats
 from serverless_mlflow.table import deadline
@@ -55,6 +55,7 @@ def client() -> Any:
                 )
                 _client.meta.events.register("before-call.dynamodb.Scan", _forbid_scan)
                 _client.meta.events.register_first("needs-retry.dynamodb", _retry_within_deadline())
+                _client.meta.events.register("after-call.dynamodb", _count_capacity_refusal)
     return _client
 
 
@@ -99,6 +100,16 @@ def is_timeout(error: BaseException | None) -> bool:
     from botocore.exceptions import ReadTimeoutError
 
     return isinstance(error, (ReadTimeoutError, BotocoreConnectionError))
+
+
+# DynamoDB's answers to "too much at once" (throttling, the account's request limit).
+_CAPACITY_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+
+
+def _count_capacity_refusal(parsed: dict[str, Any] | None = None, **_: Any) -> None:
+    """botocore's ``after-call`` hook (once per call, after its retries): a call that ended throttled is counted."""
+    if ((parsed or {}).get("Error") or {}).get("Code") in _CAPACITY_CODES:
+        note_capacity_refusal()
 
 
 def _forbid_scan(**_: Any) -> None:
