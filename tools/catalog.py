@@ -46,6 +46,7 @@ def _p(
 # Catalog entry -> the schema's named access patterns that build its key condition in code.
 SCHEMA_PATTERNS: dict[str, tuple[str, ...]] = {
     "Get experiment by ID (with tags)": ("experiment.with_tags",),
+    "List endpoint bindings": ("gateway_endpoint_binding.by_endpoint",),
     "List experiments in workspace": ("experiment.in_workspace",),
     "List experiments by name": ("experiment.by_name",),
     "Search experiments (consistent collection)": ("experiment_entry.collection",),
@@ -1715,7 +1716,8 @@ PATTERNS: tuple[AccessPattern, ...] = (
         "gateway_endpoint_binding",
         TRANSACT,
         "table",
-        "Put E#<id>#B#<type>#<resource> IF attribute_not_exists(pk) + ConditionCheck E#<id>",
+        "Put GWBIND#<ws> E#<id>#B#<type>#<resource> IF attribute_not_exists(pk) + ConditionCheck GW#<ws> E#<id>",
+        note="delete: the earlier release's binding under GW#<ws> when none is in GWBIND#<ws>",
     ),
     _p(
         "AI gateway",
@@ -1723,7 +1725,8 @@ PATTERNS: tuple[AccessPattern, ...] = (
         "gateway_endpoint_binding",
         QUERY,
         "table",
-        "pk = GW#<ws> AND begins_with(sk, 'E#<id>#B#') (or 'E#' without an endpoint id)",
+        "pk = GWBIND#<ws> AND begins_with(sk, 'E#<id>#B#') (or 'E#' without an endpoint id); the same on GW#<ws>",
+        note="the earlier release's bindings under GW#<ws> are read too",
     ),
     # --- auth, workspaces, config ---------------------------------------------------------------
     _p(
