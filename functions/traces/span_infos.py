@@ -105,9 +105,10 @@ def range_expression(batch: Batch, widening: bool = True) -> RangeUpdate:
     """
     clauses, values = [], {":ss": batch.start}
     conditions, applied = [], set()
-    bounds = [("span_end", ":se", batch.end, "<")] if batch.end is not None else []
+    # Not beaten by an equal bound either (spans of one millisecond): setting it again changes nothing.
+    bounds = [("span_end", ":se", batch.end, "<=")] if batch.end is not None else []
     if batch.root_state is not None:
-        bounds.append(("span_start", ":ss", batch.start, ">"))
+        bounds.append(("span_start", ":ss", batch.start, ">="))
     for attribute, name, value, beaten in bounds:
         values[name] = value
         if widening:
