@@ -68,7 +68,10 @@ def of_item(item: dict[str, Any]) -> Partition:
 
 
 def fields_of(item: dict[str, Any]) -> dict[str, Any]:
-    """Key fields (experiment_id, bucket, shard) of a stored info's partition, for items kept next to it."""
+    """Key fields (experiment_id, bucket, shard) of a stored info's partition, for items kept next to it; for a
+    layout 1 info (in its experiment's partition), the trace partition the migration will move it to."""
+    if not str(item[PK]).startswith(TRACE.pk.prefix({})):
+        return trace_partition(str(item["experiment_id"]), int(item.get("request_time") or 0), item["trace_id"])
     partition = of_item(item)
     return {"experiment_id": partition.experiment_id, "bucket": partition.bucket, "shard": partition.shard}
 
