@@ -76,8 +76,7 @@ def move_info(item: dict[str, Any], progress: Progress) -> None:
             continue
         # A start_trace placed the info in layout 2 but has not (yet, or ever: a crash) removed this one: fold
         # this one into it, as start_trace does, so nothing added to it is lost.
-        key = store.info_key(locator, item["trace_id"])
-        placed = table.get(key) if key else None
+        placed = store.read_info(locator, item["trace_id"])
         legacy_key = {PK: current[PK], SK: current[SK]}
         if placed is not None:
             trace_writes.save_info(placed, previous=legacy_key, expect_existing=True)

@@ -58,15 +58,16 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
         new_spans = sum(parallel.parallel_map(functools.partial(_put_span, experiment_id, trace_id), spans))
         batch = span_infos.Batch.of(spans)
         claim = _claim(experiment_id, trace_id, batch.start)
+        expires = retention.expires_at(experiment_id, batch.start)
         try:
-            before = _count_spans(experiment_id, trace_id, new_spans, retention.expires_at(experiment_id, batch.start), claim, batch)
+            before, applied = _count_spans(experiment_id, trace_id, new_spans, expires, claim, batch)
         except table.ConditionFailed:
             # Archived (the count is conditioned on the locator's mark): its spans live in the archive only.
             table.batch_write(deletes=[store.SPAN.key(trace_id=trace_id, span_id=span.span_id.hex()) for span in spans])
             raise trace_archive.archived_error([trace_id]) from None
         if claim is None:
             continue  # a layout 1 info: the migration moves it, start_trace keeps it current
-        widened = span_infos.record(trace_id, batch, before)
+        widened = span_infos.record(trace_id, batch, before, applied)
         if before.get("info_time") is None:  # our claim placed the info's time: ours to write
             span_infos.create(experiment, trace_id, claim, batch, run_links.pending(before))
             span_infos.sync(trace_id)  # batches that widened the range while the info was not there yet
@@ -106,29 +107,27 @@ def _claim(experiment_id: str, trace_id: str, start: int) -> int | None:
 
 def _count_spans(
     experiment_id: str, trace_id: str, new_spans: int, expires: int | None, claim: int | None, batch: span_infos.Batch
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], frozenset[str]]:
     """Add the new spans to the locator's count and record the batch's span range; with ``claim``, name that
-    request time as the info's unless an info was placed already. Returns the locator as it was before."""
+    request time as the info's unless an info was placed already. Returns the locator as it was before, and the
+    range bounds the update widened (``span_infos.range_expression``)."""
     expression = "SET experiment_id = if_not_exists(experiment_id, :e), entity_type = :t"
     values: dict[str, Any] = {":e": experiment_id, ":n": new_spans, ":t": store.LOCATOR.name}
     if expires is not None:  # a trace whose info never arrives still expires
         expression, values[":x"] = expression + f", {TTL_ATTRIBUTE} = if_not_exists({TTL_ATTRIBUTE}, :x)", expires
-    if claim is not None:
+    key = store.LOCATOR.key(trace_id=trace_id)
+    if claim is None:
+        before = _counting_update(key, expression, values)
+        applied: frozenset[str] = frozenset()
+    else:
         expression, values[":c"] = expression + ", info_time = if_not_exists(info_time, :c)", claim
-        ranges, range_values = span_infos.range_expression(batch)
-        expression += ", " + ranges
-        values.update(range_values)
-    before = (
-        table.update(
-            store.LOCATOR.key(trace_id=trace_id),
-            expression + " ADD span_count :n",
-            values=values,
-            names={"#archived": trace_archive.LOCATOR_MARK},
-            condition="attribute_not_exists(#archived)",
-            return_values="ALL_OLD",
-        )
-        or {}
-    )
+        ranges = span_infos.range_expression(batch)
+        try:
+            before = _counting_update(key, expression, values, ranges)
+        except table.ConditionFailed:  # out of the usual order, or archived: the plain update tells which
+            ranges = span_infos.range_expression(batch, widening=False)
+            before = _counting_update(key, expression, values, ranges)
+        applied = ranges.applied
     locator = {**before, "experiment_id": before.get("experiment_id", experiment_id)}
     locator["span_count"] = int(before.get("span_count") or 0) + new_spans
     if locator.get("info_time") is None and claim is not None:
@@ -136,7 +135,30 @@ def _count_spans(
     expected = locator.get("expected_spans")
     if expected is not None and locator["span_count"] >= expected and new_spans:
         _mark_spans_stored(trace_id, locator)
-    return before
+    return before, applied
+
+
+def _counting_update(
+    key: dict[str, str], expression: str, values: dict[str, Any], ranges: span_infos.RangeUpdate | None = None
+) -> dict[str, Any]:
+    """The locator's counting update; ConditionFailed when the trace is archived (or the range condition fails)."""
+    condition = "attribute_not_exists(#archived)"
+    if ranges is not None:
+        expression = f"{expression}, {ranges.clauses}"
+        values = {**values, **ranges.values}
+        if ranges.condition:
+            condition += f" AND ({ranges.condition})"
+    return (
+        table.update(
+            key,
+            f"{expression} ADD span_count :n",
+            values=values,
+            names={"#archived": trace_archive.LOCATOR_MARK},
+            condition=condition,
+            return_values="ALL_OLD",
+        )
+        or {}
+    )
 
 
 def _mark_spans_stored(trace_id: str, locator: dict[str, Any]) -> None:
@@ -253,9 +275,11 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
 
 def _previous_info_key(trace_id: str, locator: dict[str, Any]) -> dict[str, str] | None:
     """Where the trace's info was before this start_trace, as the locator said (None: nowhere)."""
-    if not locator:
+    if not locator or not store.is_placed(locator):
         return None
-    return store.info_key(locator, trace_id)
+    found = store.read_info(locator, trace_id, projection="pk, sk")
+    # Not written yet (a span batch's writer is placing it): where it will be.
+    return {"pk": found["pk"], "sk": found["sk"]} if found else store.info_key(locator, trace_id)
 
 
 def _carried_assessments(trace_id: str, raw: Any) -> dict[str, dict[str, Any]]:

@@ -55,21 +55,22 @@ class Batch:
         return cls(min(span.start_time_unix_nano for span in spans) // 1_000_000, max(ends) // 1_000_000 if ends else None, state)
 
 
-def record(trace_id: str, batch: Batch, before: dict[str, Any]) -> bool:
+def record(trace_id: str, batch: Batch, before: dict[str, Any], applied: frozenset[str] = frozenset()) -> bool:
     """Widen the locator's span range by the batch (``before``: the locator as it was before the batch's counting
-    update, which set the range when it had none). True when the batch changed what the info should say."""
+    update, which set the range when it had none, and the bounds in ``applied`` when they widened it). True when
+    the batch changed what the info should say."""
     key = store.LOCATOR.key(trace_id=trace_id)
     changed = batch.root_state is not None
     old_start, old_end = before.get("span_start"), before.get("span_end")
     if old_start is None:
         changed = True
     elif batch.start < int(old_start):
-        changed |= _lower(key, "span_start", batch.start, ">")
+        changed |= "span_start" in applied or _lower(key, "span_start", batch.start, ">")
     if batch.end is not None:
         if old_end is None:
             changed = True
         elif batch.end > int(old_end):
-            changed |= _lower(key, "span_end", batch.end, "<")
+            changed |= "span_end" in applied or _lower(key, "span_end", batch.end, "<")
     return changed
 
 
@@ -82,16 +83,45 @@ def _lower(key: dict[str, str], attribute: str, value: int, beaten: str) -> bool
         return False  # another batch stored a wider range meanwhile: its sync covers ours
 
 
-def range_expression(batch: Batch) -> tuple[str, dict[str, Any]]:
-    """SET clauses for the counting update: the range where the locator has none yet, the root's state."""
-    clauses, values = ["span_start = if_not_exists(span_start, :ss)"], {":ss": batch.start}
-    if batch.end is not None:
-        clauses.append("span_end = if_not_exists(span_end, :se)")
-        values[":se"] = batch.end
+@dataclass(frozen=True)
+class RangeUpdate:
+    """The counting update's range clauses: SET clauses, their values, the condition they need (None: none) and
+    the bounds they set when it holds."""
+
+    clauses: str
+    values: dict[str, Any]
+    condition: str | None
+    applied: frozenset[str]
+
+
+def range_expression(batch: Batch, widening: bool = True) -> RangeUpdate:
+    """SET clauses for the counting update: the range where the locator has none yet, the root's state.
+
+    ``widening``: also widen the range in the same write, under a condition that holds when the batch widens it
+    (``record`` then has nothing left to write). Clients export each span as it ends, so a batch usually ends
+    after every span stored before it, and the root's batch also starts first: one write per batch, not two.
+    When the condition fails (a batch out of that order), the caller writes again without it (``widening=False``)
+    and ``record`` widens what it still can, one conditional update per bound.
+    """
+    clauses, values = [], {":ss": batch.start}
+    conditions, applied = [], set()
+    # Not beaten by an equal bound either (spans of one millisecond): setting it again changes nothing.
+    bounds = [("span_end", ":se", batch.end, "<=")] if batch.end is not None else []
+    if batch.root_state is not None:
+        bounds.append(("span_start", ":ss", batch.start, ">="))
+    for attribute, name, value, beaten in bounds:
+        values[name] = value
+        if widening:
+            clauses.append(f"{attribute} = {name}")
+            conditions.append(f"(attribute_not_exists({attribute}) OR {attribute} {beaten} {name})")
+            applied.add(attribute)
+    for attribute, name in (("span_start", ":ss"), ("span_end", ":se")):
+        if attribute not in applied and name in values:
+            clauses.append(f"{attribute} = if_not_exists({attribute}, {name})")
     if batch.root_state is not None:
         clauses.append("root_state = :rs")
         values[":rs"] = batch.root_state
-    return ", ".join(clauses), values
+    return RangeUpdate(", ".join(clauses), values, " AND ".join(conditions) or None, frozenset(applied))
 
 
 def create(experiment: dict[str, Any], trace_id: str, request_time: int, batch: Batch, linked_runs: set[str]) -> None:
@@ -143,8 +173,7 @@ def sync(trace_id: str) -> None:
         locator = store.locate(trace_id)
         if not locator or locator.get("info_time") is None:
             return  # no info placed (or a layout 1 info): nothing to widen
-        key = store.info_key(locator, trace_id)
-        info = table.get(key) if key else None
+        info = store.read_info(locator, trace_id)
         if info is None:
             return  # its writer is placing it and syncs after its write
         target = _target(info, locator)
@@ -185,7 +214,7 @@ def _attributes(info: dict[str, Any], request_time: int, duration: int | None, s
 
 def _rewrite(info: dict[str, Any], duration: int | None, state: str) -> None:
     """The info with a new duration or state at its own key (the index keys follow), if it is still as read."""
-    item = trace_writes.info_item(_attributes(info, int(info["request_time"]), duration, state))
+    item = trace_writes.info_item(_attributes(info, int(info["request_time"]), duration, state), shard=trace_partitions.of_item(info).shard)
     if info.get(_FLAG_SK) is not None:
         item[_FLAG_SK] = info[_FLAG_SK]
     condition, values = ("rev = :rev", {":rev": info["rev"]}) if info.get("rev") is not None else ("attribute_not_exists(rev)", None)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow import span_content, table, trace_text
-from serverless_mlflow.schema import ENTITY, trace_partition
+from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.search import trace_grammar, trace_matching
-from serverless_mlflow.store import trace_archive
+from serverless_mlflow.store import trace_archive, trace_partitions
 
 from . import span_decoding
 
@@ -32,7 +32,7 @@ def _tokens(clauses: list[dict[str, Any]]) -> list[str]:
 def _ruled_out(info: dict[str, Any], tokens: list[str]) -> bool:
     if not tokens:
         return False
-    fields = trace_partition(str(info["experiment_id"]), int(info.get("request_time") or 0), info["trace_id"])
+    fields = trace_partitions.fields_of(info)  # the signature is next to its info
     signature = table.get(SIGNATURE.key(**fields, request_time=int(info.get("request_time") or 0), trace_id=info["trace_id"]))
     return signature is not None and not trace_text.may_contain(bytes(signature["bits"]), tokens)
 

@@ -404,7 +404,10 @@ TRACE_PARTITION = "TB#{experiment_id}#{bucket}#{shard}"
 
 # A trace info's partition: the hour of its request time and a hash shard of its trace id (see trace_partition).
 TRACE_BUCKET_MS = 3_600_000
-TRACE_SHARDS = 8
+TRACE_SHARDS = 32
+# The shard count infos were written with before (an info's key is recomputed from its trace id): an info not
+# at its current shard is looked for at this one (``trace_shard_candidates``), so no migration moves them.
+LEGACY_TRACE_SHARDS = 8
 # Write shards of an experiment's trace-metric rollups (metric_rollup): a reader queries each (in parallel).
 ROLLUP_SHARDS = 8
 
@@ -419,9 +422,14 @@ def trace_bucket(request_time_ms: int) -> int:
     return int(request_time_ms) // TRACE_BUCKET_MS
 
 
-def trace_shard(trace_id: str) -> int:
+def trace_shard(trace_id: str, shards: int = TRACE_SHARDS) -> int:
     """The write shard of a trace: a stable hash of its id (crc32, the same in every process)."""
-    return zlib.crc32(trace_id.encode("utf-8")) % TRACE_SHARDS
+    return zlib.crc32(trace_id.encode("utf-8")) % shards
+
+
+def trace_shard_candidates(trace_id: str) -> list[int]:
+    """Where a trace's info may be: its shard, then the shard an earlier release (``LEGACY_TRACE_SHARDS``) gave it."""
+    return list(dict.fromkeys([trace_shard(trace_id), trace_shard(trace_id, LEGACY_TRACE_SHARDS)]))
 
 
 def trace_partition(experiment_id: str, request_time_ms: int, trace_id: str) -> dict[str, Any]:

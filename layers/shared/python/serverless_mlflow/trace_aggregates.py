@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serverless_mlflow import layout, s3, span_content, table, trace_text
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK, trace_partition
-from serverless_mlflow.store import trace_archive
+from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow.store import trace_archive, trace_partitions
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.trace_metrics import rollups, rows
 
@@ -119,8 +119,7 @@ def _ids_digest(span_ids: list[str]) -> str:
 
 def _info(locator: dict[str, Any], trace_id: str) -> dict[str, Any] | None:
     """The info where the locator (already read) says it is; a miss falls back to the re-reading lookup."""
-    key = store.info_key(locator, trace_id)
-    item = table.get(key) if key else None
+    item = store.read_info(locator, trace_id)
     if item is None:
         return store.info_item_or_none(trace_id)
     return None if store.is_expired(item) else item
@@ -147,7 +146,7 @@ def _target(state: TraceState) -> tuple[dict[str, rollups.Part], dict[str, str] 
         return {}, None, None
     span_rows = [rows.span_row(span) for span in state.spans]
     parts = rollups.contribution(rows.trace_row(info), span_rows, rows.assessment_rows(info))
-    fields = trace_partition(str(info["experiment_id"]), int(info["request_time"]), state.trace_id)
+    fields = trace_partitions.fields_of(info)  # next to the info, in the shard it was written with
     key = SIGNATURE.key(**fields, request_time=int(info["request_time"]), trace_id=state.trace_id)
     archived = trace_archive.is_archived(info)
     bits = trace_text.signature("" if archived else span_content.content(span, state.trace_id) for span in state.spans)
@@ -259,5 +258,5 @@ def _change(state: TraceState) -> Change | None:
 
 def _signature_fields(key: dict[str, str], state: TraceState) -> dict[str, Any]:
     info = state.info or {}
-    fields = trace_partition(str(info["experiment_id"]), int(info["request_time"]), state.trace_id)
+    fields = trace_partitions.fields_of(info)
     return {**fields, "request_time": int(info["request_time"]), "trace_id": state.trace_id}

@@ -1,7 +1,8 @@
 """Trace partitions (layout 2): where a trace info lives, and the experiment's directory of them.
 
 An info lives in ``TB#<experiment>#<hour>#<shard>``: the hour bucket of its request time and a hash shard of its
-trace id (``schema.trace_partition``). The bucket bounds every partition by one hour of one experiment's
+trace id (``schema.trace_partition``; an info written under the earlier shard count stays where it was and is
+found by ``info_keys``). The bucket bounds every partition by one hour of one experiment's
 traffic over ``TRACE_SHARDS`` keys, however long the experiment lives; the shard spreads that hour's writes.
 Readers find the partitions through the experiment's directory (``trace_bucket`` items in ``EXP#<id>``, one per
 non-empty partition, in hour order), so a time-ordered search walks only the hours it needs and a sparse
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serverless_mlflow import clock, table
-from serverless_mlflow.schema import ENTITY, TRACE_BUCKET_MS, TTL_ATTRIBUTE, trace_bucket, trace_partition
+from serverless_mlflow.schema import ENTITY, PK, TRACE_BUCKET_MS, TTL_ATTRIBUTE, trace_bucket, trace_partition, trace_shard_candidates
 
 BUCKET = ENTITY["trace_bucket"]
 TRACE = ENTITY["trace"]
@@ -47,7 +48,32 @@ def partition_of(experiment_id: str, request_time: int, trace_id: str) -> Partit
 
 
 def info_key(experiment_id: str, request_time: int, trace_id: str) -> dict[str, str]:
+    """Where a trace info of this request time is written now."""
     return TRACE.key(**trace_partition(experiment_id, request_time, trace_id), request_time=request_time, trace_id=trace_id)
+
+
+def info_keys(experiment_id: str, request_time: int, trace_id: str) -> list[dict[str, str]]:
+    """Where such an info may be: ``info_key``, then its key under the earlier shard count (``LEGACY_TRACE_SHARDS``)."""
+    bucket = trace_bucket(request_time)
+    return [
+        TRACE.key(experiment_id=experiment_id, bucket=bucket, shard=shard, request_time=request_time, trace_id=trace_id)
+        for shard in trace_shard_candidates(trace_id)
+    ]
+
+
+def of_item(item: dict[str, Any]) -> Partition:
+    """The partition a stored info item is in (its own key: an info keeps the shard it was written with)."""
+    fields = TRACE.parse_pk(item[PK])
+    return Partition(str(fields["experiment_id"]), int(fields["bucket"]), int(fields["shard"]))
+
+
+def fields_of(item: dict[str, Any]) -> dict[str, Any]:
+    """Key fields (experiment_id, bucket, shard) of a stored info's partition, for items kept next to it; for a
+    layout 1 info (in its experiment's partition), the trace partition the migration will move it to."""
+    if not str(item[PK]).startswith(TRACE.pk.prefix({})):
+        return trace_partition(str(item["experiment_id"]), int(item.get("request_time") or 0), item["trace_id"])
+    partition = of_item(item)
+    return {"experiment_id": partition.experiment_id, "bucket": partition.bucket, "shard": partition.shard}
 
 
 def _entry_expiry(request_time: int, expires: int | None) -> int | None:

@@ -24,12 +24,16 @@ KEY_ATTRIBUTES = frozenset({PK, SK, ENTITY_TYPE} | {name for index in INDEXES fo
 _ADD_REV = "rev :one"
 
 
-def info_item(attributes: dict[str, Any], changed_at: int | None = None) -> dict[str, Any]:
-    """A complete info item for ``attributes`` (trace_id, experiment_id, request_time, state, ...)."""
+def info_item(attributes: dict[str, Any], changed_at: int | None = None, shard: int | None = None) -> dict[str, Any]:
+    """A complete info item for ``attributes`` (trace_id, experiment_id, request_time, state, ...); ``shard``:
+    the shard of the info it rewrites in place (one written under the earlier shard count keeps its own)."""
     experiment_id, request_time, trace_id = str(attributes["experiment_id"]), int(attributes["request_time"]), attributes["trace_id"]
+    partition = trace_partition(experiment_id, request_time, trace_id)
+    if shard is not None:
+        partition["shard"] = shard
     return store.TRACE.item(
         attributes,
-        **trace_partition(experiment_id, request_time, trace_id),
+        **partition,
         request_time=request_time,
         trace_id=trace_id,
         execution_duration=attributes.get("execution_duration"),

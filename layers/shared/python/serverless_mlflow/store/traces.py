@@ -138,6 +138,24 @@ def info_key(locator: dict[str, Any], trace_id: str) -> dict[str, str] | None:
     return None
 
 
+def info_keys(locator: dict[str, Any], trace_id: str) -> list[dict[str, str]]:
+    """Every key the locator's info may be at, most likely first: ``info_key``, then its key under the earlier
+    shard count (an info written before the shards grew stays where it was)."""
+    if not is_placed(locator) or locator.get("info_time") is None:
+        key = info_key(locator, trace_id)
+        return [key] if key else []
+    return trace_partitions.info_keys(str(locator["experiment_id"]), int(locator["info_time"]), trace_id)
+
+
+def read_info(locator: dict[str, Any], trace_id: str, projection: str | None = None) -> dict[str, Any] | None:
+    """The info item where the locator (already read) says it is, or None (not written yet, or moved since)."""
+    for key in info_keys(locator, trace_id):
+        item = table.get(key, projection=projection)
+        if item is not None:
+            return item
+    return None
+
+
 def entity_of(item: dict[str, Any]) -> Any:
     """The schema entity (layout 2 ``trace`` or layout 1 ``trace_v1``) whose keys an info item has."""
     return TRACE_V1 if item[SK] == TRACE_V1.sk.render({"trace_id": item["trace_id"]}) else TRACE
@@ -156,8 +174,7 @@ def info_item_or_none(trace_id: str) -> dict[str, Any] | None:
     for _ in range(3):
         if locator is None:
             return None
-        key = info_key(locator, trace_id)
-        item = table.get(key) if key else None
+        item = read_info(locator, trace_id)
         if item is not None:
             return None if is_expired(item) else item
         again = locate(trace_id)
@@ -193,9 +210,11 @@ def info_items(trace_ids: list[str]) -> list[dict[str, Any]]:
     for _ in range(3):
         keys = {t: info_key(loc, t) for t, loc in locators.items()}
         got = {(i[PK], i[SK]): i for i in table.batch_get([k for k in keys.values() if k])}
+        legacy = {t: info_keys(loc, t)[1:] for t, loc in locators.items() if not got.get(_pair(keys[t]))}
+        got.update({(i[PK], i[SK]): i for i in table.batch_get([k for ks in legacy.values() for k in ks])})
         missing = []
         for t, key in keys.items():
-            item = got.get((key[PK], key[SK])) if key else None
+            item = next((got[_pair(k)] for k in [key, *legacy.get(t, [])] if _pair(k) in got), None)
             if item is None:
                 missing.append(t)
             else:
@@ -207,6 +226,10 @@ def info_items(trace_ids: list[str]) -> list[dict[str, Any]]:
         if not locators:
             break
     return [item for item in found.values() if not is_expired(item)]
+
+
+def _pair(key: dict[str, str] | None) -> tuple[str, str] | None:
+    return (key[PK], key[SK]) if key else None
 
 
 def span_id_of(item: dict[str, Any]) -> str:
@@ -233,8 +256,7 @@ def info_and_spans(trace_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]
         return info, span_items(info["experiment_id"], trace_id)
     items = table.query(**LOCATOR.query("with_spans", trace_id=trace_id)) if trace_id else []
     locator = next((item for item in items if item.get(ENTITY_TYPE) == LOCATOR.name), None)
-    key = info_key(locator, trace_id) if locator is not None else None
-    info = table.get(key) if key else None
+    info = read_info(locator, trace_id) if locator is not None else None
     if info is None and locator is not None:
         info = info_item_or_none(trace_id)  # moved since the locator was read
     if info is None or is_expired(info) or not experiments.in_request_workspace(str(info["experiment_id"])):
