@@ -147,7 +147,7 @@ def _counting_update(
         expression = f"{expression}, {ranges.clauses}"
         values = {**values, **ranges.values}
         if ranges.condition:
-            condition += f" AND ({ranges.condition})"
+            condition += f" AND {ranges.condition}"  # its terms are parenthesized (DynamoDB refuses redundant ones)
     return (
         table.update(
             key,
