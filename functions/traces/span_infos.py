@@ -35,7 +35,8 @@ from . import retention, run_links
 
 MAX_ATTEMPTS = 8
 OPEN_STATES = ("IN_PROGRESS", "STATE_UNSPECIFIED")
-# The "not yet indexed" flag (trace-name FTS): an in-place rewrite keeps it as it was.
+# An earlier release's "not yet indexed" flag (its trace-name postings): an in-place rewrite keeps it as it was,
+# so the info stays found by name until the ``trace_names`` migration step lists its name.
 _FLAG_SK = NOT_INDEXED_FLAG
 
 
