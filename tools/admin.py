@@ -33,10 +33,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
 from serverless_mlflow import fts, metric_marks, pair_ranks, parallel, rank_items, run_metrics, run_summaries, table, trace_aggregates
-from serverless_mlflow.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_source
+from serverless_mlflow.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_layout1_trace, is_source
 from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
 from serverless_mlflow.store import runs as store
-from serverless_mlflow.store import trace_partitions
+from serverless_mlflow.store import trace_names, trace_partitions
 
 Item = dict[str, Any]
 Key = tuple[str, str]
@@ -167,6 +167,10 @@ def check_partitions(pks: list[str]) -> list[PartitionReport]:
                     run_ids.add(item["run_id"])  # a stale RANK item names a run that may be gone
             elif is_source(item):
                 note_source(item, reports[pk])
+            if kind == trace_names.ENTRY.name:
+                add_actual(item)
+            if kind == "trace" and item.get("trace_name") is not None and not is_layout1_trace(item):
+                add_expected(trace_names.entry_of(item))  # name search reads the partition's names (store.trace_names)
             if kind == "trace":
                 # A trace's content signature is a function of its info and spans (trace_aggregates), kept beside it.
                 signature, pending = trace_aggregates.expected_signature(item["trace_id"])
@@ -212,8 +216,11 @@ def check_partitions(pks: list[str]) -> list[PartitionReport]:
     for report in out:
         want, have = expected.get(report.pk, {}), actual.get(report.pk, {})
         report.missing = [want[k] for k in want.keys() - have.keys()]
-        report.unexpected = [have[k] for k in have.keys() - want.keys()]
-        report.changed = [want[k] for k in want.keys() & have.keys() if want[k] != have[k]]
+        # A name entry outlives its traces (a writer may be about to name a trace with it): only a missing one counts.
+        report.unexpected = [have[k] for k in have.keys() - want.keys() if have[k].get(ENTITY_TYPE) != trace_names.ENTRY.name]
+        report.changed = [
+            want[k] for k in want.keys() & have.keys() if want[k] != have[k] and want[k][ENTITY_TYPE] != trace_names.ENTRY.name
+        ]
     return out
 
 

@@ -96,6 +96,7 @@ SCHEMA_PATTERNS: dict[str, tuple[str, ...]] = {
     "Sort traces by execution time": ("trace.by_execution_time",),
     "Filter traces by status": ("trace.by_state",),
     "Sort traces by name": ("trace.by_name",),
+    "Trace names of a trace partition": ("trace_name.names",),
     "Get trace spans": ("trace_spans.of_trace",),
     "Get trace with its spans": ("trace_locator.with_spans",),
     "Trace partitions of an experiment": ("trace_bucket.by_bucket",),
@@ -665,6 +666,17 @@ PATTERNS: tuple[AccessPattern, ...] = (
         "pk = TB#<exp>#<hour>#<shard> AND begins_with(lsi4sk, 'T#<name>')",
         seed="Sort traces by name",
         note="name = / IN filters read only that name's traces, newest first; ORDER BY name",
+    ),
+    _p(
+        "Traces",
+        "Trace names of a trace partition",
+        "trace_name",
+        QUERY,
+        "table",
+        "pk = TB#<exp>#<hour>#<shard> AND begins_with(sk, 'N#') (at most 201 items)",
+        note="name LIKE / ILIKE / RLIKE / != filters: the partition's distinct names, then lsi4 for each name that "
+        "meets the filter; the info's writer puts N#<name> (Update, conditional on its expiry) before the info, "
+        "once per partition, name and warm function",
     ),
     _p(
         "Traces",

@@ -29,10 +29,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
-from serverless_mlflow import clock, layout, table
+from serverless_mlflow import layout, table
 from serverless_mlflow.item_size import item_bytes
 from serverless_mlflow.schema import ENTITY_TYPE, PK, SK
-from serverless_mlflow.store import trace_writes
+from serverless_mlflow.store import trace_names, trace_writes
 from serverless_mlflow.store import traces as store
 
 STEP = layout.TRACES_V2
@@ -63,7 +63,7 @@ def layout1_items(experiment_id: str) -> Iterator[dict[str, Any]]:
 
 def move_info(item: dict[str, Any], progress: Progress) -> None:
     for _ in range(MAX_ATTEMPTS):
-        if trace_writes.move_layout1(item, clock.now_millis()):
+        if trace_writes.move_layout1(item):
             progress.infos_moved += 1
             return
         current = table.get({PK: item[PK], SK: item[SK]})
@@ -82,7 +82,9 @@ def move_info(item: dict[str, Any], progress: Progress) -> None:
             trace_writes.save_info(placed, previous=legacy_key, expect_existing=True)
         else:
             attributes = {k: v for k, v in current.items() if k not in trace_writes.KEY_ATTRIBUTES}
-            trace_writes.save_info(trace_writes.info_item(attributes, clock.now_millis()), previous=legacy_key)
+            copy = trace_writes.info_item(attributes)
+            trace_names.ensure_for(copy)
+            trace_writes.save_info(copy, previous=legacy_key)
             table.update(store.LOCATOR.key(trace_id=item["trace_id"]), "SET info_time = :t", values={":t": int(current["request_time"])})
         progress.infos_moved += 1
         return

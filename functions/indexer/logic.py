@@ -246,6 +246,8 @@ def clear_flag(current: Item | None) -> bool:
     """Remove the LSI5 "not indexed yet" flag if the item still is the version just indexed."""
     if not current or current.get(ENTITY_TYPE) not in FLAGGED_TYPES or FLAG_ATTRIBUTE not in current:
         return False
+    if current[ENTITY_TYPE] == "trace" and name_source(current) is None:
+        return False  # an earlier release's flag on a layout 2 trace: its name is not posted (tools/trace_names.py)
     names = {"#f": FLAG_ATTRIBUTE}
     values: dict[str, Any] = {":f": current[FLAG_ATTRIBUTE]}
     condition = "#f = :f"

@@ -15,9 +15,9 @@ from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import MlflowError, invalid, not_found
 from serverless_mlflow.request import NestedParseError, to_string, type_error
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import COLLECTIONS, PK, SK
+from serverless_mlflow.schema import COLLECTIONS, PK, SK, TTL_ATTRIBUTE
 from serverless_mlflow.store import experiments as experiment_store
-from serverless_mlflow.store import review_queues, trace_archive, trace_writes
+from serverless_mlflow.store import review_queues, trace_archive, trace_names, trace_writes
 from serverless_mlflow.store import runs as run_store
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.validation import validate_trace_tag
@@ -62,24 +62,30 @@ def set_trace_tag(trace_id: str, key: str, value: str) -> None:
         # SqlAlchemyStore inserts the tag row and the foreign key to the trace refuses it.
         raise MlflowError("FOREIGN KEY constraint failed", "BAD_REQUEST") from None
     if key == store.TRACE_NAME_TAG:
-        # The name is its own attribute: it keys the name index (name search) and feeds trace-name FTS (lsi5 flag).
-        name = value or ""
-        name_sk = store.entity_of(item).patterns["by_name"].sk_attr
-        index_keys = store.entity_of(item).index_keys(
-            experiment_id=item["experiment_id"],
-            trace_id=trace_id,
-            request_time=item.get("request_time", 0),
-            trace_name=name,
-            changed_at=clock.now_millis(),
-        )
-        _update_info(
-            item,
-            "SET trace_name = :v, #name_sk = :k, #flag_sk = :f",
-            {"#name_sk": name_sk, "#flag_sk": _FLAG_SK},
-            {":v": name, ":k": index_keys[name_sk], ":f": index_keys[_FLAG_SK]},
-        )
+        _set_trace_name(item, value or "")
         return
     set_map_entries(item, "tags", {key: value or ""})
+
+
+def _set_trace_name(item: dict[str, Any], name: str) -> None:
+    """The name is its own attribute: it keys the name index (lsi4), and the partition lists it (``trace_names``,
+    before the info names it). A layout 1 info still feeds trace-name FTS: it gets the "not yet indexed" flag."""
+    entity = store.entity_of(item)
+    legacy = entity is store.TRACE_V1
+    if not legacy:
+        trace_names.ensure(str(item["experiment_id"]), int(item.get("request_time", 0)), item["trace_id"], name, item.get(TTL_ATTRIBUTE))
+    name_sk = entity.patterns["by_name"].sk_attr
+    index_keys = entity.index_keys(
+        experiment_id=item["experiment_id"],
+        trace_id=item["trace_id"],
+        request_time=item.get("request_time", 0),
+        trace_name=name,
+        changed_at=clock.now_millis() if legacy else None,
+    )
+    expression, names, values = "SET trace_name = :v, #name_sk = :k", {"#name_sk": name_sk}, {":v": name, ":k": index_keys[name_sk]}
+    if legacy:
+        expression, names["#flag_sk"], values[":f"] = expression + ", #flag_sk = :f", _FLAG_SK, index_keys[_FLAG_SK]
+    _update_info(item, expression, names, values)
 
 
 def delete_trace_tag(trace_id: str, key: str) -> None:

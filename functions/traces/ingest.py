@@ -24,7 +24,7 @@ from serverless_mlflow.otlp import OtlpError, mlflow_trace_id
 from serverless_mlflow.request import json_text
 from serverless_mlflow.schema import TTL_ATTRIBUTE
 from serverless_mlflow.store import experiments as experiment_store
-from serverless_mlflow.store import trace_archive, trace_partitions, trace_writes
+from serverless_mlflow.store import trace_archive, trace_names, trace_partitions, trace_writes
 from serverless_mlflow.store import traces as store
 
 from . import retention, run_links, span_infos
@@ -259,7 +259,8 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
         tags[trace_archive.ARCHIVE_LOCATION_TAG] = before[trace_archive.LOCATOR_MARK]
     elif _all_spans_stored(trace_id, locator):
         tags[store.SPANS_LOCATION_TAG] = store.TRACKING_STORE
-    item = trace_writes.info_item(attributes, changed_at=clock.now_millis())
+    item = trace_writes.info_item(attributes)
+    trace_names.ensure_for(item)  # before the info names it: a name search finds the info once it exists
     stored = trace_writes.save_info(
         item, previous=_previous_info_key(trace_id, before), expect_existing=before.get("info_time") == request_time
     )

@@ -5,7 +5,8 @@ The plan follows the first order term (MLflow's default order is timestamp_ms DE
 * ``timestamp_ms`` (either way): the experiments' hours are walked from the directory, newest (oldest) first;
   the shards of one hour are merged, and the page stops in the hour where it fills. Each shard is read in time
   order: the table's key range, or the state index for ``status =``/``IN``, or the name index for ``name =``/
-  ``IN``; ``name LIKE``/``ILIKE`` reads the hour's trace-name postings and only those traces.
+  ``IN``; any other name filter (``LIKE``, ``ILIKE``, ``RLIKE``, ``!=``, ``NOT IN``) reads the shard's distinct
+  names (``store.trace_names``) and the name index for each name it meets.
 * ``execution_time_ms``, ``status``, ``name``: every partition in the filter's time range is read through the
   index of that term, in that order, and merged (traces without the value, which MLflow sorts last, follow).
 * any other first term (tags, metadata, run_id, end_time, request_id, experiment_id): every trace in the time
@@ -36,7 +37,7 @@ from serverless_mlflow.errors import invalid
 from serverless_mlflow.request import INT64_MAX, INT64_MIN, json_text
 from serverless_mlflow.search import trace_grammar, trace_matching, trace_order
 from serverless_mlflow.store import experiments as experiment_store
-from serverless_mlflow.store import trace_partitions
+from serverless_mlflow.store import trace_names, trace_partitions
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.store.trace_partitions import Partition
 
@@ -233,30 +234,48 @@ def _by_time(search: Search) -> Iterator[Item]:
         low, high = (low, _tighter(high, search.position[0], min)) if descending else (_tighter(low, search.position[0], max), high)
     group = _group_by_time(search)
     names, states = trace_matching.name_equals(search.clauses), trace_matching.states_equal(search.clauses)
-    pattern = trace_matching.name_pattern(search.clauses) if names is None else None
+    name_clauses = trace_matching.name_clauses(search.clauses) if names is None else []
     for hour in _hours(search, low, high, descending):
         first = streams.first_page(search.need, len(hour), search.indexed_only)
         hour_streams = []
         for partition in hour:
-            if names is not None:
-                ranges = [_time_range(_query(partition, "by_name", trace_name=n), low, high, trace_name=n) for n in dict.fromkeys(names)]
+            partition_names = names
+            if name_clauses:
+                partition_names, earlier = _matching_names(search, partition, name_clauses)
+                hour_streams += earlier
+            if partition_names is not None:
+                ranges = [
+                    _time_range(_query(partition, "by_name", trace_name=n), low, high, trace_name=n) for n in dict.fromkeys(partition_names)
+                ]
             elif states is not None:
                 ranges = [_time_range(_query(partition, "by_state", state=s), low, high, state=s) for s in states]
             else:
                 ranges = [_time_range(_query(partition, "by_request_time"), low, high)]
-            candidates = _candidates(search, partition, pattern) if pattern is not None else None
-            if candidates is not None:
-                hour_streams.append(candidates)
-                continue
             for key_range in ranges:
                 items = streams.exact(streams.read_range(key_range, not descending, first), group, search.key)
                 hour_streams.append(item for item in items if search.wanted(item))
         yield from streams.merge(hour_streams, search.key)
 
 
+def _matching_names(search: Search, partition: Partition, clauses: list[dict[str, Any]]) -> tuple[list[str] | None, list[Iterator[Item]]]:
+    """(the partition's names meeting the name clauses, or None to read it by time; streams of traces to add).
+
+    On a table an earlier release wrote (``trace_names`` step not recorded), its traces have no name entry: a
+    ``LIKE``/``ILIKE`` pattern adds the traces its trigram postings and "not yet indexed" flags name; any other
+    name filter reads the partition by time."""
+    found = trace_names.names(partition)
+    if found is None or layout.trace_names_complete():
+        return (None if found is None else [n for n in found if trace_matching.name_meets(n, clauses)]), []
+    pattern = trace_matching.name_pattern(search.clauses)
+    earlier = _candidates(search, partition, pattern) if pattern is not None else None
+    if earlier is None:
+        return None, []
+    return [n for n in found if trace_matching.name_meets(n, clauses)], [earlier]
+
+
 def _candidates(search: Search, partition: Partition, pattern: str) -> Iterator[Item] | None:
-    """The partition's traces whose name may match ``pattern`` (its trace-name postings), sorted; None when the
-    pattern has no trigram to look up. Keys hold the request time, so the traces are read through their locators."""
+    """The partition's traces an earlier release's trace-name postings (and flags) name for ``pattern``, sorted;
+    None when the pattern has no trigram to look up. Keys hold the request time: read through their locators."""
     trace_ids = fts.candidate_ids(partition.pk, fts.TRACE, pattern)
     if trace_ids is None:
         return None

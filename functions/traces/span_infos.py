@@ -26,16 +26,17 @@ from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
-from serverless_mlflow import clock, table
+from serverless_mlflow import table
 from serverless_mlflow.schema import NOT_INDEXED_FLAG, PK, SK, TTL_ATTRIBUTE
-from serverless_mlflow.store import trace_partitions, trace_writes
+from serverless_mlflow.store import trace_names, trace_partitions, trace_writes
 from serverless_mlflow.store import traces as store
 
 from . import retention, run_links
 
 MAX_ATTEMPTS = 8
 OPEN_STATES = ("IN_PROGRESS", "STATE_UNSPECIFIED")
-# The "not yet indexed" flag (trace-name FTS): an in-place rewrite keeps it as it was.
+# An earlier release's "not yet indexed" flag (its trace-name postings): an in-place rewrite keeps it as it was,
+# so the info stays found by name until the ``trace_names`` migration step lists its name.
 _FLAG_SK = NOT_INDEXED_FLAG
 
 
@@ -229,8 +230,8 @@ def _move(info: dict[str, Any], locator: dict[str, Any], request_time: int, dura
     attributes = _attributes(info, request_time, duration, state)
     attributes[TTL_ATTRIBUTE] = retention.expires_at(experiment_id, request_time)
     trace_partitions.ensure_partition(experiment_id, request_time, info["trace_id"], attributes[TTL_ATTRIBUTE])
-    # The name index entry moves with the item: flag it for the trace-name indexer, as start_trace does.
-    item = trace_writes.info_item(attributes, changed_at=clock.now_millis())
+    item = trace_writes.info_item(attributes)
+    trace_names.ensure_for(item)  # its name in the new partition, before the item is there
     condition, values = ("rev = :rev", {":rev": info["rev"]}) if info.get("rev") is not None else ("attribute_not_exists(rev)", None)
     table.transact(
         [

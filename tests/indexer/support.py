@@ -174,10 +174,13 @@ def delete_model(name: str) -> None:
 
 
 def set_trace_name(experiment_id: str, trace_id: str, name: str) -> None:
-    # Trace tags live in the trace item; its name is the trace_name attribute (FTS source, lsi5 flag). The item is
-    # in its trace partition, which the experiment's directory lists (as start_trace writes them).
-    from serverless_mlflow.store import trace_partitions, trace_writes
+    # Trace tags live in the trace item; its name is the trace_name attribute (lsi4), listed in the partition's
+    # names first. The item is in its trace partition, which the experiment's directory lists (as start_trace
+    # writes them).
+    from serverless_mlflow.store import trace_names, trace_partitions, trace_writes
 
     attributes = {"trace_id": trace_id, "experiment_id": experiment_id, "request_time": 0, "trace_name": name, "state": "OK"}
     trace_partitions.ensure_partition(experiment_id, 0, trace_id, None)
-    table.put(trace_writes.info_item(attributes, changed_at=1))
+    item = trace_writes.info_item(attributes)
+    trace_names.ensure_for(item)
+    table.put(item)

@@ -96,6 +96,8 @@ FILTERS = [
     "trace.name = 'agent-1'",
     "trace.name != 'agent-2'",
     "trace.name LIKE 'agent-1%'",
+    "trace.name ILIKE '%AGENT-1_'",
+    "trace.name RLIKE '^(agent-2|retr)'",
     "tag.team = 't2'",
     "metadata.user = 'u1'",
     f"trace.timestamp_ms >= {BASE + 2 * HOUR} AND trace.timestamp_ms < {BASE + 24 * HOUR}",

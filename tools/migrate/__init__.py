@@ -141,6 +141,16 @@ def run_named_steps(workspaces: Iterable[str], log: Callable[[str], None] = prin
         log(
             f"{layout.TRACES_V2}: done ({progress.infos_moved} infos and {progress.spans_moved} spans moved in {time.monotonic() - started:.0f} s)"
         )
+    if layout.TRACE_NAMES not in layout.steps_done():
+        from tools import trace_names
+
+        started = time.monotonic()
+        log(f"{layout.TRACE_NAMES}: trace names listed per trace partition, trace-name postings and flags removed")
+        names = trace_names.run(admin.experiment_ids(tuple(workspaces)))
+        log(
+            f"{layout.TRACE_NAMES}: done ({names.partitions} partitions, {names.names} names, "
+            f"{names.postings_removed} postings and {names.flags_cleared} flags removed in {time.monotonic() - started:.0f} s)"
+        )
     if pending_rollups := [name for name in layout.ROLLUP_STEPS if name not in layout.steps_done()]:
         from tools import rollup_levels
 

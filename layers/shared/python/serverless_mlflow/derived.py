@@ -34,7 +34,8 @@ TRACE_AGGREGATE_TYPES = frozenset({"trace_spans"})
 STREAM_TYPES = SOURCE_TYPES | TRACE_AGGREGATE_TYPES
 REMOVAL_STREAM_TYPES = REMOVAL_SOURCE_TYPES | TRACE_AGGREGATE_TYPES
 DERIVED_TYPES = frozenset(entity.type_name for entity in ENTITY.values() if entity.derived)
-# Sources that carry the "not yet indexed" LSI5 flag (lsi5sk), removed by the indexer.
+# Sources that carry the "not yet indexed" LSI5 flag (lsi5sk), removed by the indexer (a layout 2 trace's flag, set
+# by an earlier release, stays until the ``trace_names`` step lists its name: ``tools/trace_names.py``).
 FLAGGED_TYPES = frozenset({"latest_metric", "param", "run_tag", "run", "experiment_entry", "registered_model_entry", "trace"})
 FLAG_ATTRIBUTE = COLLECTIONS["unindexed"].sk_attr
 
@@ -63,9 +64,20 @@ def name_source(item: Item) -> NameSource | None:
     if entity_type == "registered_model_entry":
         workspace = item[PK].split("#", 1)[1]  # RMLIST#<workspace>
         return NameSource(fts.registered_models_scope(workspace), fts.REGISTERED_MODEL, item["name"], item.get("name"))
-    if entity_type == "trace":
+    if entity_type == "trace" and is_layout1_trace(item):
+        # A trace in its trace partition (layout 2) is found by name through the partition's name entries
+        # (store.trace_names), which its writer keeps: no postings per trace, no flag for the indexer to clear.
         return NameSource(item[PK], fts.TRACE, item["trace_id"], item.get("trace_name"))
     return None
+
+
+def is_layout1_trace(item: Item) -> bool:
+    """Whether a trace info is a layout 1 one (in the experiment partition, before the ``traces_v2`` step)."""
+    try:
+        ENTITY["trace_v1"].parse_pk(item[PK])
+    except ValueError:
+        return False
+    return True
 
 
 def derive(item: Item | None) -> dict[Key, Item]:

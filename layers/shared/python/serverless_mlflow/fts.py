@@ -10,6 +10,10 @@ without a literal run of three characters return ``None``: the caller falls back
 Names longer than ``MAX_INDEXED_CHARS`` are not cut into trigrams (write amplification would be
 unbounded); they get one "always a candidate" posting instead.
 
+Trace names are not posted per trace any more (``store.trace_names`` lists each trace partition's distinct
+names); postings of kind ``trace`` are read for layout 1 traces and for what an earlier release left, until the
+``trace_names`` migration step removes them.
+
 The index may lag (asynchronous indexer). Writers mark a source item as "not yet indexed" by
 giving it an ``lsi5sk``; the indexer removes it once the item's name is indexed. ``candidate_ids``
 adds those flagged entities read strongly consistent through LSI5, so a search right after a

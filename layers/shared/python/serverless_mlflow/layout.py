@@ -142,8 +142,11 @@ ROLLUP_LEVELS = "rollup_levels"
 ROLLUP_STATUS_MINUTES = "rollup_status_minutes"
 # One re-aggregation of every trace completes all of these (``tools/rollup_levels.py``).
 ROLLUP_STEPS: tuple[str, ...] = (ROLLUP_LEVELS, ROLLUP_STATUS_MINUTES)
+# Every named trace's partition has its name entry (``store.trace_names``) and no trace-name postings or "not yet
+# indexed" flags of earlier releases are left (``tools/trace_names.py``): until then name searches read those too.
+TRACE_NAMES = "trace_names"
 # Every step this code knows, in order: what a new table is created with.
-STEPS: tuple[str, ...] = (TRACES_V2, *ROLLUP_STEPS)
+STEPS: tuple[str, ...] = (TRACES_V2, *ROLLUP_STEPS, TRACE_NAMES)
 RECHECK_SECONDS = 30.0
 
 # table name -> (steps known done, when they were read); a completed step never goes back.
@@ -166,6 +169,10 @@ def steps_done() -> frozenset[str]:
 
 def layout1_traces_possible() -> bool:
     return TRACES_V2 not in steps_done()
+
+
+def trace_names_complete() -> bool:
+    return TRACE_NAMES in steps_done()
 
 
 def rollup_levels_complete() -> bool:

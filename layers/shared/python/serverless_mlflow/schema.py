@@ -768,6 +768,18 @@ ENTITIES: tuple[Entity, ...] = (
         expires=True,
     ),
     _e(
+        # Trace-name search reads a partition's names, then each matching name's infos through lsi4 (by_name):
+        # one small item per distinct name and partition, put by the info's writer before the info (once per
+        # warm function), so a search right after a write is exact with no indexer and no flag on the info.
+        "trace_name",
+        TRACE_PARTITION,
+        "N#{trace_name:str}",
+        "A trace name used in this trace partition (expires no earlier than any trace the partition can hold)",
+        attributes=("trace_name",),
+        expires=True,
+        patterns={"names": (None, "The distinct trace names of one trace partition")},
+    ),
+    _e(
         "trace_locator",
         "TRACE#{trace_id}",
         "TRACE",
@@ -1966,7 +1978,7 @@ COLLECTION_BOUNDS: dict[str, tuple[str, str]] = {
     "MRANK#{experiment_id}#{key:str}": ("one RANK item per run having the metric", "the experiment's runs (about 150 B each)"),
     "PRANK#{experiment_id}#{pair_id}": ("one item per run having the pair's param", "the experiment's runs"),
     TRACE_PARTITION: (
-        f"trace infos (each with three LSI copies) and their name postings: one hour of one experiment's traces, in one of "
+        f"trace infos (each with three LSI copies) and their distinct names: one hour of one experiment's traces, in one of "
         f"{TRACE_SHARDS} write shards",
         "that hour's traces in that shard: at about 10 KB per info with its copies, about a million traces per shard and "
         f"hour ({TRACE_SHARDS} million an hour per experiment) before 10 GB; the write load spreads over {TRACE_SHARDS} keys",

@@ -2,7 +2,8 @@
 
 Comparisons follow the SQL store (IN, LIKE/ILIKE, RLIKE, the numeric ones); a run's traces are those logged under
 it and those linked to it; span clauses are met by one span (``span_matches``, on the trace's spans). The key
-ranges (request time, trace names, states, a name pattern) let the search read an index instead of every trace.
+ranges (request time, trace names, states, the name clauses a partition's names are matched with) let the search
+read an index instead of every trace.
 """
 
 from __future__ import annotations
@@ -174,6 +175,17 @@ def states_equal(clauses: list[dict[str, Any]]) -> list[str] | None:
             if clause["comparator"].upper() == "IN":
                 return list(dict.fromkeys(clause["value"]))
     return None
+
+
+def name_clauses(clauses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The clauses on the trace name that only a named trace meets (every comparator but ``IS NULL``): a search
+    with any of them reads just the partition names meeting all of them (``name_meets``), through the name index."""
+    return [c for c in clauses if c["type"] == "tag" and c["key"] == TRACE_NAME_TAG and c["comparator"].upper() != "IS NULL"]
+
+
+def name_meets(name: str, clauses: list[dict[str, Any]]) -> bool:
+    """Whether a trace named ``name`` meets every clause of ``name_clauses`` (as ``matches`` compares it)."""
+    return all(c["comparator"].upper() == "IS NOT NULL" or _compare(c["comparator"].upper(), name, c["value"]) for c in clauses)
 
 
 def name_pattern(clauses: list[dict[str, Any]]) -> str | None:

@@ -15,7 +15,7 @@ from typing import Any
 from serverless_mlflow import table
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.schema import ENTITY_TYPE, INDEXES, PK, SK, TTL_ATTRIBUTE, trace_partition
-from serverless_mlflow.store import trace_partitions
+from serverless_mlflow.store import trace_names, trace_partitions
 from serverless_mlflow.store import traces as store
 
 MAX_ATTEMPTS = 5
@@ -158,15 +158,16 @@ def _with_rev(expression: str) -> str:
     return f"{expression} ADD {_ADD_REV}"
 
 
-def move_layout1(item: dict[str, Any], changed_at: int) -> bool:
+def move_layout1(item: dict[str, Any]) -> bool:
     """Move one layout 1 info to its trace partition, in one transaction with its locator (the migration).
 
-    True when moved; False when it changed or moved meanwhile (the caller reads it again). The new item carries
-    the "not yet indexed" flag, so trace-name searches stay exact until the indexer posts it in its partition.
+    True when moved; False when it changed or moved meanwhile (the caller reads it again). Its name is listed in
+    the partition first (``trace_names``), so trace-name searches find it there at once.
     """
     attributes = {k: v for k, v in item.items() if k not in KEY_ATTRIBUTES}
     attributes["rev"] = int(item.get("rev") or 0) + 1
-    moved = info_item(attributes, changed_at)
+    moved = info_item(attributes)
+    trace_names.ensure_for(moved)
     trace_partitions.ensure_partition(str(item["experiment_id"]), int(item["request_time"]), item["trace_id"], item.get(TTL_ATTRIBUTE))
     condition, values = _rev_condition(item)
     operations = [
