@@ -2,7 +2,8 @@
 
 ``python -m tools.import_cycles`` prints every cycle (strongly connected group of modules), first those of imports that
 run when a module loads, then those that only close through an import inside a function (deferred: no load-order
-problem, but still modules that lean on each other). ``typing.TYPE_CHECKING`` imports are not followed. Importing a
+problem, but still modules that lean on each other), then cycles between the layer's top-level packages (any import
+counts: between two packages imports go one way). ``typing.TYPE_CHECKING`` imports are not followed. Importing a
 submodule also initializes its parent packages; that implicit edge is not counted (a package's ``__init__`` may
 gather its own submodules).
 """
@@ -120,6 +121,22 @@ def package_cycles(base: Path, package: str) -> tuple[list[list[str]], list[list
     return at_load, [group for group in cycles(every) if group not in at_load]
 
 
+def top_level_cycles(base: Path, package: str) -> list[list[str]]:
+    """Cycles between the top-level entries of ``package`` (each subpackage taken whole, each module alone), through
+    any import, deferred or not: the imports between two entries must go one way."""
+    known = modules_under(base, package)
+    depth = package.count(".") + 2
+
+    def entry(name: str) -> str:
+        return ".".join(name.split(".")[:depth])
+
+    graph: dict[str, set[str]] = {}
+    for name, path in known.items():
+        targets = {entry(edge.target) for edge in edges_of(name, path, known)}
+        graph.setdefault(entry(name), set()).update(targets - {entry(name), package})
+    return cycles(graph)
+
+
 def packages() -> list[tuple[Path, str]]:
     features = sorted(p.name for p in FUNCTIONS.iterdir() if (p / "__init__.py").is_file() or (p / "handler.py").is_file())
     return [(LAYER, "serverless_mlflow"), *((FUNCTIONS, feature) for feature in features)]
@@ -134,6 +151,9 @@ def main() -> int:
             print(f"{package}: load-time cycle: {' <-> '.join(group)}")
         for group in deferred:
             print(f"{package}: cycle through a deferred import: {' <-> '.join(group)}")
+    for group in top_level_cycles(LAYER, "serverless_mlflow"):
+        status = 1
+        print(f"serverless_mlflow: cycle between packages: {' <-> '.join(group)}")
     return status
 
 

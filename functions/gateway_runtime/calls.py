@@ -53,7 +53,9 @@ def _workspace(call: Call) -> str:
     """The workspace the call names (``X-MLFLOW-WORKSPACE``) when workspaces are enabled, else ``default``."""
     if not request_workspace.enabled():
         return request_workspace.DEFAULT_WORKSPACE
-    return request_workspace.resolve(call.headers.get(request_workspace.HEADER))
+    from serverless_mlflow.store import workspaces  # only with workspaces enabled: not at every cold start
+
+    return workspaces.resolve(call.headers.get(request_workspace.HEADER))
 
 
 def _bound_stream(chunks: Iterator[bytes], workspace: str) -> Iterator[bytes]:

@@ -6,11 +6,12 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow.api import Request, build_app, dumps, float_json, lambda_entry
+from serverless_mlflow.api import Request, build_app, dumps, lambda_entry
 from serverless_mlflow.deferred import deferred
 from serverless_mlflow.errors import invalid
 from serverless_mlflow.pages import page_response
 from serverless_mlflow.request import key_values_of, message_of
+from serverless_mlflow.validation.json_values import float_json
 
 from . import changes, v2
 from .messages import MESSAGES

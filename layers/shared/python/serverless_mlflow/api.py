@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import re
 import warnings
 from collections.abc import Callable
@@ -135,15 +134,6 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def float_json(value: float) -> float | str:
-    """Protobuf JSON for a double: NaN and infinities travel as strings."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    return value
-
-
 def unrouted(method: str, path: str, query: str = "") -> Response:
     """What MLflow's server answers a request the route table has no operation for: ENDPOINT_NOT_FOUND for an
     unknown path; for a known one 405 with its methods (204 to OPTIONS, which lists them)."""
@@ -259,7 +249,9 @@ def _workspace_of(operation: str, req: Request) -> str:
     workspaces are enabled."""
     if not request_workspace.enabled() or operation in _WORKSPACE_FREE:
         return request_workspace.DEFAULT_WORKSPACE
-    return request_workspace.resolve(req.headers.get(request_workspace.HEADER))
+    from serverless_mlflow.store import workspaces  # only with workspaces enabled: not at every cold start
+
+    return workspaces.resolve(req.headers.get(request_workspace.HEADER))
 
 
 def _answer(app: APIGatewayHttpResolver, operation: Operation, name: str, req: Request) -> Response:

@@ -44,16 +44,3 @@ def bound(workspace: str) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
-
-
-def resolve(header_value: str | None) -> str:
-    """workspace_helpers.resolve_workspace_from_header: the header's workspace (validated, and it must exist)
-    or ``default`` when the header is absent or blank."""
-    from serverless_mlflow.store import workspaces
-
-    name = normalize(header_value)
-    if name is None:
-        return DEFAULT_WORKSPACE
-    if name != DEFAULT_WORKSPACE:
-        workspaces.validate_name(name)
-    return workspaces.get_workspace(name)["name"]

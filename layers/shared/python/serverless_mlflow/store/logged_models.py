@@ -20,6 +20,7 @@ from serverless_mlflow import parallel, table
 from serverless_mlflow.errors import MlflowError, not_found
 from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
 from serverless_mlflow.store import experiments
+from serverless_mlflow.validation.json_values import float_json
 
 LOGGED_MODEL = ENTITY["logged_model"]
 LOCATOR = ENTITY["logged_model_locator"]
@@ -230,8 +231,6 @@ def to_api(model: dict[str, Any]) -> dict[str, Any]:
 
 
 def _metric_json(metric: dict[str, Any]) -> dict[str, Any]:
-    from serverless_mlflow.api import float_json
-
     out: dict[str, Any] = {
         "key": metric["key"],
         "value": float_json(metric["value"]),

@@ -14,6 +14,7 @@ from typing import Any
 
 from serverless_mlflow import table
 from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found, wrong_state
+from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.store import jobs
 
@@ -88,6 +89,17 @@ def get_workspace(name: str) -> dict[str, Any]:
     if item is None:
         raise missing(name)
     return to_api(item)
+
+
+def resolve(header_value: str | None) -> str:
+    """workspace_helpers.resolve_workspace_from_header: the header's workspace (validated, and it must exist)
+    or ``default`` when the header is absent or blank."""
+    name = request_workspace.normalize(header_value)
+    if name is None:
+        return DEFAULT_WORKSPACE
+    if name != DEFAULT_WORKSPACE:
+        validate_name(name)
+    return get_workspace(name)["name"]
 
 
 def list_workspaces() -> list[dict[str, Any]]:

@@ -83,3 +83,12 @@ def protobuf_json_floats(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [protobuf_json_floats(child) for child in value]
     return value
+
+
+def float_json(value: float) -> float | str:
+    """Protobuf JSON for a double: NaN and infinities travel as strings."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
