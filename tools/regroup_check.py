@@ -121,10 +121,27 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout
 
 
+def _blobs(rev: str) -> dict[str, str]:
+    """The text of every Python file tracked at ``rev``, read in one ``git cat-file --batch``."""
+    rows = [line.split(None, 3) for line in _git("ls-tree", "-r", rev).splitlines()]
+    paths = {path: sha for _, kind, sha, path in rows if kind == "blob" and path.endswith(".py")}
+    wanted = "\n".join(sorted(set(paths.values())))
+    out = subprocess.run(["git", "cat-file", "--batch"], cwd=ROOT, check=True, capture_output=True, input=wanted.encode()).stdout
+    texts: dict[str, str] = {}
+    at = 0
+    while at < len(out):
+        header_end = out.index(b"\n", at)
+        sha, _, size = out[at:header_end].decode().split()
+        texts[sha] = out[header_end + 1 : header_end + 1 + int(size)].decode()
+        at = header_end + 1 + int(size) + 1
+    return {path: texts[sha] for path, sha in paths.items()}
+
+
 def check(rev: str) -> int:
     failures: list[str] = []
     counts = {"identical": 0, "paths rewritten": 0, "inner imports regrouped": 0}
-    old_files = [p for p in _git("ls-tree", "-r", "--name-only", rev).splitlines() if p.endswith(".py")]
+    blobs = _blobs(rev)
+    old_files = sorted(blobs)
     expected_new = {moved_path(p) for p in old_files}
     moved_files = 0
     package_inits = {f"{LAYER_REL}/{package}/__init__.py" for package in PACKAGES}
@@ -134,7 +151,7 @@ def check(rev: str) -> int:
         if not target.is_file():
             failures.append(f"{old}: not found at {new}")
             continue
-        old_text, new_text = _git("show", f"{rev}:{old}"), target.read_text()
+        old_text, new_text = blobs[old], target.read_text()
         try:
             old_tree, new_tree = ast.parse(old_text), ast.parse(new_text)
         except SyntaxError as error:
