@@ -157,7 +157,7 @@ PACKAGES: dict[str, tuple[str, tuple[str, ...]]] = {
         "traces, metrics), what API Gateway holds (``http_api``), server info, the web UI's static files, calls "
         "to sibling functions (``siblings``), and the items a new table needs before its first request "
         "(``bootstrap``, run at deploy and by the local runtime).",
-        ("core", "request", "storage", "search", "store", "llm_gateway", "index", "auth", "jobs"),
+        ("core", "request", "storage", "store", "auth"),
     ),
 }
 
