@@ -5,11 +5,12 @@
 Every Python file tracked at REV is found again (at its new path when ``MOVES`` moves it) and compared:
 
 - each top-level definition (function, class, assignment) of a moved module is byte-identical, or identical once
-  the module paths in it are written the new way, or (where an import inside it was split by package and
-  re-sorted) the same syntax tree with those imports read as the set of names they bind;
-- every file, moved or not, is the same syntax tree once module paths are written the new way (dotted names, paths,
-  ``"serverless_mlflow" / "x.py"`` joins) and each block of imports is read as the set of names it binds (so
-  importers changed only where they name a moved module);
+  the module paths in it are written the new way, or identical but for the lines of imports inside it (split by
+  package and re-sorted), or so once ruff format has laid the rewritten text out;
+- every file, moved or not, is the same text once module paths are written the new way (dotted names, paths,
+  ``"serverless_mlflow" / "x.py"`` joins) and ruff format has laid it out, import lines aside; and its imports,
+  read as the set of names each block binds, are the same (so importers changed only where they name a moved
+  module);
 - the only new Python files are the new packages' ``__init__.py``, holding a docstring and nothing else; a package
   that stood before may have a new docstring (the table's sentences), its code the same.
 
@@ -112,6 +113,22 @@ def _definitions(tree: ast.Module, text: str) -> dict[str, tuple[ast.stmt, str]]
     return out
 
 
+def _without_imports(text: str) -> str:
+    """The text with the lines of every import statement, and blank lines, left out (ruff re-sorts import blocks)."""
+    skip: set[int] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            skip.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return "".join(line for n, line in enumerate(text.splitlines(keepends=True), 1) if n not in skip and line.strip())
+
+
+def _formatted(text: str, path: str) -> str:
+    """``text`` as ruff format lays it out (the regroup formats what it rewrote: a longer path may wrap a line)."""
+    ruff = ROOT / ".venv" / "bin" / "ruff"
+    command = [str(ruff) if ruff.exists() else "ruff", "format", "--stdin-filename", path, "-"]
+    return subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True, input=text).stdout
+
+
 def _code(tree: ast.Module) -> list[ast.stmt]:
     """A module's statements without its docstring."""
     return tree.body[1:] if ast.get_docstring(tree, clean=False) is not None else tree.body
@@ -139,7 +156,7 @@ def _blobs(rev: str) -> dict[str, str]:
 
 def check(rev: str) -> int:
     failures: list[str] = []
-    counts = {"identical": 0, "paths rewritten": 0, "inner imports regrouped": 0}
+    counts = {"identical": 0, "paths rewritten": 0, "imports inside regrouped": 0, "laid out anew by ruff": 0}
     blobs = _blobs(rev)
     old_files = sorted(blobs)
     expected_new = {moved_path(p) for p in old_files}
@@ -163,20 +180,28 @@ def check(rev: str) -> int:
             if set(old_defs) != set(new_defs):
                 failures.append(f"{new}: definitions differ: {sorted(set(old_defs) ^ set(new_defs))}")
             for name in sorted(set(old_defs) & set(new_defs)):
-                (old_node, old_source), (new_node, new_source) = old_defs[name], new_defs[name]
+                old_source, new_source = old_defs[name][1], new_defs[name][1]
                 if old_source == new_source:
                     counts["identical"] += 1
                 elif rewrite_text(old_source) == new_source:
                     counts["paths rewritten"] += 1
-                elif canonical(old_node) == canonical(new_node):
-                    counts["inner imports regrouped"] += 1
+                elif _without_imports(rewrite_text(old_source)) == _without_imports(new_source):
+                    counts["imports inside regrouped"] += 1
+                elif _without_imports(_formatted(rewrite_text(old_source), new)) == _without_imports(new_source):
+                    counts["laid out anew by ruff"] += 1
                 else:
                     failures.append(f"{new}: {name} is not the same definition")
         package_init = new in package_inits
         if package_init:  # its docstring gained the table's sentences: compare the code under it
             old_tree.body, new_tree.body = _code(old_tree), _code(new_tree)
-        if canonical(ast.parse(rewrite_text(old_text)) if not package_init else old_tree) != canonical(new_tree):
-            failures.append(f"{new}: differs from {rev}:{old} beyond module paths and import lines")
+        if package_init:
+            if canonical(old_tree) != canonical(new_tree):
+                failures.append(f"{new}: its code differs from {rev}:{old}")
+        elif _without_imports(rewrite_text(old_text)) != _without_imports(new_text):
+            if _without_imports(_formatted(rewrite_text(old_text), new)) != _without_imports(new_text):
+                failures.append(f"{new}: differs from {rev}:{old} beyond module paths and import lines")
+            elif canonical(ast.parse(rewrite_text(old_text))) != canonical(new_tree):
+                failures.append(f"{new}: its imports bind other names than at {rev}:{old}")
     tracked_now = {p for p in _git("ls-files").splitlines() if p.endswith(".py")}
     allowed_new = {f"{LAYER_REL}/{package}/__init__.py" for package in PACKAGES}
     for path in sorted(tracked_now - expected_new):
