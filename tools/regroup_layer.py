@@ -68,6 +68,9 @@ MOVES: dict[str, str] = {
     "scorer_refs": "store",
     "scorer_payload": "store",
     "job_kinds": "store",
+    # an experiment's issue-detection schedule (its tag, fire times, run tags): what store.experiments keeps
+    "issue_schedule": "store",
+    "issue_schedule_runs": "store",
     "registry_events": "store",
     "settings": "store",
     # index: what the stream indexer derives, and its readers
@@ -88,7 +91,7 @@ MOVES: dict[str, str] = {
     "job_queue": "jobs",
     "invoke_jobs": "jobs",
     "online_scoring": "jobs",
-    "issue_schedule": "jobs",
+    "issue_detection_dispatch": "jobs",
     "webhook_http": "jobs",
     # http: the edge every feature Lambda stands behind
     "api": "http",
@@ -147,7 +150,7 @@ PACKAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "jobs": (
         "Work handed out of a request: the jobs queue (``job_queue``: one SQS message per attempt) and what checks "
         "and hands work to it (``invoke_jobs``: the UI's invoke routes; ``online_scoring``: the monitor's minute "
-        "dispatcher), the issue-detection schedule (``issue_schedule``) and webhook deliveries (``webhook_http``: "
+        "dispatcher; ``issue_detection_dispatch``: the scheduled issue detection's) and webhook deliveries (``webhook_http``: "
         "a webhook request sent as MLflow sends it).",
         ("core", "request", "storage", "store", "auth"),
     ),
