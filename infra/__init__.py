@@ -1,7 +1,7 @@
 """The AWS CDK stack of mlflow-serverless.
 
-The stack is built from the same data the Lambda code uses (``serverless_mlflow.schema`` for the table,
-``serverless_mlflow.routes`` for the API), so this package puts the shared layer on ``sys.path`` before
+The stack is built from the same data the Lambda code uses (``serverless_mlflow.storage.schema`` for the table,
+``serverless_mlflow.request.routes`` for the API), so this package puts the shared layer on ``sys.path`` before
 anything imports it. Only synth-time code lives here; nothing in this package is deployed except
 ``infra/handlers/`` (deploy-time custom-resource code).
 """

@@ -24,7 +24,7 @@ XRAY_REASON = (
     "permissions, so CDK grants them on '*' (no other action of this role is on '*')."
 )
 INDEX_REASON = (
-    "Query by index name on this table's own indexes (gsi1-gsi5, lsi1-lsi5 from serverless_mlflow.schema); "
+    "Query by index name on this table's own indexes (gsi1-gsi5, lsi1-lsi5 from serverless_mlflow.storage.schema); "
     "the wildcard is limited to <table-arn>/index/*."
 )
 SYNC_DLQ_REASON = (

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from serverless_mlflow.artifact_locations import DEFAULT_PREFIX as ARTIFACTS_PREFIX
-from serverless_mlflow.static_files import UI_PREFIX
+from serverless_mlflow.http.static_files import UI_PREFIX
+from serverless_mlflow.store.artifact_locations import DEFAULT_PREFIX as ARTIFACTS_PREFIX
 
 TABLE_READ: tuple[str, ...] = ("GetItem", "Query", "BatchGetItem")
 TABLE_WRITE: tuple[str, ...] = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "ConditionCheckItem")

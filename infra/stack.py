@@ -24,7 +24,7 @@ from infra.constructs.table import MlflowTable
 from infra.constructs.web_ui import WebUiFiles
 from infra.constructs.webhooks import RegistryEvents
 from infra.nag import add_suppressions
-from serverless_mlflow import routes
+from serverless_mlflow.request import routes
 
 # What the account (its administrators, CloudFormation) may do with the secrets key: everything but cryptography
 # (no Encrypt, Decrypt, ReEncrypt or GenerateDataKey: those are granted to the named function roles only).

@@ -69,7 +69,7 @@ def _wheel_ui_dir() -> Path:
     """The web UI's files (what the ui function's S3 bucket holds when deployed), found before the switch: the
     worker's mlflow-skinny, first on the path afterwards, has no UI build. Loaded by file so that no
     ``serverless_mlflow`` module from the source tree is imported."""
-    spec = importlib.util.spec_from_file_location("_local_static_files", SOURCE_DIRS[0] / "serverless_mlflow" / "static_files.py")
+    spec = importlib.util.spec_from_file_location("_local_static_files", SOURCE_DIRS[0] / "serverless_mlflow" / "http" / "static_files.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

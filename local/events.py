@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
 
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
 
 log = logging.getLogger("serverless_mlflow.local")
 
@@ -126,7 +126,7 @@ def invoke_api_function(handler: Callable[[dict[str, Any], Any], dict[str, Any]]
     if len(json.dumps(event)) > MAX_LAMBDA_PAYLOAD:
         return REQUEST_TOO_LARGE
     # Concurrent requests run side by side in threads, as in separate Lambda environments
-    # (serverless_mlflow.resolver keeps each thread's request apart).
+    # (serverless_mlflow.http.resolver keeps each thread's request apart).
     response = handler(event, LambdaContext(feature))
     if len(json.dumps(response)) > MAX_LAMBDA_PAYLOAD:
         # Lambda refuses a response over 6 MB; API Gateway then answers 500 on its own.

@@ -16,7 +16,7 @@ from typing import Any
 from local import iam
 from local.events import LambdaContext
 from local.sqs import SqsEventSource, create_queue_pair
-from serverless_mlflow import job_queue
+from serverless_mlflow.jobs import job_queue
 
 WORKER_FUNCTION = "job_worker"
 DEFAULT_WORKER_TIMEOUT_SECONDS = 900

@@ -11,7 +11,7 @@ from typing import Any
 
 from local import iam
 from local.events import LambdaContext
-from serverless_mlflow import stats
+from serverless_mlflow.storage import stats
 
 log = logging.getLogger("serverless_mlflow.local")
 

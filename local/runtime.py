@@ -40,7 +40,10 @@ from local.jobs import LocalJobs  # noqa: E402
 from local.monitor import LocalMonitor  # noqa: E402
 from local.streams import BATCHING_WINDOW_SECONDS, StreamFollower, needs_indexing  # noqa: E402
 from local.webhooks import LocalWebhooks  # noqa: E402
-from serverless_mlflow import bootstrap, http_api, job_queue, routes, schema, siblings, static_files  # noqa: E402
+from serverless_mlflow.http import bootstrap, http_api, siblings, static_files  # noqa: E402
+from serverless_mlflow.jobs import job_queue  # noqa: E402
+from serverless_mlflow.request import routes  # noqa: E402
+from serverless_mlflow.storage import schema  # noqa: E402
 
 log = logging.getLogger("serverless_mlflow.local")
 
@@ -177,7 +180,7 @@ class LocalRuntime:
             # An external S3 endpoint holds the artifacts only: the queues (jobs, webhooks), the event bus and the
             # gateway's secrets key still live in an embedded moto server, or jobs and webhooks would not run.
             self.s3 = MotoS3(int(os.environ.get("MOTO_PORT", "0")) or None).start()
-        from serverless_mlflow import s3, table
+        from serverless_mlflow.storage import s3, table
 
         iam.install()
         writes.install()
@@ -324,7 +327,7 @@ class LocalRuntime:
             yield chunk
 
     def invoke_function(self, feature: str, event: dict[str, Any], wait: bool) -> dict[str, Any] | None:
-        """Another function's invocation by a function (``serverless_mlflow.siblings``): synchronous, or queued
+        """Another function's invocation by a function (``serverless_mlflow.http.siblings``): synchronous, or queued
         on a worker thread like Lambda's asynchronous invocation."""
 
         def run() -> dict[str, Any]:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from serverless_mlflow import stats
+from serverless_mlflow.storage import stats
 
 log = logging.getLogger("serverless_mlflow.local")
 

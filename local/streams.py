@@ -57,7 +57,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from serverless_mlflow import derived, schema, table
+from serverless_mlflow.index import derived
+from serverless_mlflow.storage import schema, table
 
 log = logging.getLogger("serverless_mlflow.local")
 

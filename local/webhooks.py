@@ -19,7 +19,7 @@ from local import iam
 from local.events import LambdaContext
 from local.sqs import SqsEventSource, create_queue_pair
 from local.streams import StreamFollower
-from serverless_mlflow import schema, stats
+from serverless_mlflow.storage import schema, stats
 
 log = logging.getLogger("serverless_mlflow.local")
 

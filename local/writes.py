@@ -22,7 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import derived, schema
+from serverless_mlflow.index import derived
+from serverless_mlflow.storage import schema
 
 _READS = frozenset({"GetItem", "BatchGetItem", "TransactGetItems", "Query", "Scan"})
 _current: contextvars.ContextVar[Invocation | None] = contextvars.ContextVar("local_invocation_writes", default=None)

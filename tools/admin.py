@@ -32,11 +32,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
-from serverless_mlflow import fts, metric_marks, pair_ranks, parallel, rank_items, run_metrics, run_summaries, table, trace_aggregates
-from serverless_mlflow.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_layout1_trace, is_source
-from serverless_mlflow.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow.core import parallel
+from serverless_mlflow.index import fts, metric_marks, pair_ranks, rank_items, run_summaries, trace_aggregates
+from serverless_mlflow.index.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_layout1_trace, is_source
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow.store import run_metrics, trace_names, trace_partitions
 from serverless_mlflow.store import runs as store
-from serverless_mlflow.store import trace_names, trace_partitions
 
 Item = dict[str, Any]
 Key = tuple[str, str]

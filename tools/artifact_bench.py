@@ -29,7 +29,7 @@ for extra in (ROOT, ROOT / "layers" / "shared" / "python", ROOT / "functions"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from serverless_mlflow import route_match  # noqa: E402
+from serverless_mlflow.request import route_match  # noqa: E402
 
 # Routes whose bodies *are* artifact bytes (everything else carries JSON: ids, presigned URLs, listings).
 _CONTENT_OPERATIONS = {"upload_artifact", "download_artifact"}

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "layers" / "shared" / "python"))
 sys.path.insert(0, str(ROOT / "functions"))
 sys.path.insert(0, str(ROOT))
 
-from serverless_mlflow.table import STATS  # noqa: E402
+from serverless_mlflow.storage.table import STATS  # noqa: E402
 
 API = "/api/2.0/mlflow"
 
@@ -132,7 +132,7 @@ def bulk_load_runs(experiment_id: str, n_runs: int) -> None:
     The items come from the same schema builders the API uses; the API's create_run is a transaction,
     and moto copies the whole table for every transaction, which would take hours at this size.
     """
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
     from tools.indexed_state import run_items
 
     items: list[dict[str, Any]] = []
@@ -256,7 +256,7 @@ class Context:
 def fresh_runtime(indexer_mode: str = "paused") -> Any:
     """A local runtime with its own embedded DynamoDB Local, moto S3 (and KMS) and an empty table."""
     from local.runtime import LocalRuntime
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     # A runtime started earlier in this process left its (stopped) engines' endpoints in the environment.
     for name in ("DYNAMODB_ENDPOINT_URL", "S3_ENDPOINT_URL", "KMS_ENDPOINT_URL", "GATEWAY_KMS_KEY_ID"):

@@ -1970,7 +1970,7 @@ PATTERNS: tuple[AccessPattern, ...] = (
         GET,
         "table",
         "pk = CONFIG AND sk = CFG#settings",
-        note="once per function container and 5 minutes (serverless_mlflow.settings); `python -m tools.settings set` writes it",
+        note="once per function container and 5 minutes (serverless_mlflow.store.settings); `python -m tools.settings set` writes it",
     ),
 )
 

@@ -32,8 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import schema
-from serverless_mlflow.item_size import item_bytes
+from serverless_mlflow.storage import schema
+from serverless_mlflow.storage.item_size import item_bytes
 
 Raw = dict[str, dict[str, Any]]  # an item in DynamoDB's wire format
 Key = tuple[str, str]

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Container, Iterable
 from typing import Any
 
-from serverless_mlflow import derived, pair_ranks, run_metrics, run_summaries
+from serverless_mlflow.index import derived, pair_ranks, run_summaries
+from serverless_mlflow.store import run_metrics
 from serverless_mlflow.store import runs as store
 
 Item = dict[str, Any]

@@ -26,9 +26,11 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions", ROOT):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from serverless_mlflow import derived, fts, ranks, run_metrics, table  # noqa: E402
-from serverless_mlflow.schema import ENTITY  # noqa: E402
-from serverless_mlflow.table import STATS  # noqa: E402
+from serverless_mlflow.index import derived, fts, ranks  # noqa: E402
+from serverless_mlflow.storage import table  # noqa: E402
+from serverless_mlflow.storage.schema import ENTITY  # noqa: E402
+from serverless_mlflow.storage.table import STATS  # noqa: E402
+from serverless_mlflow.store import run_metrics  # noqa: E402
 
 API = "/api/2.0/mlflow"
 WORDS = ["churn", "fraud", "forecast", "ranking", "vision", "speech", "pricing", "search", "ads", "risk", "demand", "nlp"]

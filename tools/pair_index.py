@@ -26,8 +26,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
-from serverless_mlflow import pair_ranks, parallel, run_summaries, table
-from serverless_mlflow.pair_ranks import BUILDING, MAX_PAIRS, READY, Pair
+from serverless_mlflow.core import parallel
+from serverless_mlflow.index import pair_ranks, run_summaries
+from serverless_mlflow.index.pair_ranks import BUILDING, MAX_PAIRS, READY, Pair
+from serverless_mlflow.storage import table
 from serverless_mlflow.store import runs as store
 
 _WORKERS = 16

@@ -37,7 +37,7 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions", ROOT):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from serverless_mlflow import schema  # noqa: E402
+from serverless_mlflow.storage import schema  # noqa: E402
 from tools.heat_meter import HeatMeter, Usage  # noqa: E402
 
 SECTION = "Partition heat: write units and bytes per partition key"
@@ -87,7 +87,7 @@ class Batches:
 
 def _metric_group(record: dict[str, Any]) -> tuple[str, str] | None:
     """(run id, key) of a latest-metric stream record (whichever layout the code writes), else None."""
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     ddb = record.get("dynamodb") or {}
     image = table.from_item(ddb.get("NewImage") or ddb.get("OldImage") or {})
@@ -127,7 +127,7 @@ def metered_runtime(window_seconds: float) -> Iterator[Metered]:
     every DynamoDB write of this process metered."""
     from local import engine
     from local import runtime as runtime_module
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     for name in ("DYNAMODB_ENDPOINT_URL", "S3_ENDPOINT_URL", "KMS_ENDPOINT_URL", "GATEWAY_KMS_KEY_ID"):
         os.environ.pop(name, None)

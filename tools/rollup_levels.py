@@ -23,7 +23,8 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from serverless_mlflow import layout, trace_aggregate_writes  # noqa: E402
+from serverless_mlflow.index import trace_aggregate_writes  # noqa: E402
+from serverless_mlflow.storage import layout  # noqa: E402
 
 CHUNK = 200
 

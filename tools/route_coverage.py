@@ -107,7 +107,7 @@ FUNCTION_ROUTED = frozenset({"gateway_runtime"})
 def ours(theirs: Iterable[tuple[str, str]] = ()) -> set[tuple[str, str]]:
     """Our logical routes; with MLflow's, also those of theirs that a function-routed greedy route serves."""
     sys.path[:0] = [str(ROOT / "layers" / "shared" / "python")]
-    from serverless_mlflow.routes import ROUTES
+    from serverless_mlflow.request.routes import ROUTES
 
     served = logical((r.method, r.path) for r in ROUTES if r.feature not in FUNCTION_ROUTED)
     greedy = {(m, p[: -len("{}")]) for (m, p) in logical((r.method, r.path) for r in ROUTES if r.feature in FUNCTION_ROUTED)}

@@ -31,8 +31,9 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions", ROOT):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from serverless_mlflow import pair_ranks, table  # noqa: E402
-from serverless_mlflow.table import STATS  # noqa: E402
+from serverless_mlflow.index import pair_ranks  # noqa: E402
+from serverless_mlflow.storage import table  # noqa: E402
+from serverless_mlflow.storage.table import STATS  # noqa: E402
 from tools import indexed_state  # noqa: E402
 
 API = "/api/2.0/mlflow"

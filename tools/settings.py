@@ -5,7 +5,7 @@
     python -m tools.settings unset MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS
 
 Runs against ``TABLE_NAME`` at ``DYNAMODB_ENDPOINT_URL`` (unset = AWS). Functions read the item once per
-container and then every 5 minutes (``serverless_mlflow.settings``); a setting the item does not hold comes
+container and then every 5 minutes (``serverless_mlflow.store.settings``); a setting the item does not hold comes
 from the function's environment (the stack's CDK context), then from MLflow's default.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
-from serverless_mlflow import settings
+from serverless_mlflow.store import settings
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,9 +23,9 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions", ROOT):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from serverless_mlflow import table  # noqa: E402
-from serverless_mlflow.schema import ENTITY  # noqa: E402
-from serverless_mlflow.table import STATS  # noqa: E402
+from serverless_mlflow.storage import table  # noqa: E402
+from serverless_mlflow.storage.schema import ENTITY  # noqa: E402
+from serverless_mlflow.storage.table import STATS  # noqa: E402
 
 SECTION = "Traces: requests and items per logged trace and per search_traces page"
 

@@ -37,9 +37,9 @@ for extra in (ROOT / "layers" / "shared" / "python", ROOT / "functions", ROOT):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from serverless_mlflow import table  # noqa: E402
-from serverless_mlflow.schema import TRACE_BUCKET_MS  # noqa: E402
-from serverless_mlflow.table import STATS  # noqa: E402
+from serverless_mlflow.storage import table  # noqa: E402
+from serverless_mlflow.storage.schema import TRACE_BUCKET_MS  # noqa: E402
+from serverless_mlflow.storage.table import STATS  # noqa: E402
 
 SECTION = "Trace metrics: items read per chart as an experiment grows, indexer write units per trace"
 WINDOW_HOURS = 168

@@ -29,9 +29,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
-from serverless_mlflow import layout, table
-from serverless_mlflow.item_size import item_bytes
-from serverless_mlflow.schema import ENTITY_TYPE, PK, SK
+from serverless_mlflow.storage import layout, table
+from serverless_mlflow.storage.item_size import item_bytes
+from serverless_mlflow.storage.schema import ENTITY_TYPE, PK, SK
 from serverless_mlflow.store import trace_names, trace_writes
 from serverless_mlflow.store import traces as store
 

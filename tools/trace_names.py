@@ -26,9 +26,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
-from serverless_mlflow import fts, layout, table
-from serverless_mlflow.derived import FLAG_ATTRIBUTE
-from serverless_mlflow.schema import COLLECTIONS, ENTITY_TYPE, PK, SK, TTL_ATTRIBUTE
+from serverless_mlflow.index import fts
+from serverless_mlflow.index.derived import FLAG_ATTRIBUTE
+from serverless_mlflow.storage import layout, table
+from serverless_mlflow.storage.schema import COLLECTIONS, ENTITY_TYPE, PK, SK, TTL_ATTRIBUTE
 from serverless_mlflow.store import trace_names, trace_partitions
 from serverless_mlflow.store import traces as store
 from serverless_mlflow.store.trace_partitions import Partition

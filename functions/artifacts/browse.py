@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import posixpath
 
-from serverless_mlflow import table
-from serverless_mlflow.artifact_locations import relative_path, safe_relative_path
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import ENTITY, model_scope
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY, model_scope
 from serverless_mlflow.store import logged_models, runs
+from serverless_mlflow.store.artifact_locations import relative_path, safe_relative_path
 
 MODEL_VERSION = ENTITY["model_version"]
 MAX_VERSION = 10**10

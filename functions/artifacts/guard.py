@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow.artifact_locations import relative_path
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
 from serverless_mlflow.store import runs
+from serverless_mlflow.store.artifact_locations import relative_path
 
 
 def check_writable(relative: str) -> None:

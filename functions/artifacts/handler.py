@@ -15,9 +15,9 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow import artifact_listing
-from serverless_mlflow.api import JSON_CONTENT_TYPE, Request, build_app, dumps, lambda_entry
-from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.core.errors import MlflowError, invalid
+from serverless_mlflow.http.api import JSON_CONTENT_TYPE, Request, build_app, dumps, lambda_entry
+from serverless_mlflow.store import artifact_listing
 
 from . import browse, presigned_urls, storage, ui_upload
 from .messages import MESSAGES

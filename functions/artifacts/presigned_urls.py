@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from urllib.parse import urlparse
 
-from serverless_mlflow.artifact_locations import safe_relative_path
-from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.core.errors import MlflowError, invalid
 from serverless_mlflow.store import logged_models, runs
+from serverless_mlflow.store.artifact_locations import safe_relative_path
 
 MAX_EXPIRATION_SECONDS = 604800
 PROXIED_SCHEMES = ("http", "https", "mlflow-artifacts")

@@ -14,10 +14,10 @@ import posixpath
 from collections.abc import Iterator
 from typing import Any
 
-from serverless_mlflow import s3
-from serverless_mlflow.artifact_locations import artifact_key, safe_relative_path
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found
 from serverless_mlflow.request import read_int32
+from serverless_mlflow.storage import s3
+from serverless_mlflow.store.artifact_locations import artifact_key, safe_relative_path
 
 from .guard import check_writable
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import posixpath
 
-from serverless_mlflow.artifact_locations import relative_path, safe_relative_path
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 from serverless_mlflow.store import runs
+from serverless_mlflow.store.artifact_locations import relative_path, safe_relative_path
 
 from . import storage
 

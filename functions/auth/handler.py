@@ -13,9 +13,9 @@ from aws_lambda_powertools.event_handler import Response
 
 from auth import roles, signup, users
 from serverless_mlflow import auth as auth_mode
-from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.auth import browser
-from serverless_mlflow.errors import endpoint_not_found
+from serverless_mlflow.core.errors import endpoint_not_found
+from serverless_mlflow.http.api import Request, build_app, lambda_entry
 
 
 def _basic_only(operation: Any) -> Any:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow.api import Request
 from serverless_mlflow.auth import role_access, role_grants, roles, store
 from serverless_mlflow.auth.checks import int_param
 from serverless_mlflow.auth.resources import param
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.http.api import Request
 
 
 def _role_id(req: Request, name: str = "role_id") -> int:

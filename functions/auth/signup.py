@@ -20,11 +20,11 @@ from urllib.parse import parse_qs
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow.api import Request
 from serverless_mlflow.auth import browser, enforce, store
 from serverless_mlflow.auth.authorizer import authorize_cached
 from serverless_mlflow.auth.checks import Identity, create_user
-from serverless_mlflow.routes import M2
+from serverless_mlflow.http.api import Request
+from serverless_mlflow.request.routes import M2
 
 CREATE_USER_UI = f"{M2}/users/create-ui"
 TOKEN_SECONDS = 3600

@@ -6,11 +6,11 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow.api import Request
 from serverless_mlflow.auth import role_access, roles, store
 from serverless_mlflow.auth.permissions import PROMPT, effective
 from serverless_mlflow.auth.resources import param
-from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.core.errors import MlflowError, invalid
+from serverless_mlflow.http.api import Request
 
 
 def _text(status: int, body: str) -> Response:

@@ -17,12 +17,13 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from serverless_mlflow import clock, keys, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found, retry_later
 from serverless_mlflow.request import json_text
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import ENTITY
 from serverless_mlflow.search.evaluation_datasets import DatasetSearch
+from serverless_mlflow.storage import keys, table
+from serverless_mlflow.storage.schema import ENTITY
 from serverless_mlflow.store import experiments as experiment_store
 
 DATASET = ENTITY["evaluation_dataset"]

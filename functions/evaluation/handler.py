@@ -7,11 +7,11 @@ import math
 import urllib.parse
 from typing import Any
 
-from serverless_mlflow.api import Request, build_app, lambda_entry
-from serverless_mlflow.errors import invalid
-from serverless_mlflow.pages import page_response
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.core.validation import validate_experiment_id
+from serverless_mlflow.http.api import Request, build_app, lambda_entry
 from serverless_mlflow.request import json_text
-from serverless_mlflow.validation import validate_experiment_id
+from serverless_mlflow.request.pages import page_response
 
 from . import datasets, records, scorers
 from .messages import MESSAGES

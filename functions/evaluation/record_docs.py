@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 
 MLFLOW_USER = "mlflow.user"
 SOURCE_TYPES = ("UNSPECIFIED", "TRACE", "HUMAN", "DOCUMENT", "CODE")

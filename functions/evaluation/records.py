@@ -16,9 +16,10 @@ import json
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.errors import MlflowError, invalid
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, invalid
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 
 from . import datasets, record_docs
 

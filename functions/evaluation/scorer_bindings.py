@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import clock, table
+from serverless_mlflow.core import clock
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 
 ENDPOINT = ENTITY["gateway_endpoint"]
 BINDING = ENTITY["gateway_endpoint_binding"]

@@ -14,11 +14,12 @@ import re
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, scorer_payload, scorer_refs, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found, retry_later
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found, retry_later
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import ENTITY
-from serverless_mlflow.store import experiment_items
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
+from serverless_mlflow.store import experiment_items, scorer_payload, scorer_refs
 from serverless_mlflow.store import experiments as experiment_store
 
 from . import scorer_bindings
@@ -261,7 +262,7 @@ def upsert_online_scoring_config(
 ) -> dict[str, Any]:
     """SqlAlchemyStore.upsert_online_scoring_config. A positive sample rate needs a scorer whose latest version
     judges with a gateway model (``gateway:/<endpoint>``, MLflow's ``is_gateway_model``) and needs no expectations.
-    A positive rate also lists the configuration for the monitor (``serverless_mlflow.online_scoring``), whose jobs
+    A positive rate also lists the configuration for the monitor (``serverless_mlflow.jobs.online_scoring``), whose jobs
     run as ``user`` (basic auth: the caller who turned scoring on)."""
     if not 0.0 <= sample_rate <= 1.0:
         raise invalid(f"sample_rate must be between 0.0 and 1.0, got {sample_rate}")

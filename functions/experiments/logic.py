@@ -16,23 +16,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import clock, fts, table
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import MlflowError, invalid, not_found, wrong_state
-from serverless_mlflow.request import key_values_of
-from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import ENTITY
-from serverless_mlflow.store import experiment_items
-from serverless_mlflow.store import experiments as store
-from serverless_mlflow.store import runs as runs_store
-from serverless_mlflow.store import trace_archival_config as archival_config
-from serverless_mlflow.validation import (
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found, wrong_state
+from serverless_mlflow.core.validation import (
     MAX_CUSTOM_VIEWS_PER_EXPERIMENT,
     validate_experiment_artifact_location,
     validate_experiment_artifact_location_length,
     validate_experiment_name,
     validate_experiment_tag,
 )
+from serverless_mlflow.index import fts
+from serverless_mlflow.request import key_values_of
+from serverless_mlflow.request import workspace as request_workspace
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
+from serverless_mlflow.store import experiment_items
+from serverless_mlflow.store import experiments as store
+from serverless_mlflow.store import runs as runs_store
+from serverless_mlflow.store import trace_archival_config as archival_config
 
 # The search grammar (sqlparse) is imported by the searches that parse a filter, not at cold start.
 search = deferred("serverless_mlflow.search")

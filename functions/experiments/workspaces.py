@@ -12,9 +12,9 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow import auth
-from serverless_mlflow.api import Request, json_response
 from serverless_mlflow.auth import workspace_roles
-from serverless_mlflow.errors import endpoint_not_found, invalid
+from serverless_mlflow.core.errors import endpoint_not_found, invalid
+from serverless_mlflow.http.api import Request, json_response
 from serverless_mlflow.request import workspace as request_workspace
 from serverless_mlflow.store import workspaces as store
 

@@ -13,11 +13,13 @@ import time
 import uuid
 from typing import Any
 
-from serverless_mlflow import auth, clock, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow import auth
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found
 from serverless_mlflow.llm_gateway import budget_windows, records
 from serverless_mlflow.llm_gateway.records import current_workspace
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 
 POLICY = ENTITY["gateway_budget_policy"]
 WINDOW = ENTITY["gateway_budget_window"]

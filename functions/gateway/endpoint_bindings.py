@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.errors import MlflowError, not_found
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, not_found
 from serverless_mlflow.llm_gateway import records
 from serverless_mlflow.llm_gateway.records import current_workspace
-from serverless_mlflow.schema import LEGACY
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import LEGACY
 
 from . import endpoints
 

@@ -9,12 +9,13 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.errors import MlflowError, already_exists, invalid
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, already_exists, invalid
+from serverless_mlflow.core.validation import parse_experiment_id
 from serverless_mlflow.llm_gateway import records
 from serverless_mlflow.llm_gateway.records import current_workspace
+from serverless_mlflow.storage import table
 from serverless_mlflow.store import experiments
-from serverless_mlflow.validation import parse_experiment_id
 
 from . import endpoint_bindings, endpoints
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from serverless_mlflow import table
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
+from serverless_mlflow.core.validation.json_values import float_json
 from serverless_mlflow.llm_gateway import records
 from serverless_mlflow.llm_gateway.records import current_workspace
-from serverless_mlflow.schema import ENTITY
-from serverless_mlflow.validation.json_values import float_json
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 
 ENDPOINT = ENTITY["gateway_endpoint"]
 ENDPOINT_NAME = ENTITY["gateway_endpoint_name"]

@@ -15,11 +15,13 @@ import json
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, scorer_refs, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found
 from serverless_mlflow.llm_gateway import guardrail_configs, records
 from serverless_mlflow.llm_gateway.records import current_workspace
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
+from serverless_mlflow.store import scorer_refs
 
 GUARDRAIL = guardrail_configs.GUARDRAIL
 CONFIG = guardrail_configs.CONFIG

@@ -9,11 +9,11 @@ import math
 import re
 from typing import Any
 
-from serverless_mlflow.api import Request, build_app, lambda_entry
-from serverless_mlflow.errors import MlflowError, invalid
-from serverless_mlflow.pages import page_response
+from serverless_mlflow.core.errors import MlflowError, invalid
+from serverless_mlflow.http.api import Request, build_app, lambda_entry
+from serverless_mlflow.http.server_info import GATEWAY_DISABLED, gateway_enabled
 from serverless_mlflow.request import read_float, read_int32, to_string, type_error
-from serverless_mlflow.server_info import GATEWAY_DISABLED, gateway_enabled
+from serverless_mlflow.request.pages import page_response
 
 from . import (
     budgets,

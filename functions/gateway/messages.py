@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 from serverless_mlflow.request import Message, intlike, required, string
 
 from .mcp.fields import MESSAGES as MCP_MESSAGES

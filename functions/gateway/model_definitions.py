@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.errors import MlflowError, already_exists, invalid, wrong_state
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, already_exists, invalid, wrong_state
 from serverless_mlflow.llm_gateway import provider_filter, records
 from serverless_mlflow.llm_gateway.records import MODEL_DEFINITION, MODEL_DEFINITION_NAME, current_workspace
+from serverless_mlflow.storage import table
 
 from . import catalog
 

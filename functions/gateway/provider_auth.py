@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 from serverless_mlflow.llm_gateway import provider_filter
 
 AuthMode = dict[str, Any]

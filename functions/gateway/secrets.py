@@ -6,10 +6,11 @@ import json
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.errors import already_exists
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import already_exists
 from serverless_mlflow.llm_gateway import crypto, records
 from serverless_mlflow.llm_gateway.records import SECRET, SECRET_NAME, current_workspace
+from serverless_mlflow.storage import table
 
 MASK = "***"
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import public_url
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core import public_url
+from serverless_mlflow.core.errors import invalid
 
 GATEWAY_DESTINATION_KEYS = frozenset({"api_base", "base_url", "model_list", "fallbacks", "custom_llm_provider"})
 _AUTH_CONFIG_RESERVED = GATEWAY_DESTINATION_KEYS - {"api_base"}

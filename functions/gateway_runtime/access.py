@@ -17,7 +17,7 @@ from typing import Any
 from serverless_mlflow.auth import authorizer
 from serverless_mlflow.auth.checks import Identity, Unauthenticated, permissions_on
 from serverless_mlflow.auth.permissions import GATEWAY_ENDPOINT, USE_ACTION
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
 from serverless_mlflow.llm_gateway import config as endpoint_config
 
 from . import payloads

@@ -13,11 +13,12 @@ import logging
 import time
 from typing import Any
 
-from serverless_mlflow import registry_events, table
 from serverless_mlflow.llm_gateway import budget_windows, records
 from serverless_mlflow.llm_gateway.config import EndpointConfig
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
-from serverless_mlflow.schema import ENTITY, TTL_ATTRIBUTE
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY, TTL_ATTRIBUTE
+from serverless_mlflow.store import registry_events
 
 from .tracing import GatewayTrace
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
 from serverless_mlflow.llm_gateway import providers as p
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
 from serverless_mlflow.request import workspace as request_workspace

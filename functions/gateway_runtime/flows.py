@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from serverless_mlflow.errors import MlflowError, wrong_state
+from serverless_mlflow.core.errors import MlflowError, wrong_state
 from serverless_mlflow.llm_gateway import config as endpoint_config
 from serverless_mlflow.llm_gateway import providers as p
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from serverless_mlflow.errors import wrong_state
+from serverless_mlflow.core.errors import wrong_state
 from serverless_mlflow.llm_gateway import guardrail_configs
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from serverless_mlflow.server_info import GATEWAY_DISABLED, gateway_enabled
-from serverless_mlflow.table import deadline
+from serverless_mlflow.http.server_info import GATEWAY_DISABLED, gateway_enabled
+from serverless_mlflow.storage.table import deadline
 
 from . import calls
 from .answers import Answer, Call, detail

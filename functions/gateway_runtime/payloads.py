@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from serverless_mlflow.core.validation.json_values import NON_FINITE_MESSAGE, lone_surrogate_at, non_finite_at
 from serverless_mlflow.llm_gateway.upstream import GatewayHTTPError
-from serverless_mlflow.validation.json_values import NON_FINITE_MESSAGE, lone_surrogate_at, non_finite_at
 
 # pydantic's documentation links name its minor version (the pinned wheel's pydantic).
 PYDANTIC_DOCS = "https://errors.pydantic.dev/2.14/v"

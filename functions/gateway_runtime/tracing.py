@@ -19,8 +19,8 @@ import secrets
 import time
 from typing import Any
 
-from serverless_mlflow import siblings
 from serverless_mlflow.auth.checks import GATEWAY_USAGE_TRACE
+from serverless_mlflow.http import siblings
 from serverless_mlflow.llm_gateway.config import EndpointConfig
 from serverless_mlflow.request import workspace as request_workspace
 

@@ -25,8 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import metric_marks, pair_ranks, parallel, run_metrics, run_summaries
-from serverless_mlflow.schema import ENTITY_TYPE
+from serverless_mlflow.core import parallel
+from serverless_mlflow.index import metric_marks, pair_ranks, run_summaries
+from serverless_mlflow.storage.schema import ENTITY_TYPE
+from serverless_mlflow.store import run_metrics
 
 from . import logic
 from .logic import Images, Item, Key, Outcome

@@ -16,10 +16,12 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from serverless_mlflow import clock, derived, errors, table
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.observability import Observed
-from serverless_mlflow.schema import ENTITY_TYPE
+from serverless_mlflow.core import clock, errors
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.http.observability import Observed
+from serverless_mlflow.index import derived
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY_TYPE
 
 from . import batch
 from .logic import record_watermark
@@ -27,8 +29,8 @@ from .logic import record_watermark
 observed = Observed("indexer")
 logger, metrics = observed.logger, observed.metrics
 # Trace aggregates parse spans (protobuf) and trace text: imported by the first batch that carries a trace's items.
-trace_aggregates = deferred("serverless_mlflow.trace_aggregates")
-trace_aggregate_writes = deferred("serverless_mlflow.trace_aggregate_writes")
+trace_aggregates = deferred("serverless_mlflow.index.trace_aggregates")
+trace_aggregate_writes = deferred("serverless_mlflow.index.trace_aggregate_writes")
 _TRACE_TYPES = derived.TRACE_AGGREGATE_TYPES | {"trace"}
 # Time kept back from the function's for the last attempt's own work and answer (the deployed timeout is 120 s).
 CAPACITY_RESERVE_SECONDS = 10.0

@@ -20,9 +20,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import clock, fts, metric_marks, run_metrics, run_summaries, table
-from serverless_mlflow.derived import FLAG_ATTRIBUTE, FLAGGED_TYPES, NameSource, derive, is_source, name_source, only_flag_removed
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow.core import clock
+from serverless_mlflow.index import fts, metric_marks, run_summaries
+from serverless_mlflow.index.derived import FLAG_ATTRIBUTE, FLAGGED_TYPES, NameSource, derive, is_source, name_source, only_flag_removed
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY, ENTITY_TYPE, PK, SK
+from serverless_mlflow.store import run_metrics
 
 Item = dict[str, Any]
 Key = tuple[str, str]

@@ -14,7 +14,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from serverless_mlflow import job_queue
+from serverless_mlflow.jobs import job_queue
 
 from . import runner
 

@@ -23,7 +23,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import clock, job_kinds, job_queue
+from serverless_mlflow.core import clock
+from serverless_mlflow.jobs import job_queue
+from serverless_mlflow.store import job_kinds
 from serverless_mlflow.store import jobs as store
 
 from . import workspace

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import job_kinds, job_queue
 from serverless_mlflow.auth import store as auth_store
 from serverless_mlflow.auth.permissions import EXPERIMENT
-from serverless_mlflow.errors import MlflowError
-from serverless_mlflow.store import experiments
+from serverless_mlflow.core.errors import MlflowError
+from serverless_mlflow.jobs import job_queue
+from serverless_mlflow.store import experiments, job_kinds
 from serverless_mlflow.store import jobs as store
 
 DEMO_EXPERIMENT_NAME = "MLflow Demo"

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from serverless_mlflow import clock, invoke_jobs, job_queue, run_writes, scorer_payload
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.jobs import invoke_jobs, job_queue
 from serverless_mlflow.store import jobs as job_store
+from serverless_mlflow.store import run_writes, scorer_payload
 
 # mlflow.utils.mlflow_tags: MLFLOW_RUN_TYPE, MLFLOW_RUN_TYPE_GENAI_EVALUATE, MLFLOW_GENAI_EVALUATE_JOB_ID, MLFLOW_USER.
 RUN_TYPE_TAG = "mlflow.runType"

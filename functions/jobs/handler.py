@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from serverless_mlflow.api import Request, build_app, json_response, lambda_entry
-from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.core.errors import MlflowError, invalid
+from serverless_mlflow.http.api import Request, build_app, json_response, lambda_entry
 from serverless_mlflow.store import jobs as store
 
 from . import demo, evaluate_invoke, invoke, logic

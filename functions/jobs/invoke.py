@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import invoke_jobs, scorer_payload
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.jobs import invoke_jobs
+from serverless_mlflow.store import scorer_payload
 
 
 def invoke_scorer(args: dict[str, Any], username: str | None) -> dict[str, Any]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import job_kinds, job_queue
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.jobs import job_queue
+from serverless_mlflow.store import job_kinds
 
 
 def submit(job_name: str, params: dict[str, Any], timeout: float | None, creator: str | None) -> dict[str, Any]:

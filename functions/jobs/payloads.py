@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from serverless_mlflow.api import Request, json_response
+from serverless_mlflow.core.validation import validate_finite_json
+from serverless_mlflow.http.api import Request, json_response
 from serverless_mlflow.store.jobs import STATUSES
-from serverless_mlflow.validation import validate_finite_json
 
 # field -> (required, kind)
 Fields = dict[str, tuple[bool, str]]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow.api import Request, build_app, lambda_entry
-from serverless_mlflow.pages import page_response
+from serverless_mlflow.http.api import Request, build_app, lambda_entry
 from serverless_mlflow.request import enum_number
+from serverless_mlflow.request.pages import page_response
 from serverless_mlflow.store.logged_models import STATUS_CODES
 
 from . import logic

@@ -11,14 +11,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, keys, table
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import MlflowError, invalid
-from serverless_mlflow.names import random_name
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import MlflowError, invalid
+from serverless_mlflow.core.validation import parse_experiment_ids, validate_logged_model_name
 from serverless_mlflow.request import key_values_of
+from serverless_mlflow.storage import keys, table
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import logged_models as store
-from serverless_mlflow.validation import parse_experiment_ids, validate_logged_model_name
+from serverless_mlflow.store.names import random_name
 
 # The search grammar (sqlparse) is imported by the searches that parse a filter, not at cold start.
 search = deferred("serverless_mlflow.search")

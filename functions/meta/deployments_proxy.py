@@ -3,7 +3,7 @@
 Without a target MLflow's server pretends an empty deployments server runs (``{"endpoints": []}``); with one it
 forwards two kinds of request, listing endpoints (GET ``api/2.0/endpoints``) and invoking one (POST
 ``gateway/<name>/invocations``), and answers what the target answers. The target is a setting
-(``serverless_mlflow.settings``: stored with ``python -m tools.settings set``, or the function's environment),
+(``serverless_mlflow.store.settings``: stored with ``python -m tools.settings set``, or the function's environment),
 so a team with a deployments server points the stack at it without a redeploy. A proxied answer is a small JSON
 document, never artifact bytes.
 
@@ -24,8 +24,8 @@ from typing import Any
 
 from urllib3.util import parse_url
 
-from serverless_mlflow import settings
-from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.core.errors import MlflowError, invalid
+from serverless_mlflow.store import settings
 
 from .assistant import EMPTY_GATEWAY
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow.api import Request, build_app, lambda_entry
-from serverless_mlflow.server_info import MLFLOW_API_VERSION, server_info
+from serverless_mlflow.http.api import Request, build_app, lambda_entry
+from serverless_mlflow.http.server_info import MLFLOW_API_VERSION, server_info
 
 from . import assistant, deployments_proxy
 from .messages import MESSAGES

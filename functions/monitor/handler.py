@@ -1,7 +1,7 @@
 """The monitor: MLflow's periodic tasks, on a schedule (EventBridge Scheduler, every minute; ``make serve``: a timer
 in ``local/monitor.py``). Online scoring and scheduled issue detection: it decides what is due and submits jobs to
-the jobs queue; the job worker does the judging (``serverless_mlflow.online_scoring``) and the detection
-(``serverless_mlflow.issue_detection_dispatch``). Trace archival: the pass itself
+the jobs queue; the job worker does the judging (``serverless_mlflow.jobs.online_scoring``) and the detection
+(``serverless_mlflow.jobs.issue_detection_dispatch``). Trace archival: the pass itself
 (``serverless_mlflow.store.trace_archival``), when server-level archival is on. Not on a request path."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from serverless_mlflow import issue_detection_dispatch, online_scoring
+from serverless_mlflow.jobs import issue_detection_dispatch, online_scoring
 from serverless_mlflow.store import trace_archival
 
 logger = Logger(service="monitor")

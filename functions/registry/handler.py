@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow.api import Request, build_app, lambda_entry
+from serverless_mlflow.http.api import Request, build_app, lambda_entry
 
 from . import listing, models, version_create, version_writes, versions
 from .messages import MESSAGES

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import clock
+from serverless_mlflow.core import clock
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import ENTITY, PK, SK, KeyQuery, model_scope
+from serverless_mlflow.storage.schema import ENTITY, PK, SK, KeyQuery, model_scope
 
 RM = ENTITY["registered_model"]
 ENTRY = ENTITY["registered_model_entry"]
@@ -102,7 +102,7 @@ def meta_item(attributes: dict[str, Any]) -> dict[str, Any]:
 
 
 def entry_item(name: str, is_prompt: bool) -> dict[str, Any]:
-    # changed_at sets the lsi5 "name not yet indexed" flag the FTS indexer clears (serverless_mlflow.fts).
+    # changed_at sets the lsi5 "name not yet indexed" flag the FTS indexer clears (serverless_mlflow.index.fts).
     return ENTRY.item({"name": name, "is_prompt": is_prompt}, workspace=workspace(), model_name=name, changed_at=clock.now_millis())
 
 

@@ -34,9 +34,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from serverless_mlflow import table
-from serverless_mlflow.errors import MlflowError, retry_later
-from serverless_mlflow.schema import ENTITY_TYPE, PK, SK
+from serverless_mlflow.core.errors import MlflowError, retry_later
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY_TYPE, PK, SK
 
 from .items import (
     NO_MARKERS,

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import fts, parallel, table
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.pages import page_response
+from serverless_mlflow.core import parallel
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.index import fts
+from serverless_mlflow.request.pages import page_response
+from serverless_mlflow.storage import table
 from serverless_mlflow.store import model_versions
 
 from . import reads

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import clock, registry_events, table
-from serverless_mlflow.errors import MlflowError, already_exists, invalid, retry_later
-from serverless_mlflow.request.workspace import DEFAULT_WORKSPACE
-from serverless_mlflow.store import workspaces
-from serverless_mlflow.validation import (
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, already_exists, invalid, retry_later
+from serverless_mlflow.core.validation import (
     validate_model_alias_name,
     validate_model_alias_name_reserved,
     validate_model_name,
@@ -16,6 +14,9 @@ from serverless_mlflow.validation import (
     validate_registered_model_tag,
     validate_tag_name,
 )
+from serverless_mlflow.request.workspace import DEFAULT_WORKSPACE
+from serverless_mlflow.storage import table
+from serverless_mlflow.store import registry_events, workspaces
 
 from . import lifecycle, reads
 from .items import (

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import parallel, table
-from serverless_mlflow.errors import not_found, retry_later
-from serverless_mlflow.keys import VERSION_WIDTH
-from serverless_mlflow.schema import ENTITY_TYPE
-from serverless_mlflow.validation import validate_model_version
+from serverless_mlflow.core import parallel
+from serverless_mlflow.core.errors import not_found, retry_later
+from serverless_mlflow.core.validation import validate_model_version
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.keys import VERSION_WIDTH
+from serverless_mlflow.storage.schema import ENTITY_TYPE
 
 from . import lifecycle
 from .items import (

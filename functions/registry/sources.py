@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.core.errors import MlflowError, invalid
 from serverless_mlflow.store import logged_models as logged_model_store
 from serverless_mlflow.store import runs as run_store
 

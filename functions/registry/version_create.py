@@ -11,10 +11,11 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from serverless_mlflow import clock, registry_events, table
-from serverless_mlflow.errors import MlflowError, invalid, retry_later
-from serverless_mlflow.store import logged_models
-from serverless_mlflow.validation import validate_model_name, validate_model_version_tag
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, invalid, retry_later
+from serverless_mlflow.core.validation import validate_model_name, validate_model_version_tag
+from serverless_mlflow.storage import table
+from serverless_mlflow.store import logged_models, registry_events
 
 from . import reads, sources, version_writes, versions
 from .items import ALL_STAGES, IS_PROMPT_TAG_KEY, NO_MARKERS, READY, STAGE_NONE, meta_key, version_item, version_json, version_tag_item

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import clock, registry_events, table
-from serverless_mlflow.errors import MlflowError, invalid
-from serverless_mlflow.validation import validate_model_name, validate_model_version_tag, validate_tag_name
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, invalid
+from serverless_mlflow.core.validation import validate_model_name, validate_model_version_tag, validate_tag_name
+from serverless_mlflow.storage import table
+from serverless_mlflow.store import registry_events
 
 from . import reads, versions
 from .items import (

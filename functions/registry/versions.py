@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow.errors import invalid, not_found
+from serverless_mlflow.core.errors import invalid, not_found
+from serverless_mlflow.core.validation import validate_model_alias_name, validate_model_name
 from serverless_mlflow.request import key_values_of
-from serverless_mlflow.validation import validate_model_alias_name, validate_model_name
 
 from . import reads
 from .items import ALL_STAGES, IS_PROMPT_TAG_KEY, version_json

@@ -13,13 +13,15 @@ import os
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, job_kinds, job_queue
-from serverless_mlflow.errors import MlflowError, invalid
-from serverless_mlflow.issue_detection_dispatch import ISSUE_DETECTION, RUN_TYPE_TAG, in_flight_detection_run
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, invalid
+from serverless_mlflow.jobs import job_queue
+from serverless_mlflow.jobs.issue_detection_dispatch import ISSUE_DETECTION, RUN_TYPE_TAG, in_flight_detection_run
 from serverless_mlflow.request import Message, array, item_type_string, required, string
-from serverless_mlflow.run_writes import create_run, write_run_changes
+from serverless_mlflow.store import job_kinds
 from serverless_mlflow.store import runs as run_store
 from serverless_mlflow.store import traces as trace_store
+from serverless_mlflow.store.run_writes import create_run, write_run_changes
 
 MESSAGE = Message(
     None,

@@ -5,19 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow import auth
-from serverless_mlflow.api import Request, build_app, lambda_entry
 from serverless_mlflow.auth import store as auth_store
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import invalid, not_found
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import invalid, not_found
+from serverless_mlflow.core.validation import review as rules
+from serverless_mlflow.http.api import Request, build_app, lambda_entry
 from serverless_mlflow.store import issues, label_schemas, review_queues
 from serverless_mlflow.store import traces as trace_store
-from serverless_mlflow.validation import review as rules
 
 from . import detection, schedule_state
 from .messages import MESSAGES
 
 # protobuf is imported by the first call that builds or parses a message, not at a handler's cold start.
-protos = deferred("serverless_mlflow.protos")
+protos = deferred("serverless_mlflow.request.protos")
 
 
 def _msg(req: Request, operation: str) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import clock, issue_schedule
-from serverless_mlflow.store import experiments
+from serverless_mlflow.core import clock
+from serverless_mlflow.store import experiments, issue_schedule
 
 
 def sync_schedule_state(experiment_id: str) -> dict[str, Any]:

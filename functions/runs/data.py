@@ -18,12 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import clock, logging_order, metric_marks, metric_packs, run_metrics, run_summaries, table, validation
-from serverless_mlflow.errors import invalid, not_found
+from serverless_mlflow.core import clock, validation
+from serverless_mlflow.core.errors import invalid, not_found
+from serverless_mlflow.index import metric_marks, run_summaries
 from serverless_mlflow.request import key_values_of, metrics_of
-from serverless_mlflow.run_metrics import float_text, sql_value
-from serverless_mlflow.schema import ENTITY, PK, SK
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY, PK, SK
+from serverless_mlflow.store import logging_order, metric_packs, run_metrics
 from serverless_mlflow.store import runs as store
+from serverless_mlflow.store.run_metrics import float_text, sql_value
 from serverless_mlflow.store.runs import PARAM, RUN_NAME_TAG, RUN_TAG
 
 from .lifecycle import write_run_changes

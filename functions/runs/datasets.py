@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import table
-from serverless_mlflow.errors import invalid
-from serverless_mlflow.schema import ENTITY
-from serverless_mlflow.validation.experiments import parse_experiment_ids
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.core.validation.experiments import parse_experiment_ids
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 
 DATASET = ENTITY["dataset"]
 MAX_EXPERIMENT_IDS = 20

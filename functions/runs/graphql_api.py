@@ -13,9 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from serverless_mlflow import artifact_listing, graphql
-from serverless_mlflow.request import parse_message
-from serverless_mlflow.store import experiments, model_versions
+from serverless_mlflow.request import graphql, parse_message
+from serverless_mlflow.store import artifact_listing, experiments, model_versions
 from serverless_mlflow.store import runs as store
 
 from . import datasets, history, search

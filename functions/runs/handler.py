@@ -6,9 +6,9 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow.api import Request, build_app, json_response, lambda_entry
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.http.api import Request, build_app, json_response, lambda_entry
 from serverless_mlflow.request import json_text
 
 from . import data, datasets, history, inputs, lifecycle, prompt_optimization, promptlab

@@ -18,12 +18,13 @@ import json
 import math
 from typing import Any
 
-from serverless_mlflow import layout, metric_packs, table
-from serverless_mlflow.errors import invalid
-from serverless_mlflow.pages import page_response, token_json
-from serverless_mlflow.run_metrics import HISTORY, HISTORY_V1, sql_value
-from serverless_mlflow.schema import PK, SK
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.request.pages import page_response, token_json
+from serverless_mlflow.storage import layout, table
+from serverless_mlflow.storage.schema import PK, SK
+from serverless_mlflow.store import metric_packs
 from serverless_mlflow.store import runs as store
+from serverless_mlflow.store.run_metrics import HISTORY, HISTORY_V1, sql_value
 
 from .messages import MAX_RESULTS_PER_RUN
 

@@ -33,8 +33,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import pair_ranks, rank_filters, rank_items, ranks, run_summaries, search, table
-from serverless_mlflow.rank_filters import Flagged, RankTerm
+from serverless_mlflow import search
+from serverless_mlflow.index import pair_ranks, rank_filters, rank_items, ranks, run_summaries
+from serverless_mlflow.index.rank_filters import Flagged, RankTerm
+from serverless_mlflow.storage import table
 
 from . import search_rows
 

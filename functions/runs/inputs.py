@@ -12,10 +12,13 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from serverless_mlflow import clock, logging_order, run_summaries, table, validation
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core import clock, validation
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.index import run_summaries
 from serverless_mlflow.request import NestedParseError, json_text, key_values_of, nested_error, to_int64, to_string
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
+from serverless_mlflow.store import logging_order
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import RUN_INPUT, RUN_INPUT_PART, RUN_MODEL_INPUT, RUN_OUTPUT, RUN_TAG
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from serverless_mlflow.request import run_status
-from serverless_mlflow.run_writes import create_run, write_run_changes
 from serverless_mlflow.store import runs as store
+from serverless_mlflow.store.run_writes import create_run, write_run_changes
 from serverless_mlflow.store.runs import ACTIVE
 
 __all__ = ["create_run", "delete_run", "get_run", "restore_run", "update_run", "write_run_changes"]

@@ -14,18 +14,21 @@ import json
 import re
 from typing import Any
 
-from serverless_mlflow import clock, job_kinds, job_queue, table
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found
+from serverless_mlflow.jobs import job_queue
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
+from serverless_mlflow.store import job_kinds
 from serverless_mlflow.store import jobs as job_store
 from serverless_mlflow.store import runs as run_store
 
 from . import data, inputs, lifecycle
 
 # protobuf is imported by the first create, not at the runs function's cold start.
-protos = deferred("serverless_mlflow.protos")
+protos = deferred("serverless_mlflow.request.protos")
 
 JOB_NAME = job_kinds.OPTIMIZE_PROMPTS
 # Evaluation dataset ids longer than this cannot fit a key (the evaluation feature's bound): no dataset has one.

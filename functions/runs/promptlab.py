@@ -17,11 +17,12 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from serverless_mlflow import clock, s3
-from serverless_mlflow.artifact_locations import artifact_key, relative_path
-from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, invalid
+from serverless_mlflow.http.server_info import MLFLOW_API_VERSION
 from serverless_mlflow.request import parse_message
-from serverless_mlflow.server_info import MLFLOW_API_VERSION
+from serverless_mlflow.storage import s3
+from serverless_mlflow.store.artifact_locations import artifact_key, relative_path
 
 from . import data, inputs, lifecycle
 from .messages import MESSAGES

@@ -39,11 +39,14 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from serverless_mlflow import fts, keys, layout, param_ranks, ranks, search, table, validation
-from serverless_mlflow.pages import page_response
-from serverless_mlflow.rank_filters import Flagged
+from serverless_mlflow import search
+from serverless_mlflow.core import validation
+from serverless_mlflow.index import fts, param_ranks, ranks
+from serverless_mlflow.index.rank_filters import Flagged
 from serverless_mlflow.request import view_type
-from serverless_mlflow.schema import KeyQuery
+from serverless_mlflow.request.pages import page_response
+from serverless_mlflow.storage import keys, layout, table
+from serverless_mlflow.storage.schema import KeyQuery
 from serverless_mlflow.store import experiments as experiments_store
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import ACTIVE, DELETED, RunView

@@ -6,9 +6,10 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from serverless_mlflow import parallel, run_summaries
-from serverless_mlflow.errors import MlflowError
-from serverless_mlflow.rank_filters import Flagged
+from serverless_mlflow.core import parallel
+from serverless_mlflow.core.errors import MlflowError
+from serverless_mlflow.index import run_summaries
+from serverless_mlflow.index.rank_filters import Flagged
 from serverless_mlflow.store import runs as store
 from serverless_mlflow.store.runs import RunView
 

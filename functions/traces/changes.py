@@ -10,24 +10,25 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from serverless_mlflow import clock, s3, table
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found
+from serverless_mlflow.core.validation import validate_trace_tag
 from serverless_mlflow.request import NestedParseError, to_string, type_error
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import COLLECTIONS, PK, SK, TTL_ATTRIBUTE
+from serverless_mlflow.storage import s3, table
+from serverless_mlflow.storage.schema import COLLECTIONS, PK, SK, TTL_ATTRIBUTE
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import review_queues, trace_archive, trace_names, trace_writes
 from serverless_mlflow.store import runs as run_store
 from serverless_mlflow.store import traces as store
-from serverless_mlflow.validation import validate_trace_tag
 
 from . import run_links
 
 # The search grammar (sqlparse) is for deletes by age only: kept out of the cold start of tag and assessment routes.
 search = deferred("traces.search")
 # Assessments are normalized through protobuf messages: imported by the assessment routes only.
-assessments = deferred("serverless_mlflow.assessments")
+assessments = deferred("serverless_mlflow.store.assessments")
 
 MAX_TRACE_LINKS_PER_REQUEST = 100
 # The trace name keys the name index and sets the "not yet indexed" flag of trace-name FTS.
@@ -203,7 +204,7 @@ def link_prompts_to_trace(trace_id: str, prompt_version_ids: list[str]) -> None:
 
 
 # --- assessments ----------------------------------------------------------------------------------------
-# Stored as MLflow's answer (serverless_mlflow.assessments.canonical), one JSON string per id in the info item.
+# Stored as MLflow's answer (serverless_mlflow.store.assessments.canonical), one JSON string per id in the info item.
 
 
 def _assessment_not_found(trace_id: str, assessment_id: str) -> MlflowError:

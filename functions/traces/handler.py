@@ -6,19 +6,19 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow.api import Request, build_app, dumps, lambda_entry
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import invalid
-from serverless_mlflow.pages import page_response
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.core.validation.json_values import float_json
+from serverless_mlflow.http.api import Request, build_app, dumps, lambda_entry
 from serverless_mlflow.request import key_values_of, message_of
-from serverless_mlflow.validation.json_values import float_json
+from serverless_mlflow.request.pages import page_response
 
 from . import changes, v2
 from .messages import MESSAGES
 
 # Imported by the routes that use them: protobuf (OTLP, span data) and the search grammar stay out of a
 # cold start that serves tags or assessments.
-otlp = deferred("serverless_mlflow.otlp")
+otlp = deferred("serverless_mlflow.request.otlp")
 ingest = deferred("traces.ingest")
 read = deferred("traces.read")
 trace_data = deferred("traces.trace_data")

@@ -18,13 +18,14 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from serverless_mlflow import assessments, clock, layout, parallel, s3, table
-from serverless_mlflow.errors import invalid
-from serverless_mlflow.otlp import OtlpError, mlflow_trace_id
+from serverless_mlflow.core import clock, parallel
+from serverless_mlflow.core.errors import invalid
 from serverless_mlflow.request import json_text
-from serverless_mlflow.schema import TTL_ATTRIBUTE
+from serverless_mlflow.request.otlp import OtlpError, mlflow_trace_id
+from serverless_mlflow.storage import layout, s3, table
+from serverless_mlflow.storage.schema import TTL_ATTRIBUTE
+from serverless_mlflow.store import assessments, trace_archive, trace_names, trace_partitions, trace_writes
 from serverless_mlflow.store import experiments as experiment_store
-from serverless_mlflow.store import trace_archive, trace_names, trace_partitions, trace_writes
 from serverless_mlflow.store import traces as store
 
 from . import retention, run_links, span_infos

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from serverless_mlflow import layout, table
-from serverless_mlflow.errors import invalid
-from serverless_mlflow.schema import TRACE_BUCKET_MS
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.core.validation.experiments import parse_experiment_id
+from serverless_mlflow.index.trace_metrics import rollups, rows, spec
+from serverless_mlflow.index.trace_metrics.summary import Summary
 from serverless_mlflow.search import trace_grammar, trace_matching, trace_order
-from serverless_mlflow.trace_metrics import rollups, rows, spec
-from serverless_mlflow.trace_metrics.summary import Summary
-from serverless_mlflow.validation.experiments import parse_experiment_id
+from serverless_mlflow.storage import layout, table
+from serverless_mlflow.storage.schema import TRACE_BUCKET_MS
 
 from . import search, span_decoding, text
 

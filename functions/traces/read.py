@@ -6,9 +6,9 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
+from serverless_mlflow.core.validation import validate_max_results_param
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import traces as store
-from serverless_mlflow.validation import validate_max_results_param
 
 from . import search, span_decoding
 

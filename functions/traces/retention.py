@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import time
 
-from serverless_mlflow import table
+from serverless_mlflow.core.validation import validate_trace_archival_retention_string
+from serverless_mlflow.storage import table
 from serverless_mlflow.store import experiment_items
-from serverless_mlflow.validation import validate_trace_archival_retention_string
 
 RETENTION_TAG = "serverless.traceRetention"
 _UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}

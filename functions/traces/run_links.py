@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow.storage import table
 from serverless_mlflow.store import trace_writes
 from serverless_mlflow.store import traces as store
 

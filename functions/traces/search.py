@@ -32,10 +32,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import fts, layout, table
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.index import fts
 from serverless_mlflow.request import INT64_MAX, INT64_MIN, json_text
 from serverless_mlflow.search import trace_grammar, trace_matching, trace_order
+from serverless_mlflow.storage import layout, table
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import trace_names, trace_partitions
 from serverless_mlflow.store import traces as store

@@ -8,7 +8,7 @@ from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from serverless_mlflow import s3
+from serverless_mlflow.storage import s3
 from serverless_mlflow.store import trace_archive
 from serverless_mlflow.store import traces as store
 

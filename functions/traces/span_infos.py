@@ -26,8 +26,8 @@ from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
-from serverless_mlflow import table
-from serverless_mlflow.schema import NOT_INDEXED_FLAG, PK, SK, TTL_ATTRIBUTE
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import NOT_INDEXED_FLAG, PK, SK, TTL_ATTRIBUTE
 from serverless_mlflow.store import trace_names, trace_partitions, trace_writes
 from serverless_mlflow.store import traces as store
 

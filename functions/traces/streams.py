@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from serverless_mlflow import table
+from serverless_mlflow.storage import table
 
 Item = dict[str, Any]
 PAGE_MAX = 1000

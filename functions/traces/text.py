@@ -1,5 +1,5 @@
 """Span clauses of a trace search (``trace.text`` / ``span.content``, ``span.name/type/status``), checked exactly
-on a trace's spans, after its content signature (``serverless_mlflow.trace_text``) rules it out or in.
+on a trace's spans, after its content signature (``serverless_mlflow.index.trace_text``) rules it out or in.
 
 A trace matches when one of its spans meets every span clause (the SQL store's span subquery). The signature
 is read first (one small item next to the info): a trace whose signature lacks a trigram of a content pattern
@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import span_content, table, trace_text
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.index import trace_text
 from serverless_mlflow.search import trace_grammar, trace_matching
-from serverless_mlflow.store import trace_archive, trace_partitions
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
+from serverless_mlflow.store import span_content, trace_archive, trace_partitions
 
 from . import span_decoding
 
@@ -60,6 +61,6 @@ def matches(info: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:
 
 
 def _span_type(span: Any) -> str | None:
-    from serverless_mlflow.trace_metrics import rows
+    from serverless_mlflow.index.trace_metrics import rows
 
     return rows.span_row(span).type

@@ -11,11 +11,10 @@ import json
 import uuid
 from urllib.parse import quote
 
-from serverless_mlflow import artifact_locations
-from serverless_mlflow.errors import ATTRIBUTE_NOT_FOUND, MlflowError, not_found
-from serverless_mlflow.span_content import span_dict
-from serverless_mlflow.store import trace_archive
+from serverless_mlflow.core.errors import ATTRIBUTE_NOT_FOUND, MlflowError, not_found
+from serverless_mlflow.store import artifact_locations, trace_archive
 from serverless_mlflow.store import traces as store
+from serverless_mlflow.store.span_content import span_dict
 
 from . import span_decoding
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import invalid
 from serverless_mlflow.store import traces as store
 
 # The trace writer imports protobuf (OTLP): loaded by the v2 start/end routes, not by the handler's cold start.

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from serverless_mlflow import s3
-from serverless_mlflow.static_files import UI_PREFIX, compress
+from serverless_mlflow.http.static_files import UI_PREFIX, compress
+from serverless_mlflow.storage import s3
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from serverless_mlflow.api import Request, build_app, error_response, lambda_entry
 from serverless_mlflow.auth import browser
-from serverless_mlflow.errors import not_found
-from serverless_mlflow.static_files import INDEX, INDEX_CACHE_CONTROL, STATIC_CACHE_CONTROL, content_type
+from serverless_mlflow.core.errors import not_found
+from serverless_mlflow.http.api import Request, build_app, error_response, lambda_entry
+from serverless_mlflow.http.static_files import INDEX, INDEX_CACHE_CONTROL, STATIC_CACHE_CONTROL, content_type
 
 from . import files
 

@@ -7,9 +7,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import registry_events, schema, table, webhook_http
-from serverless_mlflow.errors import MlflowError
-from serverless_mlflow.store import webhooks
+from serverless_mlflow.core.errors import MlflowError
+from serverless_mlflow.jobs import webhook_http
+from serverless_mlflow.storage import schema, table
+from serverless_mlflow.store import registry_events, webhooks
 
 EVENT = schema.entity("registry_event")
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})

@@ -7,8 +7,8 @@ import os
 import threading
 from typing import Any
 
-from serverless_mlflow import registry_events, schema, table
-from serverless_mlflow.store import webhooks
+from serverless_mlflow.storage import schema, table
+from serverless_mlflow.store import registry_events, webhooks
 
 SOURCE = "mlflow-serverless"
 RM_TAG = schema.entity("registered_model_tag")

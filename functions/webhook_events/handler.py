@@ -15,7 +15,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
-from serverless_mlflow import table
+from serverless_mlflow.storage import table
 
 from . import dispatch
 

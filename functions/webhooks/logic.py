@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from serverless_mlflow import registry_events, webhook_http
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.jobs import webhook_http
+from serverless_mlflow.store import registry_events
 from serverless_mlflow.store import webhooks as store
 
 # mlflow/utils/validation.py _WEBHOOK_NAME_REGEX

@@ -1,4 +1,4 @@
-"""The HTTP API: the routes of ``serverless_mlflow.http_api.gateway_routes()`` plus ``$default``.
+"""The HTTP API: the routes of ``serverless_mlflow.http.http_api.gateway_routes()`` plus ``$default``.
 
 That is every route of the table, plus one greedy ``ANY`` route per ``/ajax-api/`` group (the web UI's
 paths; the function maps them to the ``/api/`` route), which keeps the API far below HTTP API's quota of
@@ -25,8 +25,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.config import StackConfig
-from serverless_mlflow.http_api import GatewayRoute, gateway_routes
-from serverless_mlflow.routes import DEFAULT_FEATURE
+from serverless_mlflow.http.http_api import GatewayRoute, gateway_routes
+from serverless_mlflow.request.routes import DEFAULT_FEATURE
 
 # How long API Gateway keeps the basic-auth authorizer's answer per Authorization header (local/authorizer.py
 # emulates the same): a password change or user deletion takes effect for a cached header after at most this.

@@ -12,8 +12,8 @@ from constructs import Construct
 
 from infra import HANDLERS_DIR
 from infra.constructs.functions import ServerlessFunction, SharedResources
-from serverless_mlflow import schema
-from serverless_mlflow.bootstrap import bootstrap_items
+from serverless_mlflow.http.bootstrap import bootstrap_items
+from serverless_mlflow.storage import schema
 
 
 def bootstrap_fingerprint() -> str:

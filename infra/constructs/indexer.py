@@ -19,7 +19,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.constructs.functions import ServerlessFunction, SharedResources, feature_code
-from serverless_mlflow import derived, schema
+from serverless_mlflow.index import derived
+from serverless_mlflow.storage import schema
 
 INDEXER = "indexer"
 RETRY_ATTEMPTS = 5

@@ -23,7 +23,7 @@ from constructs import Construct
 from infra import assets
 from infra.constructs.functions import ServerlessFunction, SharedResources
 from infra.constructs.layer import built_code
-from serverless_mlflow import job_queue
+from serverless_mlflow.jobs import job_queue
 
 WORKER_FUNCTION = "job_worker"
 WORKER_TIMEOUT = Duration.minutes(15)

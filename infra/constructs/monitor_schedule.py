@@ -1,6 +1,6 @@
 """GenAI monitoring that runs by itself: the ``monitor`` function on an EventBridge Scheduler schedule (every
 minute, as MLflow's periodic online-scoring task), submitting online scoring jobs to the jobs queue
-(``serverless_mlflow.online_scoring``). The schedule's role may invoke that function and nothing else."""
+(``serverless_mlflow.jobs.online_scoring``). The schedule's role may invoke that function and nothing else."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The single DynamoDB table, built from ``serverless_mlflow.schema`` (keys, indexes, TTL)."""
+"""The single DynamoDB table, built from ``serverless_mlflow.storage.schema`` (keys, indexes, TTL)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from serverless_mlflow import schema
+from serverless_mlflow.storage import schema
 
 _PROJECTIONS = {"ALL": dynamodb.ProjectionType.ALL, "KEYS_ONLY": dynamodb.ProjectionType.KEYS_ONLY}
 

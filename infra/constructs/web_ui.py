@@ -25,7 +25,7 @@ from constructs import Construct
 
 from infra import ROOT
 from infra.constructs.artifacts_bucket import hardened
-from serverless_mlflow import static_files
+from serverless_mlflow.http import static_files
 
 STAGING_DIR = ROOT / "build" / "ui-static"
 DEV_REQUIREMENTS = ROOT / "requirements-dev.txt"

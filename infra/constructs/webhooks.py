@@ -23,7 +23,7 @@ from constructs import Construct
 
 from infra.constructs.functions import ServerlessFunction, SharedResources, feature_code
 from infra.constructs.indexer import MAX_RECORD_AGE, RETRY_ATTEMPTS
-from serverless_mlflow import schema
+from serverless_mlflow.storage import schema
 
 EVENTS_FUNCTION = "webhook_events"
 DELIVERY_FUNCTION = "webhook_delivery"

@@ -14,7 +14,7 @@ import boto3
 import pytest
 from mlflow.store.artifact.mlflow_artifacts_repo import MlflowArtifactsRepository
 
-from serverless_mlflow.artifact_locations import artifact_key
+from serverless_mlflow.store.artifact_locations import artifact_key
 from tests.conftest import unique
 from tools.artifact_bench import LambdaMeter
 

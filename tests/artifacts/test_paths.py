@@ -6,8 +6,8 @@ import pytest
 from mlflow.exceptions import MlflowException
 from mlflow.utils.uri import validate_path_is_safe
 
-from serverless_mlflow.artifact_locations import artifact_key, relative_path, safe_relative_path
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
+from serverless_mlflow.store.artifact_locations import artifact_key, relative_path, safe_relative_path
 
 REJECTED_BY_BOTH = ["..", "../x", "a/../../x", "%2e%2e/x", "%252e%252e/x", "/abs", "%2Fabs", "a#b", "file:///etc/passwd", "a/..%2f..%2fx"]
 # Stricter than MLflow on Linux (whose only separator is "/"): backslashes, drive letters, control characters.

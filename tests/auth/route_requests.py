@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow.routes import ROUTES
+from serverless_mlflow.request.routes import ROUTES
 
 # Kinds of resource a field can name (``test_every_route.World`` creates each for each user).
 EXPERIMENT = "experiment"  # id

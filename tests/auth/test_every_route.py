@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import requests
 
-from serverless_mlflow.routes import ROUTES
+from serverless_mlflow.request.routes import ROUTES
 from tests.auth.conftest import ADMIN, ADMIN_PASSWORD, WITH_MLFLOW, basic_env, basic_runtime
 from tests.auth.route_requests import (
     ARTIFACT,

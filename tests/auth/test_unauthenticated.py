@@ -11,7 +11,7 @@ from serverless_mlflow.auth.rules import RULES
 from serverless_mlflow.auth.rules.genai import GENAI_RULES
 from serverless_mlflow.auth.rules.platform import PLATFORM_RULES
 from serverless_mlflow.auth.rules.tracking import TRACKING_RULES
-from serverless_mlflow.routes import ROUTES, Route
+from serverless_mlflow.request.routes import ROUTES, Route
 from tests.auth.conftest import ADMIN, ADMIN_PASSWORD
 
 PROTECTED = [route for route in ROUTES if not route.public]

@@ -11,7 +11,8 @@ from typing import Any
 import requests
 
 from local.events import LambdaContext, api_gateway_event
-from serverless_mlflow import route_match, table
+from serverless_mlflow.request import route_match
+from serverless_mlflow.storage import table
 from tests.conftest import unique
 
 M3 = "/api/3.0/mlflow"

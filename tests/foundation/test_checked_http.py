@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from serverless_mlflow import checked_http
+from serverless_mlflow.core import checked_http
 
 
 @pytest.fixture

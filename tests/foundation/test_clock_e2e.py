@@ -1,4 +1,4 @@
-"""One clock (issue 13): every feature stamps its times from ``serverless_mlflow.clock``, so freezing that one
+"""One clock (issue 13): every feature stamps its times from ``serverless_mlflow.core.clock``, so freezing that one
 function freezes the creation and update times of experiments, runs, registered models, versions, logged
 models and runs, end to end through the real mlflow client."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from serverless_mlflow import clock
+from serverless_mlflow.core import clock
 from tests.conftest import unique
 
 pytestmark = pytest.mark.e2e

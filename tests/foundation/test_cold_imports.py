@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from serverless_mlflow import routes
+from serverless_mlflow.request import routes
 
 ROOT = Path(__file__).resolve().parents[2]
 FUNCTIONS = [*routes.features(), "indexer", "authorizer"]

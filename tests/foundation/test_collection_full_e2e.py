@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import requests
 
-from serverless_mlflow import table
-from serverless_mlflow.run_metrics import HISTORY
-from serverless_mlflow.schema import ENTITY, PK
-from serverless_mlflow.table import connection
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY, PK
+from serverless_mlflow.storage.table import connection
+from serverless_mlflow.store.run_metrics import HISTORY
 from tests.conftest import unique
 
 pytestmark = pytest.mark.e2e

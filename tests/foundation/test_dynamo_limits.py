@@ -11,10 +11,10 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from serverless_mlflow import keys, table
-from serverless_mlflow.errors import MlflowError
-from serverless_mlflow.schema import ENTITY
-from serverless_mlflow.table import connection
+from serverless_mlflow.core.errors import MlflowError
+from serverless_mlflow.storage import keys, table
+from serverless_mlflow.storage.schema import ENTITY
+from serverless_mlflow.storage.table import connection
 
 LONG = "x" * 3000
 
@@ -89,7 +89,7 @@ def test_a_range_end_no_key_can_hold_is_moved_and_the_rest_filtered(stubbed: Stu
 
 
 def test_unprocessed_batches_that_never_clear_are_capacity_failures(stubbed: Stubber, monkeypatch: pytest.MonkeyPatch) -> None:
-    from serverless_mlflow import api
+    from serverless_mlflow.http import api
 
     monkeypatch.setattr(connection, "MAX_UNPROCESSED_RETRIES", 1)
     monkeypatch.setattr(connection, "backoff", lambda attempt: None)

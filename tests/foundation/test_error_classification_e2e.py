@@ -13,7 +13,7 @@ import requests
 from mlflow.exceptions import MlflowException, RestException
 from mlflow.protos.databricks_pb2 import ErrorCode
 
-from serverless_mlflow.errors import ATTRIBUTE_NOT_FOUND, MlflowError
+from serverless_mlflow.core.errors import ATTRIBUTE_NOT_FOUND, MlflowError
 from tests.conftest import unique
 from tests.mlflow_reference import reference_server
 

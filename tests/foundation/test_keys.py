@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from serverless_mlflow import keys
+from serverless_mlflow.storage import keys
 
 ADVERSARIAL = [
     "",

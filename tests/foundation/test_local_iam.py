@@ -16,14 +16,14 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def key() -> dict[str, str]:
-    from serverless_mlflow import schema
+    from serverless_mlflow.storage import schema
 
     return {schema.PK: unique("IAM#"), schema.SK: "probe"}
 
 
 def test_a_function_cannot_use_a_table_action_it_was_not_granted(server: str, key: dict[str, str]) -> None:
     from local import iam
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     # The basic-auth authorizer may read one user item (GetItem) and nothing else.
     with iam.acting_as("authorizer"), pytest.raises(iam.AccessDenied, match=r"'authorizer' is not allowed to perform dynamodb:Query"):
@@ -34,7 +34,7 @@ def test_a_function_cannot_use_a_table_action_it_was_not_granted(server: str, ke
 
 def test_only_declared_actions_are_allowed(server: str, key: dict[str, str]) -> None:
     from local import iam
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     with iam.acting_as("artifacts"):
         assert table.get(key) is None
@@ -46,7 +46,7 @@ def test_only_declared_actions_are_allowed(server: str, key: dict[str, str]) -> 
 
 def test_s3_rights_stop_at_the_declared_prefix(server: str) -> None:
     from local import iam
-    from serverless_mlflow import s3
+    from serverless_mlflow.storage import s3
 
     bucket = s3.bucket_name()
     with iam.acting_as("artifacts"):
@@ -65,7 +65,7 @@ def test_s3_rights_stop_at_the_declared_prefix(server: str) -> None:
 
 def test_worker_threads_keep_the_function_s_rights(server: str, key: dict[str, str]) -> None:
     from local import iam
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     with iam.acting_as("authorizer"), ThreadPoolExecutor(max_workers=1) as pool:
         with pytest.raises(iam.AccessDenied):
@@ -75,7 +75,7 @@ def test_worker_threads_keep_the_function_s_rights(server: str, key: dict[str, s
 def test_user_credentials_and_gateway_secrets_are_written_only_by_their_owners(server: str) -> None:
     """``permissions.PROTECTED``: the deployed roles carry explicit Denies (dynamodb:LeadingKeys/Attributes)."""
     from local import iam
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     user = {"pk": unique("USER#"), "sk": "U#META", "entity_type": "probe", "password_hash": "x"}
     secret = {"pk": unique("GW#"), "sk": "S#probe", "entity_type": "probe"}

@@ -7,8 +7,8 @@ import base64
 
 import pytest
 
-from serverless_mlflow.errors import MlflowError
-from serverless_mlflow.pages import page_response, token_json
+from serverless_mlflow.core.errors import MlflowError
+from serverless_mlflow.request.pages import page_response, token_json
 
 
 def test_rows_and_token_when_both_are_there() -> None:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from serverless_mlflow.parallel import parallel_map
+from serverless_mlflow.core.parallel import parallel_map
 
 
 def test_results_keep_input_order_whatever_finishes_first() -> None:

@@ -33,7 +33,7 @@ PREFIXES = ["A", "A#", "A#b#", "A#" + TOP, "A$", "\ud7ff", TOP, TOP + TOP, "Z"]
 
 
 def test_prefix_successor() -> None:
-    from serverless_mlflow.table import prefix_successor
+    from serverless_mlflow.storage.table import prefix_successor
 
     assert prefix_successor("R#abc#") == "R#abc$"
     assert prefix_successor("x" + TOP) == "y"
@@ -44,7 +44,7 @@ def test_prefix_successor() -> None:
 @pytest.mark.parametrize("prefix", PREFIXES)
 @pytest.mark.parametrize("forward", [True, False])
 def test_a_prefix_read_returns_exactly_the_prefixed_keys(server: str, prefix: str, forward: bool) -> None:
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     pk = unique("PREFIX#")
     table.batch_write([{"pk": pk, "sk": sk} for sk in SORT_KEYS])

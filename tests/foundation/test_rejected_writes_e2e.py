@@ -257,7 +257,7 @@ def test_refused_with_mlflow_s_error_and_every_read_still_answers(world: World, 
 
 def test_an_info_stored_with_a_duration_protobuf_cannot_write_still_reads(world: World) -> None:
     """An info written by the old v2 end (a duration of 2^63 ms) reads with the duration clamped, not a 500."""
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
     from serverless_mlflow.store import traces as store
 
     w = world
@@ -276,7 +276,7 @@ def test_an_info_stored_with_a_duration_protobuf_cannot_write_still_reads(world:
 
 def test_a_job_stored_with_nan_still_reads(world: World) -> None:
     """A job an older release stored with NaN in its parameters answers them as protobuf's JSON strings."""
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     w = world
     from serverless_mlflow.store import jobs

@@ -7,9 +7,8 @@ import importlib
 
 import pytest
 
-from serverless_mlflow import routes
-from serverless_mlflow.errors import MlflowError
-from serverless_mlflow.request import Message, parse_message
+from serverless_mlflow.core.errors import MlflowError
+from serverless_mlflow.request import Message, parse_message, routes
 
 FEATURES = tuple(routes.features())
 SCALARS = {"string", "int32", "int64", "double", "bool", "enum", "message", "map"}

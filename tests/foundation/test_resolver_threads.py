@@ -8,7 +8,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from serverless_mlflow.resolver import ThreadLocalHttpResolver
+from serverless_mlflow.http.resolver import ThreadLocalHttpResolver
 
 
 def _event(path: str, body: dict[str, Any]) -> dict[str, Any]:

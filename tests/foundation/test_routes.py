@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from serverless_mlflow import route_match, routes
+from serverless_mlflow.request import route_match, routes
 
 
 def test_literal_routes_beat_path_parameters() -> None:

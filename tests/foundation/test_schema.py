@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from serverless_mlflow import schema
+from serverless_mlflow.storage import schema
 from tools import catalog, gen_docs
 
 ROOT = Path(__file__).resolve().parents[2]

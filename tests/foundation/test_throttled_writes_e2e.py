@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import requests
 
-from serverless_mlflow import table
-from serverless_mlflow.table import connection
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.table import connection
 from tests.conftest import unique
 
 pytestmark = pytest.mark.e2e

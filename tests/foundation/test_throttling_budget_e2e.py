@@ -89,8 +89,8 @@ def test_retries_stop_at_the_deadline(throttled_runtime: tuple[str, ThrottlingEn
     from botocore.exceptions import ClientError
 
     from local.events import LambdaContext
-    from serverless_mlflow import table
-    from serverless_mlflow.table import connection, deadline
+    from serverless_mlflow.storage import table
+    from serverless_mlflow.storage.table import connection, deadline
 
     _, engine = throttled_runtime
     monkeypatch.setenv("DYNAMODB_ENDPOINT_URL", engine.url)

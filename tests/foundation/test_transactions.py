@@ -10,8 +10,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from serverless_mlflow import api, table
-from serverless_mlflow.table import connection
+from serverless_mlflow.http import api
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.table import connection
 
 
 @pytest.fixture

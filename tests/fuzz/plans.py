@@ -21,8 +21,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from serverless_mlflow import routes
-from serverless_mlflow.request import Message
+from serverless_mlflow.request import Message, routes
 
 from . import values
 

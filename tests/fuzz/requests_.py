@@ -9,7 +9,7 @@ import requests
 from hypothesis import strategies as st
 
 from infra.permissions import access_for
-from serverless_mlflow import routes
+from serverless_mlflow.request import routes
 
 from . import values, wire
 from .conftest import Target

@@ -19,7 +19,8 @@ from typing import Any
 
 import boto3
 
-from serverless_mlflow import derived, schema, table
+from serverless_mlflow.index import derived
+from serverless_mlflow.storage import schema, table
 
 _DERIVED = frozenset(entity.name for entity in schema.ENTITIES if entity.derived)
 

@@ -11,7 +11,7 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from serverless_mlflow import route_match, routes
+from serverless_mlflow.request import route_match, routes
 
 from .conftest import Target, ensure_seeds, examples, long_mode
 from .plans import RoutePlan, all_plans, good_path_param

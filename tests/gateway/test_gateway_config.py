@@ -113,8 +113,8 @@ def test_secret_lifecycle_matches_mlflow(stores: tuple[RestStore, RestStore]) ->
 def test_secret_is_stored_encrypted_and_bound_to_its_identity(server: str, stores: tuple[RestStore, RestStore]) -> None:
     import os
 
-    from serverless_mlflow import table
     from serverless_mlflow.llm_gateway import records
+    from serverless_mlflow.storage import table
 
     ours, _ = stores
     name = unique("enc")

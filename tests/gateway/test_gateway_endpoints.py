@@ -295,8 +295,8 @@ def test_bad_bindings_are_client_errors(sides: list[Side]) -> None:
 def test_bindings_of_the_earlier_release_are_listed_and_deleted(server: str) -> None:
     """The release before kept bindings under their endpoint in the gateway partition (GW#): the gateway lists
     them beside the new ones, deletes them, and the endpoint's delete takes both kinds along."""
-    from serverless_mlflow import table
-    from serverless_mlflow.schema import LEGACY
+    from serverless_mlflow.storage import table
+    from serverless_mlflow.storage.schema import LEGACY
 
     side = Side(server, unique("")[1:])
     primary, _ = _definitions(side)

@@ -197,8 +197,8 @@ def test_endpoint_guardrail_configs_match_mlflow(sides: list[Side]) -> None:
     # Deleting the endpoint deletes its configs, not the guardrails.
     ours = sides[0]
     ours.store.delete_gateway_endpoint(ours.endpoint_id)
-    from serverless_mlflow import table
     from serverless_mlflow.llm_gateway import records
+    from serverless_mlflow.storage import table
 
     assert table.query(records.partition(), f"E#{ours.endpoint_id}") == []
     assert ours.store.get_gateway_guardrail(guardrails[0][0]).name == "g0"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import requests
 
-from serverless_mlflow import table
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 from tests.conftest import unique
 from tests.mlflow_reference import reference_server
 

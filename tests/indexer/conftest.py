@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from serverless_mlflow import table
+from serverless_mlflow.storage import table
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,10 @@ import boto3
 
 from local.events import LambdaContext
 from local.streams import lambda_stream_record
-from serverless_mlflow import metric_marks, run_metrics, schema, table
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.index import metric_marks
+from serverless_mlflow.storage import schema, table
+from serverless_mlflow.storage.schema import ENTITY
+from serverless_mlflow.store import run_metrics
 
 WS = "default"
 

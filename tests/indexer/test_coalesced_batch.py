@@ -14,9 +14,9 @@ from typing import Any
 import boto3
 import pytest
 
-from serverless_mlflow import table
-from serverless_mlflow.derived import FLAG_ATTRIBUTE, FLAGGED_TYPES
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.index.derived import FLAG_ATTRIBUTE, FLAGGED_TYPES
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 from tools import admin
 
 from . import support as s

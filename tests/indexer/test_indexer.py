@@ -7,8 +7,9 @@ import math
 
 import pytest
 
-from serverless_mlflow import fts, param_ranks, table
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.index import fts, param_ranks
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 from tools import admin
 
 from . import support as s

@@ -14,9 +14,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from serverless_mlflow import metric_marks, ranks, run_metrics, run_summaries, table
-from serverless_mlflow.rank_filters import Flagged
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.index import metric_marks, ranks, run_summaries
+from serverless_mlflow.index.rank_filters import Flagged
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
+from serverless_mlflow.store import run_metrics
 from tools import admin
 from tools.heat_meter import HeatMeter
 

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from runs import search
 
-from serverless_mlflow import pair_ranks, table
-from serverless_mlflow.schema import ENTITY_TYPE
+from serverless_mlflow.index import pair_ranks
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY_TYPE
 from tools import admin, pair_index
 
 pytestmark = pytest.mark.e2e

@@ -10,9 +10,10 @@ import uuid
 
 import pytest
 
-from serverless_mlflow import fts, param_ranks, rank_items, ranks, table
+from serverless_mlflow.index import fts, param_ranks, rank_items, ranks
 from serverless_mlflow.search import parse_experiment_filter
 from serverless_mlflow.search.like import like_match
+from serverless_mlflow.storage import table
 from tools import admin
 
 pytestmark = pytest.mark.e2e

@@ -113,7 +113,7 @@ def test_random_operations_and_redeliveries_verify_clean(dynamodb_endpoint: str,
 
 
 def test_verify_detects_and_reindex_repairs(dynamodb_endpoint: str) -> None:
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     clock = s.Clock()
     with s.private_table(dynamodb_endpoint) as stream:
@@ -122,7 +122,7 @@ def test_verify_detects_and_reindex_repairs(dynamodb_endpoint: str) -> None:
         s.log_metric("1", RUNS[0], "m", 1.0, clock.tick())
         s.drain(stream)
         assert admin.verify().differences == 0
-        from serverless_mlflow import rank_items
+        from serverless_mlflow.index import rank_items
 
         rank = table.query(**rank_items.METRIC_RANK.query("by_value", experiment_id="1", key="m"))[0]
         posting = table.query("EXP#1", "FTS#")[0]

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from serverless_mlflow import run_summaries, table
+from serverless_mlflow.index import run_summaries
+from serverless_mlflow.storage import table
 from serverless_mlflow.store import runs as store_runs
 from tests.runs.test_search_differential import _logical
 
@@ -129,7 +130,7 @@ def test_searches_show_every_change_while_the_indexer_lags(paused_runtime: Any, 
 
 
 def _unindexed(experiment_id: str) -> dict[str, Any]:
-    from serverless_mlflow.schema import COLLECTIONS
+    from serverless_mlflow.storage.schema import COLLECTIONS
 
     return dict(COLLECTIONS["unindexed"].query(scope=store_runs.RUN.pk.render({"experiment_id": experiment_id})))
 

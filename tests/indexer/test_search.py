@@ -14,9 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mlflow.utils.search_utils import _ilike, _like
 
-from serverless_mlflow import fts, param_ranks, rank_items, ranks, run_metrics, table
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.index import fts, param_ranks, rank_items, ranks
 from serverless_mlflow.search.like import like_match
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
+from serverless_mlflow.store import run_metrics
 
 from . import support as s
 

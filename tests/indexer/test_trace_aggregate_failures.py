@@ -18,9 +18,9 @@ from mlflow import MlflowClient
 from mlflow.entities.trace_metrics import AggregationType, MetricAggregation, MetricViewType
 
 from local.streams import needs_indexing
-from serverless_mlflow import table
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE
-from serverless_mlflow.trace_aggregates import RECORD
+from serverless_mlflow.index.trace_aggregates import RECORD
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY, ENTITY_TYPE
 from tests.indexer.support import Stream, invoke_indexer
 
 pytestmark = pytest.mark.e2e

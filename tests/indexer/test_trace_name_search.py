@@ -21,9 +21,10 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import TraceInfo, TraceLocation, TraceState
 
-from serverless_mlflow import fts, layout, table
-from serverless_mlflow.derived import FLAG_ATTRIBUTE
-from serverless_mlflow.schema import COLLECTIONS, ENTITY_TYPE, TRACE_BUCKET_MS, TRACE_SHARDS, trace_shard
+from serverless_mlflow.index import fts
+from serverless_mlflow.index.derived import FLAG_ATTRIBUTE
+from serverless_mlflow.storage import layout, table
+from serverless_mlflow.storage.schema import COLLECTIONS, ENTITY_TYPE, TRACE_BUCKET_MS, TRACE_SHARDS, trace_shard
 from serverless_mlflow.store import trace_names, trace_partitions
 from tools import admin
 from tools import trace_names as trace_names_step

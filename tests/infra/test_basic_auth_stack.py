@@ -11,8 +11,8 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 from infra.constructs.api import AUTHORIZER_CACHE_SECONDS
 from local.authorizer import CACHE_SECONDS
-from serverless_mlflow import http_api
 from serverless_mlflow.auth.authorizer import DEFAULT_CACHE_SECONDS
+from serverless_mlflow.http import http_api
 from tests.infra.test_stack import NAG_ID, Synth, policy_statements_of
 
 pytestmark = pytest.mark.xdist_group("infra")

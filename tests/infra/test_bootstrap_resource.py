@@ -18,8 +18,8 @@ import boto3
 import pytest
 
 import infra
-from serverless_mlflow import schema, table
-from serverless_mlflow.bootstrap import bootstrap_items
+from serverless_mlflow.http.bootstrap import bootstrap_items
+from serverless_mlflow.storage import schema, table
 
 TABLE = "bootstrap-resource-test"
 

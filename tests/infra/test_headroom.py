@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from infra.permissions import access_for
-from serverless_mlflow import http_api, routes
+from serverless_mlflow.http import http_api
+from serverless_mlflow.request import routes
 from tests.infra.test_stack import Synth
 
 pytestmark = pytest.mark.xdist_group("infra")

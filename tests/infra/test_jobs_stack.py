@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from serverless_mlflow import job_queue
+from serverless_mlflow.jobs import job_queue
 from tests.infra.test_stack import Synth, function_of, mapping_of, policy_statements_of
 
 pytestmark = pytest.mark.xdist_group("infra")

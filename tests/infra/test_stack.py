@@ -24,7 +24,9 @@ from infra.constructs.functions import LIVE_ALIAS
 from infra.constructs.indexer import BATCHING_WINDOW_SECONDS, RETRY_ATTEMPTS, removal_source_entity_types, source_entity_types
 from infra.permissions import ACCESS, TABLE_WRITE, access_for
 from infra.stack import MlflowServerlessStack
-from serverless_mlflow import http_api, routes, schema
+from serverless_mlflow.http import http_api
+from serverless_mlflow.request import routes
+from serverless_mlflow.storage import schema
 
 pytestmark = pytest.mark.xdist_group("infra")
 
@@ -248,7 +250,7 @@ def test_layer_vendors_the_locked_packages_for_arm64(synth: Synth) -> None:
     ((_, layer),) = own_resources(synth, "AWS::Lambda::LayerVersion").items()
     staged = synth.asset_dir(layer["Properties"]["Content"]["S3Key"])
     python = staged / "python"
-    assert (python / "serverless_mlflow" / "schema.py").is_file()
+    assert (python / "serverless_mlflow" / "storage" / "schema.py").is_file()
     assert (python / "aws_lambda_powertools" / "__init__.py").is_file()
     assert (python / "ulid").is_dir() and (python / "sqlparse").is_dir() and (python / "aws_xray_sdk").is_dir()
     # boto3 ships pinned (the version the tests run), not left to the runtime's.
@@ -563,7 +565,7 @@ def test_no_wildcard_resources_beyond_index_arns(synth: Synth) -> None:
 
 
 def test_bootstrap_custom_resource_names_the_bootstrap_items(synth: Synth) -> None:
-    from serverless_mlflow.bootstrap import bootstrap_items
+    from serverless_mlflow.http.bootstrap import bootstrap_items
 
     ((_, resource),) = synth.resources("Custom::MlflowBootstrapItems").items()
     props = resource["Properties"]
@@ -823,10 +825,10 @@ def test_declared_access_covers_what_the_feature_code_imports(feature: str) -> N
         pytest.skip(f"functions/{feature} does not exist yet")
     reached = _reached_layer_modules(feature)
     access = access_for(feature)
-    if "serverless_mlflow.table" in reached and feature not in _TABLE_FREE_BY_DESIGN:
-        assert access.table_read, f"{feature} imports serverless_mlflow.table but has no table access"
-    if "serverless_mlflow.s3" in reached:
-        assert access.bucket, f"{feature} imports serverless_mlflow.s3 but has no bucket access"
+    if "serverless_mlflow.storage.table" in reached and feature not in _TABLE_FREE_BY_DESIGN:
+        assert access.table_read, f"{feature} imports serverless_mlflow.storage.table but has no table access"
+    if "serverless_mlflow.storage.s3" in reached:
+        assert access.bucket, f"{feature} imports serverless_mlflow.storage.s3 but has no bucket access"
 
 
 _IMPORT_EVERY_HANDLER = """

@@ -17,7 +17,7 @@ import mlflow
 import pytest
 import requests
 
-from serverless_mlflow import clock
+from serverless_mlflow.core import clock
 from tests.conftest import unique
 from tests.mlflow_reference import asgi_reference_server_of
 from tests.review.test_issue_detection_invoke import DISCOVERY_SCRIPT, ISSUE_NAME

@@ -23,7 +23,7 @@ from botocore.stub import ANY, Stubber
 
 from local import streams
 from local.streams import StreamFollower
-from serverless_mlflow import derived
+from serverless_mlflow.index import derived
 from tests.conftest import unique
 from tests.indexer import support as s
 
@@ -585,8 +585,8 @@ def test_a_bigger_batch_size_delivers_fewer_bigger_invocations_in_stream_order(s
 
 def test_only_the_indexer_s_source_records_reach_it_and_the_checkpoint_passes_the_others(stream: s.Stream) -> None:
     from local.streams import is_indexer_source
-    from serverless_mlflow import table
-    from serverless_mlflow.schema import ENTITY
+    from serverless_mlflow.storage import table
+    from serverless_mlflow.storage.schema import ENTITY
 
     s.put_experiment("1", "source", 1)
     s.put_run("1", "a" * 32, "run", 2)
@@ -612,8 +612,8 @@ def test_the_runtime_does_not_deliver_the_indexer_s_own_flag_clearing(stream: s.
     flag (the indexer's own compare-before-clear, which it skips as irrelevant); a MODIFY that also changes the
     value, and a REMOVE, are delivered."""
     from local.streams import needs_indexing
-    from serverless_mlflow import table
-    from serverless_mlflow.schema import ENTITY
+    from serverless_mlflow.storage import table
+    from serverless_mlflow.storage.schema import ENTITY
 
     key = {"experiment_id": "1", "run_id": "b" * 32, "key": "team"}
     tag = ENTITY["run_tag"].item({"key": "team", "value": "red"}, **key)
@@ -712,7 +712,7 @@ def test_a_restarted_runtime_resumes_its_table_s_stream(server: str, tmp_path: P
     import mlflow
 
     from local.runtime import LocalRuntime
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     monkeypatch.setenv("TABLE_NAME", unique("restart"))
     monkeypatch.setenv("STREAM_CHECKPOINT_DIR", str(tmp_path))
@@ -741,7 +741,7 @@ def test_make_serve_restarted_on_its_persistent_database_resumes_the_stream(
     import mlflow
 
     from local.runtime import LocalRuntime
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     monkeypatch.delenv("DYNAMODB_ENDPOINT_URL")  # the runtime starts its own DynamoDB Local (S3 stays shared)
     monkeypatch.setenv("DYNAMODB_LOCAL_DB_PATH", str(tmp_path / "db"))

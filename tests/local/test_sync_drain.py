@@ -18,8 +18,9 @@ import pytest
 import requests
 
 from local import writes
-from serverless_mlflow import derived, table
-from serverless_mlflow.schema import ENTITY, PK, SK
+from serverless_mlflow.index import derived
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY, PK, SK
 from tests.conftest import unique
 
 pytestmark = pytest.mark.e2e

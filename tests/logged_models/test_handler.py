@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from local.events import LambdaContext, api_gateway_event
-from serverless_mlflow import route_match, table
+from serverless_mlflow.request import route_match
+from serverless_mlflow.storage import table
 from tests.conftest import unique
 
 M2 = "/api/2.0/mlflow"

@@ -144,7 +144,7 @@ def _check_stable(
 @contextmanager
 def table_selected(name: str) -> Iterator[None]:
     """This process's layer (admin, migrate) on ``name`` for the block."""
-    from serverless_mlflow import layout, table
+    from serverless_mlflow.storage import layout, table
 
     saved = os.environ["TABLE_NAME"]
     os.environ["TABLE_NAME"] = name
@@ -198,7 +198,7 @@ def test_online_migration_of_a_previous_release_table(server: str, v1_tree: Path
 
     monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")  # a trace is stored when its function returns
 
-    from serverless_mlflow import layout
+    from serverless_mlflow.storage import layout
     from tools import admin, migrate, trace_migration
     from tools.migrate.steps import metrics_outside_experiment as metrics_step
 

@@ -26,7 +26,7 @@ def _seed(name: str) -> None:
     transactions deep-copy the whole table."""
     from registry import items, models
 
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     models.create_registered_model(name, {f"mt{i}": f"v{i}" for i in range(MODEL_TAGS)}, "big one")
     bulk = []
@@ -57,7 +57,7 @@ def _seed(name: str) -> None:
 def _partition_items(name: str) -> list[dict]:
     from registry.items import partition
 
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     return table.query(partition(name))
 
@@ -65,7 +65,7 @@ def _partition_items(name: str) -> list[dict]:
 def _listed(name: str) -> bool:
     from registry.items import entry_key
 
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     return table.get(entry_key(name)) is not None
 

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 
 
 def _measure(fn: Any) -> dict[str, Any]:
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     table.STATS.reset()
     fn()

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 def _items(name: str) -> list[dict]:
     from registry.items import partition
 
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     return table.query(partition(name))
 

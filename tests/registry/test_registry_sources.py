@@ -22,8 +22,8 @@ def _run(client: MlflowClient) -> tuple[str, str]:
 
 def _seed_logged_model(experiment_id: str, run_id: str | None, artifact_location: str) -> str:
     """A logged model as the logged-models feature stores it (item + locator, through the schema)."""
-    from serverless_mlflow import table
-    from serverless_mlflow.schema import ENTITY
+    from serverless_mlflow.storage import table
+    from serverless_mlflow.storage.schema import ENTITY
 
     model_id = f"m-{uuid.uuid4().hex}"
     attributes = {

@@ -11,7 +11,7 @@ import random
 import subprocess
 from typing import Any
 
-from serverless_mlflow import issue_schedule, issue_schedule_runs
+from serverless_mlflow.store import issue_schedule, issue_schedule_runs
 from tools.client_venvs import by_version, ensure
 
 ZONES = ["UTC", "America/New_York", "Europe/Berlin", "Australia/Sydney", "Asia/Kolkata", "Not/AZone", ""]

@@ -14,7 +14,7 @@ import json
 import pytest
 import requests
 
-from serverless_mlflow import clock
+from serverless_mlflow.core import clock
 from tests.conftest import unique
 
 pytestmark = pytest.mark.e2e

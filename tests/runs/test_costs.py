@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from runs import data, lifecycle, search
 
-from serverless_mlflow import table
+from serverless_mlflow.storage import table
 from serverless_mlflow.store import runs as store
 from tests.conftest import unique
 

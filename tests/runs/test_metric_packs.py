@@ -16,8 +16,9 @@ import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from serverless_mlflow import metric_packs, run_metrics, table
-from serverless_mlflow.schema import SK
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import SK
+from serverless_mlflow.store import metric_packs, run_metrics
 from tests.conftest import unique
 from tests.runs.conftest import Twin
 from tests.runs.test_reference_api import _setup

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from runs import search
 
-from serverless_mlflow import table
+from serverless_mlflow.storage import table
 from tests.conftest import unique
 
 pytestmark = pytest.mark.e2e

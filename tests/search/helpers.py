@@ -9,7 +9,7 @@ from typing import Any
 
 from mlflow.exceptions import MlflowException
 
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
 
 # Strings chosen to hit the SQL semantics: case (ASCII vs non-ASCII), wildcards as data, unicode ordering,
 # whitespace/control characters, numeric-looking strings (compared as text), backslashes (no LIKE escape).

@@ -8,7 +8,7 @@ import pytest
 from mlflow.utils.search_utils import SearchExperimentsUtils, SearchModelUtils, SearchModelVersionUtils, SearchUtils
 
 from serverless_mlflow import search
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
 from serverless_mlflow.search.entity_grammars import ExperimentGrammar, ModelVersionGrammar, RegisteredModelGrammar
 from serverless_mlflow.search.grammar import RunGrammar
 from tests.search.helpers import assert_same, outcome

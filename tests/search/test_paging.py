@@ -12,7 +12,7 @@ import pytest
 from mlflow.utils.search_utils import SearchUtils
 
 from serverless_mlflow import search
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
 from tests.search.helpers import outcome
 
 

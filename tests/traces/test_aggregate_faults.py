@@ -15,8 +15,8 @@ from mlflow import MlflowClient
 from mlflow.entities.trace_metrics import AggregationType, MetricAggregation, MetricViewType
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from serverless_mlflow import table
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 from tests.conftest import unique
 
 pytestmark = pytest.mark.e2e

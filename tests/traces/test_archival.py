@@ -71,7 +71,7 @@ def _spans(server: str, trace_id: str) -> list[dict[str, Any]]:
 
 
 def _span_items(trace_id: str) -> list[dict[str, Any]]:
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
     from serverless_mlflow.store import traces as store
 
     return table.query(**store.SPAN.query("of_trace", trace_id=trace_id))
@@ -156,7 +156,7 @@ def test_old_traces_are_archived_and_stay_readable(archival: Any, server: str, c
     # The archive is MLflow's payload at MLflow's path: MLflow's own reader decodes it.
     from mlflow.tracing.otel.otel_archival import traces_data_pb_to_spans
 
-    from serverless_mlflow import s3
+    from serverless_mlflow.storage import s3
     from serverless_mlflow.store import trace_archive
 
     info = client.get_trace(old[0]).info
@@ -281,7 +281,7 @@ def test_settings_resolve_as_in_mlflow(archival: Any, server: str, client: mlflo
 
 
 def test_a_workspace_retention_and_location_apply(archival: Any, server: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from serverless_mlflow import s3
+    from serverless_mlflow.storage import s3
 
     monkeypatch.setenv("MLFLOW_ENABLE_WORKSPACES", "true")
     name = unique("arch").lower()
@@ -309,7 +309,7 @@ def test_a_workspace_retention_and_location_apply(archival: Any, server: str, mo
 def test_passes_run_at_most_once_per_interval(
     archival: Any, server: str, client: mlflow.MlflowClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
     from serverless_mlflow.store import trace_archival
 
     table.delete(trace_archival.CONFIG.key(key=trace_archival.PASS_KEY))  # no pass started yet in this table

@@ -8,8 +8,8 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import AssessmentSource
 
-from serverless_mlflow import table
-from serverless_mlflow.schema import LEGACY_TRACE_SHARDS, PK, SK, trace_shard
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import LEGACY_TRACE_SHARDS, PK, SK, trace_shard
 from serverless_mlflow.store import trace_partitions
 from serverless_mlflow.store import traces as store
 from tests.conftest import unique

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import requests
 
-from serverless_mlflow import table
+from serverless_mlflow.storage import table
 from serverless_mlflow.store import traces as store
 from tests.traces.test_spans_only_reference import CHILD, GRANDCHILD, ROOT, Side
 

@@ -14,9 +14,9 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities.trace_metrics import AggregationType, MetricAggregation, MetricViewType
 
-from serverless_mlflow import table
-from serverless_mlflow.trace_aggregates import RECORD, recorded_shares
-from serverless_mlflow.trace_metrics import rollups
+from serverless_mlflow.index.trace_aggregates import RECORD, recorded_shares
+from serverless_mlflow.index.trace_metrics import rollups
+from serverless_mlflow.storage import table
 from tests.conftest import unique
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("tracing")]

@@ -18,8 +18,8 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities.trace_metrics import AggregationType, MetricAggregation, MetricViewType
 
-from serverless_mlflow import table
-from serverless_mlflow.schema import ROLLUP_SHARDS
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ROLLUP_SHARDS
 from tests.conftest import unique
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("tracing")]
@@ -98,7 +98,7 @@ def test_seven_day_charts_read_coarse_rollups_and_match_sqlalchemy_store(server:
 
 
 def _family(sort_key: str) -> str:
-    from serverless_mlflow.trace_metrics import rollups
+    from serverless_mlflow.index.trace_metrics import rollups
 
     return str(rollups.ROLLUP.parse(sort_key, fields=("family",))["family"])
 
@@ -107,8 +107,9 @@ def _as_before_the_levels(experiment_id: str) -> None:
     """The experiment as code before the coarse levels left it: contribution records with the full level's parts
     only, no coarse rollup items, the ``rollup_levels`` step not recorded."""
 
-    from serverless_mlflow import layout, trace_aggregates
-    from serverless_mlflow.trace_metrics import rollups
+    from serverless_mlflow.index import trace_aggregates
+    from serverless_mlflow.index.trace_metrics import rollups
+    from serverless_mlflow.storage import layout
     from tools import rollup_levels
 
     for trace_id in rollup_levels.trace_ids(experiment_id):
@@ -126,7 +127,7 @@ def _as_before_the_levels(experiment_id: str) -> None:
 
 
 def test_migration_step_adds_the_levels_to_traces_aggregated_before_them(server: str) -> None:
-    from serverless_mlflow import layout
+    from serverless_mlflow.storage import layout
     from tools import rollup_levels
 
     ours, experiment_id = _log(server)
@@ -168,8 +169,9 @@ def _without_status_minutes(experiment_id: str) -> None:
     """The experiment as code before the per-status minute slices left it: contribution records without their
     parts, no such items, the step unrecorded."""
 
-    from serverless_mlflow import layout, trace_aggregates
-    from serverless_mlflow.trace_metrics import rollups
+    from serverless_mlflow.index import trace_aggregates
+    from serverless_mlflow.index.trace_metrics import rollups
+    from serverless_mlflow.storage import layout
     from tools import rollup_levels
 
     family = rollups.TRACE_ROWS + rollups.BY_STATUS_MINUTE
@@ -185,7 +187,7 @@ def _without_status_minutes(experiment_id: str) -> None:
 
 
 def test_status_grouped_edges_read_per_status_minute_items(server: str, reference_uri: str) -> None:
-    from serverless_mlflow import layout
+    from serverless_mlflow.storage import layout
     from tools import rollup_levels
 
     ours, experiment_id = _log(server, EDGE_OFFSETS_MS)

@@ -1,4 +1,4 @@
-"""The percentile bound of trace-metric rollups (``serverless_mlflow.trace_metrics.summary``): past the values a
+"""The percentile bound of trace-metric rollups (``serverless_mlflow.index.trace_metrics.summary``): past the values a
 summary keeps exactly, a percentile is read from DDSketch-style log buckets and must stay within ``ALPHA`` (1%)
 relative error of MLflow's exact answer (linear interpolation, numpy's default), after merges (rollup items
 of many hours and slices), removals (deleted traces) and a JSON round trip (what a rollup item stores)."""
@@ -11,7 +11,7 @@ import random
 import numpy as np
 import pytest
 
-from serverless_mlflow.trace_metrics.summary import ALPHA, EXACT_LIMIT, Summary, bucket_of, bucket_value
+from serverless_mlflow.index.trace_metrics.summary import ALPHA, EXACT_LIMIT, Summary, bucket_of, bucket_value
 
 PERCENTILES = (0.0, 1.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0)
 

@@ -156,7 +156,7 @@ def test_a_link_held_before_the_root_span_arrives_reaches_the_info_made_from_it(
 def test_a_link_waits_once_for_a_writer_that_died_and_its_retry_adds_it(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A start_trace that named the info's place and died before writing the info (the locator as it left it):
     the link waits LINK_WAIT_SECONDS once for the whole request, then the client's retried start_trace adds it."""
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
 
     monkeypatch.setattr(run_links, "LINK_WAIT_SECONDS", 0.5)
     mlflow.set_tracking_uri(server)

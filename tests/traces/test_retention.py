@@ -9,8 +9,8 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
-from serverless_mlflow import table
-from serverless_mlflow.schema import TTL_ATTRIBUTE, trace_bucket, trace_shard
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import TTL_ATTRIBUTE, trace_bucket, trace_shard
 from serverless_mlflow.store import trace_partitions
 from serverless_mlflow.store import traces as store
 from tests.conftest import unique

@@ -17,7 +17,7 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import TraceInfo, TraceLocation, TraceState
 
-from serverless_mlflow.schema import TRACE_BUCKET_MS, TRACE_SHARDS, trace_bucket, trace_shard
+from serverless_mlflow.storage.schema import TRACE_BUCKET_MS, TRACE_SHARDS, trace_bucket, trace_shard
 from tests.conftest import unique
 
 # The module's stores are built once, on one worker (xdist would otherwise build them on each).

@@ -9,9 +9,9 @@ import mlflow
 import pytest
 from mlflow import MlflowClient
 
-from serverless_mlflow import s3, table
-from serverless_mlflow.item_size import MAX_ITEM_BYTES, item_bytes
-from serverless_mlflow.schema import ENTITY, PK, SK
+from serverless_mlflow.storage import s3, table
+from serverless_mlflow.storage.item_size import MAX_ITEM_BYTES, item_bytes
+from serverless_mlflow.storage.schema import ENTITY, PK, SK
 from tests.conftest import unique
 
 SPANS = 1000

@@ -9,8 +9,9 @@ import pytest
 import requests
 
 from local.events import api_gateway_event
-from serverless_mlflow import http_api, route_match, routes
-from serverless_mlflow.api import ajax_to_api
+from serverless_mlflow.http import http_api
+from serverless_mlflow.http.api import ajax_to_api
+from serverless_mlflow.request import route_match, routes
 from tests.conftest import unique
 
 # HTTP API's default quota is 300 routes: new MLflow routes under an existing group cost none (greedy groups);

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import requests
 
-from serverless_mlflow.static_files import wheel_build_dir
+from serverless_mlflow.http.static_files import wheel_build_dir
 from tests.conftest import unique
 from tests.runs.conftest import reference_client
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow.errors import MlflowError, not_found
-from serverless_mlflow.graphql import execute
+from serverless_mlflow.core.errors import MlflowError, not_found
+from serverless_mlflow.request.graphql import execute
 
 
 def _thing(arguments: dict[str, Any], errors: list[str]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from local.events import LambdaContext, api_gateway_event
-from serverless_mlflow.static_files import STATIC_CACHE_CONTROL, compress, content_type, stage, wheel_build_dir
+from serverless_mlflow.http.static_files import STATIC_CACHE_CONTROL, compress, content_type, stage, wheel_build_dir
 
 pytestmark = pytest.mark.e2e
 

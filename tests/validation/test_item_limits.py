@@ -64,8 +64,9 @@ def test_experiment_with_oversized_description_tag_is_refused_like_mlflow(server
 
 
 def test_the_guard_counts_like_dynamodb_local(server: str) -> None:
-    from serverless_mlflow import errors, schema, table
-    from serverless_mlflow.item_size import MAX_ITEM_BYTES, item_bytes
+    from serverless_mlflow.core import errors
+    from serverless_mlflow.storage import schema, table
+    from serverless_mlflow.storage.item_size import MAX_ITEM_BYTES, item_bytes
 
     key = {schema.PK: unique("SIZE#"), schema.SK: "item"}
     base = {**key, "blob": ""}

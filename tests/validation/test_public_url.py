@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from mlflow.utils import validation as ref
 
-from serverless_mlflow import public_url, webhook_http
+from serverless_mlflow.core import public_url
+from serverless_mlflow.jobs import webhook_http
 
 from .test_validation import outcome
 

@@ -11,8 +11,8 @@ from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunT
 from mlflow.exceptions import MlflowException
 from mlflow.utils import validation as ref
 
-from serverless_mlflow import validation as ours
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core import validation as ours
+from serverless_mlflow.core.errors import MlflowError
 
 
 def outcome(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[str, Any]:

@@ -19,7 +19,7 @@ import pytest
 import requests
 from mlflow.webhooks.delivery import _generate_hmac_signature
 
-from serverless_mlflow.registry_events import VALID_ENTITY_ACTIONS
+from serverless_mlflow.store.registry_events import VALID_ENTITY_ACTIONS
 from tests.conftest import unique
 from tests.webhooks.conftest import HookRuntime, Receiver, serve_receiver
 

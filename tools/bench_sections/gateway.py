@@ -69,7 +69,7 @@ def _chat(session: requests.Session, url: str, body: dict[str, Any], headers: di
 
 def _dynamodb_per_call(runtime: Any, call: Callable[[], None], n: int) -> dict[str, Any]:
     """DynamoDB work of ``n`` calls, the usage trace's asynchronous export included, per call."""
-    from serverless_mlflow.table import STATS
+    from serverless_mlflow.storage.table import STATS
 
     runtime.wait_for_async_invocations()
     STATS.reset()

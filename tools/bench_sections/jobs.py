@@ -21,7 +21,7 @@ JOBS = "/ajax-api/3.0/jobs"
 
 
 def section(context: Any) -> Figures:
-    from serverless_mlflow.table import STATS
+    from serverless_mlflow.storage.table import STATS
     from tools import bench
 
     n = int(os.environ.get("BENCH_JOBS", "100"))

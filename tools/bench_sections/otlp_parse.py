@@ -1,4 +1,4 @@
-"""OTLP parse time of a 458 KB trace export (``serverless_mlflow.otlp.parse_otlp``) with the layer's own protobuf.
+"""OTLP parse time of a 458 KB trace export (``serverless_mlflow.request.otlp.parse_otlp``) with the layer's own protobuf.
 
 The layer is built for this machine from ``requirements/layer.lock`` (``infra/assets.py``: the recipe that builds
 Lambda's arm64 layer) and the parse runs in fresh ``python -S`` interpreters with only that layer on the path, so
@@ -29,7 +29,7 @@ _PROBE = """
 import json, os, statistics, sys, time
 from google.protobuf.internal import api_implementation
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from serverless_mlflow.otlp import parse_otlp
+from serverless_mlflow.request.otlp import parse_otlp
 
 target, runs = int(sys.argv[1]), int(sys.argv[2])
 request = ExportTraceServiceRequest()

@@ -2,7 +2,7 @@
 
     python -m tools.migrate [--workspace default ...] [--max-items N] [--status]
 
-The table's layout version is ``CONFIG`` / ``CFG#layout_version`` (``serverless_mlflow.layout``; not recorded =
+The table's layout version is ``CONFIG`` / ``CFG#layout_version`` (``serverless_mlflow.storage.layout``; not recorded =
 layout 1). Each step (``tools/migrate/steps``) moves a table from one version to the next; the runner applies
 them in order from the recorded version to ``layout.CURRENT``, and records each step's target version when the
 step has finished, on condition that the version is still the one it started from.
@@ -35,8 +35,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "layers" / "shared" / "python"))
 
-from serverless_mlflow import layout, table  # noqa: E402
-from serverless_mlflow.schema import ENTITY  # noqa: E402
+from serverless_mlflow.storage import layout, table  # noqa: E402
+from serverless_mlflow.storage.schema import ENTITY  # noqa: E402
 
 CONFIG = ENTITY["config"]
 DEFAULT_WORKSPACES = ("default",)

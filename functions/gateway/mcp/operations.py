@@ -6,7 +6,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-from serverless_mlflow.api import Request
+from serverless_mlflow.http.api import Request
 
 from . import endpoints, servers, versions, wire
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import table
 from serverless_mlflow.request.workspace import current as current_workspace
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 
 SERVER = ENTITY["mcp_server"]
 SERVER_TAG = ENTITY["mcp_server_tag"]

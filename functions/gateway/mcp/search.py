@@ -12,8 +12,8 @@ from sqlparse.engine.grouping import group_comparison
 from sqlparse.sql import Identifier, Token
 from sqlparse.tokens import Token as TokenType
 
-from serverless_mlflow.errors import invalid
-from serverless_mlflow.pages import token_json
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.request.pages import token_json
 from serverless_mlflow.search.filter_matching import compare
 from serverless_mlflow.search.grammar import RunGrammar
 

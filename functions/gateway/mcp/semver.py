@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 
 _MAX_LENGTH = 128
 _MAX_CORE_VALUE = 2_147_483_647

@@ -6,9 +6,10 @@ import json
 import re
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import already_exists, invalid, not_found
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import already_exists, invalid, not_found
+from serverless_mlflow.storage import table
 
 from . import records, views
 from .records import ACTIVE, LATEST, Server

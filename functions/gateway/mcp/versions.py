@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import already_exists, invalid, not_found
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import already_exists, invalid, not_found
+from serverless_mlflow.storage import table
 
 from . import records, semver, servers, views
 from .records import DELETED, LATEST, Server

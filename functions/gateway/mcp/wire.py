@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from serverless_mlflow import public_url
-from serverless_mlflow.api import Request
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core import public_url
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.http.api import Request
 from serverless_mlflow.request import json_text
 
 MAX_ICONS = 100

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.routes import ROUTES, SKILLS
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.request.routes import ROUTES, SKILLS
 
 _operations = deferred("gateway.skills.operations")
 

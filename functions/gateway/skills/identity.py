@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from serverless_mlflow.errors import invalid
-from serverless_mlflow.validation.common import validate_length_limit
-from serverless_mlflow.validation.registry import (
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.core.validation.common import validate_length_limit
+from serverless_mlflow.core.validation.registry import (
     validate_model_alias_name,
     validate_model_alias_name_reserved,
     validate_registered_model_tag,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from serverless_mlflow.api import Request
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.http.api import Request
 
 from . import identity, skills, versions, wire
 

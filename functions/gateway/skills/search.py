@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import sqlparse
 from sqlparse import tokens as token_types
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 from serverless_mlflow.search.grammar import RunGrammar
 
 from ..mcp import search as mcp_search

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 
 GIT, OCI, ZIP, MLFLOW = "git", "oci", "zip", "mlflow"
 CLIENT_TYPES = (GIT, OCI, ZIP)

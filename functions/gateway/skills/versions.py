@@ -7,9 +7,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import MlflowError, already_exists, invalid, not_found
+from serverless_mlflow.storage import table
 
 from . import identity, records, skills, sources, views
 from .records import ACTIVE, DELETED, DEPRECATED, DRAFT, Skill

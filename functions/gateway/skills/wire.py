@@ -11,8 +11,8 @@ import math
 import urllib.parse
 from typing import Any
 
-from serverless_mlflow.api import Request
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.http.api import Request
 from serverless_mlflow.request import json_text
 
 from ..mcp import wire as mcp_wire

@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from serverless_mlflow import clock
-from serverless_mlflow.issue_schedule_runs import CHECKPOINT_TAG, watermark
+from serverless_mlflow.core import clock
+from serverless_mlflow.store.issue_schedule_runs import CHECKPOINT_TAG, watermark
 
 from ..credentials import as_creator
 from ..runner import JobRun

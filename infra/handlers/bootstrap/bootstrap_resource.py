@@ -1,6 +1,6 @@
 """CloudFormation custom resource: write the bootstrap items (Default experiment 0) after deploy.
 
-Runs on the shared layer and calls ``serverless_mlflow.bootstrap.ensure_bootstrap_items`` (conditional
+Runs on the shared layer and calls ``serverless_mlflow.http.bootstrap.ensure_bootstrap_items`` (conditional
 puts that ignore ConditionalCheckFailed), so an existing Default experiment is never overwritten and the
 timestamps are those of the first deploy. Invoked directly by CloudFormation (no provider framework),
 so it answers CloudFormation's presigned ResponseURL itself. Delete is a no-op: the table is retained.
@@ -44,7 +44,7 @@ def _ensure_admin() -> None:
         return
     import boto3
 
-    from serverless_mlflow.bootstrap import ensure_admin
+    from serverless_mlflow.http.bootstrap import ensure_admin
 
     secret = json.loads(boto3.client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"])
     created = ensure_admin(secret["username"], secret["password"])
@@ -56,7 +56,7 @@ def handler(event: dict[str, Any], context: Any) -> None:
     try:
         if event["RequestType"] in ("Create", "Update"):
             # Imported here so a broken layer is reported to CloudFormation instead of hanging the stack.
-            from serverless_mlflow.bootstrap import ensure_bootstrap_items
+            from serverless_mlflow.http.bootstrap import ensure_bootstrap_items
 
             ensure_bootstrap_items()
             _ensure_admin()

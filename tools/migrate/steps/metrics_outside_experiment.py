@@ -25,9 +25,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import layout, metric_marks, parallel, run_metrics, run_summaries, table
-from serverless_mlflow.derived import derive
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, LEGACY, PK, SK
+from serverless_mlflow.core import parallel
+from serverless_mlflow.index import metric_marks, run_summaries
+from serverless_mlflow.index.derived import derive
+from serverless_mlflow.storage import layout, table
+from serverless_mlflow.storage.schema import ENTITY, ENTITY_TYPE, LEGACY, PK, SK
+from serverless_mlflow.store import run_metrics
 from serverless_mlflow.store import runs as store
 from tools import admin
 from tools.migrate import Context

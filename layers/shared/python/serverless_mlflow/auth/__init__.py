@@ -3,6 +3,8 @@
 The API Gateway Lambda authorizer (``authorizer.py``) checks the credentials and passes the identity in the
 request context; ``enforce`` (called by ``api.build_app`` around every operation) applies the rule table
 (``rules/``). In the other modes (``iam``, ``none``) nothing here runs.
+
+May import: core, request, storage, store, llm_gateway.
 """
 
 from __future__ import annotations

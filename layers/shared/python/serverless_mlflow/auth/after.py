@@ -13,10 +13,10 @@ from serverless_mlflow.auth.checks import Identity, is_admin, permissions_on
 from serverless_mlflow.auth.permissions import EXPERIMENT, GATEWAY_ENDPOINT, PROMPT, READ_ACTION, REGISTERED_MODEL
 from serverless_mlflow.auth.resources import IS_PROMPT_TAG_KEY, param
 from serverless_mlflow.auth.resources import model_kind as _model_kind
-from serverless_mlflow.pages import page_response
+from serverless_mlflow.request.pages import page_response
 
 if TYPE_CHECKING:
-    from serverless_mlflow.api import Request
+    from serverless_mlflow.http.api import Request
 
 # (request, identity, result, rerun) -> result; rerun(request) calls the feature operation again.
 Rerun = Callable[["Request"], Any]

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from serverless_mlflow.auth import job_tokens, store
-from serverless_mlflow.table import deadline
+from serverless_mlflow.storage.table import deadline
 
 
 def credentials(header: str | None) -> tuple[str, str] | None:

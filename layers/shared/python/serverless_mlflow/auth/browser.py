@@ -14,13 +14,13 @@ from aws_lambda_powertools.event_handler import Response
 
 from serverless_mlflow import auth
 from serverless_mlflow.auth.authorizer import authorize_cached
-from serverless_mlflow.deferred import deferred
+from serverless_mlflow.core.deferred import deferred
 
 # MLflow's permission rules load only when basic auth is on (the UI's cold start without it stays lean).
 enforce = deferred("serverless_mlflow.auth.enforce")
 
 if TYPE_CHECKING:
-    from serverless_mlflow.api import Request
+    from serverless_mlflow.http.api import Request
 
 
 def challenge(req: Request) -> Response | None:

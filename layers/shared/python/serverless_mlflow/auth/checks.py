@@ -20,11 +20,11 @@ from serverless_mlflow.auth.permissions import (
     inherits_default_workspace,
 )
 from serverless_mlflow.auth.resources import Locator, Resource, model_kind, param
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 from serverless_mlflow.request import workspace as request_workspace
 
 if TYPE_CHECKING:
-    from serverless_mlflow.api import Request
+    from serverless_mlflow.http.api import Request
 
 
 class Unauthenticated(Exception):

@@ -10,10 +10,10 @@ from aws_lambda_powertools.event_handler import Response
 from serverless_mlflow.auth.authorizer import authorize_cached
 from serverless_mlflow.auth.checks import Identity, Unauthenticated, is_admin
 from serverless_mlflow.auth.rules import PUBLIC, rule_for
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
 
 if TYPE_CHECKING:
-    from serverless_mlflow.api import Request
+    from serverless_mlflow.http.api import Request
 
 REALM = 'Basic realm="mlflow"'
 # MLflow's own texts (make_basic_auth_response / make_forbidden_response).

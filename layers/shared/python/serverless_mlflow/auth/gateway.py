@@ -9,7 +9,7 @@ from serverless_mlflow.auth.checks import Identity, is_admin, need
 from serverless_mlflow.auth.permissions import READ_ACTION
 
 if TYPE_CHECKING:
-    from serverless_mlflow.api import Request
+    from serverless_mlflow.http.api import Request
 
 _read_endpoint = need(resources.gateway_endpoint, READ_ACTION)
 

@@ -16,7 +16,7 @@ from typing import Any
 from serverless_mlflow.auth.checks import Identity, is_admin, permissions_on
 from serverless_mlflow.auth.permissions import EXPERIMENT, READ_ACTION, REGISTERED_MODEL
 from serverless_mlflow.auth.resources import Resource, model_kind, runs_of
-from serverless_mlflow.graphql import input_of
+from serverless_mlflow.request.graphql import input_of
 
 
 class FieldGuard:

@@ -122,7 +122,7 @@ def verify(username: str, token: str) -> str | None:
 def job_is_live(job_id: str, username: str) -> bool:
     """Whether the job a token names can still act: it exists, ``username`` submitted it, and it may still run
     (pending, running or awaiting recovery). One GetItem on the job's own partition."""
-    from serverless_mlflow import table
+    from serverless_mlflow.storage import table
     from serverless_mlflow.store.jobs import CANCELABLE, JOB
 
     item = table.get(JOB.key(job_id=job_id), projection="#s, creator", names={"#s": "status"})

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from serverless_mlflow import job_kinds
 from serverless_mlflow.auth import resources
 from serverless_mlflow.auth.checks import Identity, is_admin, need
 from serverless_mlflow.auth.permissions import EXPERIMENT, PROMPT, UPDATE
-from serverless_mlflow.errors import MlflowError, invalid
-from serverless_mlflow.store import jobs
+from serverless_mlflow.core.errors import MlflowError, invalid
+from serverless_mlflow.store import job_kinds, jobs
 
 if TYPE_CHECKING:
-    from serverless_mlflow.api import Request
     from serverless_mlflow.auth.resources import Resource
+    from serverless_mlflow.http.api import Request
 
 
 def may_submit(req: Request, identity: Identity) -> bool:

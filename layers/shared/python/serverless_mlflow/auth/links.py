@@ -20,12 +20,13 @@ import re
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
-from serverless_mlflow import artifact_locations, schema, table
 from serverless_mlflow.auth.permissions import EXPERIMENT
 from serverless_mlflow.auth.resources import Resource, model_kind, runs_of
+from serverless_mlflow.storage import schema, table
+from serverless_mlflow.store import artifact_locations
 
 if TYPE_CHECKING:
-    from serverless_mlflow.api import Request
+    from serverless_mlflow.http.api import Request
 
 # Ids past this length name nothing (DynamoDB keys are at most 2,048 bytes): judged as unknown.
 _MAX_ID_BYTES = 1024
@@ -203,7 +204,7 @@ def started_trace_owner(req: Request) -> list[Resource]:
 def exported_trace_owners(req: Request) -> list[Resource]:
     """OTLP spans joining traces that already exist: each trace's experiment (UPDATE). A body the endpoint
     refuses names nothing here (the feature answers its error)."""
-    from serverless_mlflow import otlp
+    from serverless_mlflow.request import otlp
 
     try:
         trace_ids = otlp.trace_ids(otlp.request_of(req))

@@ -13,13 +13,13 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from serverless_mlflow import schema, table
 from serverless_mlflow.auth.permissions import EXPERIMENT, GATEWAY_ENDPOINT, PROMPT, REGISTERED_MODEL
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found
 from serverless_mlflow.request import workspace as request_workspace
+from serverless_mlflow.storage import schema, table
 
 if TYPE_CHECKING:
-    from serverless_mlflow.api import Request
+    from serverless_mlflow.http.api import Request
 
 Resource = tuple[str, str]
 Locator = Callable[["Request"], "list[Resource] | None"]

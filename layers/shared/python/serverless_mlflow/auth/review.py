@@ -16,7 +16,7 @@ from serverless_mlflow.auth.permissions import EXPERIMENT, NO_PERMISSIONS, Permi
 from serverless_mlflow.auth.resources import Resource, optional_param, param
 
 if TYPE_CHECKING:
-    from serverless_mlflow.api import Request
+    from serverless_mlflow.http.api import Request
 
 
 def _experiment_permission(identity: Identity, experiment_id: str | None) -> Permission:
@@ -28,7 +28,7 @@ def _experiment_permission(identity: Identity, experiment_id: str | None) -> Per
 def label_schema_experiment(req: Request) -> list[Resource]:
     """The question's experiment; a missing question answers 404, as MLflow's validators do: they look it up
     with the store's ``get_label_schema`` (``_get_permission_from_label_schema_id``), whose not-found escapes."""
-    from serverless_mlflow.errors import not_found
+    from serverless_mlflow.core.errors import not_found
     from serverless_mlflow.store import label_schemas, review
 
     schema_id = param(req, "schema_id")
@@ -54,7 +54,7 @@ def body_experiment(req: Request) -> list[Resource] | None:
 def _queue(req: Request) -> dict[str, Any]:
     """The request's queue. A missing one answers 404 (admins included): MLflow's queue validators read it with
     the store's ``get_review_queue``, whose RESOURCE_DOES_NOT_EXIST escapes the validator."""
-    from serverless_mlflow.errors import not_found
+    from serverless_mlflow.core.errors import not_found
     from serverless_mlflow.store import review_queues
 
     queue_id = param(req, "queue_id")

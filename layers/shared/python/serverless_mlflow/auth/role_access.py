@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from serverless_mlflow import table
 from serverless_mlflow.auth import roles, store
 from serverless_mlflow.auth.permissions import MANAGE
+from serverless_mlflow.storage import table
 
 # --- what roles mean for authorization ------------------------------------------------------------------
 

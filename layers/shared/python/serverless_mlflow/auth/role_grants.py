@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import table
 from serverless_mlflow.auth import store
 from serverless_mlflow.auth.permissions import ALL, GRANTABLE, KINDS
 from serverless_mlflow.auth.roles import (
@@ -25,7 +24,8 @@ from serverless_mlflow.auth.roles import (
     get_role,
     role_or_none,
 )
-from serverless_mlflow.errors import already_exists, invalid, not_found
+from serverless_mlflow.core.errors import already_exists, invalid, not_found
+from serverless_mlflow.storage import table
 
 # MLflow's permissions.WORKSPACE_GRANTABLE_PERMISSIONS.
 WORKSPACE_GRANTABLE = ("MANAGE", "USE")

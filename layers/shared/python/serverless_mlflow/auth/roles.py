@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import schema, table
 from serverless_mlflow.auth import store
-from serverless_mlflow.errors import already_exists, invalid, not_found
+from serverless_mlflow.core.errors import already_exists, invalid, not_found
+from serverless_mlflow.storage import schema, table
 
 ROLE = schema.entity("role")
 ROLE_PERMISSION = schema.entity("role_permission")

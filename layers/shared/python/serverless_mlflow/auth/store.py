@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import schema, table
 from serverless_mlflow.auth import passwords
 from serverless_mlflow.auth.permissions import ALL, EXPERIMENT, GATEWAY_ENDPOINT, GRANTABLE, KINDS, PROMPT, REGISTERED_MODEL
-from serverless_mlflow.errors import already_exists, invalid, not_found
+from serverless_mlflow.core.errors import already_exists, invalid, not_found
 from serverless_mlflow.request import workspace as request_workspace
+from serverless_mlflow.storage import schema, table
 
 USER = schema.entity("user")
 USER_ENTRY = schema.entity("user_entry")

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from serverless_mlflow.auth import role_access, role_grants, roles
 from serverless_mlflow.auth.checks import Identity, is_admin
 from serverless_mlflow.auth.permissions import default_workspace_access
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
 from serverless_mlflow.request import workspace as request_workspace
 
 if TYPE_CHECKING:
-    from serverless_mlflow.api import Request
+    from serverless_mlflow.http.api import Request
 
 logger = logging.getLogger(__name__)
 

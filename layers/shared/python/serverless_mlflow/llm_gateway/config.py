@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import table
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 
 from . import crypto, records
 from .records import current_workspace

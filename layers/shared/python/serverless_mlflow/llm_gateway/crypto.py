@@ -10,8 +10,8 @@ configuration API never does (its role holds ``kms:Encrypt`` only).
 
 from __future__ import annotations
 
-from serverless_mlflow import kms_secrets
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.storage import kms_secrets
 
 MAX_PLAINTEXT_BYTES = kms_secrets.MAX_PLAINTEXT_BYTES
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from serverless_mlflow import table
-from serverless_mlflow.errors import not_found
+from serverless_mlflow.core.errors import not_found
 from serverless_mlflow.request.workspace import current as current_workspace
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 
 SECRET = ENTITY["gateway_secret"]
 SECRET_NAME = ENTITY["gateway_secret_name"]

@@ -27,7 +27,7 @@ from typing import Any
 
 import urllib3
 
-from serverless_mlflow import checked_http, public_url
+from serverless_mlflow.core import checked_http, public_url
 
 # MLflow strips these before any upstream call; hop-by-hop headers of the client's own connection go too.
 _STRIPPED_HEADERS = frozenset(

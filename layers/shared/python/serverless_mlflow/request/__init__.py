@@ -4,6 +4,12 @@
 ``checks`` (the handler schema checks), ``proto`` (protobuf's JSON rules), ``nested`` (Metric / Param /
 tag messages inside a request), ``enums`` (ViewType, RunStatus and their readers) and ``answers`` (the
 type-error text). Each feature keeps one table of its operations' ``Message``s in its own folder.
+
+Also holds what else a request may say and how it is read: the route table and its matching (``routes``,
+``route_match``), page tokens and paged answers (``pages``), MLflow's protobuf messages (``protos``), OTLP trace
+exports (``otlp``) and the web UI's GraphQL documents (``graphql``).
+
+May import: core.
 """
 
 from __future__ import annotations

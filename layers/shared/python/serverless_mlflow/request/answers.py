@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow.errors import MlflowError, invalid
-from serverless_mlflow.validation import invalid_value
+from serverless_mlflow.core.errors import MlflowError, invalid
+from serverless_mlflow.core.validation import invalid_value
 
 API_DOCS_HINT = " See the API docs for more information about request parameters."
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from serverless_mlflow.errors import invalid
-from serverless_mlflow.validation import invalid_value
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.core.validation import invalid_value
 
 from .answers import API_DOCS_HINT, type_hint
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow.validation.json_values import validate_finite_json
+from serverless_mlflow.core.validation.json_values import validate_finite_json
 
 from .answers import type_error
 from .checks import Check, validate

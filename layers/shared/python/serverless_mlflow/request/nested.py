@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
 
 from .answers import type_error
 from .proto import NestedParseError, to_double, to_int64, to_string

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 ENABLE_SETTING = "MLFLOW_ENABLE_WORKSPACES"
-HEADER = "x-mlflow-workspace"  # headers are read lower-cased (serverless_mlflow.api.Request)
+HEADER = "x-mlflow-workspace"  # headers are read lower-cased (serverless_mlflow.http.api.Request)
 DEFAULT_WORKSPACE = "default"
 
 _current: ContextVar[str] = ContextVar("mlflow_workspace", default=DEFAULT_WORKSPACE)

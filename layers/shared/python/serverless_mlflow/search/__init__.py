@@ -48,8 +48,10 @@ direction order, with +/-inf stored as +/-MAX_FLOAT via `metric_value`, so inf t
 `start_time DESC, run_id ASC`); params/tags: values (string code-point order) then missing. A token's
 position (`decode_page_token`) is [[rank, value], ...] per term: the first pair tells where to resume.
 
-Errors are `serverless_mlflow.errors.MlflowError`, with MLflow's message and error_code (mostly
+Errors are `serverless_mlflow.core.errors.MlflowError`, with MLflow's message and error_code (mostly
 INVALID_PARAMETER_VALUE; a few, e.g. duplicate order_by fields, are INTERNAL_ERROR as in MLflow).
+
+May import: core, request, storage.
 """
 
 from __future__ import annotations

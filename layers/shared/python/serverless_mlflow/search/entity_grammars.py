@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from sqlparse.sql import Comparison, Identifier, Parenthesis
 from sqlparse.tokens import Token as TokenType
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 from serverless_mlflow.search.grammar import RunGrammar
 from serverless_mlflow.search.sql_tokens import join_in_comparison_tokens
 

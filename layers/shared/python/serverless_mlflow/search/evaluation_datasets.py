@@ -20,13 +20,13 @@ from typing import Any, ClassVar
 from sqlparse.sql import Comparison
 from sqlparse.tokens import Token as TokenType
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.core.validation import validate_max_results_param
 from serverless_mlflow.search.filter_matching import compare
 from serverless_mlflow.search.grammar import RunGrammar
 from serverless_mlflow.search.ordering import OrderBy, OrderTerm, sort_key
 from serverless_mlflow.search.paging import decode_page_token, is_after, page
 from serverless_mlflow.search.sql_tokens import join_in_comparison_tokens
-from serverless_mlflow.validation import validate_max_results_param
 
 KIND = "evaluation_dataset"
 

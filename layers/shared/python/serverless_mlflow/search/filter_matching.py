@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 from serverless_mlflow.search.filters import (
     EXPERIMENT,
     IS_PROMPT_TAG_KEY,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 from serverless_mlflow.request.enums import ACTIVE_ONLY, ALL, DELETED_ONLY, VIEW_TYPE_NUMBERS
 from serverless_mlflow.search.entity_grammars import ExperimentGrammar, ModelVersionGrammar, RegisteredModelGrammar
 from serverless_mlflow.search.grammar import RunGrammar

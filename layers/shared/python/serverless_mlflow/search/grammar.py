@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from sqlparse.sql import Comparison, Identifier, Parenthesis, Statement
 from sqlparse.tokens import Token as TokenType
 
-from serverless_mlflow.errors import MlflowError, invalid
+from serverless_mlflow.core.errors import MlflowError, invalid
 from serverless_mlflow.search.sql_tokens import join_in_comparison_tokens, parse_sql
 
 # mlflow.entities.RunInfo.get_searchable_attributes() (sorted); all are also orderable.

@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlparse.sql import Comparison as SqlComparison
 
-from serverless_mlflow.errors import ATTRIBUTE_NOT_FOUND, MlflowError, invalid
+from serverless_mlflow.core.errors import ATTRIBUTE_NOT_FOUND, MlflowError, invalid
 from serverless_mlflow.search import filter_matching, ordering
 from serverless_mlflow.search.filter_matching import compare, metric_value
 from serverless_mlflow.search.filters import LOGGED_MODEL, Filter

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 from serverless_mlflow.search.entity_grammars import ExperimentGrammar, ModelVersionGrammar
 from serverless_mlflow.search.filter_matching import metric_value
 from serverless_mlflow.search.filters import (

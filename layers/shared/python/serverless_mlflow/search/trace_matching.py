@@ -12,11 +12,11 @@ import math
 import re
 from typing import Any
 
-from serverless_mlflow import issue_links
-from serverless_mlflow.errors import invalid
-from serverless_mlflow.keys import INT64_MAX, INT64_MIN
+from serverless_mlflow.core.errors import invalid
 from serverless_mlflow.search.like import like_match
 from serverless_mlflow.search.trace_grammar import LINKED_PROMPTS_TAG, SOURCE_RUN, TRACE_NAME_TAG
+from serverless_mlflow.storage import issue_links
+from serverless_mlflow.storage.keys import INT64_MAX, INT64_MIN
 
 
 def _tags(item: dict[str, Any]) -> dict[str, str]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import clock
-from serverless_mlflow.artifact_locations import default_experiment_artifact_location
+from serverless_mlflow.core import clock
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage.schema import ENTITY
+from serverless_mlflow.store.artifact_locations import default_experiment_artifact_location
 
 EXPERIMENT = ENTITY["experiment"]
 EXPERIMENT_NAME = ENTITY["experiment_name"]

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import clock, keys, table
-from serverless_mlflow.artifact_locations import default_experiment_artifact_location
-from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found
-from serverless_mlflow.issue_schedule import SCHEDULE_TAG
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, already_exists, invalid, not_found
+from serverless_mlflow.core.validation import parse_experiment_id
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage import keys, table
+from serverless_mlflow.storage.schema import ENTITY
 from serverless_mlflow.store import workspaces
+from serverless_mlflow.store.artifact_locations import default_experiment_artifact_location
 from serverless_mlflow.store.experiment_items import (
     ACTIVE,
     DEFAULT_EXPERIMENT_ID,
@@ -42,7 +43,7 @@ from serverless_mlflow.store.experiment_items import (
     name_claim_key,
     tag_item,
 )
-from serverless_mlflow.validation import parse_experiment_id
+from serverless_mlflow.store.issue_schedule import SCHEDULE_TAG
 
 # --- ids ----------------------------------------------------------------------------------------------
 

@@ -14,18 +14,19 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import MlflowError, invalid, not_found
-from serverless_mlflow.issue_links import ISSUE_TRACE
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import entity
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.issue_links import ISSUE_TRACE
+from serverless_mlflow.storage.schema import entity
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import review
 from serverless_mlflow.store import runs as run_store
 
 # protobuf is imported by the first call that builds or parses a message, not at a handler's cold start.
-protos = deferred("serverless_mlflow.protos")
+protos = deferred("serverless_mlflow.request.protos")
 # The filter grammar (sqlparse) for search_issues only.
 issue_grammar = deferred("serverless_mlflow.store.issue_grammar")
 

@@ -19,9 +19,10 @@ import json
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, schema, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found
 from serverless_mlflow.request import workspace as request_workspace
+from serverless_mlflow.storage import schema, table
 
 JOB = schema.entity("job")
 DEFAULT_WORKSPACE = request_workspace.DEFAULT_WORKSPACE

@@ -11,15 +11,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.deferred import deferred
-from serverless_mlflow.errors import already_exists, invalid, not_found
-from serverless_mlflow.schema import entity
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.deferred import deferred
+from serverless_mlflow.core.errors import already_exists, invalid, not_found
+from serverless_mlflow.core.validation import review as rules
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import entity
 from serverless_mlflow.store import review
-from serverless_mlflow.validation import review as rules
 
 # protobuf is imported by the first call that builds or parses a message, not at a handler's cold start.
-protos = deferred("serverless_mlflow.protos")
+protos = deferred("serverless_mlflow.request.protos")
 SCHEMA = entity("label_schema")
 NAME = entity("label_schema_name")
 KIND = "label_schema"

@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from serverless_mlflow import parallel, table
-from serverless_mlflow.errors import MlflowError, not_found
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
+from serverless_mlflow.core import parallel
+from serverless_mlflow.core.errors import MlflowError, not_found
+from serverless_mlflow.core.validation.json_values import float_json
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY, ENTITY_TYPE, SK
 from serverless_mlflow.store import experiments
-from serverless_mlflow.validation.json_values import float_json
 
 LOGGED_MODEL = ENTITY["logged_model"]
 LOCATOR = ENTITY["logged_model_locator"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import table
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import ENTITY, PK, model_scope
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY, PK, model_scope
 
 MODEL_VERSION = ENTITY["model_version"]
 

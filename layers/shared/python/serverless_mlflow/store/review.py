@@ -13,10 +13,10 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from serverless_mlflow import table
-from serverless_mlflow.errors import invalid, not_found
-from serverless_mlflow.pages import token_json
-from serverless_mlflow.schema import entity
+from serverless_mlflow.core.errors import invalid, not_found
+from serverless_mlflow.request.pages import token_json
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import entity
 from serverless_mlflow.store import experiments as experiment_store
 
 LOCATOR = entity("review_locator")

@@ -20,10 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import clock, logging_order, parallel, run_metrics, table
-from serverless_mlflow.errors import MlflowError, not_found
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, SK
-from serverless_mlflow.store import experiments
+from serverless_mlflow.core import clock, parallel
+from serverless_mlflow.core.errors import MlflowError, not_found
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY, ENTITY_TYPE, SK
+from serverless_mlflow.store import experiments, logging_order, run_metrics
 
 RUN = ENTITY["run"]
 RUN_LOCATOR = ENTITY["run_locator"]

@@ -25,10 +25,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_mlflow import artifact_locations, clock, s3, span_content, table
+from serverless_mlflow.core import clock
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import ENTITY, ENTITY_TYPE, PK, SK, TRACE_BUCKET_MS, trace_bucket
-from serverless_mlflow.store import experiment_items, trace_archive, trace_partitions, workspaces
+from serverless_mlflow.storage import s3, table
+from serverless_mlflow.storage.schema import ENTITY, ENTITY_TYPE, PK, SK, TRACE_BUCKET_MS, trace_bucket
+from serverless_mlflow.store import artifact_locations, experiment_items, span_content, trace_archive, trace_partitions, workspaces
 from serverless_mlflow.store import experiments as experiment_store
 from serverless_mlflow.store import trace_archival_config as config
 from serverless_mlflow.store import traces as store

@@ -19,16 +19,16 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import artifact_locations, s3
-from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.store import workspaces
-from serverless_mlflow.validation import (
+from serverless_mlflow.core.validation import (
     TRACE_ARCHIVAL_RETENTION_TAG,
     TRACE_ARCHIVE_NOW_TAG,
     parse_trace_archival_duration_config,
     validate_trace_archival_location,
     validate_trace_archival_retention_string,
 )
+from serverless_mlflow.request import workspace as request_workspace
+from serverless_mlflow.storage import s3
+from serverless_mlflow.store import artifact_locations, workspaces
 
 UNIT_MILLIS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # MLflow's interval_seconds: default and bound.

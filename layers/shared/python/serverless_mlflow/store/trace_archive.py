@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlparse
 
-from serverless_mlflow import s3
-from serverless_mlflow.errors import MlflowError
+from serverless_mlflow.core.errors import MlflowError
+from serverless_mlflow.storage import s3
 
 SPANS_LOCATION_TAG = "mlflow.trace.spansLocation"
 ARCHIVE_LOCATION_TAG = "mlflow.trace.archiveLocation"

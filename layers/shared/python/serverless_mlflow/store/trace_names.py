@@ -21,8 +21,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from serverless_mlflow import table
-from serverless_mlflow.schema import ENTITY, TTL_ATTRIBUTE
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY, TTL_ATTRIBUTE
 from serverless_mlflow.store import trace_partitions
 from serverless_mlflow.store.trace_partitions import Partition
 

@@ -21,8 +21,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from serverless_mlflow import clock, table
-from serverless_mlflow.schema import ENTITY, PK, TRACE_BUCKET_MS, TTL_ATTRIBUTE, trace_bucket, trace_partition, trace_shard_candidates
+from serverless_mlflow.core import clock
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import (
+    ENTITY,
+    PK,
+    TRACE_BUCKET_MS,
+    TTL_ATTRIBUTE,
+    trace_bucket,
+    trace_partition,
+    trace_shard_candidates,
+)
 
 BUCKET = ENTITY["trace_bucket"]
 TRACE = ENTITY["trace"]

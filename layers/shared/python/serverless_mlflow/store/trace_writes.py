@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import table
-from serverless_mlflow.errors import invalid
-from serverless_mlflow.schema import ENTITY_TYPE, INDEXES, PK, SK, TTL_ATTRIBUTE, trace_partition
+from serverless_mlflow.core.errors import invalid
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY_TYPE, INDEXES, PK, SK, TTL_ATTRIBUTE, trace_partition
 from serverless_mlflow.store import trace_names, trace_partitions
 from serverless_mlflow.store import traces as store
 

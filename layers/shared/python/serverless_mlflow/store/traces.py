@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow import clock, layout, table
-from serverless_mlflow.errors import MlflowError, invalid, not_found
-from serverless_mlflow.schema import ENTITY_TYPE, PK, SK, TTL_ATTRIBUTE, entity
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import MlflowError, invalid, not_found
+from serverless_mlflow.storage import layout, table
+from serverless_mlflow.storage.schema import ENTITY_TYPE, PK, SK, TTL_ATTRIBUTE, entity
 from serverless_mlflow.store import experiments, trace_partitions
 
 TRACE = entity("trace")

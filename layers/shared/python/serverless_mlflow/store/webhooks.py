@@ -13,10 +13,11 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from serverless_mlflow import clock, kms_secrets, schema, table
-from serverless_mlflow.errors import invalid, not_found
-from serverless_mlflow.pages import token_json
+from serverless_mlflow.core import clock
+from serverless_mlflow.core.errors import invalid, not_found
 from serverless_mlflow.request import workspace as request_workspace
+from serverless_mlflow.request.pages import token_json
+from serverless_mlflow.storage import kms_secrets, schema, table
 
 WEBHOOK = schema.entity("webhook")
 ACTIVE = "ACTIVE"

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from serverless_mlflow import table
-from serverless_mlflow.errors import MlflowError, already_exists, invalid, not_found, wrong_state
+from serverless_mlflow.core.errors import MlflowError, already_exists, invalid, not_found, wrong_state
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.schema import ENTITY
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY
 from serverless_mlflow.store import jobs
 
 WORKSPACE = ENTITY["workspace"]

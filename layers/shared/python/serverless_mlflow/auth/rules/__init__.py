@@ -15,7 +15,7 @@ from serverless_mlflow.auth.rules.common import Prepare, Rule
 from serverless_mlflow.auth.rules.genai import GENAI_RULES
 from serverless_mlflow.auth.rules.platform import PLATFORM_RULES
 from serverless_mlflow.auth.rules.tracking import TRACKING_RULES
-from serverless_mlflow.routes import PUBLIC_OPERATIONS
+from serverless_mlflow.request.routes import PUBLIC_OPERATIONS
 
 __all__ = ["FAIL_CLOSED", "PUBLIC", "RULES", "Prepare", "Rule", "rule_for"]
 

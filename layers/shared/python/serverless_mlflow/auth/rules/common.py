@@ -12,7 +12,7 @@ from serverless_mlflow.auth.checks import Check, Identity, need
 from serverless_mlflow.auth.permissions import DELETE, READ_ACTION, UPDATE
 
 if TYPE_CHECKING:
-    from serverless_mlflow.api import Request
+    from serverless_mlflow.http.api import Request
 
 # Before the operation: may rewrite the request (search_runs narrows experiment_ids) or answer it.
 Prepare = Callable[["Request", Identity], "Request | dict[str, Any]"]

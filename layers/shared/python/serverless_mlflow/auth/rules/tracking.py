@@ -24,7 +24,7 @@ from serverless_mlflow.auth.rules.common import (
 )
 
 if TYPE_CHECKING:
-    from serverless_mlflow.api import Request
+    from serverless_mlflow.http.api import Request
 
 
 def _readable_experiments(req: Request, identity: Identity) -> Request | dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from serverless_mlflow.errors import invalid
+from serverless_mlflow.core.errors import invalid
 
 from ..config import ModelConfig
 from ..provider_filter import is_allowed, normalize
