@@ -114,6 +114,9 @@ def _setup(runtime: Any, reference_uri: str, count: int, seed: int) -> tuple[tup
     return ours, reference, specs
 
 
+# 11 minutes on the 2-core CI box (every filter, both orders, page by page against SqlAlchemyStore): `make test-long`.
+# `make test` keeps name filters over every shard in tests/traces/test_search_partitions.py.
+@pytest.mark.long
 def test_name_searches_exact_with_the_indexer_paused_and_after(paused_runtime, reference_uri: str) -> None:
     ours, reference, specs = _setup(paused_runtime, reference_uri, 120, seed=5)
     assert {trace_shard(s["trace_id"]) for s in specs} == set(range(TRACE_SHARDS))
@@ -162,6 +165,7 @@ def _as_earlier_release(experiment_id: str) -> int:
     return flagged
 
 
+@pytest.mark.long  # 7 minutes on the 2-core CI box: `make test-long`
 def test_a_table_of_the_earlier_release_searches_exactly_and_migrates(paused_runtime, reference_uri: str) -> None:
     ours, reference, _ = _setup(paused_runtime, reference_uri, 80, seed=11)
     paused_runtime.indexer_mode = "sync"

@@ -22,7 +22,7 @@ from infra import assets
 from infra.config import StackConfig
 from infra.constructs.functions import LIVE_ALIAS
 from infra.constructs.indexer import BATCHING_WINDOW_SECONDS, RETRY_ATTEMPTS, removal_source_entity_types, source_entity_types
-from infra.permissions import ACCESS, TABLE_WRITE, access_for
+from infra.permissions import ACCESS, TABLE_WRITE, TRACE_ARCHIVES, access_for
 from infra.stack import MlflowServerlessStack
 from serverless_mlflow.http import http_api
 from serverless_mlflow.request import routes
@@ -556,7 +556,9 @@ def test_no_wildcard_resources_beyond_index_arns(synth: Synth) -> None:
                         # The job worker drives this stack's own API (every route of it), nothing else.
                         assert {"Ref": synth.logical_id(synth.stack.api.api)} in resource["Fn::Join"][1] and suffix == "/*", statement
                         continue
-                    assert suffix == "/index/*" or re.fullmatch(r"/[a-z_-]+/\*", suffix), statement
+                    # A prefix, or trace archives: one object name under the artifact prefix (permissions.TRACE_ARCHIVES).
+                    archives = suffix == f"/{TRACE_ARCHIVES}*"
+                    assert suffix == "/index/*" or re.fullmatch(r"/[a-z_-]+/\*", suffix) or archives, statement
                     if suffix != "/index/*":
                         assert all(a.startswith("s3:") for a in actions), statement
 

@@ -34,6 +34,12 @@ def artifacts_prefix() -> str:
     return os.environ.get("ARTIFACTS_PREFIX", DEFAULT_PREFIX).strip("/")
 
 
+def artifacts_root_uri() -> str:
+    """``s3://$BUCKET_NAME/$ARTIFACTS_PREFIX``: the ``mlflow-artifacts:/`` root as an S3 URI (e.g. trace archival's
+    default location). Composing it needs the bucket's name only, not access to the bucket (``storage.s3``)."""
+    return f"s3://{os.environ['BUCKET_NAME']}/{artifacts_prefix()}".rstrip("/")
+
+
 def artifact_key(relative_path: str) -> str:
     """The S3 key of a (validated, normalised) path relative to the ``mlflow-artifacts:/`` root."""
     prefix = artifacts_prefix()

@@ -27,7 +27,6 @@ from serverless_mlflow.core.validation import (
     validate_trace_archival_retention_string,
 )
 from serverless_mlflow.request import workspace as request_workspace
-from serverless_mlflow.storage import s3
 from serverless_mlflow.store import artifact_locations, workspaces
 
 UNIT_MILLIS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -65,7 +64,7 @@ def server_config() -> ServerConfig | None:
         return None
     try:
         retention = validate_trace_archival_retention_string(retention, parameter_name="trace_archival.retention")
-        default_root = f"s3://{s3.bucket_name()}/{artifact_locations.artifacts_prefix()}".rstrip("/")
+        default_root = artifact_locations.artifacts_root_uri()
         location = validate_trace_archival_location(
             os.environ.get("TRACE_ARCHIVAL_LOCATION") or default_root, parameter_name="trace_archival.location"
         )
