@@ -70,19 +70,20 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
             continue  # a layout 1 info: the migration moves it, start_trace keeps it current
         widened = span_infos.record(trace_id, batch, before, applied)
         placed = before.get("info_time")
-        if placed is None or _unwritten(trace_id, before, new_spans):  # ours to write: at our claim, else where placed
+        if placed is None or _unwritten(trace_id, before, new_spans, batch):  # ours to write: at our claim, else where placed
             span_infos.create(experiment, trace_id, claim if placed is None else int(placed), batch, run_links.pending(before))
             span_infos.sync(trace_id)  # batches that widened the range while the info was not there yet
         elif widened and (batch.root_state is not None or before.get("root_state") is not None):
             span_infos.sync(trace_id)
 
 
-def _unwritten(trace_id: str, before: dict[str, Any], new_spans: int) -> bool:
+def _unwritten(trace_id: str, before: dict[str, Any], new_spans: int, batch: span_infos.Batch) -> bool:
     """Whether the info the locator placed may never have been written: its writer was throttled after placing
     its time (a span batch after its claim, start_trace after its locator update) and gave up or is retrying.
-    Looked at (one read) only on a retried batch (its spans were all stored) or the first batch after a
-    start_trace; a put conditioned on no info there makes it, whoever writes first (span_infos.create)."""
-    if new_spans and before.get("span_count") is not None:
+    Looked at (one read) only on a retried batch (its spans were all stored), the first batch after a
+    start_trace and the root's batch (the last the client sends); a put conditioned on no info there makes it,
+    whoever writes first (span_infos.create)."""
+    if new_spans and before.get("span_count") is not None and batch.root_state is None:
         return False
     return store.read_info(before, trace_id, projection="pk") is None
 

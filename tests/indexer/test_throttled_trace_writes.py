@@ -165,3 +165,15 @@ def test_a_start_trace_throttled_before_any_span_leaves_the_spans_to_make_the_in
     assert _drained(paused_runtime, side) == ([trace_id], 1)
     info = side.info(trace_id)
     assert (info["request_time"], info["state"], info["execution_duration"]) == (store.timestamp_json(base), "OK", "1s")
+
+
+def test_a_span_batch_throttled_writing_its_info_and_given_up_leaves_the_root_batch_to_make_it(paused_runtime: Any) -> None:
+    side = Side(paused_runtime.url)
+    trace_bytes, trace_id = _new_trace()
+    base = int(time.time() * 1000) - 60_000
+    with _throttled(lambda operation, body: _writes_info(operation, body, trace_id)), pytest.raises(AssertionError, match="429"):
+        side.export(trace_bytes, [(CHILD, ROOT, base + 10, base + 20, False)])
+    side.export(trace_bytes, [(ROOT, None, base, base + 1000, False)])  # no retry: the client gave up on the child's
+    assert _drained(paused_runtime, side) == ([trace_id], 1)
+    info = side.info(trace_id)
+    assert (info["request_time"], info["state"], info["execution_duration"]) == (store.timestamp_json(base), "OK", "1s")
