@@ -69,11 +69,23 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
         if claim is None:
             continue  # a layout 1 info: the migration moves it, start_trace keeps it current
         widened = span_infos.record(trace_id, batch, before, applied)
-        if before.get("info_time") is None:  # our claim placed the info's time: ours to write
-            span_infos.create(experiment, trace_id, claim, batch, run_links.pending(before))
+        placed = before.get("info_time")
+        if placed is None or _unwritten(trace_id, before, new_spans, batch):  # ours to write: at our claim, else where placed
+            span_infos.create(experiment, trace_id, claim if placed is None else int(placed), batch, run_links.pending(before))
             span_infos.sync(trace_id)  # batches that widened the range while the info was not there yet
         elif widened and (batch.root_state is not None or before.get("root_state") is not None):
             span_infos.sync(trace_id)
+
+
+def _unwritten(trace_id: str, before: dict[str, Any], new_spans: int, batch: span_infos.Batch) -> bool:
+    """Whether the info the locator placed may never have been written: its writer was throttled after placing
+    its time (a span batch after its claim, start_trace after its locator update) and gave up or is retrying.
+    Looked at (one read) only on a retried batch (its spans were all stored), the first batch after a
+    start_trace and the root's batch (the last the client sends); a put conditioned on no info there makes it,
+    whoever writes first (span_infos.create)."""
+    if new_spans and before.get("span_count") is not None and batch.root_state is None:
+        return False
+    return store.read_info(before, trace_id, projection="pk") is None
 
 
 def _put_span(experiment_id: str, trace_id: str, span: Any) -> int:
@@ -236,13 +248,14 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
     }
     request_time = attributes["request_time"]
     attributes[TTL_ATTRIBUTE] = retention.expires_at(experiment_id, request_time)
-    # The directory names the partition before any info is in it, and the locator names the info's request time
-    # before the info is written: a reader that finds either finds the info once it exists.
+    # The directory names the partition before any info is in it, and the locator names a new info's request time
+    # before the info is written: a reader that finds either finds the info once it exists. An info placed
+    # already (made from span batches) is found where it is until its move lands, with the locator's, at once.
     trace_partitions.ensure_partition(experiment_id, request_time, trace_id, attributes[TTL_ATTRIBUTE])
     if carried := _carried_assessments(trace_id, trace_info.get("assessments")):
         attributes["assessments"] = assessments.stored(carried)
     expected_spans = _expected_spans(metadata)
-    expression = "SET experiment_id = :e, entity_type = :t, info_time = :r"
+    expression = "SET experiment_id = :e, entity_type = :t, info_time = if_not_exists(info_time, :r)"
     values: dict[str, Any] = {":e": experiment_id, ":t": store.LOCATOR.name, ":r": request_time}
     if attributes[TTL_ATTRIBUTE] is not None:
         expression, values[":x"] = expression + f", {TTL_ATTRIBUTE} = :x", attributes[TTL_ATTRIBUTE]
@@ -262,8 +275,12 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
         tags[store.SPANS_LOCATION_TAG] = store.TRACKING_STORE
     item = trace_writes.info_item(attributes)
     trace_names.ensure_for(item)  # before the info names it: a name search finds the info once it exists
+    placed = before.get("info_time")
     stored = trace_writes.save_info(
-        item, previous=_previous_info_key(trace_id, before), expect_existing=before.get("info_time") == request_time
+        item,
+        previous=trace_writes.info_place(before, trace_id),
+        expect_existing=placed == request_time,
+        moved_from=None if placed is None or int(placed) == request_time else int(placed),
     )
     if store.SPANS_LOCATION_TAG not in stored["tags"] and expected_spans is not None:
         # The last span may have completed the count after our last look but before the info existed, when
@@ -273,15 +290,6 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
             _mark_spans_stored(trace_id, latest)
     run_links.apply_late(trace_id, stored, started)
     return store.info_json(stored)
-
-
-def _previous_info_key(trace_id: str, locator: dict[str, Any]) -> dict[str, str] | None:
-    """Where the trace's info was before this start_trace, as the locator said (None: nowhere)."""
-    if not locator or not store.is_placed(locator):
-        return None
-    found = store.read_info(locator, trace_id, projection="pk, sk")
-    # Not written yet (a span batch's writer is placing it): where it will be.
-    return {"pk": found["pk"], "sk": found["sk"]} if found else store.info_key(locator, trace_id)
 
 
 def _carried_assessments(trace_id: str, raw: Any) -> dict[str, dict[str, Any]]:

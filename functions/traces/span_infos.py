@@ -8,9 +8,11 @@ while the info is IN_PROGRESS or unspecified.
 Here the locator keeps the span range of every batch stored (``span_start``/``span_end``, ms, lowered and raised
 by conditional updates) and the root's state (``root_state``). The batch that places the info's time on the
 locator (its claim) writes the info; the root's batch, and any batch after it that widens the range, brings the
-info in line with the locator (``sync``): in place when the request time stays, else by moving it (the locator
-first, then ``save_info`` moves the item, as start_trace does). A sync that finds no info at the locator's place
+info in line with the locator (``sync``): in place when the request time stays, else by moving it (the item and
+the locator in one transaction, as start_trace moves it). A sync that finds no info at the locator's place
 leaves the work to the writer placing it, which syncs after its write and so sees every range recorded before.
+A writer throttled after placing the time (the client retries the batch, or gives up) leaves it to the retried
+batch, or to the trace's first batch after a start_trace, which find no info there and make it (``ingest``).
 
 One difference, for cost: between the first batch and the root's, the info keeps the first batch's range (the
 locator records the others). MLflow's client exports each span as it ends, children first, so widening the info

@@ -1,11 +1,12 @@
 """Writing trace infos: one item per trace, at the key its request time gives, found through the locator.
 
-The locator's ``info_time`` is the request time the info's key was made with. Whoever writes an info sets it
-first, so readers and updaters go where the info is. ``start_trace`` decides: when it brings another request
-time than the info already stored (made from the root span, or in layout 1), the info moves: the new item is
-written merged with the old one, then the old one is deleted if it is still the version merged (``rev``: every
-change of an info adds 1). An update that finds no info where the locator pointed reads the locator again and
-follows a move.
+The locator's ``info_time`` is the request time the info's key was made with. Whoever places a new info sets it
+first, so readers and updaters go where the info is (an info not written yet is simply not there). ``start_trace``
+decides: when it brings another request time than the info already placed (made from span batches), the info
+moves in one transaction: the new item merged with the old one, the old one's delete if it is still the version
+merged (``rev``: every change of an info adds 1) and the locator's ``info_time``, so a move throttled or failed at
+any point leaves the locator naming the info that is there. An update that finds no info where the locator
+pointed reads the locator again and follows a move.
 """
 
 from __future__ import annotations
@@ -78,9 +79,22 @@ def _key(item: dict[str, Any]) -> dict[str, str]:
     return {PK: item[PK], SK: item[SK]}
 
 
-def save_info(item: dict[str, Any], previous: dict[str, str] | None = None, expect_existing: bool = False) -> dict[str, Any]:
+def info_place(locator: dict[str, Any], trace_id: str) -> dict[str, str] | None:
+    """The key of the info the locator names (None: the trace has none placed): where it is, else where its
+    writer (a span batch) will put it."""
+    if not locator or not store.is_placed(locator):
+        return None
+    found = store.read_info(locator, trace_id, projection="pk, sk")
+    return {PK: found[PK], SK: found[SK]} if found else store.info_key(locator, trace_id)
+
+
+def save_info(
+    item: dict[str, Any], previous: dict[str, str] | None = None, expect_existing: bool = False, moved_from: int | None = None
+) -> dict[str, Any]:
     """Store a new version of a trace's info (start_trace): merged into an info already at its key, and moved
-    from ``previous`` (another key the trace's info may be at) when given. Returns the item stored."""
+    from ``previous`` (another key the trace's info may be at) when given. ``moved_from``: the request time the
+    locator still names (``previous``'s): the move and the locator's new time land in one transaction. Returns
+    the item stored."""
     key = _key(item)
     if previous == key:
         previous, expect_existing = None, True
@@ -90,6 +104,15 @@ def save_info(item: dict[str, Any], previous: dict[str, str] | None = None, expe
         stored = merged(item, [source, existing])
         stored["rev"] = max(int((existing or {}).get("rev") or 0), int((source or {}).get("rev") or 0)) + 1
         condition, values = _rev_condition(existing)
+        if moved_from is not None:
+            try:
+                _move_with_locator(stored, (condition, values), previous, source, moved_from)
+                return stored
+            except table.ConditionFailed:
+                # Written, changed or moved meanwhile (a span batch's info, a sync's move, a retry): look again.
+                expect_existing = True
+                previous, moved_from = _placed_now(item["trace_id"], int(item["request_time"]))
+                continue
         try:
             table.put(stored, condition=condition, values=values or None)
         except table.ConditionFailed:
@@ -104,6 +127,42 @@ def save_info(item: dict[str, Any], previous: dict[str, str] | None = None, expe
         except table.ConditionFailed:
             expect_existing = True  # the old item changed after it was read: merge that change too
     raise RuntimeError(f"trace {item['trace_id']}: info kept changing while it was written")
+
+
+def _move_with_locator(
+    stored: dict[str, Any],
+    condition: tuple[str, dict[str, Any]],
+    previous: dict[str, str] | None,
+    source: dict[str, Any] | None,
+    moved_from: int,
+) -> None:
+    """The new item, the old one gone (or still absent: its writer's late put is then stale and dropped) and the
+    locator at the new request time, all or nothing."""
+    operations = [table.put_op(stored, condition=condition[0], values=condition[1] or None)]
+    if previous is not None and source is not None:
+        old_condition, old_values = _rev_condition(source)
+        operations.append(table.delete_op(previous, condition=old_condition, values=old_values or None))
+    elif previous is not None:
+        operations.append(table.check_op(previous, "attribute_not_exists(pk)"))
+    operations.append(
+        table.update_op(
+            store.LOCATOR.key(trace_id=stored["trace_id"]),
+            "SET info_time = :n",
+            values={":n": int(stored["request_time"]), ":o": moved_from},
+            condition="info_time = :o",
+        )
+    )
+    table.transact(operations)
+
+
+def _placed_now(trace_id: str, request_time: int) -> tuple[dict[str, str] | None, int | None]:
+    """(the info's key, the request time the locator names) when the info still has to move to ``request_time``;
+    (None, None) when the locator names that time already."""
+    locator = store.locate(trace_id) or {}
+    placed = locator.get("info_time")
+    if placed is None or int(placed) == request_time:
+        return None, None
+    return info_place(locator, trace_id), int(placed)
 
 
 def _too_large(error: Exception) -> bool:

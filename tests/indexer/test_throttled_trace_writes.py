@@ -1,0 +1,179 @@
+"""Issue #39: a trace write throttled at any point leaves the locator and the info agreeing, and the client's retry
+(same body) converges: after the indexer drains, every trace sent is listed once and counted once by the Overview.
+
+A 429 is injected at the exact write that stores the trace's info (DynamoDB answers ThrottlingException, as
+``tools/throttle_hook`` does), in a span batch (its info made from the spans) and in a ``start_trace`` that moves
+the info to an earlier request time (the root span's start, before a child's batch made the info).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from serverless_mlflow.storage import table
+from serverless_mlflow.storage.schema import ENTITY_TYPE
+from serverless_mlflow.store import trace_partitions
+from serverless_mlflow.store import traces as store
+from tests.indexer.test_throttled_indexer import _trace_count
+from tests.traces.test_spans_only_reference import CHILD, ROOT, Side
+
+pytestmark = pytest.mark.e2e
+
+
+class _Refused:
+    status_code = 400
+    headers: dict[str, str] = {}  # noqa: RUF012 (botocore reads it)
+
+
+def _writes_info(operation: str, body: dict[str, Any], trace_id: str) -> bool:
+    """Whether a DynamoDB call writes or deletes the trace's info item (alone or in a transaction)."""
+
+    def is_info(raw: dict[str, Any]) -> bool:
+        return raw.get("trace_id", {}).get("S") == trace_id and raw.get(ENTITY_TYPE, {}).get("S") == store.TRACE.name
+
+    def names_info(raw: dict[str, Any]) -> bool:
+        sk = raw.get("sk", {}).get("S", "")
+        return sk.startswith("T#") and sk.endswith(f"#{trace_id}")
+
+    if operation == "PutItem":
+        return is_info(body.get("Item") or {})
+    if operation == "DeleteItem":
+        return names_info(body.get("Key") or {})
+    if operation == "TransactWriteItems":
+        return any(is_info((op.get("Put") or {}).get("Item") or {}) for op in body.get("TransactItems", []))
+    return False
+
+
+@contextmanager
+def _throttled(refuse: Callable[[str, dict[str, Any]], bool]) -> Iterator[list[str]]:
+    """Every DynamoDB call ``refuse`` picks (operation, request body) is answered ThrottlingException (after
+    botocore's retries would have failed too) while the block runs; yields the refused operations."""
+    from botocore.client import BaseClient
+
+    original = BaseClient._make_request
+    refused: list[str] = []
+
+    def make_request(self, operation_model, request_dict, request_context):  # type: ignore[no-untyped-def]
+        if self.meta.service_model.service_name == "dynamodb":
+            body = json.loads(request_dict.get("body") or b"{}")
+            if refuse(operation_model.name, body):
+                refused.append(operation_model.name)
+                error = {"Code": "ThrottlingException", "Message": "Rate of requests exceeds the allowed throughput."}
+                return _Refused(), {"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}
+        return original(self, operation_model, request_dict, request_context)
+
+    BaseClient._make_request = make_request
+    try:
+        yield refused
+    finally:
+        BaseClient._make_request = original
+
+
+def _start_trace(side: Side, trace_id: str, request_time: int) -> int:
+    body = {
+        "trace": {
+            "trace_info": {
+                "trace_id": trace_id,
+                "trace_location": {"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": side.experiment_id}},
+                "request_time": store.timestamp_json(request_time),
+                "execution_duration": "1s",
+                "state": "OK",
+                "trace_metadata": {"from": "start_trace"},
+                "tags": {},
+            }
+        }
+    }
+    status, answer = side.call("POST", "traces", body)
+    assert status in (200, 429), answer
+    return status
+
+
+def _drained(runtime: Any, side: Side) -> tuple[list[str], float]:
+    """(trace ids listed, traces counted by the Overview) once the indexer has caught up."""
+    runtime.indexer_mode = "sync"
+    runtime.drain_stream()
+    assert not runtime.dead_letters
+    runtime.indexer_mode = "paused"
+    return [info["trace_id"] for info in side.listed()], _trace_count(runtime.url, side.experiment_id)
+
+
+def _new_trace() -> tuple[bytes, str]:
+    trace_bytes = uuid.uuid4().bytes
+    return trace_bytes, "tr-" + trace_bytes.hex()
+
+
+def test_a_span_batch_throttled_writing_its_info_makes_it_when_retried(paused_runtime: Any) -> None:
+    side = Side(paused_runtime.url)
+    trace_bytes, trace_id = _new_trace()
+    base = int(time.time() * 1000) - 60_000
+    batch = [(CHILD, ROOT, base + 10, base + 20, False)]
+    with _throttled(lambda operation, body: _writes_info(operation, body, trace_id)) as refused, pytest.raises(AssertionError, match="429"):
+        side.export(trace_bytes, batch)
+    assert refused == ["PutItem"]
+    side.export(trace_bytes, batch)  # the client's retry, same body: its spans are stored already
+    assert _drained(paused_runtime, side) == ([trace_id], 1)
+    side.export(trace_bytes, [(ROOT, None, base, base + 1000, False)])
+    assert _start_trace(side, trace_id, base) == 200
+    assert _drained(paused_runtime, side) == ([trace_id], 1)
+    assert side.info(trace_id)["trace_metadata"]["from"] == "start_trace"
+
+
+@pytest.mark.parametrize("point", ["PutItem", "DeleteItem"])
+def test_a_start_trace_throttled_moving_the_info_leaves_it_found_and_converges(paused_runtime: Any, point: str) -> None:
+    """The info made from a child's batch moves to start_trace's earlier request time: throttled at the new item's
+    write or at the old one's delete, then given up (the trace stays listed and counted where it was), then retried."""
+    side = Side(paused_runtime.url)
+    trace_bytes, trace_id = _new_trace()
+    base = int(time.time() * 1000) - 60_000
+    side.export(trace_bytes, [(CHILD, ROOT, base + 10, base + 20, False)])
+
+    def refuse(operation: str, body: dict[str, Any]) -> bool:
+        # The move's single transaction holds both writes: refusing it stands for either point.
+        return _writes_info(operation, body, trace_id) and operation in (point, "TransactWriteItems")
+
+    with _throttled(refuse) as refused:
+        assert _start_trace(side, trace_id, base) == 429
+    assert refused
+    assert _drained(paused_runtime, side) == ([trace_id], 1)
+    assert _start_trace(side, trace_id, base) == 200  # the client's retry
+    assert _drained(paused_runtime, side) == ([trace_id], 1)
+    info = side.info(trace_id)
+    assert (info["request_time"], info["trace_metadata"]["from"]) == (store.timestamp_json(base), "start_trace")
+    assert store.locate(trace_id)["info_time"] == base
+    # No copy left at the child's request time (a stale item the partition would still hold).
+    assert table.get(trace_partitions.info_key(side.experiment_id, base + 10, trace_id)) is None
+
+
+def test_a_start_trace_throttled_before_any_span_leaves_the_spans_to_make_the_info(paused_runtime: Any) -> None:
+    """start_trace placed the info's time, then was throttled writing it and given up: the trace's first span batch
+    finds no info there and makes it."""
+    side = Side(paused_runtime.url)
+    trace_bytes, trace_id = _new_trace()
+    base = int(time.time() * 1000) - 60_000
+    with _throttled(lambda operation, body: _writes_info(operation, body, trace_id)) as refused:
+        assert _start_trace(side, trace_id, base) == 429
+    assert refused == ["PutItem"]
+    side.export(trace_bytes, [(CHILD, ROOT, base + 10, base + 20, False)])
+    side.export(trace_bytes, [(ROOT, None, base, base + 1000, False)])
+    assert _drained(paused_runtime, side) == ([trace_id], 1)
+    info = side.info(trace_id)
+    assert (info["request_time"], info["state"], info["execution_duration"]) == (store.timestamp_json(base), "OK", "1s")
+
+
+def test_a_span_batch_throttled_writing_its_info_and_given_up_leaves_the_root_batch_to_make_it(paused_runtime: Any) -> None:
+    side = Side(paused_runtime.url)
+    trace_bytes, trace_id = _new_trace()
+    base = int(time.time() * 1000) - 60_000
+    with _throttled(lambda operation, body: _writes_info(operation, body, trace_id)), pytest.raises(AssertionError, match="429"):
+        side.export(trace_bytes, [(CHILD, ROOT, base + 10, base + 20, False)])
+    side.export(trace_bytes, [(ROOT, None, base, base + 1000, False)])  # no retry: the client gave up on the child's
+    assert _drained(paused_runtime, side) == ([trace_id], 1)
+    info = side.info(trace_id)
+    assert (info["request_time"], info["state"], info["execution_duration"]) == (store.timestamp_json(base), "OK", "1s")
