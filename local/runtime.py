@@ -57,8 +57,13 @@ STREAMING_FEATURE = "gateway_runtime"
 
 
 class LocalRuntime:
-    def __init__(self, port: int | None = None, host: str = "127.0.0.1", indexer_mode: str | None = None) -> None:
+    def __init__(
+        self, port: int | None = None, host: str = "127.0.0.1", indexer_mode: str | None = None, monitor_schedule: bool = True
+    ) -> None:
         self.host = host
+        # False: no timer runs the monitor; passes happen only when ``monitor.tick()`` is called (the test session,
+        # whose tests decide when a pass happens and must not meet a pass's jobs in the middle of another test).
+        self.monitor_schedule = monitor_schedule
         self.port = port if port is not None else int(os.environ.get("PORT", "5000"))
         # Invocations whose stream records may not be delivered yet (their writes date those records).
         self._pending_writes = writes.Pending()
@@ -105,7 +110,8 @@ class LocalRuntime:
             self.jobs.start(self.url)
             # The schedule submits jobs: it runs where a jobs queue does.
             self.monitor = LocalMonitor(self.handler_for)
-            self.monitor.start()
+            if self.monitor_schedule:
+                self.monitor.start()
         # What this runtime put in the process environment (queue URLs, its own URL...), undone when it stops: a
         # runtime started earlier in the same process (the test session's) gets its own settings back.
         self._environment_set = {name: before.get(name) for name in {*before, *os.environ} if before.get(name) != os.environ.get(name)}

@@ -55,7 +55,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def local_runtime() -> Iterator[Any]:
     from local.runtime import LocalRuntime
 
-    runtime = LocalRuntime(port=0).start()
+    # The monitor passes only when a test calls ``monitor.tick()``: a timed pass would start the jobs of whatever
+    # online-scoring configurations earlier tests left on, and a job points this process's MLflow client at this
+    # runtime in the middle of a test that uses another server.
+    runtime = LocalRuntime(port=0, monitor_schedule=False).start()
     os.environ["MLFLOW_TRACKING_URI"] = runtime.url
     yield runtime
     runtime.stop()

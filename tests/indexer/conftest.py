@@ -24,7 +24,7 @@ def paused_runtime(dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> I
 
     monkeypatch.setenv("TABLE_NAME", f"paused-{uuid.uuid4().hex[:10]}")
     monkeypatch.setenv("DYNAMODB_ENDPOINT_URL", dynamodb_endpoint)
-    runtime = LocalRuntime(port=0, indexer_mode="paused").start()
+    runtime = LocalRuntime(port=0, indexer_mode="paused", monitor_schedule=False).start()
     try:
         yield runtime
     finally:

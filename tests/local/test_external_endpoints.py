@@ -72,7 +72,7 @@ def test_every_feature_runs_on_external_engines(external_runtime: str) -> None:
     receiver = Receiver()
     server = serve_receiver(receiver)
     try:
-        client = mlflow.MlflowClient(url)
+        client = mlflow.MlflowClient(url, registry_uri=url)
         client.create_webhook(name="external", url=f"{receiver.url}/hook", events=["registered_model.created"])
         model = unique("external-model")
         client.create_registered_model(model)

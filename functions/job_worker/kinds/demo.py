@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..client_uri import pointed_at_server
 from ..credentials import as_creator
 from ..runner import JobRun, Suspend
 
@@ -50,27 +51,23 @@ def _seed_as_member() -> Iterator[None]:
         ReviewQueuesDemoGenerator._seed_progress = original  # type: ignore[method-assign]
 
 
-def _client() -> Any:
+def _client(url: str) -> Any:
     import mlflow
 
-    url = os.environ["JOB_SERVER_URL"]
-    mlflow.set_tracking_uri(url)
-    mlflow.set_registry_uri(url)
     return mlflow.MlflowClient(url, registry_uri=url)
 
 
 def generate(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
-    with as_creator(run), _seed_as_member():
-        return _generate(params, run)
+    with as_creator(run), _seed_as_member(), pointed_at_server() as url:
+        return _generate(params, run, _client(url))
 
 
 def delete(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
-    with as_creator(run):
-        return _delete(params, run)
+    with as_creator(run), pointed_at_server() as url:
+        return _delete(params, run, _client(url))
 
 
-def _generate(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
-    client = _client()
+def _generate(params: dict[str, Any], run: JobRun, client: Any) -> dict[str, Any]:
     from mlflow.demo import DEMO_EXPERIMENT_NAME, generate_all_demos
     from mlflow.demo.registry import demo_registry
 
@@ -93,9 +90,8 @@ def _generate(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
     return {"experiment_id": experiment.experiment_id if experiment else None, "features_generated": state["generated"]}
 
 
-def _delete(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
+def _delete(params: dict[str, Any], run: JobRun, client: Any) -> dict[str, Any]:
     """MLflow's ``_delete_demo``: each generator's data, then the demo experiment."""
-    client = _client()
     from mlflow.demo import DEMO_EXPERIMENT_NAME
     from mlflow.demo.registry import demo_registry
 

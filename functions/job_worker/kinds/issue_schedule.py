@@ -20,9 +20,10 @@ from typing import Any
 from serverless_mlflow.core import clock
 from serverless_mlflow.store.issue_schedule_runs import CHECKPOINT_TAG, watermark
 
+from ..client_uri import pointed_at_server
 from ..credentials import as_creator
 from ..runner import JobRun
-from .mlflow_jobs import _point_client, _traces_flushed, _tracked
+from .mlflow_jobs import _traces_flushed, _tracked
 
 # mlflow.genai.discovery (3.18): the default model, the sessions one occurrence samples, the run's tags.
 DEFAULT_MODEL = "openai:/gpt-5-mini"
@@ -39,8 +40,7 @@ TAGS = {
 
 
 def run_scheduled(params: dict[str, Any], run: JobRun) -> dict[str, Any]:
-    with as_creator(run), _traces_flushed(), _tracked(run):
-        _point_client()
+    with as_creator(run), _traces_flushed(), _tracked(run), pointed_at_server():
         return _occurrence(run.job_id, **params)
 
 

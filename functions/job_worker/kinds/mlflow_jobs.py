@@ -11,7 +11,6 @@ params it submitted, its stock client pointed at this server's API (``JOB_SERVER
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -19,29 +18,20 @@ from typing import Any
 
 from serverless_mlflow.store import jobs as store
 
+from ..client_uri import pointed_at_server
 from ..credentials import as_creator
 from ..runner import JobRun
 
 
-def _point_client() -> None:
-    import mlflow
-
-    url = os.environ["JOB_SERVER_URL"]
-    mlflow.set_tracking_uri(url)
-    mlflow.set_registry_uri(url)
-
-
 def optimize_prompts(params: dict[str, Any], run: JobRun) -> Any:
-    with as_creator(run), _traces_flushed(), _tracked(run):
-        _point_client()
+    with as_creator(run), _traces_flushed(), _tracked(run), pointed_at_server():
         from mlflow.genai.optimize.job import optimize_prompts_job
 
         return optimize_prompts_job(**params)
 
 
 def invoke_issue_detection(params: dict[str, Any], run: JobRun) -> Any:
-    with as_creator(run), _traces_flushed(), _tracked(run):
-        _point_client()
+    with as_creator(run), _traces_flushed(), _tracked(run), pointed_at_server():
         from mlflow.genai.discovery.job import invoke_issue_detection_job
 
         return invoke_issue_detection_job(**_accepted(invoke_issue_detection_job, params))

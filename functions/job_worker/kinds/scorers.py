@@ -13,12 +13,12 @@ The params are MLflow's, passed through as its runner passes them.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..client_uri import pointed_at_server
 from ..credentials import as_creator
 from ..runner import JobRun
 
@@ -29,14 +29,10 @@ _store_lock = threading.Lock()
 @contextmanager
 def _server_store(module: Any) -> Iterator[None]:
     """MLflow's job module sees this server's API as its tracking store (and as the client's tracking URI)."""
-    import mlflow
     from mlflow.tracking._tracking_service.utils import _tracking_store_registry
 
-    url = os.environ["JOB_SERVER_URL"]
-    mlflow.set_tracking_uri(url)
-    mlflow.set_registry_uri(url)
-    store = _tracking_store_registry.get_store(url)
-    with _store_lock:
+    with pointed_at_server() as url, _store_lock:
+        store = _tracking_store_registry.get_store(url)
         original = getattr(module, "_get_tracking_store", None)
         module._get_tracking_store = lambda *args, **kwargs: store
         try:
