@@ -173,7 +173,17 @@ def _all_pages(search: Any, page_size: int) -> list[list[Any]]:
         assert len(pages) < 100
 
 
-def test_registry_search_matches_sqlalchemy_store(fresh_server: str, tmp_path: Path) -> None:
+def _cases(filters: list[Any], orders: list[Any], small_page: int, matrix: str) -> list[tuple[Any, Any, int]]:
+    """``full``: every filter under every order, whole and in small pages (minutes: ``make test-long``);
+    ``rotation``: every filter whole under one order and in small pages under the next, the orders in turn, so
+    every filter, order and page size is still compared."""
+    if matrix == "full":
+        return [(f, o, size) for f in filters for o in orders for size in (1000, small_page)]
+    return [(f, orders[(i + step) % len(orders)], size) for i, f in enumerate(filters) for step, size in enumerate((1000, small_page))]
+
+
+@pytest.mark.parametrize("matrix", ["rotation", pytest.param("full", marks=pytest.mark.long)])
+def test_registry_search_matches_sqlalchemy_store(fresh_server: str, tmp_path: Path, matrix: str) -> None:
     from mlflow.store.model_registry.rest_store import RestStore
     from mlflow.store.model_registry.sqlalchemy_store import SqlAlchemyStore
     from mlflow.utils.rest_utils import MlflowHostCreds
@@ -184,21 +194,15 @@ def test_registry_search_matches_sqlalchemy_store(fresh_server: str, tmp_path: P
     # The store-level REST client sends the filter as given (MlflowClient would add a prompt filter).
     ours = RestStore(lambda: MlflowHostCreds(fresh_server))
 
-    for flt in RM_FILTERS:
-        for order in RM_ORDERS:
-            for page_size in (1000, 2):
-                expected = _all_pages(lambda n, t, f=flt, o=order: sql.search_registered_models(f, n, o, t), page_size)
-                actual = _all_pages(lambda n, t, f=flt, o=order: ours.search_registered_models(f, n, o, t), page_size)
-                context = f"filter={flt!r} order={order} page_size={page_size}"
-                _assert_same(actual, expected, _rm_view, context)
+    for flt, order, page_size in _cases(RM_FILTERS, RM_ORDERS, 2, matrix):
+        expected = _all_pages(lambda n, t, f=flt, o=order: sql.search_registered_models(f, n, o, t), page_size)
+        actual = _all_pages(lambda n, t, f=flt, o=order: ours.search_registered_models(f, n, o, t), page_size)
+        _assert_same(actual, expected, _rm_view, f"filter={flt!r} order={order} page_size={page_size}")
 
-    for flt in MV_FILTERS:
-        for order in MV_ORDERS:
-            for page_size in (1000, 3):
-                expected = _all_pages(lambda n, t, f=flt, o=order: sql.search_model_versions(f, n, o, t), page_size)
-                actual = _all_pages(lambda n, t, f=flt, o=order: ours.search_model_versions(f, n, o, t), page_size)
-                context = f"filter={flt!r} order={order} page_size={page_size}"
-                _assert_same(actual, expected, _mv_view, context)
+    for flt, order, page_size in _cases(MV_FILTERS, MV_ORDERS, 3, matrix):
+        expected = _all_pages(lambda n, t, f=flt, o=order: sql.search_model_versions(f, n, o, t), page_size)
+        actual = _all_pages(lambda n, t, f=flt, o=order: ours.search_model_versions(f, n, o, t), page_size)
+        _assert_same(actual, expected, _mv_view, f"filter={flt!r} order={order} page_size={page_size}")
 
     # The same errors for bad searches.
     for flt, order in [("name = 'a' or name = 'b'", None), ("foo = 'x'", None), (None, ["bogus DESC"]), ("version_number = 1.5", None)]:

@@ -38,7 +38,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SEED = 3_2026
 N_RUNS = 30
-N_QUERIES = 120
+# Random queries after the fixed plan checks: a sample in ``make test``, four times as many in ``make test-long``
+# (the sample is the long run's first queries: same seed).
+N_QUERIES = 60
+N_QUERIES_LONG = 240
 REF = "ref"
 
 
@@ -215,7 +218,8 @@ def _order_by(rng: random.Random) -> list[str] | None:
     return [f"{t} {rng.choice(['ASC', 'DESC', ''])}".strip() for t in rng.sample(pool, rng.choice([1, 1, 2, 3]))]
 
 
-def test_search_runs_matches_sqlalchemy_store(fresh_server: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("queries", [N_QUERIES, pytest.param(N_QUERIES_LONG, marks=pytest.mark.long)])
+def test_search_runs_matches_sqlalchemy_store(fresh_server: str, tmp_path: Path, queries: int) -> None:
     rng = random.Random(SEED)
     world = World(fresh_server, tmp_path)
     build(world, rng)
@@ -240,7 +244,7 @@ def test_search_runs_matches_sqlalchemy_store(fresh_server: str, tmp_path: Path)
             _compare_search(world, filter_string, order_by, view_type, size, f"plan: {filter_string!r} {order_by} {view_type} {size}")
     # Random filters and orderings (the full plan), paginated.
     nonempty = errors = 0
-    for i in range(N_QUERIES):
+    for i in range(queries):
         filter_string = " and ".join(_clause(rng, world.ref_ids) for _ in range(rng.choice([0, 1, 1, 2, 3])))
         order_by = _order_by(rng)
         view_type = rng.choice(view_types)
@@ -251,7 +255,7 @@ def test_search_runs_matches_sqlalchemy_store(fresh_server: str, tmp_path: Path)
             raise AssertionError(f"{context}: {result}")
         nonempty += bool(result[1])
         errors += _is_error(world, filter_string, order_by, view_type)
-    assert nonempty > 40 and errors > 5, (nonempty, errors)
+    assert nonempty > queries // 3 and errors > queries // 24, (nonempty, errors)
 
 
 def _is_error(world: World, filter_string: str, order_by: list[str] | None, view_type: int) -> bool:
