@@ -12,9 +12,8 @@ import threading
 
 import mlflow
 import pytest
-from mlflow.tracking._model_registry import utils as registry_utils
-
 from job_worker.client_uri import pointed_at_server
+from mlflow.tracking._model_registry import utils as registry_utils
 
 SERVER = "http://127.0.0.1:1"
 ELSEWHERE = "http://127.0.0.1:2"
@@ -27,7 +26,12 @@ def job_server(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _uris() -> tuple[str, str | None, str | None, str | None]:
-    return mlflow.get_tracking_uri(), registry_utils._registry_uri, os.environ.get("MLFLOW_TRACKING_URI"), os.environ.get("MLFLOW_REGISTRY_URI")
+    return (
+        mlflow.get_tracking_uri(),
+        registry_utils._registry_uri,
+        os.environ.get("MLFLOW_TRACKING_URI"),
+        os.environ.get("MLFLOW_REGISTRY_URI"),
+    )
 
 
 def test_a_job_leaves_the_client_as_it_found_it(job_server: str) -> None:
