@@ -24,6 +24,7 @@ from mlflow.entities.trace_metrics import AggregationType, MetricAggregation, Me
 from serverless_mlflow.store import traces as store
 from tests.mlflow_reference import asgi_reference_server
 from tests.traces.test_spans_only_reference import CHILD, GRANDCHILD, ROOT, Side
+from tools import admin
 
 pytestmark = pytest.mark.e2e
 
@@ -76,10 +77,13 @@ def _total(answer: list[str]) -> float:
 
 
 def _drain(runtime: Any) -> None:
+    """Deliver the stream; then the trace's content signature is the one ``admin verify`` recomputes (not deferred)."""
     runtime.indexer_mode = "sync"
     runtime.drain_stream()
     assert not runtime.dead_letters
     runtime.indexer_mode = "paused"
+    report = admin.verify()
+    assert report.differences == 0 and report.pending == 0, report.summary()
 
 
 @pytest.mark.parametrize("given_up", ["grandchild", "root"])
