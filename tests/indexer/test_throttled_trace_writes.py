@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from mlflow import MlflowClient
+from mlflow.entities.trace_metrics import AggregationType, MetricAggregation, MetricViewType
 
 from serverless_mlflow.storage import table
 from serverless_mlflow.storage.schema import ENTITY_TYPE
@@ -76,7 +78,11 @@ def _throttled(refuse: Callable[[str, dict[str, Any]], bool]) -> Iterator[list[s
         BaseClient._make_request = original
 
 
-def _start_trace(side: Side, trace_id: str, request_time: int) -> int:
+def _start_trace(side: Side, trace_id: str, request_time: int, spans: int | None = None) -> int:
+    """The client's start_trace; ``spans``: the span count it announces (``mlflow.trace.sizeStats``)."""
+    metadata = {"from": "start_trace"}
+    if spans is not None:
+        metadata["mlflow.trace.sizeStats"] = json.dumps({"num_spans": spans})
     body = {
         "trace": {
             "trace_info": {
@@ -85,7 +91,7 @@ def _start_trace(side: Side, trace_id: str, request_time: int) -> int:
                 "request_time": store.timestamp_json(request_time),
                 "execution_duration": "1s",
                 "state": "OK",
-                "trace_metadata": {"from": "start_trace"},
+                "trace_metadata": metadata,
                 "tags": {},
             }
         }
@@ -93,6 +99,16 @@ def _start_trace(side: Side, trace_id: str, request_time: int) -> int:
     status, answer = side.call("POST", "traces", body)
     assert status in (200, 429), answer
     return status
+
+
+def _span_count(server: str, experiment_id: str) -> float:
+    points = MlflowClient(server)._tracing_client.store.query_trace_metrics(
+        experiment_ids=[experiment_id],
+        view_type=MetricViewType.SPANS,
+        metric_name="span_count",
+        aggregations=[MetricAggregation(aggregation_type=AggregationType.COUNT)],
+    )
+    return sum(point.values["COUNT"] for point in points)
 
 
 def _drained(runtime: Any, side: Side) -> tuple[list[str], float]:
@@ -177,3 +193,27 @@ def test_a_span_batch_throttled_writing_its_info_and_given_up_leaves_the_root_ba
     assert _drained(paused_runtime, side) == ([trace_id], 1)
     info = side.info(trace_id)
     assert (info["request_time"], info["state"], info["execution_duration"]) == (store.timestamp_json(base), "OK", "1s")
+
+
+def test_a_span_batch_throttled_and_given_up_leaves_the_trace_counted_and_its_late_retry_exact(paused_runtime: Any) -> None:
+    """The child's batch is answered 429 at its span's write and the client gives it up; the root's batch and
+    start_trace (announcing both spans) are served: the trace is listed and counted once, with the spans that came,
+    as MLflow counts it. The retry served at last adds the child's span and still counts the trace once."""
+    side = Side(paused_runtime.url)
+    trace_bytes, trace_id = _new_trace()
+    base = int(time.time() * 1000) - 60_000
+    child = [(CHILD, ROOT, base + 10, base + 20, False)]
+
+    def writes_span(operation: str, body: dict[str, Any]) -> bool:
+        return operation == "PutItem" and (body.get("Item") or {}).get(ENTITY_TYPE, {}).get("S") == store.SPAN.name
+
+    with _throttled(writes_span) as refused, pytest.raises(AssertionError, match="429"):
+        side.export(trace_bytes, child)
+    assert refused == ["PutItem"]
+    side.export(trace_bytes, [(ROOT, None, base, base + 1000, False)])
+    assert _start_trace(side, trace_id, base, spans=2) == 200
+    assert _drained(paused_runtime, side) == ([trace_id], 1)
+    assert _span_count(paused_runtime.url, side.experiment_id) == 1
+    side.export(trace_bytes, child)
+    assert _drained(paused_runtime, side) == ([trace_id], 1)
+    assert _span_count(paused_runtime.url, side.experiment_id) == 2

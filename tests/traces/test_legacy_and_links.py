@@ -10,8 +10,10 @@ from pathlib import Path
 import mlflow
 import pytest
 from mlflow import MlflowClient
-from mlflow.entities import TraceInfo, TraceLocation, TraceState
+from mlflow.entities import TraceData, TraceInfo, TraceLocation, TraceState
+from mlflow.exceptions import MlflowException
 from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+from packaging.version import Version
 
 from tests.conftest import unique
 
@@ -63,6 +65,47 @@ def test_trace_with_spans_in_a_traces_json_artifact_reads_back(server: str, refe
     artifact = requests.get(f"{server}/ajax-api/2.0/mlflow/get-trace-artifact", params={"request_id": trace_id}, timeout=30)
     assert artifact.status_code == 200
     assert sorted(span["name"] for span in artifact.json()["spans"]) == ["inner", "legacy"]
+
+
+@pytest.mark.skipif(Version(mlflow.__version__) >= Version("3.18"), reason="3.18 sends the file name to mpu/create")
+def test_the_3_17_clients_multipart_trace_data_upload_fails_in_the_client_and_its_path_as_text_is_served(
+    server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace whose spans did not all arrive (a batch given up after 429s) gets no spans tag, so the client uploads
+    traces.json. Under ``MLFLOW_MULTIPART_UPLOAD_MINIMUM_FILE_SIZE=0`` 3.17 writes it to a temporary ``Path`` and
+    puts that object into mpu/create's JSON body: the encoder refuses it inside the client, before any request is
+    sent. The same upload with the path as text is served by our mpu routes; below 4 MiB the documented setting
+    PUTs it through the API."""
+    mlflow.set_tracking_uri(server)
+    experiment_id = mlflow.create_experiment(unique("fallback"))
+    tracing = MlflowClient(server)._tracing_client
+    data = json.dumps({"spans": []})
+
+    def partial_trace() -> TraceInfo:
+        info = TraceInfo(
+            trace_id="tr-" + uuid.uuid4().hex,
+            trace_location=TraceLocation.from_experiment_id(experiment_id),
+            request_time=1_700_000_000_000,
+            state=TraceState.OK,
+        )
+        return tracing.store.start_trace(info)
+
+    monkeypatch.setenv("MLFLOW_MULTIPART_UPLOAD_MINIMUM_FILE_SIZE", "0")
+    info = partial_trace()
+    repo = get_artifact_repository(info.tags["mlflow.artifactLocation"])
+    with pytest.raises(MlflowException, match="Object of type PosixPath is not JSON serializable") as refused:
+        repo.upload_trace_data(data)
+    assert "mpu/create" in str(refused.value)
+    with tempfile.TemporaryDirectory() as directory:  # the same file, its local path as text: served by multipart
+        path = Path(directory, "traces.json")
+        path.write_text(data)
+        repo.log_artifact(str(path))
+    assert tracing._download_trace_data(info).to_dict() == {"spans": []}
+
+    monkeypatch.setenv("MLFLOW_MULTIPART_UPLOAD_MINIMUM_FILE_SIZE", "4194304")  # README's setting for 3.17 clients
+    info = partial_trace()
+    tracing._upload_trace_data(info, TraceData(spans=[]))
+    assert tracing._download_trace_data(info).to_dict() == {"spans": []}
 
 
 def _linked(uri: str) -> dict[str, object]:

@@ -36,8 +36,7 @@ class TraceState:
     info: dict[str, Any] | None
     spans: list[Any]
     record: dict[str, Any] | None
-    # Spans are still arriving (the locator counts fewer than the client announced): the info write that marks
-    # them all stored delivers the trace again, so aggregating now would only re-parse a growing trace per batch.
+    # Not aggregated now: a trace in progress that has not doubled its spans (``_due``), or spans that did not change.
     pending: bool = False
     span_ids: str | None = None  # digest of the ids of the spans read
 
@@ -127,16 +126,17 @@ def _info(locator: dict[str, Any], trace_id: str) -> dict[str, Any] | None:
 
 
 def _due(locator: dict[str, Any], info: dict[str, Any], record: dict[str, Any] | None) -> bool:
-    """Whether to re-aggregate now. Not while announced spans are still arriving (the info write that marks them
-    all stored delivers the trace again); for a trace in progress, whose client logs each span as it ends, only
-    once its span count has doubled since the last aggregation, so a trace of n spans is parsed O(n) times in
-    all, not O(n^2). A finished trace is always aggregated: its last write makes the aggregates exact."""
-    stored = int(locator.get("span_count") or 0)
-    expected = locator.get("expected_spans")
-    if expected is not None and stored < int(expected):
-        return False
+    """Whether to re-aggregate now. For a trace in progress, whose client logs each span as it ends, only once its
+    span count has doubled since the last aggregation, so a trace of n spans is parsed O(n) times in all, not
+    O(n^2). A finished trace is always aggregated: its last write makes the aggregates exact.
+
+    Finished with fewer spans than its client announced (``expected_spans``) counts too, as SqlAlchemyStore counts
+    every trace whose info exists with the spans it got: start_trace already waited for spans in flight before
+    writing that info, so the missing ones were given up by the client or are being retried after 429s. There is
+    no later moment to wait for (the stream delivers no timer); a late batch delivers the trace again and its
+    recomputed contribution replaces the recorded one, so counts stay exact whichever batch comes last."""
     if info.get("state") == "IN_PROGRESS" and record is not None:
-        return stored >= 2 * int(record.get("span_count") or 0)
+        return int(locator.get("span_count") or 0) >= 2 * int(record.get("span_count") or 0)
     return True
 
 
@@ -155,8 +155,8 @@ def _target(state: TraceState) -> tuple[dict[str, rollups.Part], dict[str, str] 
 
 
 def expected_signature(trace_id: str) -> tuple[dict[str, Any] | None, bool]:
-    """(the content signature the indexer keeps for this trace, or None; whether its spans are still arriving):
-    ``admin verify`` compares it with the stored one."""
+    """(the content signature the indexer keeps for this trace, or None; whether the indexer defers it: a trace in
+    progress that has not doubled its spans): ``admin verify`` compares it with the stored one."""
     state = load(trace_id)
     if state.pending:
         return None, True
