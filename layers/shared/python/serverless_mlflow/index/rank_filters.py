@@ -127,6 +127,8 @@ class Flagged:
 
     experiment_ids: list[str]
     _items: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # What callers derive from the items once per request (e.g. the runs they make whole), by name.
+    derived: dict[str, Any] = field(default_factory=dict)
 
     def items(self, experiment_id: str) -> list[dict[str, Any]]:
         if experiment_id not in self._items:
