@@ -187,7 +187,7 @@ def _ordered_candidates(
     page is full. Page N reads the candidates' order values and about one page of run items."""
     first = query.order_by[0]
     head = search.OrderBy(query.order_by.kind, [first])
-    values = _order_values(runs, (first.type, first.key), known)
+    values = _order_values(runs, (first.type, first.key), known, flagged)
     known = known.with_values((first.type, first.key), values)
 
     def head_key(run_id: str) -> tuple[Any, ...]:
@@ -217,15 +217,23 @@ def _ordered_candidates(
     return search.page(selected, query.order_by, limit, None)
 
 
-def _order_values(runs: list[tuple[str, str]], wanted: tuple[str, str], known: Known) -> dict[str, Any]:
-    """Each run's value of one key (absent: the run lacks it): from ``known``, else its source item."""
+def _order_values(runs: list[tuple[str, str]], wanted: tuple[str, str], known: Known, flagged: Flagged) -> dict[str, Any]:
+    """Each run's value of one key (absent: the run lacks it): from ``known``, else its source item (a latest metric
+    read is kept in ``flagged.latest``: a run read whole later does not read it again)."""
     have = known.values.get(wanted, {})
     keys = [rank_filters.source_key(experiment_id, run_id, *wanted) for experiment_id, run_id in runs if run_id not in have]
     values = {run_id: value for run_id, value in have.items()}
     chunks = [keys[i : i + _BATCH_GET_CHUNK] for i in range(0, len(keys), _BATCH_GET_CHUNK)]
+    metric = wanted[1] if wanted[0] == "metric" else None
+    if metric is not None:
+        for _, run_id in runs:
+            if run_id not in have:
+                flagged.latest.setdefault(run_id, {})[metric] = None
     for items in search_rows.parallel_map(table.batch_get, chunks):
         for item in items:
             kind = rank_filters.source_kind(item)
+            if kind == "metric" and metric is not None:
+                flagged.latest[rank_filters.run_id_of(item)][metric] = item
             if kind is not None:
                 values[rank_filters.run_id_of(item)] = rank_items.metric_value(item["value"]) if kind == "metric" else item["value"]
     return values

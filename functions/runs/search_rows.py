@@ -79,4 +79,4 @@ def read_views(runs: list[tuple[str, str]], flagged: Flagged) -> dict[str, RunVi
         unindexed = flagged.all_items()
         flagged.derived["flagged"] = run_summaries.flagged_runs(unindexed)
         flagged.derived["whole"] = run_summaries.whole_on_lsi5(unindexed)
-    return run_summaries.read(runs, flagged.derived["flagged"], flagged.derived["whole"])
+    return run_summaries.read(runs, flagged.derived["flagged"], flagged.derived["whole"], flagged.latest)

@@ -213,14 +213,20 @@ def whole_on_lsi5(unindexed: Iterable[dict[str, Any]]) -> dict[str, list[dict[st
     return {run_id: items for run_id, items in runs.items() if run_id not in broken and items[0].get(ENTITY_TYPE) == "run"}
 
 
-def read(runs: Runs, flagged: set[str], whole: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, RunView]:
+def read(
+    runs: Runs,
+    flagged: set[str],
+    whole: dict[str, list[dict[str, Any]]] | None = None,
+    known_latest: dict[str, dict[str, dict[str, Any] | None]] | None = None,
+) -> dict[str, RunView]:
     """Runs with their data, by run id: from the summary of each unflagged run, else from the run's range.
 
     ``whole`` (``whole_on_lsi5`` of the LSI5 items that named ``flagged``, read before this call): a flagged run
     there that has no summary yet is assembled from those items instead of read again: the indexer writes a run's
     summary before it clears any flag of the run (and ``tools/admin`` too), so with no summary now, none was
     cleared while the LSI5 Query ran, and the run's inputs and outputs, which LSI5 does not list, would have
-    removed ``whole_on_lsi5``. Its latest metrics come from its partition, as a marked run's do.
+    removed ``whole_on_lsi5``. Its latest metrics come from its partition, as a marked run's do, but those the
+    caller read already (``known_latest``: run id -> metric key -> item, None if lacking, ``complete_metrics``).
 
     Runs that no longer exist are left out."""
     wanted = list(dict.fromkeys(runs))
@@ -243,7 +249,7 @@ def read(runs: Runs, flagged: set[str], whole: dict[str, list[dict[str, Any]]] |
             for view in store.assemble_runs(whole[run_id]):
                 view.marked = True  # LSI5 never lists the digest: the run's partition holds its latest metrics
                 assembled.append(view)
-    for view in store.complete_metrics(assembled):
+    for view in store.complete_metrics(assembled, known_latest):
         views[view.run_id] = view
     rest = [(e, r) for e, r in wanted if r not in views]
     for view in parallel.parallel_map(lambda run: store.read_run_in(*run), rest, workers=_READ_WORKERS):
