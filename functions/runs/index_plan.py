@@ -259,7 +259,9 @@ def _walk_range(
     start_value = None if start is None else start[1]  # a bounded walk starts at a number
 
     def groups(first_page: int | None, next_page: Callable[[], int]) -> Iterator[list[ranks.Ranked]]:
-        return ranks.iter_metric_groups(experiment_ids, term.key, ascending, start_value, first_page, next_page, stop, flagged.items)
+        return ranks.iter_metric_groups(
+            experiment_ids, term.key, ascending, start_value, first_page, next_page, stop, flagged.items, flagged.latest
+        )
 
     return _walk(query, groups, lambda value: term.past(rank_items.rank_value(value), ascending), stages, flagged, smaller_term)
 

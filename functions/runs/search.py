@@ -34,6 +34,7 @@ repeated nor skipped.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -134,10 +135,13 @@ def _rank_start(query: search.SearchQuery) -> tuple[Any, bool]:
 def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
     term = query.order_by[0]
     field = "metrics" if term.type == "metric" else "params"
-    iter_groups = ranks.iter_metric_groups if term.type == "metric" else param_ranks.iter_param_groups
     limit = query.max_results
     values: dict[str, Any] = {}
     flagged = Flagged(experiment_ids)
+    # A marked run's latest value of the order key is read once: the run read whole reads the rest of its partition.
+    iter_groups = (
+        functools.partial(ranks.iter_metric_groups, seen=flagged.latest) if term.type == "metric" else param_ranks.iter_param_groups
+    )
     views: dict[str, RunView] = {}
     selected: list[dict[str, Any]] = []
 
