@@ -21,8 +21,10 @@
 
 A candidate is verified on its run summary (``run_summaries``: the run and all its data in one item, a
 BatchGetItem per 100 candidates), which is also what the page returns. A run with an item the indexer
-has not processed yet (LSI5 flag) is read from its range instead, and flagged sources are candidates
-whatever their RANK item says: exact while the indexer lags.
+has not processed yet (LSI5 flag) is read from its range instead (or from its LSI5 items while none of them was
+indexed yet), and flagged sources are candidates whatever their RANK item says: exact while the indexer lags. A
+marked run's latest value read to decide a term or to order is kept for the request (``Flagged.latest``): reading
+the run whole then reads only the rest of its partition.
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ Several plans, all strongly consistent (a search right after a write sees it):
   false hit.
 
 A returned run's data is its run summary (``run_summaries``: one item, a BatchGetItem per page), or its
-range while one of its items waits for the indexer.
+range while one of its items waits for the indexer: a run none of whose items was indexed yet (a sweep logged a
+moment ago) is assembled from the LSI5 items the search read already (``run_summaries.whole_on_lsi5``), so a
+filter every run passes reads the runs about once, not twice.
 
 While ``make migrate`` has not yet built an experiment's metric RANK items (a table written before layout 2,
 ``layout.py``), a search that orders or filters by a metric takes the full plan: exact, dearer, and only until

@@ -1,8 +1,10 @@
 """Issue 39 item 4: an exact search while the indexer lags reads at most one full read of the runs it considers.
 
 A sweep logged a moment ago has every run flagged (LSI5) and marked (metrics): the indexed plans read the flagged
-items, then used to read every flagged run's range as a candidate on top (1.75 full reads). The runs are written
-in-process and the stream is not drained, so the indexer has seen none of them, as right after a sweep deployed.
+items, then used to read every flagged run's range as a candidate on top (1.75 full reads; a filter every run
+passes, 1.9). Now a run none of whose items was indexed yet is assembled from the flagged items already read, and
+a latest value read to decide is not read again. The runs are written in-process and the stream is not drained,
+so the indexer has seen none of them, as right after a sweep deployed.
 """
 
 from __future__ import annotations

@@ -14,7 +14,11 @@ inputs, outputs), every metric write marks the run (``metric_marks``), and the i
 marker only after rebuilding the summary from a read that saw the flagged version. The run's latest metrics
 come into the range as the indexer's digest (``run_metrics``), written before the summary in the same pass.
 Flagged or marked runs, runs without a summary (written before summaries existed, or before a migration
-rebuilt them) and runs too large for one item are read from their range: always exact, a little dearer.
+rebuilt them) and runs too large for one item are read from their range: always exact, a little dearer. A
+flagged run with no summary yet whose run item still carries ``whole_on_lsi5`` (set by create_run, removed with
+the run's flag by writes of items LSI5 does not list: inputs, outputs) has every item of its range on LSI5, which
+a search read already: it is assembled from those (``whole_on_lsi5``, ``read``), and its latest metrics are read
+from its partition.
 
 Rebuilds are optimistic: a summary carries ``rev`` and is written as rev + 1 only if ``rev`` is still
 what the rebuild read before it read the range, so a slow rebuild that read an older range can never
