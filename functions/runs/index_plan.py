@@ -220,11 +220,25 @@ def _ordered_candidates(
 
 
 def _order_values(runs: list[tuple[str, str]], wanted: tuple[str, str], known: Known, flagged: Flagged) -> dict[str, Any]:
-    """Each run's value of one key (absent: the run lacks it): from ``known``, else its source item (a latest metric
-    read is kept in ``flagged.latest``: a run read whole later does not read it again)."""
-    have = known.values.get(wanted, {})
+    """Each run's value of one key (absent: the run lacks it): from ``known``, else what the request read already (a
+    flagged param or tag item on LSI5, a marked run's latest value), else its source item (a latest metric read is
+    kept in ``flagged.latest``: a run read whole later does not read it again)."""
+    values = dict(known.values.get(wanted, {}))
+    settled = set(values)
+    if wanted[0] == "metric":
+        for _, run_id in runs:
+            if run_id not in settled and wanted[1] in flagged.latest.get(run_id, {}):
+                item = flagged.latest[run_id][wanted[1]]
+                settled.add(run_id)
+                if item is not None:
+                    values[run_id] = rank_items.metric_value(item["value"])
+    else:
+        for (_, run_id), value in flagged.current_values(RankTerm(*wanted, ())).items():
+            if run_id not in settled:
+                values[run_id] = value
+                settled.add(run_id)
+    have = settled
     keys = [rank_filters.source_key(experiment_id, run_id, *wanted) for experiment_id, run_id in runs if run_id not in have]
-    values = {run_id: value for run_id, value in have.items()}
     chunks = [keys[i : i + _BATCH_GET_CHUNK] for i in range(0, len(keys), _BATCH_GET_CHUNK)]
     metric = wanted[1] if wanted[0] == "metric" else None
     if metric is not None:

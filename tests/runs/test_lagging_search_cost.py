@@ -40,6 +40,17 @@ NON_SELECTIVE = (
     "tags.team != 'zzz'",
     "params.seed LIKE '%' and metrics.acc >= 0",
 )
+# Ordered searches: (filter, order, max_results, run items read twice). A walk of the order key's RANK items and
+# marked values reads the runs once; a walk of the run items by start time (no filter; or an order key every run
+# has, when the page outruns them) reads each flagged run's item on that index as well as on LSI5.
+ORDERED = (
+    ("", ["metrics.acc DESC"], 100, 0),
+    ("metrics.loss <= 1", ["metrics.loss"], 1000, 0),
+    ("metrics.acc >= 0", ["params.lr DESC"], 1000, 0),
+    ("", ["metrics.acc DESC"], 1000, RUNS),
+    ("", ["params.lr"], 1000, RUNS),
+    ("", [], 1000, RUNS),
+)
 # Besides the runs: the experiment's own LSI5 flag (its name waits for the FTS indexer) and the table's layout
 # version (one GetItem per process).
 PER_SEARCH = 2
@@ -83,11 +94,18 @@ def test_a_selective_search_while_the_indexer_lags_reads_at_most_the_runs_once(s
             assert len(_ids(result)) == min(RUNS, max_results), filter_string
             whole[(filter_string, max_results)] = result
             assert stats["items_read"] <= full["items_read"] + PER_SEARCH, (filter_string, max_results, stats)
+    for filter_string, order, max_results, twice in ORDERED:
+        request = {"experiment_ids": [experiment_id], "filter": filter_string, "order_by": order, "max_results": max_results}
+        result, stats = _measure(search.search_runs, request)
+        assert len(_ids(result)) == min(RUNS, max_results), (filter_string, order)
+        whole[(filter_string, tuple(order), max_results)] = result
+        assert stats["items_read"] <= full["items_read"] + twice + PER_SEARCH, (filter_string, order, max_results, stats)
     local_runtime.drain_stream()  # the indexer catches up: the same answers, read from the RANK items
-    for (filter_string, max_results), lagging_result in whole.items():
+    for shape, lagging_result in whole.items():
         # The runs assembled from their LSI5 items are the runs as read from their summaries: data and order.
-        request = {"experiment_ids": [experiment_id], "filter": filter_string, "max_results": max_results}
-        assert search.search_runs(request) == lagging_result, filter_string
+        filter_string, order, max_results = shape if len(shape) == 3 else (shape[0], (), shape[1])
+        request = {"experiment_ids": [experiment_id], "filter": filter_string, "order_by": list(order), "max_results": max_results}
+        assert search.search_runs(request) == lagging_result, shape
     for filter_string in FILTERS:
         result = search.search_runs({"experiment_ids": [experiment_id], "filter": filter_string, "max_results": 1000})
         assert _ids(result) == lagging[filter_string], filter_string
