@@ -94,3 +94,16 @@ def test_flagged_runs_read_from_their_lsi5_items_or_their_range_are_the_runs_as_
     assert {t["key"] for t in runs[tag_deleted]["data"]["tags"]} == {"t", "mlflow.runName"}
     local_runtime.drain_stream()  # the indexer catches up: the runs are read from their summaries
     assert _searches(experiment_id) == lagging
+
+
+def test_a_run_read_around_a_decided_latest_value_has_every_other_metric(server: str, local_runtime: Any) -> None:
+    # metrics.a decides the filter (its latest value read alone); the rest of the run's partition is read around it.
+    experiment_id = _experiment(server)
+    run_id = lifecycle.create_run({"experiment_id": experiment_id, "start_time": 1})["run"]["info"]["run_id"]
+    names = ["a", "a ", "a.b", "a/b", "ab", "A", "_", "b", "a" * 250]
+    metrics = [{"key": name, "value": float(i), "timestamp": 1, "step": 0} for i, name in enumerate(names)]
+    data.log_batch({"run_id": run_id, "metrics": metrics}, {})
+    for filter_string in ("metrics.a >= 0", "metrics.`a.b` >= 0", f"metrics.{'a' * 250} >= 0"):
+        (run,) = search.search_runs({"experiment_ids": [experiment_id], "filter": filter_string})["runs"]
+        assert run == lifecycle.get_run({"run_id": run_id})["run"], filter_string
+        assert sorted(m["key"] for m in run["data"]["metrics"]) == sorted(names)
