@@ -21,8 +21,10 @@
 
 A candidate is verified on its run summary (``run_summaries``: the run and all its data in one item, a
 BatchGetItem per 100 candidates), which is also what the page returns. A run with an item the indexer
-has not processed yet (LSI5 flag) is read from its range instead, and flagged sources are candidates
-whatever their RANK item says: exact while the indexer lags.
+has not processed yet (LSI5 flag) is read from its range instead (or from its LSI5 items while none of them was
+indexed yet), and flagged sources are candidates whatever their RANK item says: exact while the indexer lags. A
+marked run's latest value read to decide a term or to order is kept for the request (``Flagged.latest``): reading
+the run whole then reads only the rest of its partition.
 """
 
 from __future__ import annotations
@@ -187,7 +189,7 @@ def _ordered_candidates(
     page is full. Page N reads the candidates' order values and about one page of run items."""
     first = query.order_by[0]
     head = search.OrderBy(query.order_by.kind, [first])
-    values = _order_values(runs, (first.type, first.key), known)
+    values = _order_values(runs, (first.type, first.key), known, flagged)
     known = known.with_values((first.type, first.key), values)
 
     def head_key(run_id: str) -> tuple[Any, ...]:
@@ -217,15 +219,37 @@ def _ordered_candidates(
     return search.page(selected, query.order_by, limit, None)
 
 
-def _order_values(runs: list[tuple[str, str]], wanted: tuple[str, str], known: Known) -> dict[str, Any]:
-    """Each run's value of one key (absent: the run lacks it): from ``known``, else its source item."""
-    have = known.values.get(wanted, {})
+def _order_values(runs: list[tuple[str, str]], wanted: tuple[str, str], known: Known, flagged: Flagged) -> dict[str, Any]:
+    """Each run's value of one key (absent: the run lacks it): from ``known``, else what the request read already (a
+    flagged param or tag item on LSI5, a marked run's latest value), else its source item (a latest metric read is
+    kept in ``flagged.latest``: a run read whole later does not read it again)."""
+    values = dict(known.values.get(wanted, {}))
+    settled = set(values)
+    if wanted[0] == "metric":
+        for _, run_id in runs:
+            if run_id not in settled and wanted[1] in flagged.latest.get(run_id, {}):
+                item = flagged.latest[run_id][wanted[1]]
+                settled.add(run_id)
+                if item is not None:
+                    values[run_id] = rank_items.metric_value(item["value"])
+    else:
+        for (_, run_id), value in flagged.current_values(RankTerm(*wanted, ())).items():
+            if run_id not in settled:
+                values[run_id] = value
+                settled.add(run_id)
+    have = settled
     keys = [rank_filters.source_key(experiment_id, run_id, *wanted) for experiment_id, run_id in runs if run_id not in have]
-    values = {run_id: value for run_id, value in have.items()}
     chunks = [keys[i : i + _BATCH_GET_CHUNK] for i in range(0, len(keys), _BATCH_GET_CHUNK)]
+    metric = wanted[1] if wanted[0] == "metric" else None
+    if metric is not None:
+        for _, run_id in runs:
+            if run_id not in have:
+                flagged.latest.setdefault(run_id, {})[metric] = None
     for items in search_rows.parallel_map(table.batch_get, chunks):
         for item in items:
             kind = rank_filters.source_kind(item)
+            if kind == "metric" and metric is not None:
+                flagged.latest[rank_filters.run_id_of(item)][metric] = item
             if kind is not None:
                 values[rank_filters.run_id_of(item)] = rank_items.metric_value(item["value"]) if kind == "metric" else item["value"]
     return values
@@ -251,7 +275,9 @@ def _walk_range(
     start_value = None if start is None else start[1]  # a bounded walk starts at a number
 
     def groups(first_page: int | None, next_page: Callable[[], int]) -> Iterator[list[ranks.Ranked]]:
-        return ranks.iter_metric_groups(experiment_ids, term.key, ascending, start_value, first_page, next_page, stop, flagged.items)
+        return ranks.iter_metric_groups(
+            experiment_ids, term.key, ascending, start_value, first_page, next_page, stop, flagged.items, flagged.latest
+        )
 
     return _walk(query, groups, lambda value: term.past(rank_items.rank_value(value), ascending), stages, flagged, smaller_term)
 

@@ -22,7 +22,9 @@ Several plans, all strongly consistent (a search right after a write sees it):
   false hit.
 
 A returned run's data is its run summary (``run_summaries``: one item, a BatchGetItem per page), or its
-range while one of its items waits for the indexer.
+range while one of its items waits for the indexer: a run none of whose items was indexed yet (a sweep logged a
+moment ago) is assembled from the LSI5 items the search read already (``run_summaries.whole_on_lsi5``), so a
+filter every run passes reads the runs about once, not twice.
 
 While ``make migrate`` has not yet built an experiment's metric RANK items (a table written before layout 2,
 ``layout.py``), a search that orders or filters by a metric takes the full plan: exact, dearer, and only until
@@ -34,6 +36,7 @@ repeated nor skipped.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -134,10 +137,13 @@ def _rank_start(query: search.SearchQuery) -> tuple[Any, bool]:
 def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> tuple[list[dict[str, Any]], str | None]:
     term = query.order_by[0]
     field = "metrics" if term.type == "metric" else "params"
-    iter_groups = ranks.iter_metric_groups if term.type == "metric" else param_ranks.iter_param_groups
     limit = query.max_results
     values: dict[str, Any] = {}
     flagged = Flagged(experiment_ids)
+    # A marked run's latest value of the order key is read once: the run read whole reads the rest of its partition.
+    iter_groups = (
+        functools.partial(ranks.iter_metric_groups, seen=flagged.latest) if term.type == "metric" else param_ranks.iter_param_groups
+    )
     views: dict[str, RunView] = {}
     selected: list[dict[str, Any]] = []
 

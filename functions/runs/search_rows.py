@@ -75,4 +75,8 @@ def attach_views(page: list[dict[str, Any]], flagged: Flagged) -> None:
 
 def read_views(runs: list[tuple[str, str]], flagged: Flagged) -> dict[str, RunView]:
     """(experiment id, run id) -> the run with its data, by run id (runs that no longer exist are left out)."""
-    return run_summaries.read(runs, run_summaries.flagged_runs(flagged.all_items()))
+    if "whole" not in flagged.derived:
+        unindexed = flagged.all_items()
+        flagged.derived["flagged"] = run_summaries.flagged_runs(unindexed)
+        flagged.derived["whole"] = run_summaries.whole_on_lsi5(unindexed)
+    return run_summaries.read(runs, flagged.derived["flagged"], flagged.derived["whole"], flagged.latest)

@@ -1,8 +1,10 @@
 """Issue 39 item 4: an exact search while the indexer lags reads at most one full read of the runs it considers.
 
 A sweep logged a moment ago has every run flagged (LSI5) and marked (metrics): the indexed plans read the flagged
-items, then used to read every flagged run's range as a candidate on top (1.75 full reads). The runs are written
-in-process and the stream is not drained, so the indexer has seen none of them, as right after a sweep deployed.
+items, then used to read every flagged run's range as a candidate on top (1.75 full reads; a filter every run
+passes, 1.9). Now a run none of whose items was indexed yet is assembled from the flagged items already read, and
+a latest value read to decide is not read again. The runs are written in-process and the stream is not drained,
+so the indexer has seen none of them, as right after a sweep deployed.
 """
 
 from __future__ import annotations
@@ -28,6 +30,30 @@ FILTERS = (
 )
 # Reading a matching flagged run whole for the page: its range and its latest metrics (6 + 2 items here).
 PER_MATCH = 8
+# Filters that most or all runs pass: every run is read whole, and that must not cost more than reading them all
+# once. A run still whole on LSI5 (no summary yet) is assembled from the LSI5 items the search read already, and a
+# latest value read to decide a metric term is not read again with the rest of the run's partition.
+NON_SELECTIVE = (
+    "metrics.acc >= 0.0",
+    "metrics.loss <= 1",
+    "params.lr LIKE '%'",
+    "tags.team != 'zzz'",
+    "params.seed LIKE '%' and metrics.acc >= 0",
+)
+# Ordered searches: (filter, order, max_results, run items read twice). A walk of the order key's RANK items and
+# marked values reads the runs once; a walk of the run items by start time (no filter; or an order key every run
+# has, when the page outruns them) reads each flagged run's item on that index as well as on LSI5.
+ORDERED = (
+    ("", ["metrics.acc DESC"], 100, 0),
+    ("metrics.loss <= 1", ["metrics.loss"], 1000, 0),
+    ("metrics.acc >= 0", ["params.lr DESC"], 1000, 0),
+    ("", ["metrics.acc DESC"], 1000, RUNS),
+    ("", ["params.lr"], 1000, RUNS),
+    ("", [], 1000, RUNS),
+)
+# Besides the runs: the experiment's own LSI5 flag (its name waits for the FTS indexer) and the table's layout
+# version (one GetItem per process).
+PER_SEARCH = 2
 
 
 def _sweep(experiment_id: str) -> None:
@@ -60,7 +86,26 @@ def test_a_selective_search_while_the_indexer_lags_reads_at_most_the_runs_once(s
         # The flagged items (about the runs' ranges) and one latest value per marked candidate decide which runs
         # may match; only those are read whole again. Selective filters stay under one full read of the sweep.
         assert stats["items_read"] <= full["items_read"] + PER_MATCH * max(0, len(lagging[filter_string]) - 5), (filter_string, stats)
+    whole = {}
+    for filter_string in NON_SELECTIVE:
+        for max_results in (1000, 10):
+            request = {"experiment_ids": [experiment_id], "filter": filter_string, "max_results": max_results}
+            result, stats = _measure(search.search_runs, request)
+            assert len(_ids(result)) == min(RUNS, max_results), filter_string
+            whole[(filter_string, max_results)] = result
+            assert stats["items_read"] <= full["items_read"] + PER_SEARCH, (filter_string, max_results, stats)
+    for filter_string, order, max_results, twice in ORDERED:
+        request = {"experiment_ids": [experiment_id], "filter": filter_string, "order_by": order, "max_results": max_results}
+        result, stats = _measure(search.search_runs, request)
+        assert len(_ids(result)) == min(RUNS, max_results), (filter_string, order)
+        whole[(filter_string, tuple(order), max_results)] = result
+        assert stats["items_read"] <= full["items_read"] + twice + PER_SEARCH, (filter_string, order, max_results, stats)
     local_runtime.drain_stream()  # the indexer catches up: the same answers, read from the RANK items
+    for shape, lagging_result in whole.items():
+        # The runs assembled from their LSI5 items are the runs as read from their summaries: data and order.
+        filter_string, order, max_results = shape if len(shape) == 3 else (shape[0], (), shape[1])
+        request = {"experiment_ids": [experiment_id], "filter": filter_string, "order_by": list(order), "max_results": max_results}
+        assert search.search_runs(request) == lagging_result, shape
     for filter_string in FILTERS:
         result = search.search_runs({"experiment_ids": [experiment_id], "filter": filter_string, "max_results": 1000})
         assert _ids(result) == lagging[filter_string], filter_string

@@ -127,6 +127,10 @@ class Flagged:
 
     experiment_ids: list[str]
     _items: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # What callers derive from the items once per request (e.g. the runs they make whole), by name.
+    derived: dict[str, Any] = field(default_factory=dict)
+    # Run id -> metric key -> its latest item as read by this request (None: the run lacks it).
+    latest: dict[str, dict[str, dict[str, Any] | None]] = field(default_factory=dict)
 
     def items(self, experiment_id: str) -> list[dict[str, Any]]:
         if experiment_id not in self._items:
@@ -175,15 +179,21 @@ def _fails(term: RankTerm, value: Any) -> bool:
     return isinstance(value, str) and not all(compare(c, value, v) for c, v in term.comparisons)
 
 
-def _read_latest(runs: list[tuple[str, str]], key: str) -> dict[tuple[str, str], Any]:
-    """Each run's latest value of metric ``key`` (``ABSENT`` without one), from its partition: one item per run."""
+def _read_latest(runs: list[tuple[str, str]], key: str, flagged: Flagged) -> dict[tuple[str, str], Any]:
+    """Each run's latest value of metric ``key`` (``ABSENT`` without one), from its partition: one item per run.
+
+    The items read (and the runs lacking one) are kept in ``flagged.latest``: a run read whole later in the request
+    does not read them again."""
     out: dict[tuple[str, str], Any] = dict.fromkeys(runs, ABSENT)
     by_run = {run_id: experiment_id for experiment_id, run_id in runs}
+    for _, run_id in runs:
+        flagged.latest.setdefault(run_id, {})[key] = None
     keys_ = [source_key(experiment_id, run_id, "metric", key) for experiment_id, run_id in runs]
     for start in range(0, len(keys_), _BATCH_GET_CHUNK):
         for item in table.batch_get(keys_[start : start + _BATCH_GET_CHUNK]):
             run_id = run_id_of(item)
             if run_id in by_run:
+                flagged.latest[run_id][key] = item
                 out[(by_run[run_id], run_id)] = math.nan if item.get("is_nan") else rank_items.metric_value(item["value"])
     return out
 
@@ -251,7 +261,7 @@ def _current(term: RankTerm, flagged: Flagged, among: set[tuple[str, str]] | Non
     current = {run: value for run, value in flagged.current_values(term).items() if among is None or run in among}
     unread = [run for run, value in current.items() if value is None]
     if unread:
-        current.update(_read_latest(unread, term.key))
+        current.update(_read_latest(unread, term.key, flagged))
     return current
 
 

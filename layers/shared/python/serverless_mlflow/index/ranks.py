@@ -31,14 +31,23 @@ _NAN_KEY = keys.float64(math.nan)
 _PAGE_SIZES = (16, 64, 256, 1000)
 
 
-def marked_latest(experiment_id: str, key: str, unindexed: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+# Run id -> metric key -> its latest item as a request read it (None: the run lacks it), shared by its reads.
+Seen = dict[str, dict[str, dict[str, Any] | None]]
+
+
+def marked_latest(experiment_id: str, key: str, unindexed: list[dict[str, Any]], seen: Seen | None = None) -> dict[str, dict[str, Any]]:
     """Run id -> the current latest value of metric ``key`` of each marked run (``metric_marks``) that has one: one
-    BatchGetItem of their ``RUN#<run>`` items (none when no run is marked)."""
+    BatchGetItem of their ``RUN#<run>`` items (none when no run is marked). ``seen``: what the request read already
+    (not read again), and where this read is kept."""
+    seen = {} if seen is None else seen
     runs = sorted(metric_marks.marked_runs(unindexed))
-    if not runs:
-        return {}
-    found = table.batch_get([run_metrics.LATEST.key(run_id=run_id, key=key) for run_id in runs])
-    return {item["run_id"]: item for item in found if str(item.get("experiment_id")) == experiment_id}
+    unread = [run_id for run_id in runs if key not in seen.get(run_id, {})]
+    for run_id in unread:
+        seen.setdefault(run_id, {})[key] = None
+    for item in table.batch_get([run_metrics.LATEST.key(run_id=run_id, key=key) for run_id in unread]) if unread else []:
+        seen[item["run_id"]][key] = item
+    found = (seen[run_id][key] for run_id in runs)
+    return {item["run_id"]: item for item in found if item is not None and str(item.get("experiment_id")) == experiment_id}
 
 
 @dataclass(frozen=True)
@@ -98,10 +107,12 @@ def flagged_sources(experiment_id: str, entity_type: str, key: str, unindexed: U
     }
 
 
-def stale_metric_runs(experiment_id: str, key: str, unindexed: Unindexed | None = None) -> tuple[frozenset[str], dict[str, dict[str, Any]]]:
+def stale_metric_runs(
+    experiment_id: str, key: str, unindexed: Unindexed | None = None, seen: Seen | None = None
+) -> tuple[frozenset[str], dict[str, dict[str, Any]]]:
     """(runs whose RANK item of metric ``key`` may be stale, the current latest value of those that have one)."""
     items = (unindexed or _read_unindexed)(experiment_id)
-    marked = marked_latest(experiment_id, key, items)
+    marked = marked_latest(experiment_id, key, items, seen)
     return frozenset(metric_marks.marked_runs(items)), marked
 
 
@@ -186,9 +197,9 @@ def value_stream(
     return heapq.merge(indexed(), iter(overrides), key=lambda pair: pair[0])
 
 
-def metric_range(experiment_id: str, key: str, unindexed: Unindexed | None = None) -> ValueRange:
+def metric_range(experiment_id: str, key: str, unindexed: Unindexed | None = None, seen: Seen | None = None) -> ValueRange:
     """One experiment's runs by their latest value of metric ``key`` (sources not indexed yet merged in)."""
-    skip, current = stale_metric_runs(experiment_id, key, unindexed)
+    skip, current = stale_metric_runs(experiment_id, key, unindexed, seen)
     query = METRIC_RANK.query("by_value", experiment_id=experiment_id, key=key)
     return ValueRange(
         experiment_id,
@@ -226,18 +237,19 @@ def iter_metric_groups(
     next_page: Callable[[], int] | None = None,
     stop_value: float | None = None,
     unindexed: Unindexed | None = None,
+    seen: Seen | None = None,
 ) -> Iterator[list[Ranked]]:
     """Runs having metric ``key``, in groups of equal latest value, in MLflow's order.
 
     ``start_value`` resumes a later page: groups before it are not read; its own group is yielded
     whole (the caller skips what its page token already covered, e.g. ``query.is_after_token``).
     ``first_page`` / ``next_page`` size the reads (see ``_pages``); ``stop_value`` (a number) ends the walk
-    after that value's group.
+    after that value's group; ``seen``: see ``marked_latest``.
     """
     start = None if start_value is None else ((1, None) if math.isnan(start_value) else (0, start_value))
     return group_streams(
         [
-            value_stream(metric_range(experiment_id, key, unindexed), ascending, start, first_page, next_page, stop_value)
+            value_stream(metric_range(experiment_id, key, unindexed, seen), ascending, start, first_page, next_page, stop_value)
             for experiment_id in experiment_ids
         ]
     )

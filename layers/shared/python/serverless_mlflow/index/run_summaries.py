@@ -14,7 +14,11 @@ inputs, outputs), every metric write marks the run (``metric_marks``), and the i
 marker only after rebuilding the summary from a read that saw the flagged version. The run's latest metrics
 come into the range as the indexer's digest (``run_metrics``), written before the summary in the same pass.
 Flagged or marked runs, runs without a summary (written before summaries existed, or before a migration
-rebuilt them) and runs too large for one item are read from their range: always exact, a little dearer.
+rebuilt them) and runs too large for one item are read from their range: always exact, a little dearer. A
+flagged run with no summary yet whose run item still carries ``whole_on_lsi5`` (set by create_run, removed with
+the run's flag by writes of items LSI5 does not list: inputs, outputs) has every item of its range on LSI5, which
+a search read already: it is assembled from those (``whole_on_lsi5``, ``read``), and its latest metrics are read
+from its partition.
 
 Rebuilds are optimistic: a summary carries ``rev`` and is written as rev + 1 only if ``rev`` is still
 what the rebuild read before it read the range, so a slow rebuild that read an older range can never
@@ -37,6 +41,7 @@ from serverless_mlflow.store.runs import RunView
 
 RUN_SUMMARY = ENTITY["run_summary"]
 FLAG_ATTRIBUTE = COLLECTIONS["unindexed"].sk_attr
+WHOLE_ATTRIBUTE = "whole_on_lsi5"
 # Room below DynamoDB's 400 KB for the summary's own keys and attributes.
 MAX_SUMMARY_BYTES = MAX_ITEM_BYTES - 4 * 1024
 # Every item of a run's range the summary copies: the run item and its data items (latest_metric: layout 1's,
@@ -161,7 +166,8 @@ def rebuild(experiment_id: str, run_id: str, read: dict[tuple[str, str], dict[st
 
 
 def _flag_update(run: dict[str, Any]) -> tuple[dict[str, str], str, dict[str, str], dict[str, Any]]:
-    expression, names, values = store.run_update(run, {"last_update_time": clock.now_millis()})
+    # The write leaves an item LSI5 does not list (or none): the run's LSI5 items no longer make it whole.
+    expression, names, values = store.run_update(run, {"last_update_time": clock.now_millis()}, remove=(WHOLE_ATTRIBUTE,))
     return store.RUN.key(experiment_id=run["experiment_id"], run_id=run["run_id"]), expression, names, values
 
 
@@ -188,17 +194,67 @@ def flagged_runs(unindexed: Iterable[dict[str, Any]]) -> set[str]:
     return flagged | metric_marks.marked_runs(items)
 
 
-def read(runs: Runs, flagged: set[str]) -> dict[str, RunView]:
+def whole_on_lsi5(unindexed: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Run id -> its items among an experiment's LSI5 items (in key order), for the runs whose every copy of the run
+    item read there still carries ``whole_on_lsi5``: while the run has no summary, these items are its range (but
+    its metrics digest, which ``read`` never takes from here).
+
+    An item may have been read twice (its flag moved on while the LSI5 Query ran): the newest copy is kept."""
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    broken: set[str] = set()
+    for item in unindexed:
+        if item.get(ENTITY_TYPE) not in SUMMARISED_TYPES and item.get(ENTITY_TYPE) != metric_marks.MARKER.type_name:
+            continue
+        run_id = store.run_id_of_sk(item[SK])
+        if item.get(ENTITY_TYPE) == "run" and not item.get(WHOLE_ATTRIBUTE):
+            broken.add(run_id)
+        seen = newest.get((item[PK], item[SK]))
+        if seen is None or str(item.get(FLAG_ATTRIBUTE, "")) >= str(seen.get(FLAG_ATTRIBUTE, "")):
+            newest[(item[PK], item[SK])] = item
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for (_, _), item in sorted(newest.items(), key=lambda pair: pair[0][1]):
+        runs.setdefault(store.run_id_of_sk(item[SK]), []).append(item)
+    return {run_id: items for run_id, items in runs.items() if run_id not in broken and items[0].get(ENTITY_TYPE) == "run"}
+
+
+def read(
+    runs: Runs,
+    flagged: set[str],
+    whole: dict[str, list[dict[str, Any]]] | None = None,
+    known_latest: dict[str, dict[str, dict[str, Any] | None]] | None = None,
+) -> dict[str, RunView]:
     """Runs with their data, by run id: from the summary of each unflagged run, else from the run's range.
+
+    ``whole`` (``whole_on_lsi5`` of the LSI5 items that named ``flagged``, read before this call): a flagged run
+    there that has no summary yet is assembled from those items instead of read again: the indexer writes a run's
+    summary before it clears any flag of the run (and ``tools/admin`` too), so with no summary now, none was
+    cleared while the LSI5 Query ran, and the run's inputs and outputs, which LSI5 does not list, would have
+    removed ``whole_on_lsi5``. Its latest metrics come from its partition, as a marked run's do, but those the
+    caller read already (``known_latest``: run id -> metric key -> item, None if lacking, ``complete_metrics``).
 
     Runs that no longer exist are left out."""
     wanted = list(dict.fromkeys(runs))
+    whole = whole or {}
     trusted = [(e, r) for e, r in wanted if r not in flagged]
+    assemblable = [(e, r) for e, r in wanted if r in flagged and r in whole]
     views: dict[str, RunView] = {}
-    for summary in table.batch_get([key(e, r) for e, r in trusted]) if trusted else []:
+    summarised: set[str] = set()
+    checked = trusted + assemblable
+    for summary in table.batch_get([key(e, r) for e, r in checked]) if checked else []:
+        summarised.add(summary["run_id"])
+        if summary["run_id"] in flagged:
+            continue
         if not summary.get("oversize") and summary.get("items"):
             for view in store.assemble_runs(summary["items"]):
                 views[view.run_id] = view
+    assembled = []
+    for _, run_id in assemblable:
+        if run_id not in summarised:
+            for view in store.assemble_runs(whole[run_id]):
+                view.marked = True  # LSI5 never lists the digest: the run's partition holds its latest metrics
+                assembled.append(view)
+    for view in store.complete_metrics(assembled, known_latest):
+        views[view.run_id] = view
     rest = [(e, r) for e, r in wanted if r not in views]
     for view in parallel.parallel_map(lambda run: store.read_run_in(*run), rest, workers=_READ_WORKERS):
         if view is not None:

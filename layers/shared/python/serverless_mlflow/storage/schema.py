@@ -526,6 +526,10 @@ ENTITIES: tuple[Entity, ...] = (
             "lifecycle_stage",
             "deleted_time",
             "last_update_time",
+            # Set by create_run: every item of the run's range is on LSI5 until the indexer first writes the run's
+            # summary (it does so before clearing any flag). Removed by writes of items LSI5 does not list (inputs,
+            # outputs): a search then reads the run's range (run_summaries.whole_on_lsi5).
+            "whole_on_lsi5",
         ),
     ),
     _e(

@@ -160,6 +160,18 @@ def read_latest(run_id: str) -> list[dict[str, Any]]:
     return table.query(**LATEST.query("of_run", run_id=run_id))
 
 
+def read_latest_except(run_id: str, key: str) -> list[dict[str, Any]]:
+    """The run's latest values but ``key``'s (which the caller read already): the key ranges below and above its
+    item, so it is not read twice."""
+    sk = LATEST.key(run_id=run_id, key=key)[SK]
+    pk = LATEST.key(run_id=run_id, key=key)[PK]
+    prefix = LATEST.sk_prefix()
+    high = table.prefix_successor(prefix) or table.HIGHEST_KEY
+    # No key of the partition sorts below the latest values ("M#" < "MS" < "RUN" < "S"), and keys are prefix-free
+    # (keys.text): nothing lies between the item's key and that key + TERMINATOR.
+    return [*table.query(pk, sk_before=sk), *table.query(pk, sk_between=(sk + keys.TERMINATOR, high))]
+
+
 def newest(items: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Key -> the latest value among items of both layouts (and digests' entries): MLflow's rank decides; the
     first of equal ranks is kept, in the order given."""

@@ -46,6 +46,7 @@ def create_run(msg: dict[str, Any]) -> dict[str, Any]:
         "artifact_uri": append_to_uri_path(experiment["artifact_location"], run_id, "artifacts"),
         "lifecycle_stage": ACTIVE,
         "last_update_time": now,
+        "whole_on_lsi5": True,
     }
     # The last value of a repeated tag key wins (one item per key).
     tag_values = {tag["key"]: tag["value"] for tag in tags}

@@ -214,12 +214,23 @@ def run_range(experiment_id: str, run_id: str) -> list[dict[str, Any]]:
     return table.query(**RUN.query("with_data", experiment_id=experiment_id, run_id=run_id))
 
 
-def complete_metrics(views: list[RunView]) -> list[RunView]:
+def complete_metrics(views: list[RunView], known: dict[str, dict[str, dict[str, Any] | None]] | None = None) -> list[RunView]:
     """Views whose range does not give their latest metrics (marked, oversize digest) get them from their
-    partitions (one Query per such run, in parallel)."""
+    partitions (one Query per such run, in parallel).
+
+    ``known``: run id -> metric key -> its latest item (None: the run lacks it) the caller read already; a run
+    with one known key reads the rest of its partition around it (two Queries) instead of reading it again."""
     wanting = [view for view in views if not view.metrics_exact]
+
+    def read(view: RunView) -> list[dict[str, Any]]:
+        have = (known or {}).get(view.run_id) or {}
+        if len(have) != 1:
+            return run_metrics.read_latest(view.run_id)
+        ((key, item),) = have.items()
+        return [*run_metrics.read_latest_except(view.run_id, key), *([item] if item is not None else [])]
+
     if wanting:
-        latest = parallel.parallel_map(lambda view: run_metrics.read_latest(view.run_id), wanting, workers=_LATEST_READ_WORKERS)
+        latest = parallel.parallel_map(read, wanting, workers=_LATEST_READ_WORKERS)
         for view, items in zip(wanting, latest, strict=True):
             view.with_latest(items)
     return views
