@@ -764,6 +764,7 @@ ENTITIES: tuple[Entity, ...] = (
             "linked_runs",
             "linked_prompts",
             "rev",
+            "no_artifact_tag",
         ),
         expires=True,
     ),
@@ -1920,6 +1921,11 @@ ENTITIES: tuple[Entity, ...] = (
 LEGACY: dict[str, Entity] = {entity.legacy_of: entity for entity in ENTITIES if entity.legacy_of}
 
 ENTITY: dict[str, Entity] = {entity.name: entity for entity in ENTITIES}
+# Attributes that an entity's own keys carry: ``table.to_item`` leaves them out of the stored item when they equal
+# what its keys say, ``table.from_item`` puts them back on every read (items stored with them read the same). A
+# trace info is written about three times per trace with three LSI entries (projecting ALL) each time: under
+# 1 KB, every one of those writes costs one write unit instead of two.
+KEYED_ATTRIBUTES: dict[str, tuple[str, ...]] = {"trace": ("experiment_id", "request_time", "trace_id")}
 
 # Access patterns over a partition shared by several entities (ElectroDB's "collections").
 COLLECTIONS: dict[str, AccessPattern] = {
