@@ -1217,7 +1217,7 @@ ENTITIES: tuple[Entity, ...] = (
         "trace_text_signature",
         TRACE_PARTITION,
         "X#{request_time:i64}#{trace_id}",
-        "Bloom filter of the folded trigrams of a trace's span contents (1 KiB), for trace.text / span.content search",
+        "Bloom filter of the folded trigrams of a trace's span contents (768 bytes, compressed when shorter), for trace.text / span.content search",
         attributes=("trace_id", "bits", "spans"),
         derived=True,
     ),
@@ -1925,7 +1925,10 @@ ENTITY: dict[str, Entity] = {entity.name: entity for entity in ENTITIES}
 # what its keys say, ``table.from_item`` puts them back on every read (items stored with them read the same). A
 # trace info is written about three times per trace with three LSI entries (projecting ALL) each time: under
 # 1 KB, every one of those writes costs one write unit instead of two.
-KEYED_ATTRIBUTES: dict[str, tuple[str, ...]] = {"trace": ("experiment_id", "request_time", "trace_id")}
+KEYED_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    "trace": ("experiment_id", "request_time", "trace_id"),
+    "trace_text_signature": ("trace_id",),
+}
 
 # Access patterns over a partition shared by several entities (ElectroDB's "collections").
 COLLECTIONS: dict[str, AccessPattern] = {
