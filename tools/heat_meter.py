@@ -164,6 +164,7 @@ class HeatMeter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.usage: dict[str, Usage] = defaultdict(Usage)
+        self.entities: dict[str, Usage] = defaultdict(Usage)  # the same units by the written item's entity_type
         self._installed = False
         self._reader: Any = None
         self.enabled = True
@@ -195,6 +196,13 @@ class HeatMeter:
         """Start counting afresh; returns what was counted until now."""
         with self._lock:
             counted, self.usage = self.usage, defaultdict(Usage)
+        return dict(counted)
+
+    def reset_entities(self) -> dict[str, Usage]:
+        """Start counting by entity afresh; returns what was counted until now (``transaction`` marks the units
+        written inside TransactWriteItems, whose table arm costs twice)."""
+        with self._lock:
+            counted, self.entities = self.entities, defaultdict(Usage)
         return dict(counted)
 
     def snapshot(self) -> dict[str, Usage]:
@@ -257,23 +265,34 @@ class HeatMeter:
         table, pending = stashed
         transactional = pending.operation == "TransactWriteItems"
         charges: list[dict[str, Usage]] = []
+        kinds: list[str] = []
         if http_response.status_code >= 300:
             # Nothing was written: a failed condition or a cancelled transaction still costs its table arms.
             code = (parsed.get("Error") or {}).get("Code", "")
             if code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
                 charges = [charge_failed(key[0], pending.before.get(key), pending.puts.get(key), transactional) for key in pending.keys]
+                kinds = [_kind(pending.puts.get(key) or pending.before.get(key), transactional) + " (failed)" for key in pending.keys]
         else:
             written = [key for key in pending.keys if key not in _unprocessed(parsed, table)]
             after = self._read(table, [key for key in written if key not in pending.checks])
             for key in written:
                 if key in pending.checks:
                     charges.append(charge_failed(key[0], pending.before.get(key), None, transactional=True))
+                    kinds.append(_kind(pending.before.get(key), True) + " (check)")
                 else:
                     charges.append(charge(key[0], pending.before.get(key), after.get(key), transactional))
+                    kinds.append(_kind(after.get(key) or pending.before.get(key), transactional))
         with self._lock:
-            for one in charges:
+            for one, kind in zip(charges, kinds, strict=True):
                 for pk, usage in one.items():
                     self.usage[pk].add(usage)
+                    self.entities[kind].add(usage)
+
+
+def _kind(raw: Raw | None, transactional: bool) -> str:
+    """The entity a write is charged to in the per-entity figures."""
+    kind = _string(raw, schema.ENTITY_TYPE) or "(unknown)"
+    return f"{kind} (transaction)" if transactional else kind
 
 
 def _key(raw: Raw) -> Key:

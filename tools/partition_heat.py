@@ -245,6 +245,7 @@ def _traces(metered: Metered, sizes: Sizes) -> dict[str, Any]:
     mlflow.set_experiment(experiment_id=experiment_id)
     metered.settle()
     setup = metered.meter.reset()
+    metered.meter.reset_entities()
     started = time.monotonic()
 
     def one(i: int) -> None:
@@ -260,8 +261,15 @@ def _traces(metered: Metered, sizes: Sizes) -> dict[str, Any]:
     metered.settle()
     seconds = time.monotonic() - started
     logging = metered.meter.reset()
+    entities = metered.meter.reset_entities()
     experiment_pk = schema.ENTITY["experiment"].pk.render({"experiment_id": experiment_id})
-    return {"experiment_pk": experiment_pk, "traces": sizes.traces, "phases": {"setup": setup, "logging": logging}, "seconds": seconds}
+    return {
+        "experiment_pk": experiment_pk,
+        "traces": sizes.traces,
+        "phases": {"setup": setup, "logging": logging},
+        "entities": entities,
+        "seconds": seconds,
+    }
 
 
 # --- figures ---------------------------------------------------------------------------------------------
@@ -315,6 +323,7 @@ class Figures:
     usage: dict[str, Usage]
     experiment_pk: str
     extra: list[tuple[str, str]] = field(default_factory=list)
+    entities: dict[str, Usage] = field(default_factory=dict)  # while logging, by the written item's entity
 
     @property
     def total(self) -> Usage:
@@ -408,14 +417,14 @@ def render(figures: list[Figures], sizes: Sizes, window: float, notes: list[str]
         f"cap counts) gains. Ceilings assume {PARTITION_UNITS_PER_SECOND:,} write units/s and 10 GB per partition key.\n",
     ]
     for one in figures:
-        measures, shapes = tables(one)
-        lines += [f"### {one.name}\n", measures, "", shapes, ""]
+        lines += [f"### {one.name}\n", "\n\n".join(tables(one)), ""]
     lines += notes or []
     return "\n".join(lines) + "\n"
 
 
-def tables(one: Figures) -> tuple[str, str]:
-    """A scenario's two tables: its measures, and write units and bytes by partition key shape."""
+def tables(one: Figures) -> tuple[str, ...]:
+    """A scenario's tables: its measures, write units and bytes by partition key shape, and (when counted) write
+    units by the entity written."""
     lines = ["| measure | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in one.rows()]
     shapes = [
         "| partition key shape | keys | write units | share | hottest key's share | bytes gained | largest gain on one key |",
@@ -426,7 +435,14 @@ def tables(one: Figures) -> tuple[str, str]:
         shapes.append(
             f"| `{shape}` | {keys:,} | {usage.units:,.0f} | {usage.units / total:.1%} | {hottest / total:.1%} | {usage.bytes:,} | {largest:,} |"
         )
-    return "\n".join(lines), "\n".join(shapes)
+    if not one.entities:
+        return "\n".join(lines), "\n".join(shapes)
+    per = one.unit
+    entities = [f"| entity written | writes per {per} | write units per {per} | share |", "|---|---|---|---|"]
+    counted = sum(usage.units for usage in one.entities.values()) or 1
+    for kind, usage in sorted(one.entities.items(), key=lambda pair: -pair[1].units):
+        entities.append(f"| {kind} | {usage.writes / one.count:.2f} | {usage.units / one.count:.2f} | {usage.units / counted:.1%} |")
+    return "\n".join(lines), "\n".join(shapes), "\n".join(entities)
 
 
 def scenario_a(metered: Metered, sizes: Sizes) -> Figures:
@@ -440,6 +456,7 @@ def scenario_a(metered: Metered, sizes: Sizes) -> Figures:
         result["points"],
         usage,
         result["experiment_pk"],
+        entities=result["entities"],
     )
     figures.extra = [
         _per_run(usage, result),
@@ -474,6 +491,7 @@ def scenario_b(metered: Metered, sizes: Sizes) -> Figures:
         result["points"],
         usage,
         result["experiment_pk"],
+        entities=result["entities"],
     )
     figures.extra = [
         _per_run(usage, result),
@@ -499,6 +517,7 @@ def scenario_c(metered: Metered, sizes: Sizes) -> Figures:
         result["traces"],
         usage,
         result["experiment_pk"],
+        entities=result["entities"],
     )
     figures.extra = [("logging wall time (local)", f"{result['seconds']:.0f} s")]
     return figures

@@ -97,8 +97,11 @@ def delete_trace_tag(trace_id: str, key: str) -> None:
             raise missing
         _update_info(item, "REMOVE trace_name, #name_sk", {"#name_sk": store.entity_of(item).patterns["by_name"].sk_attr})
         return
-    if key not in (item.get("tags") or {}):
+    if key not in store.tags_of(item):
         raise missing
+    if key == store.ARTIFACT_LOCATION_TAG and key not in (item.get("tags") or {}):
+        _update_info(item, "SET #d = :t", {"#d": store.ARTIFACT_TAG_DELETED}, {":t": True})  # composed, not stored
+        return
     _update_info(item, "REMOVE tags.#k", {"#k": key})
 
 

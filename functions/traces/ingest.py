@@ -231,7 +231,7 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
     trace_name = tags.pop(store.TRACE_NAME_TAG, None)
     if finalized:
         metadata[store.INFO_FINALIZED_METADATA] = "true"
-    tags[store.ARTIFACT_LOCATION_TAG] = span_infos.artifact_location(experiment, trace_id)
+    tags.pop(store.ARTIFACT_LOCATION_TAG, None)  # composed from the experiment's on read (store.tags_of), as MLflow sets it
     tags.pop(store.SPANS_LOCATION_TAG, None)  # set by the store only, never by the client
     attributes: dict[str, Any] = {
         "trace_id": trace_id,

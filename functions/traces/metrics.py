@@ -27,6 +27,7 @@ from serverless_mlflow.index.trace_metrics.summary import Summary
 from serverless_mlflow.search import trace_grammar, trace_matching, trace_order
 from serverless_mlflow.storage import layout, table
 from serverless_mlflow.storage.schema import TRACE_BUCKET_MS
+from serverless_mlflow.store import traces as store
 
 from . import search, span_decoding, text
 
@@ -366,7 +367,7 @@ def calculate_filter_correlation(experiment_ids: list[str], filter1: str, filter
     base = trace_grammar.parse_filter(base_filter) if base_filter else []
     total = in_first = in_second = joint = 0
     terms = trace_order.full_order([])
-    for info in search.matching(search.Search(normalized, base, terms, 10**12)):
+    for info in map(store.with_tags, search.matching(search.Search(normalized, base, terms, 10**12))):
         total += 1
         a = trace_matching.matches(info, first) and text.matches(info, first)
         b = trace_matching.matches(info, second) and text.matches(info, second)

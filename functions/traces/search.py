@@ -91,7 +91,7 @@ class Search:
         )
 
     def wanted(self, item: Item) -> bool:
-        if store.is_expired(item) or not trace_matching.matches(item, self.clauses):
+        if store.is_expired(item) or not trace_matching.matches(store.with_tags(item), self.clauses):
             return False
         if self.after is not None and not self.after < self.key(item):
             return False

@@ -137,7 +137,7 @@ def create(experiment: dict[str, Any], trace_id: str, request_time: int, batch: 
         "execution_duration": None if batch.end is None else max(0, batch.end - request_time),
         "state": batch.root_state or "IN_PROGRESS",
         "trace_metadata": {},
-        "tags": {store.ARTIFACT_LOCATION_TAG: artifact_location(experiment, trace_id), store.SPANS_LOCATION_TAG: store.TRACKING_STORE},
+        "tags": {store.SPANS_LOCATION_TAG: store.TRACKING_STORE},  # the artifact location is composed (store.tags_of)
         TTL_ATTRIBUTE: retention.expires_at(experiment_id, request_time),
     }
     if linked_runs:  # link-to-run before the trace arrived (run_links)
@@ -156,10 +156,6 @@ def create(experiment: dict[str, Any], trace_id: str, request_time: int, batch: 
         return
     # A link that reached the locator after our update and found no info yet: ours adds it (run_links).
     run_links.apply_missing(trace_id, item, latest)
-
-
-def artifact_location(experiment: dict[str, Any], trace_id: str) -> str:
-    return "/".join([experiment["artifact_location"].rstrip("/"), store.TRACE_FOLDER, trace_id, store.ARTIFACTS_FOLDER])
 
 
 def _drop_stale(item: dict[str, Any]) -> None:

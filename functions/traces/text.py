@@ -35,7 +35,7 @@ def _ruled_out(info: dict[str, Any], tokens: list[str]) -> bool:
         return False
     fields = trace_partitions.fields_of(info)  # the signature is next to its info
     signature = table.get(SIGNATURE.key(**fields, request_time=int(info.get("request_time") or 0), trace_id=info["trace_id"]))
-    return signature is not None and not trace_text.may_contain(bytes(signature["bits"]), tokens)
+    return signature is not None and not trace_text.may_contain(trace_text.loaded(bytes(signature["bits"])), tokens)
 
 
 def matches(info: dict[str, Any], clauses: list[dict[str, Any]]) -> bool:

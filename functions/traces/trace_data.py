@@ -27,7 +27,7 @@ def trace_data(request_id: str | None) -> bytes | str:
     if not request_id:
         raise MlflowError('Request must include the "request_id" query parameter.', "BAD_REQUEST")
     info = store.get_info_item(request_id)
-    tags = info.get("tags") or {}
+    tags = store.tags_of(info)
     # Archived spans are read back from the archive by the server, as MLflow's handler does for ARCHIVE_REPO.
     if tags.get(store.SPANS_LOCATION_TAG) in (store.TRACKING_STORE, trace_archive.ARCHIVE_REPO):
         spans = [span_dict(span, request_id) for span in span_decoding.stored_spans(info)]
@@ -54,7 +54,7 @@ def attachment(request_id: str | None, path: str) -> str:
             "INVALID_PARAMETER_VALUE",
             error_class=ATTRIBUTE_NOT_FOUND,
         )
-    tags = store.get_info_item(request_id).get("tags") or {}
+    tags = store.tags_of(store.get_info_item(request_id))
     return f"{_artifacts_of(request_id, tags)}/attachments/{decoded}"
 
 

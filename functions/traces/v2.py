@@ -38,7 +38,7 @@ def info_v2(info: dict[str, Any]) -> dict[str, Any]:
     metadata = info.get("trace_metadata") or {}
     if metadata:
         out["request_metadata"] = [{"key": k, "value": v} for k, v in metadata.items()]
-    tags = info.get("tags") or {}
+    tags = store.tags_of(info)
     if tags:
         out["tags"] = [{"key": k, "value": v} for k, v in tags.items()]
     return out

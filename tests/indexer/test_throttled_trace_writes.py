@@ -37,12 +37,13 @@ class _Refused:
 def _writes_info(operation: str, body: dict[str, Any], trace_id: str) -> bool:
     """Whether a DynamoDB call writes or deletes the trace's info item (alone or in a transaction)."""
 
-    def is_info(raw: dict[str, Any]) -> bool:
-        return raw.get("trace_id", {}).get("S") == trace_id and raw.get(ENTITY_TYPE, {}).get("S") == store.TRACE.name
-
     def names_info(raw: dict[str, Any]) -> bool:
         sk = raw.get("sk", {}).get("S", "")
         return sk.startswith("T#") and sk.endswith(f"#{trace_id}")
+
+    def is_info(raw: dict[str, Any]) -> bool:
+        # Its trace id is in its sort key (the stored item leaves the attribute out: schema.KEYED_ATTRIBUTES).
+        return names_info(raw) and raw.get(ENTITY_TYPE, {}).get("S") == store.TRACE.name
 
     if operation == "PutItem":
         return is_info(body.get("Item") or {})

@@ -163,7 +163,9 @@ def expected_signature(trace_id: str) -> tuple[dict[str, Any] | None, bool]:
     _, key, bits = _target(state)
     if key is None:
         return None, False
-    return SIGNATURE.item({"trace_id": trace_id, "bits": bits, "spans": len(state.spans)}, **_signature_fields(key, state)), False
+    return SIGNATURE.item(
+        {"trace_id": trace_id, "bits": trace_text.stored(bits), "spans": len(state.spans)}, **_signature_fields(key, state)
+    ), False
 
 
 def _digest(bits: bytes | None, spans: int) -> str | None:
@@ -242,7 +244,8 @@ def _change(state: TraceState) -> Change | None:
         signature_ops.append(table.delete_op(old_key))
     if signature_key and (old_key != signature_key or record.get("signature_digest") != digest):
         signature = SIGNATURE.item(
-            {"trace_id": state.trace_id, "bits": bits, "spans": len(state.spans)}, **_signature_fields(signature_key, state)
+            {"trace_id": state.trace_id, "bits": trace_text.stored(bits), "spans": len(state.spans)},
+            **_signature_fields(signature_key, state),
         )
         signature_ops.append(table.put_op(signature))
     attributes = {

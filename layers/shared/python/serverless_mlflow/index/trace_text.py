@@ -6,22 +6,28 @@ LIKE and ILIKE both find every match): ``BITS`` bits, ``HASHES`` probes, one fix
 however large its spans are. A pattern's literal trigrams must all be in a trace's filter for the trace to be
 a candidate; candidates are then checked exactly against their spans with MLflow's LIKE. No false negatives:
 a trace whose signature is missing or older than its spans (indexer lag) is always a candidate.
+
+The filter is stored zlib-compressed when that is shorter (``stored``/``loaded``): a trace of a few spans sets
+few of its bits. Either way its item stays under 1 KB, so each write of it costs one write unit, not two.
 """
 
 from __future__ import annotations
 
 import hashlib
+import zlib
 from collections.abc import Iterable
 
 from serverless_mlflow.index import fts
 
-BITS = 8192  # 1 KiB per trace
+BITS = 6144  # 768 bytes per trace: with its keys, the item stays under 1 KB (one write unit)
+# Filters written by earlier releases had 8,192 bits: positions are taken modulo the filter's own size.
+RAW_SIZES = frozenset({BITS // 8, 8192 // 8})
 HASHES = 3
 
 
-def _positions(token: str) -> list[int]:
+def _positions(token: str, bits: int = BITS) -> list[int]:
     digest = hashlib.blake2b(token.encode("utf-8"), digest_size=4 * HASHES).digest()
-    return [int.from_bytes(digest[4 * i : 4 * i + 4], "big") % BITS for i in range(HASHES)]
+    return [int.from_bytes(digest[4 * i : 4 * i + 4], "big") % bits for i in range(HASHES)]
 
 
 def trigrams(text: str) -> set[str]:
@@ -29,13 +35,24 @@ def trigrams(text: str) -> set[str]:
     return {folded[i : i + fts.NGRAM] for i in range(len(folded) - fts.NGRAM + 1)}
 
 
-def signature(texts: Iterable[str]) -> bytes:
-    bits = bytearray(BITS // 8)
+def signature(texts: Iterable[str], size: int = BITS) -> bytes:
+    bits = bytearray(size // 8)
     for text in texts:
         for token in trigrams(text):
-            for position in _positions(token):
+            for position in _positions(token, size):
                 bits[position // 8] |= 1 << (position % 8)
     return bytes(bits)
+
+
+def stored(bits: bytes) -> bytes:
+    """The filter as its item keeps it: compressed when shorter (so never of a raw filter's size then)."""
+    packed = zlib.compress(bits, 9)
+    return packed if len(packed) < min(RAW_SIZES) else bits
+
+
+def loaded(value: bytes) -> bytes:
+    """The filter from its stored form (raw, of either size, or compressed)."""
+    return value if len(value) in RAW_SIZES else zlib.decompress(value)
 
 
 def pattern_tokens(pattern: str) -> list[str] | None:
@@ -53,8 +70,9 @@ def pattern_tokens(pattern: str) -> list[str] | None:
 
 
 def may_contain(bits: bytes, tokens: list[str]) -> bool:
+    size = len(bits) * 8
     for token in tokens:
-        for position in _positions(token):
+        for position in _positions(token, size):
             if not bits[position // 8] & (1 << (position % 8)):
                 return False
     return True

@@ -37,6 +37,12 @@ ARTIFACTS_FOLDER = "artifacts"
 STATES = ("STATE_UNSPECIFIED", "OK", "ERROR", "IN_PROGRESS")
 
 
+# An info whose artifact-location tag was deleted (it is composed, not stored: ``tags_of``) is marked so.
+ARTIFACT_TAG_DELETED = "no_artifact_tag"
+# (table, experiment id) -> the experiment's artifact location: fixed when the experiment is created.
+_experiment_locations: dict[tuple[str, str], str | None] = {}
+
+
 def trace_not_found(trace_id: str) -> MlflowError:
     # SqlAlchemyStore._get_sql_trace_info: "Trace with ID '<id>' not found."
     return not_found(f"Trace with ID '{trace_id}' not found.")
@@ -268,6 +274,39 @@ def info_and_spans(trace_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]
 # --- MLflow's JSON --------------------------------------------------------------------------------
 
 
+def artifact_location(experiment_location: str, trace_id: str) -> str:
+    """A trace's artifact location, composed from its experiment's as SqlAlchemyStore.start_trace does."""
+    return "/".join([experiment_location.rstrip("/"), TRACE_FOLDER, trace_id, ARTIFACTS_FOLDER])
+
+
+def tags_of(item: dict[str, Any]) -> dict[str, str]:
+    """An info's tags as MLflow holds them: the stored ones and its artifact location. Infos leave that tag out
+    (it is its experiment's location and its id: about 100 bytes that would take the item past 1 KB, so every
+    write of it and of its three LSI entries would cost two write units); an older info's stored tag is kept."""
+    tags = dict(item.get("tags") or {})
+    if ARTIFACT_LOCATION_TAG in tags or item.get(ARTIFACT_TAG_DELETED) or not item.get("trace_id") or item.get("experiment_id") is None:
+        return tags
+    location = _experiment_location(str(item["experiment_id"]))
+    if location is not None:
+        tags[ARTIFACT_LOCATION_TAG] = artifact_location(location, item["trace_id"])
+    return tags
+
+
+def with_tags(item: dict[str, Any]) -> dict[str, Any]:
+    """The info with ``tags_of`` as its tags (for matching filters on tags as MLflow does)."""
+    return {**item, "tags": tags_of(item)}
+
+
+def _experiment_location(experiment_id: str) -> str | None:
+    cache_key = (table.table_name(), experiment_id)
+    if cache_key not in _experiment_locations:
+        found = table.get(experiments.meta_key(experiment_id), projection="artifact_location")
+        if found is None:
+            return None  # not cached: an experiment being created is found once it exists
+        _experiment_locations[cache_key] = found.get("artifact_location")
+    return _experiment_locations[cache_key]
+
+
 def info_json(item: dict[str, Any]) -> dict[str, Any]:
     """TraceInfoV3 as MLflow's handlers write it (Timestamp/Duration JSON, proto3 omits empties)."""
     out: dict[str, Any] = {
@@ -287,7 +326,7 @@ def info_json(item: dict[str, Any]) -> dict[str, Any]:
     metadata = dict(item.get("trace_metadata") or {})
     if metadata:
         out["trace_metadata"] = metadata
-    tags = dict(item.get("tags") or {})
+    tags = tags_of(item)
     if item.get("trace_name") is not None:
         tags[TRACE_NAME_TAG] = item["trace_name"]
     if tags:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from serverless_mlflow.store import assessments, span_content
+from serverless_mlflow.store import assessments, span_content, traces
 
 TOKEN_USAGE_METADATA = "mlflow.trace.tokenUsage"
 SESSION_METADATA = "mlflow.trace.session"
@@ -101,7 +101,7 @@ def trace_row(info: dict[str, Any]) -> TraceRow:
     usage = _json_object(metadata.get(TOKEN_USAGE_METADATA)) if TOKEN_USAGE_METADATA in metadata else {}
     tokens = {key: count for key in TOKEN_KEYS if key in usage and (count := token_count(usage[key])) is not None}
     duration = info.get("execution_duration")
-    tags = dict(info.get("tags") or {})
+    tags = traces.tags_of(info)
     if info.get("trace_name") is not None:
         tags["mlflow.traceName"] = info["trace_name"]
     return TraceRow(

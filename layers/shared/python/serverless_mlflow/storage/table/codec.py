@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from serverless_mlflow.storage.schema import PK, SK
+from serverless_mlflow.storage.schema import ENTITY, ENTITY_TYPE, KEYED_ATTRIBUTES, PK, SK
 
 Item = dict[str, Any]
 
@@ -58,11 +58,28 @@ def from_attr(attr: dict[str, Any]) -> Any:
 
 
 def to_item(item: Item) -> dict[str, Any]:
-    return {k: to_attr(v) for k, v in item.items() if v is not None}
+    keyed = _keyed(item)
+    return {k: to_attr(v) for k, v in item.items() if v is not None and not (k in keyed and keyed[k] == v)}
 
 
 def from_item(raw: dict[str, Any]) -> Item:
-    return {k: from_attr(v) for k, v in raw.items()}
+    item = {k: from_attr(v) for k, v in raw.items()}
+    for name, value in _keyed(item).items():
+        item.setdefault(name, value)
+    return item
+
+
+def _keyed(item: Item) -> dict[str, Any]:
+    """The item's ``KEYED_ATTRIBUTES`` as its keys give them ({} for other entities, or keys of another shape)."""
+    names = KEYED_ATTRIBUTES.get(item.get(ENTITY_TYPE))
+    if not names or not isinstance(item.get(PK), str) or not isinstance(item.get(SK), str):
+        return {}
+    entity = ENTITY[item[ENTITY_TYPE]]
+    try:
+        fields = {**entity.parse_pk(item[PK]), **entity.parse(item[SK])}
+    except ValueError:
+        return {}
+    return {name: fields[name] for name in names if name in fields}
 
 
 def key_of(item: Item) -> dict[str, str]:
