@@ -129,7 +129,7 @@ _URI_VARIABLES = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
 def _process_wide_mlflow_uris() -> Iterator[None]:
     """MLflow's own Flask handlers, run in-process by the reference tests, set the process-wide registry URI
     (and its environment variable) to their sqlite store; a client made later in the same worker would then
-    talk to that store instead of the server. Each test leaves the URIs as it found them."""
+    talk to that store instead of the server. Each test leaves the URIs (and where traces go) as it found them."""
     saved_env = {name: os.environ.get(name) for name in _URI_VARIABLES}
     modules = sys.modules
     registry = modules.get("mlflow.tracking._model_registry.utils")
@@ -146,5 +146,10 @@ def _process_wide_mlflow_uris() -> Iterator[None]:
     tracking = modules.get("mlflow.tracking._tracking_service.utils")
     if registry is not None:
         registry._registry_uri = saved_registry
-    if tracking is not None:
+    if tracking is not None and tracking._tracking_uri != saved_tracking:
         tracking._tracking_uri = saved_tracking
+        # The tracer provider keeps the destination it was set up with (MLflow's setter resets it too): a trace
+        # of the next test would otherwise still go to this test's server (a session-wide basic-auth one: 401).
+        from mlflow.tracing.provider import reset
+
+        reset()
