@@ -202,3 +202,44 @@ def test_server_info_reports_the_feature_as_stock_mlflow_3_18(server: str) -> No
     stock = asgi_reference_server_of(python, (("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "true"),)).url
     ours, theirs = (requests.get(f"{url}/api/3.0/mlflow/server-info", timeout=60).json()["features_enabled"] for url in (server, stock))
     assert ours == theirs == {"gateway": True, "scheduled_issue_detection": True}
+
+
+def test_a_schedule_saved_by_an_earlier_release_runs_after_migrate(
+    local_runtime: Any, server: str, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An earlier release kept the schedule in the experiment's tags only, without the monitor's item: no pass sees
+    it until the ``issue_schedules`` migration step (``make migrate``) indexes it; then the monitor's first pass
+    anchors it and its fire time submits the job, as for a schedule saved today."""
+    from serverless_mlflow.storage import layout, table
+    from serverless_mlflow.store import experiment_items
+    from tools import issue_schedules
+
+    schedule = {"version": 1, "cadence": "hourly", "timezone": "UTC", "fireTime": "00:45", "model": {"endpointName": "no-such-endpoint"}}
+    experiment_id = client.create_experiment(unique("scheduled-earlier"), tags={"mlflow.issueDetection.schedule": json.dumps(schedule)})
+    table.delete(experiment_items.ISSUE_SCHEDULE.key(experiment_id=experiment_id))  # as the earlier release left it
+    table.update(layout.LAYOUT_KEY, "DELETE steps :s", values={":s": {layout.ISSUE_SCHEDULES}})
+    layout.forget()
+    try:
+        _pass(local_runtime, monkeypatch, clock.now_millis())
+        assert "mlflow.issueDetection.scheduleState" not in client.get_experiment(experiment_id).tags  # never seen
+
+        other = client.create_experiment(unique("scheduled-today"), tags={"mlflow.issueDetection.schedule": json.dumps(schedule)})
+        kept = table.get(experiment_items.ISSUE_SCHEDULE.key(experiment_id=other))
+        assert issue_schedules.run([experiment_id, other]) == 1  # the item saved today is left as it is
+        assert table.get(experiment_items.ISSUE_SCHEDULE.key(experiment_id=other)) == kept
+        layout.forget()
+        assert layout.ISSUE_SCHEDULES in layout.steps_done()
+        assert issue_schedules.run([experiment_id]) == 0  # idempotent
+    finally:
+        layout.record_steps([layout.ISSUE_SCHEDULES])
+
+    seen_at = clock.now_millis()
+    _pass(local_runtime, monkeypatch, seen_at)
+    assert _jobs(server, experiment_id) == []
+    next_fire = json.loads(client.get_experiment(experiment_id).tags["mlflow.issueDetection.scheduleState"])["nextFireTimeMs"]
+    assert seen_at < next_fire <= seen_at + HOUR_MS
+    _pass(local_runtime, monkeypatch, next_fire + 1000)
+    (job,) = _jobs(server, experiment_id)
+    assert job["params"]["window_upper_bound_ms"] == next_fire
+    final = _finished(server, job["job_id"])
+    assert final["status"] == "SUCCEEDED" and final["result"]["traces_in_window"] == 0, final  # no traces: no model call

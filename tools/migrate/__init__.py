@@ -158,6 +158,13 @@ def run_named_steps(workspaces: Iterable[str], log: Callable[[str], None] = prin
         log(f"{names}: every trace's metric rollups at the coarse levels")
         traces = rollup_levels.run(admin.experiment_ids(tuple(workspaces)))
         log(f"{names}: done ({traces} traces re-aggregated in {time.monotonic() - started:.0f} s)")
+    if layout.ISSUE_SCHEDULES not in layout.steps_done():
+        from tools import issue_schedules
+
+        started = time.monotonic()
+        log(f"{layout.ISSUE_SCHEDULES}: every issue-detection schedule tag has the monitor's item")
+        put = issue_schedules.run(admin.experiment_ids(tuple(workspaces)))
+        log(f"{layout.ISSUE_SCHEDULES}: done ({put} schedules indexed in {time.monotonic() - started:.0f} s)")
 
 
 def status() -> str:

@@ -145,8 +145,11 @@ ROLLUP_STEPS: tuple[str, ...] = (ROLLUP_LEVELS, ROLLUP_STATUS_MINUTES)
 # Every named trace's partition has its name entry (``store.trace_names``) and no trace-name postings or "not yet
 # indexed" flags of earlier releases are left (``tools/trace_names.py``): until then name searches read those too.
 TRACE_NAMES = "trace_names"
+# Every experiment carrying an issue-detection schedule tag has the monitor's ``issue_schedule`` item
+# (``tools/issue_schedules.py``): a schedule saved by a release before the monitor dispatched them runs.
+ISSUE_SCHEDULES = "issue_schedules"
 # Every step this code knows, in order: what a new table is created with.
-STEPS: tuple[str, ...] = (TRACES_V2, *ROLLUP_STEPS, TRACE_NAMES)
+STEPS: tuple[str, ...] = (TRACES_V2, *ROLLUP_STEPS, TRACE_NAMES, ISSUE_SCHEDULES)
 RECHECK_SECONDS = 30.0
 
 # table name -> (steps known done, when they were read); a completed step never goes back.
