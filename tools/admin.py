@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
 from serverless_mlflow.core import parallel
-from serverless_mlflow.index import fts, metric_marks, pair_ranks, rank_items, run_summaries, trace_aggregates
+from serverless_mlflow.index import derived, fts, metric_marks, pair_ranks, rank_items, run_summaries, trace_aggregates
 from serverless_mlflow.index.derived import DERIVED_TYPES, FLAG_ATTRIBUTE, FLAGGED_TYPES, derive, is_layout1_trace, is_source
 from serverless_mlflow.storage import table
 from serverless_mlflow.storage.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
@@ -286,16 +286,7 @@ def reindex(workspaces: Iterable[str] = DEFAULT_WORKSPACES) -> Report:
         for item in partition.pending:
             if FLAG_ATTRIBUTE not in item:
                 continue  # a marker: retired below
-            try:
-                table.update(
-                    {PK: item[PK], SK: item[SK]},
-                    "REMOVE #f",
-                    names={"#f": FLAG_ATTRIBUTE},
-                    values={":f": item[FLAG_ATTRIBUTE]},
-                    condition="#f = :f",
-                )
-            except table.ConditionFailed:
-                pass  # written again since: its stream record will index it
+            derived.remove_flag(item)  # False: written again since, its stream record will index it
     for (pk, run_id), epoch in epochs.items():
         experiment_id = _experiment_of(pk)
         if experiment_id is not None:

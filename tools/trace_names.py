@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "layers" / "shared" / "python"))
 
-from serverless_mlflow.index import fts
+from serverless_mlflow.index import derived, fts
 from serverless_mlflow.index.derived import FLAG_ATTRIBUTE
 from serverless_mlflow.storage import layout, table
 from serverless_mlflow.storage.schema import COLLECTIONS, ENTITY_TYPE, PK, SK, TTL_ATTRIBUTE
@@ -63,17 +63,9 @@ def migrate_partition(partition: Partition, progress: Progress) -> None:
     for item in table.iter_query(**COLLECTIONS["unindexed"].query(scope=partition.pk)):
         if item.get(ENTITY_TYPE) != "trace" or FLAG_ATTRIBUTE not in item:
             continue
-        try:
-            table.update(
-                {PK: item[PK], SK: item[SK]},
-                "REMOVE #f",
-                names={"#f": FLAG_ATTRIBUTE},
-                values={":f": item[FLAG_ATTRIBUTE]},
-                condition="#f = :f",
-            )
+        # False: rewritten meanwhile, and the new version's name has its entry (its writer put it first).
+        if derived.remove_flag(item):
             progress.flags_cleared += 1
-        except table.ConditionFailed:
-            pass  # rewritten meanwhile: the new version's name has its entry (its writer put it first)
     progress.partitions += 1
 
 

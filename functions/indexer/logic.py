@@ -22,7 +22,16 @@ from typing import Any
 
 from serverless_mlflow.core import clock
 from serverless_mlflow.index import fts, metric_marks, run_summaries
-from serverless_mlflow.index.derived import FLAG_ATTRIBUTE, FLAGGED_TYPES, NameSource, derive, is_source, name_source, only_flag_removed
+from serverless_mlflow.index.derived import (
+    FLAG_ATTRIBUTE,
+    FLAGGED_TYPES,
+    NameSource,
+    derive,
+    is_source,
+    name_source,
+    only_flag_removed,
+    remove_flag,
+)
 from serverless_mlflow.storage import table
 from serverless_mlflow.storage.schema import ENTITY, ENTITY_TYPE, PK, SK
 from serverless_mlflow.store import run_metrics
@@ -251,23 +260,20 @@ def clear_flag(current: Item | None) -> bool:
         return False
     if current[ENTITY_TYPE] == "trace" and name_source(current) is None:
         return False  # an earlier release's flag on a layout 2 trace: its name is not posted (tools/trace_names.py)
-    names = {"#f": FLAG_ATTRIBUTE}
-    values: dict[str, Any] = {":f": current[FLAG_ATTRIBUTE]}
-    condition = "#f = :f"
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    terms = []
     attributes = (_INDEXED_ATTRIBUTE[current[ENTITY_TYPE]], *_SUMMARISED_ATTRIBUTES.get(current[ENTITY_TYPE], ()))
     for i, attribute in enumerate(attributes):
         names[f"#a{i}"] = attribute
         value = current.get(attribute)
         if value is None:
-            condition += f" AND attribute_not_exists(#a{i})"
+            terms.append(f"attribute_not_exists(#a{i})")
         elif isinstance(value, (str, int)):
-            condition += f" AND #a{i} = :a{i}"
+            terms.append(f"#a{i} = :a{i}")
             values[f":a{i}"] = value
-    try:
-        table.update({PK: current[PK], SK: current[SK]}, "REMOVE #f", names=names, values=values, condition=condition)
-    except table.ConditionFailed:
-        return False  # changed meanwhile: its own stream record will index it and clear the flag
-    return True
+    # False: changed meanwhile, and its own stream record will index it and clear the flag.
+    return remove_flag(current, " AND ".join(terms), names, values)
 
 
 # An instance records the watermark at most this often per table (by its own clock): one conditional write per

@@ -13,7 +13,7 @@ from typing import Any
 
 from serverless_mlflow.index import fts, rank_items
 from serverless_mlflow.index.run_summaries import SUMMARISED_TYPES
-from serverless_mlflow.storage import issue_links
+from serverless_mlflow.storage import issue_links, table
 from serverless_mlflow.storage.schema import COLLECTIONS, ENTITY, ENTITY_TYPE, PK, SK
 
 Item = dict[str, Any]
@@ -108,3 +108,20 @@ def only_flag_removed(old: Item | None, new: Item | None) -> bool:
     if not old or not new or FLAG_ATTRIBUTE not in old or FLAG_ATTRIBUTE in new:
         return False
     return {k: v for k, v in old.items() if k != FLAG_ATTRIBUTE} == new
+
+
+def remove_flag(item: Item, condition: str = "", names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> bool:
+    """Remove the LSI5 "not yet indexed" flag the item was read with; False when the item was written again since
+    (its flag differs, or ``condition`` on what else was read fails): that write's stream record clears its own."""
+    expected = "#f = :f" + (f" AND {condition}" if condition else "")
+    try:
+        table.update(
+            {PK: item[PK], SK: item[SK]},
+            "REMOVE #f",
+            names={"#f": FLAG_ATTRIBUTE, **(names or {})},
+            values={":f": item[FLAG_ATTRIBUTE], **(values or {})},
+            condition=expected,
+        )
+    except table.ConditionFailed:
+        return False
+    return True
