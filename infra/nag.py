@@ -156,8 +156,9 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
             "value, or redeploy with a new secret), not on a schedule.",
         )
 
-    # The indexer reads spilled spans (trace-spans/) and trace archives to rebuild a trace's aggregates; the monitor
-    # writes trace archives (trace archival) and deletes the spilled spans of the traces it archives.
+    # The indexer reads spilled spans (trace-spans/) and trace archives to rebuild a trace's aggregates, and deletes
+    # those of traces the table's TTL removed; the monitor writes trace archives (trace archival) and deletes the
+    # spilled spans of the traces it archives.
     for function in [*stack.features.functions.values(), stack.indexer.function, stack.monitor_schedule.function]:
         bucket = stack.web_ui.bucket if function.access.bucket_name == "web_ui" else stack.artifacts.bucket
         for pattern in function.access.object_resources():

@@ -197,10 +197,11 @@ ACCESS: dict[str, Access] = {
     # Derives RANK/FTS items from stream records: batch-reads source items, writes derived ones.
     # GetItem/PutItem/DeleteItem: run summaries are rebuilt with a condition on their revision.
     # A trace's aggregates (metric rollups, content signature) are rebuilt from its spans, spilled ones read from S3;
+    # the spilled spans and archives of traces the table's TTL removed are deleted (index/trace_objects.py);
     # ConditionCheckItem: none, the rollup transactions condition their puts and deletes themselves.
     "indexer": Access(
         table=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"),
-        objects=("s3:GetObject",),
+        objects=("s3:GetObject", "s3:DeleteObject"),
         prefixes=(TRACE_SPANS, TRACE_ARCHIVES),
         stream=True,
     ),

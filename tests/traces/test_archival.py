@@ -325,3 +325,50 @@ def test_passes_run_at_most_once_per_interval(
     assert archival.monitor.tick()["archived_traces"] == 0  # the next minute's tick: not yet due
     monkeypatch.setenv("TRACE_ARCHIVAL_INTERVAL_SECONDS", "60")
     assert archival.monitor.tick()["archived_traces"] == 1
+
+
+def _expire(trace_id: str) -> None:
+    """What the table's TTL does to an expired trace: every item of it deleted, by DynamoDB, not by a request."""
+    from serverless_mlflow.storage import table
+    from serverless_mlflow.store import traces as store
+
+    locator = store.locate(trace_id)
+    assert locator is not None
+    keys = [store.info_key(locator, trace_id), *({"pk": i["pk"], "sk": i["sk"]} for i in table.query(locator["pk"]))]
+    table.batch_write(deletes=[key for key in keys if key is not None])
+
+
+def _exists(key: str) -> bool:
+    from serverless_mlflow.storage import s3
+
+    return s3.client().list_objects_v2(Bucket=s3.bucket_name(), Prefix=key).get("KeyCount", 0) > 0
+
+
+def test_a_trace_the_ttl_expires_leaves_no_objects(archival: Any, server: str, client: mlflow.MlflowClient) -> None:
+    """An expired trace's spilled spans and archive go with its items (the indexer, from the REMOVE records), unless
+    a span item came back meanwhile (a span sent again names its object)."""
+    from serverless_mlflow.storage import table
+    from serverless_mlflow.store import trace_archive
+
+    experiment_id = client.create_experiment(unique("expired-objects"))
+    now = int(time.time() * 1000)
+    big = "x" * (400 * 1024)  # each span's payload is over the item's spill threshold: kept in S3
+    spilled, kept = _trace(client, experiment_id, now - 2_000, big), _trace(client, experiment_id, now - 1_500, big)
+    archiving = client.create_experiment(unique("expired-archive"))
+    archived = _trace(client, archiving, now - 1_000, "archived")
+    _stored(server, [spilled, kept, archived])
+    client.set_experiment_tag(archiving, "mlflow.trace.archiveNow", "{}")  # everything of that experiment
+    assert archival.monitor.tick()["archived_traces"] == 1
+    archive = trace_archive.object_key(client.get_trace(archived).info.tags["mlflow.trace.archiveLocation"])
+    spill_keys = {trace_id: [item["spill_key"] for item in _span_items(trace_id)] for trace_id in (spilled, kept)}
+    assert [len(keys) for keys in spill_keys.values()] == [2, 2]
+    assert all(_exists(key) for key in [archive, *spill_keys[spilled], *spill_keys[kept]])
+    archival.drain_stream()
+
+    returned = _span_items(kept)
+    for trace_id in (spilled, kept, archived):
+        _expire(trace_id)
+    table.batch_write(puts=returned)  # the spans of `kept` sent again before the indexer saw them go
+    archival.drain_stream()
+    assert not any(_exists(key) for key in [archive, *spill_keys[spilled]])
+    assert all(_exists(key) for key in spill_keys[kept])
