@@ -2,12 +2,12 @@
 
 ``delete_traces`` deletes them with the items. A trace expired by the table's TTL (an experiment's trace
 retention) is deleted by DynamoDB itself, so the indexer deletes its objects from the REMOVE records of its span
-items and its info (whose tags name the archive); otherwise an
-expired trace's spans would stay in S3 for good, costing storage and keeping data the retention setting was meant
-to drop. An object is deleted only if its item is still gone when the batch is processed: if a span is sent again
-after its trace was deleted, the new item keeps the object it names. Deleting an object already gone (the request
-path's own delete) is a no-op. An archive outside the stack's bucket (a workspace's own location) is not ours to
-delete.
+items and its info (whose tags name the archive); otherwise an expired trace's spans would stay in S3 for good,
+costing storage and keeping data the retention setting was meant to drop (the versioned bucket keeps a deleted
+object as a noncurrent version for its recovery window, then expires it). An object is deleted only if its item is
+still gone when the batch is processed: if a span is sent again after its trace was deleted, the new item keeps
+the object it names. Deleting an object already gone (the request path's own delete) is a no-op. An archive outside
+the stack's bucket (a workspace's own location) is not ours to delete.
 """
 
 from __future__ import annotations
