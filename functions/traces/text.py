@@ -3,8 +3,8 @@ on a trace's spans, after its content signature (``serverless_mlflow.index.trace
 
 A trace matches when one of its spans meets every span clause (the SQL store's span subquery). The signature
 is read first (one small item next to the info): a trace whose signature lacks a trigram of a content pattern
-cannot match and its spans are never read. A trace without a signature (the indexer has not seen it yet) is
-always checked on its spans.
+cannot match and its spans are never read. A trace without a signature (the indexer has not seen it yet, or
+the trace is still in progress: the indexer writes it once the trace ends) is always checked on its spans.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from serverless_mlflow.store import traces as store
 RECORD = ENTITY["trace_contribution"]
 SIGNATURE = ENTITY["trace_text_signature"]
 AGGREGATED_TYPES = frozenset({"trace", "trace_spans"})
+IN_PROGRESS = "IN_PROGRESS"
 # Operations of one transaction (DynamoDB allows 100): a change that moves more rollup items is applied in steps.
 MAX_OPERATIONS = 90
 
@@ -135,18 +136,23 @@ def _due(locator: dict[str, Any], info: dict[str, Any], record: dict[str, Any] |
     writing that info, so the missing ones were given up by the client or are being retried after 429s. There is
     no later moment to wait for (the stream delivers no timer); a late batch delivers the trace again and its
     recomputed contribution replaces the recorded one, so counts stay exact whichever batch comes last."""
-    if info.get("state") == "IN_PROGRESS" and record is not None:
+    if info.get("state") == IN_PROGRESS and record is not None:
         return int(locator.get("span_count") or 0) >= 2 * int(record.get("span_count") or 0)
     return True
 
 
 def _target(state: TraceState) -> tuple[dict[str, rollups.Part], dict[str, str] | None, bytes | None]:
-    """The trace's contribution, and its signature's key and bits (None without an info)."""
+    """The trace's contribution, and its signature's key and bits (None without an info, or while the trace is in
+    progress: a search reads the spans of a trace without a signature, so it stays exact while spans arrive, and
+    the signature is written once, when the trace ends, not again at every aggregation in progress and again at
+    the end under the root's request time)."""
     info = state.info
     if info is None:
         return {}, None, None
     span_rows = [rows.span_row(span) for span in state.spans]
     parts = rollups.contribution(rows.trace_row(info), span_rows, rows.assessment_rows(info))
+    if info.get("state") == IN_PROGRESS:
+        return parts, None, None
     fields = trace_partitions.fields_of(info)  # next to the info, in the shard it was written with
     key = SIGNATURE.key(**fields, request_time=int(info["request_time"]), trace_id=state.trace_id)
     archived = trace_archive.is_archived(info)
@@ -156,8 +162,11 @@ def _target(state: TraceState) -> tuple[dict[str, rollups.Part], dict[str, str] 
 
 def expected_signature(trace_id: str) -> tuple[dict[str, Any] | None, bool]:
     """(the content signature the indexer keeps for this trace, or None; whether the indexer defers it: a trace in
-    progress that has not doubled its spans): ``admin verify`` compares it with the stored one."""
+    progress that has not doubled its spans): ``admin verify`` compares it with the stored one. A trace in
+    progress has none, whether or not its aggregates are due."""
     state = load(trace_id)
+    if (state.info or {}).get("state") == IN_PROGRESS:
+        return None, False
     if state.pending:
         return None, True
     _, key, bits = _target(state)
@@ -231,7 +240,7 @@ def _change(state: TraceState) -> Change | None:
     old_key = json.loads(record["signature_key"]) if record.get("signature_key") else None
     digest = _digest(bits, len(state.spans))
     moved = sorted(sk for sk in set(old) | set(new_parts) if old.get(sk) != (share(new_parts[sk]) if sk in new_parts else None))
-    in_progress = (state.info or {}).get("state") == "IN_PROGRESS"
+    in_progress = (state.info or {}).get("state") == IN_PROGRESS
     if (
         not moved
         and old_key == signature_key
