@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import runtime_process, unique
+from tests.sqlite_template import migrated_auth_sqlite, migrated_sqlite
 from tools.server_process import stop_process, wait_healthy
 
 # The modules that compare with MLflow's own basic-auth server share one (it takes a minute to start).
@@ -83,9 +84,11 @@ def mlflow_basic_auth_server(
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
         env.pop(name, None)
     env.update(extra_env or {})
+    # The shipped basic_auth.ini's user database (``sqlite:///basic_auth.db``, in the working directory), migrated.
+    migrated_auth_sqlite(workdir / "basic_auth.db", python)
     command = [
         str(Path(python).parent / "mlflow"), "server", "--app-name", "basic-auth",
-        "--backend-store-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--artifacts-destination", str(workdir / "artifacts"),
+        "--backend-store-uri", migrated_sqlite(workdir / "mlflow.db", python), "--artifacts-destination", str(workdir / "artifacts"),
         "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
     ]  # fmt: skip
     log = open(workdir / "server.log", "wb")
