@@ -13,6 +13,7 @@ another schema) must migrate its own file, so callers pass ``python`` and get no
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import subprocess
 import sys
@@ -34,7 +35,9 @@ engine.dispose()
 
 @cache
 def _directory() -> Path:
-    return Path(tempfile.mkdtemp(prefix="mlflow-sqlite-templates-"))
+    directory = Path(tempfile.mkdtemp(prefix="mlflow-sqlite-templates-"))
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
 
 
 @cache
