@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import runtime_process, unique
-from tests.sqlite_template import migrated_auth_sqlite, migrated_sqlite
+from tests.sqlite_template import migrated_sqlite
 from tools.server_process import stop_process, wait_healthy
 
 # The modules that compare with MLflow's own basic-auth server share one (it takes a minute to start).
@@ -84,8 +84,6 @@ def mlflow_basic_auth_server(
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
         env.pop(name, None)
     env.update(extra_env or {})
-    # The shipped basic_auth.ini's user database (``sqlite:///basic_auth.db``, in the working directory), migrated.
-    migrated_auth_sqlite(workdir / "basic_auth.db", python)
     command = [
         str(Path(python).parent / "mlflow"), "server", "--app-name", "basic-auth",
         "--backend-store-uri", migrated_sqlite(workdir / "mlflow.db", python), "--artifacts-destination", str(workdir / "artifacts"),
