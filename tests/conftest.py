@@ -43,6 +43,10 @@ os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
 # litellm (MLflow's GenAI extras, in the job worker) fetches its model price map from GitHub at import unless told to
 # use the copy it ships: no test reaches the internet.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# MLflow's client telemetry is off in CI (it sees CI / GITHUB_ACTIONS) but on in a local run: it imports before any
+# test sets PYTEST_CURRENT_TEST, tries the internet, and when it gives up unsets its session variable while a
+# request thread reads it (a local run's `KeyError: '_MLFLOW_TELEMETRY_SESSION_ID'` in a client call).
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # Stream checkpoints of tables on a shared engine belong to the test run, not to the checkout.
 os.environ.setdefault("STREAM_CHECKPOINT_DIR", tempfile.mkdtemp(prefix="stream-checkpoints-"))
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import requests
 
+from tests.sqlite_template import migrated_sqlite
+
 _SERVE = """
 import sys
 from werkzeug.serving import make_server
@@ -96,7 +98,7 @@ def workspaces_reference_server() -> Reference:
 
 def _start(script: str, python: str = sys.executable, extra_env: dict[str, str] | None = None) -> Reference:
     directory = Path(tempfile.mkdtemp(prefix="mlflow-reference-"))
-    uri = f"sqlite:///{directory / 'mlflow.db'}"
+    uri = migrated_sqlite(directory / "mlflow.db", python)
     env = {
         **os.environ,
         "_MLFLOW_SERVER_FILE_STORE": uri,
@@ -142,7 +144,7 @@ def jobs_reference_server(extra_env: dict[str, str]) -> Iterator[Reference]:
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
         env.pop(name, None)
     command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
-    command += ["--backend-store-uri", f"sqlite:///{directory / 'mlflow.db'}", "--artifacts-destination", str(directory / "artifacts")]
+    command += ["--backend-store-uri", migrated_sqlite(directory / "mlflow.db"), "--artifacts-destination", str(directory / "artifacts")]
     process = subprocess.Popen(
         command, env=env, cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import runtime_process, unique
+from tests.sqlite_template import migrated_sqlite
 from tools.server_process import stop_process, wait_healthy
 
 # The modules that compare with MLflow's own basic-auth server share one (it takes a minute to start).
@@ -85,7 +86,7 @@ def mlflow_basic_auth_server(
     env.update(extra_env or {})
     command = [
         str(Path(python).parent / "mlflow"), "server", "--app-name", "basic-auth",
-        "--backend-store-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--artifacts-destination", str(workdir / "artifacts"),
+        "--backend-store-uri", migrated_sqlite(workdir / "mlflow.db", python), "--artifacts-destination", str(workdir / "artifacts"),
         "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
     ]  # fmt: skip
     log = open(workdir / "server.log", "wb")

@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
+from tests.sqlite_template import migrated_sqlite
+
 
 @pytest.fixture
 def reference_uri(tmp_path: Path) -> str:
     """A sqlite tracking URI: the client then talks to MLflow's SqlAlchemyStore in process."""
-    return f"sqlite:///{tmp_path / 'reference.db'}"
+    return migrated_sqlite(tmp_path / "reference.db")
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ from mlflow.entities import ExperimentTag, ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
+from tests.sqlite_template import migrated_sqlite
+
 pytestmark = pytest.mark.e2e
 
 NAMES = ["alpha", "Alpha_2", "beta#1", "beta%2", "gamma", "ünïcode", "日本語", "a_b", "aXb", "zeta", "Zeta", "100%"]
@@ -102,7 +104,7 @@ def outcome(search: Any, **kwargs: Any) -> Any:
 
 
 def test_search_experiments_matches_sqlalchemy_store(fresh_server: str, tmp_path: Path) -> None:
-    reference = SqlAlchemyStore(f"sqlite:///{tmp_path}/db.sqlite", str(tmp_path / "art"))
+    reference = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/db.sqlite"), str(tmp_path / "art"))
     client = mlflow.MlflowClient(fresh_server)
     build(reference, client)
     # Every filter under every view type, and every ordering paged by 3 (moto's Query walks the whole
@@ -122,7 +124,7 @@ def test_search_experiments_matches_sqlalchemy_store(fresh_server: str, tmp_path
 
 
 def test_search_errors_match_sqlalchemy_store(fresh_server: str, tmp_path: Path) -> None:
-    reference = SqlAlchemyStore(f"sqlite:///{tmp_path}/db.sqlite", str(tmp_path / "art"))
+    reference = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/db.sqlite"), str(tmp_path / "art"))
     client = mlflow.MlflowClient(fresh_server)
     for filter_string, order_by in BAD:
         with pytest.raises(MlflowException) as expected:

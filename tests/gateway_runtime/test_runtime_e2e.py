@@ -20,6 +20,7 @@ import requests
 
 from tests.conftest import runtime_process, unique
 from tests.gateway_runtime.trace_shape import differences, normalized, trace_shape
+from tests.sqlite_template import migrated_sqlite
 from tests.webhooks.conftest import LOCAL_TARGETS, Receiver, serve_receiver
 from tools.mock_llm import MockLLM
 from tools.server_process import free_port
@@ -62,7 +63,16 @@ def gateway_reference(own_gateway_uri: bool = False) -> Iterator[str]:
         env.pop(name, None)
     if own_gateway_uri:
         env["MLFLOW_GATEWAY_URI"] = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{directory}/mlflow.db", "--host", "127.0.0.1"]
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        migrated_sqlite(f"{directory}/mlflow.db"),
+        "--host",
+        "127.0.0.1",
+    ]
     process = subprocess.Popen(
         [*command, "--port", str(port), "--workers", "1"], cwd=directory, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

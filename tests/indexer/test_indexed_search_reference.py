@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.sqlite_template import migrated_sqlite
+
 pytestmark = pytest.mark.e2e
 
 ORDERS = [["metrics.acc DESC"], ["metrics.acc ASC"], ["params.p ASC"], ["params.p DESC"], ["metrics.loss DESC"]]
@@ -70,7 +72,7 @@ def test_rank_and_name_searches_match_reference_while_indexer_lags(paused_runtim
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     client = mlflow.MlflowClient(paused_runtime.url)
-    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/ref.db"), str(tmp_path / "artifacts"))
     tag = uuid.uuid4().hex[:6]
     pair = (client.create_experiment(f"idx-{tag}"), store.create_experiment(f"idx-{tag}"))
     # Distinct start times: ties would fall to run ids, which differ between the two stores.
@@ -102,7 +104,7 @@ def test_experiment_name_search_matches_reference_while_indexer_lags(paused_runt
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     client = mlflow.MlflowClient(paused_runtime.url)
-    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/ref.db"), str(tmp_path / "artifacts"))
     tag = uuid.uuid4().hex[:6]
     for i, word in enumerate(["Training", "train", "TRAINING-x", "retrain_me", "other", "tra_in"]):
         for target in (client, store):
@@ -178,7 +180,7 @@ def test_filters_served_by_rank_items_match_reference_while_indexer_lags(paused_
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     client = mlflow.MlflowClient(paused_runtime.url)
-    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/ref.db"), str(tmp_path / "artifacts"))
     tag = uuid.uuid4().hex[:6]
     pair = (client.create_experiment(f"idx-f-{tag}"), store.create_experiment(f"idx-f-{tag}"))
     runs = []

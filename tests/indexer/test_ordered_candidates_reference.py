@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.sqlite_template import migrated_sqlite
+
 pytestmark = pytest.mark.e2e
 
 ACC = [0.1, 0.2, 0.2, math.nan, None, 0.3, -math.inf, 0.2, math.inf, 0.1]
@@ -84,7 +86,7 @@ def test_candidates_ordered_by_another_key_match_reference_page_by_page(paused_r
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     client = mlflow.MlflowClient(paused_runtime.url)
-    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/ref.db"), str(tmp_path / "artifacts"))
     tag = uuid.uuid4().hex[:6]
     pair = (client.create_experiment(f"ordc-{tag}"), store.create_experiment(f"ordc-{tag}"))
     runs = [_create(client, store, pair, i) for i in range(60)]

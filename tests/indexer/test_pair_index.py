@@ -18,6 +18,7 @@ from runs import search
 from serverless_mlflow.index import pair_ranks
 from serverless_mlflow.storage import table
 from serverless_mlflow.storage.schema import ENTITY_TYPE
+from tests.sqlite_template import migrated_sqlite
 from tools import admin, pair_index
 
 pytestmark = pytest.mark.e2e
@@ -117,7 +118,7 @@ def test_pair_index_answers_as_mlflow_while_the_indexer_lags(paused_runtime: Any
 
     client = mlflow.MlflowClient(paused_runtime.url)
     rest = client._tracking_client.store
-    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/ref.db"), str(tmp_path / "artifacts"))
     experiments = (client.create_experiment("pairs"), store.create_experiment("pairs"))
     paused_runtime.indexer_mode = "sync"
     runs = _load(client, store, experiments, N_RUNS)
@@ -185,7 +186,7 @@ def test_a_declared_pair_is_used_only_once_ready(paused_runtime: Any, tmp_path: 
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     client = mlflow.MlflowClient(paused_runtime.url)
-    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/ref.db"), str(tmp_path / "artifacts"))
     experiments = (client.create_experiment("building"), store.create_experiment("building"))
     paused_runtime.indexer_mode = "sync"
     pair_index._write_pairs(experiments[0], lambda pairs: [pair_ranks.Pair("p", "m", pair_ranks.BUILDING)])
@@ -208,7 +209,7 @@ def test_pair_keys_hold_any_param_value(paused_runtime: Any, tmp_path: Path) -> 
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     client = mlflow.MlflowClient(paused_runtime.url)
-    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/ref.db"), str(tmp_path / "artifacts"))
     experiments = (client.create_experiment("odd keys"), store.create_experiment("odd keys"))
     paused_runtime.indexer_mode = "sync"
     param, metric = "lr/x:ü", "val loss/é"

@@ -18,6 +18,7 @@ from serverless_mlflow.index import run_summaries
 from serverless_mlflow.storage import table
 from serverless_mlflow.store import runs as store_runs
 from tests.runs.test_search_differential import _logical
+from tests.sqlite_template import migrated_sqlite
 
 pytestmark = pytest.mark.e2e
 
@@ -70,7 +71,7 @@ def test_searches_show_every_change_while_the_indexer_lags(paused_runtime: Any, 
 
     client = mlflow.MlflowClient(paused_runtime.url)
     rest = client._tracking_client.store
-    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/ref.db"), str(tmp_path / "artifacts"))
     tag = uuid.uuid4().hex[:6]
     pair = (client.create_experiment(f"sum-{tag}"), store.create_experiment(f"sum-{tag}"))
     runs: list[tuple[str, str]] = []

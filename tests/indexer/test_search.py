@@ -19,6 +19,7 @@ from serverless_mlflow.search.like import like_match
 from serverless_mlflow.storage import table
 from serverless_mlflow.storage.schema import ENTITY
 from serverless_mlflow.store import run_metrics
+from tests.sqlite_template import migrated_sqlite
 
 from . import support as s
 
@@ -131,7 +132,7 @@ def mlflow_store(tmp_path_factory: pytest.TempPathFactory):
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     root: Path = tmp_path_factory.mktemp("sql")
-    return SqlAlchemyStore(f"sqlite:///{root}/db.sqlite", str(root / "art"))
+    return SqlAlchemyStore(migrated_sqlite(f"{root}/db.sqlite"), str(root / "art"))
 
 
 def _mlflow_order(store, experiment_id: str, clause: str, having: set[str]) -> list[str]:

@@ -26,6 +26,7 @@ from serverless_mlflow.index.derived import FLAG_ATTRIBUTE
 from serverless_mlflow.storage import layout, table
 from serverless_mlflow.storage.schema import COLLECTIONS, ENTITY_TYPE, TRACE_BUCKET_MS, TRACE_SHARDS, trace_shard
 from serverless_mlflow.store import trace_names, trace_partitions
+from tests.sqlite_template import migrated_sqlite
 from tools import admin
 from tools import trace_names as trace_names_step
 
@@ -50,7 +51,7 @@ ORDERS: list[list[str] | None] = [None, ["timestamp_ms ASC"]]
 @pytest.fixture(scope="module")
 def reference_uri() -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="mlflow-ref-trace-names-") as directory:
-        yield f"sqlite:///{os.path.join(directory, 'mlflow.db')}"
+        yield migrated_sqlite(os.path.join(directory, "mlflow.db"))
 
 
 def _specs(count: int, seed: int) -> list[dict[str, Any]]:

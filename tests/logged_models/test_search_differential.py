@@ -13,6 +13,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
 from tests.conftest import unique
+from tests.sqlite_template import migrated_sqlite
 
 pytestmark = pytest.mark.e2e
 
@@ -62,7 +63,7 @@ def names(search: Any, **kwargs: Any) -> Any:
 
 
 def test_search_logged_models_matches_sqlalchemy_store(server: str, tmp_path: Path) -> None:
-    reference = SqlAlchemyStore(f"sqlite:///{tmp_path}/db.sqlite", str(tmp_path / "art"))
+    reference = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/db.sqlite"), str(tmp_path / "art"))
     client = mlflow.MlflowClient(server)
     ref_exp = reference.create_experiment("lm-diff")
     our_exp = client.create_experiment(unique("lm-diff"))

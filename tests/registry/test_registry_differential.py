@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.sqlite_template import migrated_sqlite
+
 pytestmark = pytest.mark.e2e
 
 MODELS = ["alpha", "Alpha2", "beta_model", "beta%x", "gamma", "delta-prod", "prompt-like"]
@@ -188,7 +190,7 @@ def test_registry_search_matches_sqlalchemy_store(fresh_server: str, tmp_path: P
     from mlflow.store.model_registry.sqlalchemy_store import SqlAlchemyStore
     from mlflow.utils.rest_utils import MlflowHostCreds
 
-    sql = SqlAlchemyStore(f"sqlite:///{tmp_path}/db.sqlite")
+    sql = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/db.sqlite"))
     _build(_SqlOps(sql))
     _build(_HttpOps(fresh_server))
     # The store-level REST client sends the filter as given (MlflowClient would add a prompt filter).

@@ -8,11 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.sqlite_template import migrated_sqlite
+
 
 @pytest.fixture(scope="session")
 def reference_uri() -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="mlflow-ref-review-") as directory:
-        yield f"sqlite:///{os.path.join(directory, 'mlflow.db')}"
+        yield migrated_sqlite(os.path.join(directory, "mlflow.db"))
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import requests
 
+from tests.sqlite_template import migrated_sqlite
+
 API = "/api/2.0/mlflow"
 
 
@@ -166,7 +168,7 @@ def reference_client() -> Any:
     """MLflow's Flask app over a private sqlite store, created once per test session."""
     if "client" not in _REFERENCE:
         root = tempfile.mkdtemp(prefix="mlflow-ref-")
-        os.environ["_MLFLOW_SERVER_FILE_STORE"] = f"sqlite:///{root}/db.sqlite"
+        os.environ["_MLFLOW_SERVER_FILE_STORE"] = migrated_sqlite(f"{root}/db.sqlite")
         os.environ["_MLFLOW_SERVER_ARTIFACT_ROOT"] = f"{root}/artifacts"
         from mlflow.server import app, handlers
 

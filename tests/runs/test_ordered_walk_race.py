@@ -13,6 +13,7 @@ from runs import search
 
 from serverless_mlflow.storage import table
 from tests.conftest import unique
+from tests.sqlite_template import migrated_sqlite
 
 # The module's world is built once, on one worker (xdist would otherwise build it on each).
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("ordered-walk-race")]
@@ -36,7 +37,7 @@ def pair(server: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, st
 
     tmp: Path = tmp_path_factory.mktemp("walk-race")
     client = mlflow.MlflowClient(server)
-    store = SqlAlchemyStore(f"sqlite:///{tmp}/ref.db", str(tmp / "artifacts"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{tmp}/ref.db"), str(tmp / "artifacts"))
     name = unique("walk-race")
     ours_exp, ref_exp = client.create_experiment(name), store.create_experiment(name)
     for i in range(N_RUNS):

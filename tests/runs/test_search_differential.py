@@ -33,6 +33,7 @@ from tests.search.test_runs_differential import (
     USERS,
     _clause,
 )
+from tests.sqlite_template import migrated_sqlite
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -48,7 +49,7 @@ REF = "ref"
 class World:
     def __init__(self, url: str, tmp: Path) -> None:
         self.client = mlflow.MlflowClient(url)
-        self.store = SqlAlchemyStore(f"sqlite:///{tmp}/db.sqlite", str(tmp / "art"))
+        self.store = SqlAlchemyStore(migrated_sqlite(f"{tmp}/db.sqlite"), str(tmp / "art"))
         self.ours_exps: list[str] = []
         self.ref_exps: list[str] = []
         self.ours_ids: list[str] = []

@@ -18,6 +18,7 @@ from mlflow.entities import Metric, Param, RunTag, ViewType
 from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
 from tests.conftest import unique
+from tests.sqlite_template import migrated_sqlite
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +47,7 @@ def _pages(search: Any) -> list[list[str]]:
 
 def test_pages_over_six_megabytes_continue_by_token(server: str, tmp_path: Path) -> None:
     client = mlflow.MlflowClient(server)
-    store = SqlAlchemyStore(f"sqlite:///{tmp_path}/ref.db", str(tmp_path / "artifacts"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{tmp_path}/ref.db"), str(tmp_path / "artifacts"))
     name = unique("large")
     ours_exp, ref_exp = client.create_experiment(name), store.create_experiment(name)
     for i in range(N_RUNS):

@@ -15,6 +15,7 @@ from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
 from serverless_mlflow import search
 from tests.search.helpers import LIKE_PATTERNS, STRINGS, assert_same, drain_mlflow, drain_ours, outcome, quoted
+from tests.sqlite_template import migrated_sqlite
 
 SEED = 424242
 N_EXPERIMENTS = 70
@@ -27,7 +28,7 @@ def world(scratch_dir: Path) -> dict[str, Any]:
     rng = random.Random(SEED)
     # MLflow stamps experiments with its clock: drive it from a small pool so timestamps tie often.
     clock = (rng.choice(CLOCK) for _ in itertools.count())
-    store = SqlAlchemyStore(f"sqlite:///{scratch_dir}/db.sqlite", str(scratch_dir / "art"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{scratch_dir}/db.sqlite"), str(scratch_dir / "art"))
     ids = ["0"]
     names = list(STRINGS) + [f"{rng.choice(STRINGS)}-{i}" for i in range(N_EXPERIMENTS)]
     with mock.patch("mlflow.store.tracking.sqlalchemy_store.get_current_time_millis", side_effect=lambda: next(clock)):

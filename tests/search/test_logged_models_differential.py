@@ -17,6 +17,7 @@ from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
 from serverless_mlflow import search
 from tests.search.helpers import LIKE_PATTERNS, STRINGS, assert_same, drain_mlflow, drain_ours, outcome, quoted
+from tests.sqlite_template import migrated_sqlite
 
 SEED = 99
 N_MODELS = 45
@@ -32,7 +33,7 @@ DATASETS = [(None, None), ("ds", "d1"), ("ds", "d2"), ("other", "d3")]
 def world(scratch_dir: Path) -> dict[str, Any]:
     rng = random.Random(SEED)
     clock = (rng.choice(CLOCK) for _ in itertools.count())
-    store = SqlAlchemyStore(f"sqlite:///{scratch_dir}/lm.sqlite", str(scratch_dir / "art"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{scratch_dir}/lm.sqlite"), str(scratch_dir / "art"))
     exp_id = store.create_experiment("lm")
     run_ids = [store.create_run(exp_id, "u", 1, [], f"r{i}").info.run_id for i in range(2)]
     mirror = []

@@ -16,6 +16,7 @@ from mlflow.store.model_registry.sqlalchemy_store import SqlAlchemyStore as Regi
 
 from serverless_mlflow import search
 from tests.search.helpers import LIKE_PATTERNS, STRINGS, assert_same, drain_mlflow, drain_ours, outcome, quoted
+from tests.sqlite_template import migrated_sqlite
 
 SEED = 77
 N_MODELS = 45
@@ -30,7 +31,7 @@ SOURCES = ["s3://b/model", "s3://b/Model", "file:///x/al%ha", "file:///x/al_ha",
 def world(scratch_dir: Path) -> dict[str, Any]:
     rng = random.Random(SEED)
     clock = (rng.choice(CLOCK) for _ in itertools.count())
-    store = RegistryStore(f"sqlite:///{scratch_dir}/registry.sqlite")
+    store = RegistryStore(migrated_sqlite(f"{scratch_dir}/registry.sqlite"))
     names = list(STRINGS) + [f"{rng.choice(STRINGS)}-{i}" for i in range(N_MODELS)]
     names = names[:N_MODELS]
     versions: list[tuple[str, int]] = []

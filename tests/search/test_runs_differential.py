@@ -20,6 +20,7 @@ from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
 from serverless_mlflow import search
 from tests.search.helpers import LIKE_PATTERNS, STRINGS, assert_same, drain_mlflow, drain_ours, outcome, quoted
+from tests.sqlite_template import migrated_sqlite
 
 # The module's stores are built once, on one worker (xdist would otherwise build them on each).
 pytestmark = pytest.mark.xdist_group("runs-differential")
@@ -40,7 +41,7 @@ CONTEXTS = ["training", "eval", "Training", None]
 def world(scratch_dir: Path) -> dict[str, Any]:
     rng = random.Random(SEED)
     tmp = scratch_dir
-    store = SqlAlchemyStore(f"sqlite:///{tmp}/db.sqlite", str(tmp / "art"))
+    store = SqlAlchemyStore(migrated_sqlite(f"{tmp}/db.sqlite"), str(tmp / "art"))
     exp_id = store.create_experiment("search-diff")
     mirror: list[dict[str, Any]] = []
     for i in range(N_RUNS):

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import runtime_process, unique
+from tests.sqlite_template import migrated_sqlite
 from tools.server_process import stop_process, wait_healthy
 
 # Both servers deliver to receivers on 127.0.0.1 over http (MLflow's own settings for local development).
@@ -137,7 +138,7 @@ def stock_webhook_server() -> Iterator[str]:
     """MLflow's own server (its Flask app, as ``tests/mlflow_reference.py`` runs it) on sqlite, with the same
     target settings, in a process of its own."""
     workdir = Path(tempfile.mkdtemp(prefix="mlflow-webhooks-"))
-    uri = f"sqlite:///{workdir / 'mlflow.db'}"
+    uri = migrated_sqlite(workdir / "mlflow.db")
     env = {
         **os.environ,
         **LOCAL_TARGETS,
