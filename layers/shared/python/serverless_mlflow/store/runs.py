@@ -245,6 +245,18 @@ def read_run_in(experiment_id: str, run_id: str) -> RunView | None:
     return runs[0] if runs else None
 
 
+def read_runs_of_items(run_items: list[dict[str, Any]]) -> dict[str, RunView]:
+    """Runs whose run item the caller has read (consistently) already, with their data, by run id: the rest of each
+    run's range (one Query each, in parallel: the run item is not read again) and ``complete_metrics``'s reads."""
+
+    def read(item: dict[str, Any]) -> list[RunView]:
+        data = table.query(**RUN.query("data", experiment_id=item["experiment_id"], run_id=item["run_id"]))
+        return assemble_runs([item, *data])
+
+    views = [view for found in parallel.parallel_map(read, run_items, workers=_LATEST_READ_WORKERS) for view in found]
+    return {view.run_id: view for view in complete_metrics(views)}
+
+
 def read_run(run_id: str) -> RunView:
     """A run with its data: locator (cached) + ONE consistent Query over ``R#<run_id>`` (+ ``read_run_in``'s)."""
     view = read_run_in(locate_run(run_id), run_id)
