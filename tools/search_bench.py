@@ -108,7 +108,7 @@ PLANS = [
     ),
     (
         "any of the above while the indexer lags",
-        "exact: sources flagged on LSI5 (not indexed yet) are read instead of their RANK items; a run all of whose items are still flagged is assembled from them, not read again (a filter all 200 runs of a sweep logged a moment ago pass: 1,601 items, reading them all 1,600)",
+        "exact: sources flagged on LSI5 (not indexed yet) are read instead of their RANK items; a run all of whose items are still flagged is assembled from them, not read again; a page whose run items are all flagged reads the rest of their ranges, not the LSI5 items, and a rank plan that finds every run it considers flagged reads each once, whole. On the 200 runs of a sweep logged a moment ago every shape of tests/runs/test_lagging_search_cost.py (first and second pages) reads at most 1,601 items, reading them all 1,600: walks of the run items by start time and ORDER BY a metric or param read 1,801 before (second pages up to 1,702), a metric filter ORDER BY another metric 2,001. The price is Queries: one per run for the rest of its range (about 400 for 200 runs, 200 before)",
     ),
 ]
 PAGE_SIZE = 100

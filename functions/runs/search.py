@@ -24,7 +24,10 @@ Several plans, all strongly consistent (a search right after a write sees it):
 A returned run's data is its run summary (``run_summaries``: one item, a BatchGetItem per page), or its
 range while one of its items waits for the indexer: a run none of whose items was indexed yet (a sweep logged a
 moment ago) is assembled from the LSI5 items the search read already (``run_summaries.whole_on_lsi5``), so a
-filter every run passes reads the runs about once, not twice.
+filter every run passes reads the runs about once, not twice. A walk of the run items whose page holds flagged run
+items only reads the rest of their ranges instead of the LSI5 items (which hold those run items again), and the rank
+plan, when every run it considers is flagged, reads each once, whole (``_probe_flagged``), instead of reading their
+run items on LSI5 and again in the walk of the runs lacking the key.
 
 While ``make migrate`` has not yet built an experiment's metric RANK items (a table written before layout 2,
 ``layout.py``), a search that orders or filters by a metric takes the full plan: exact, dearer, and only until
@@ -38,13 +41,15 @@ from __future__ import annotations
 
 import functools
 import heapq
+import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from serverless_mlflow import search
 from serverless_mlflow.core import validation
-from serverless_mlflow.index import fts, param_ranks, ranks
+from serverless_mlflow.index import fts, param_ranks, ranks, run_summaries
 from serverless_mlflow.index.rank_filters import Flagged
 from serverless_mlflow.request import view_type
 from serverless_mlflow.request.pages import page_response
@@ -58,6 +63,9 @@ from . import index_plan, search_rows
 
 _LSI_PAGE_MIN = 16
 _LSI_PAGE_MAX = 1000
+# The flagged-run probe's first reads (then _LSI_PAGE_MAX): one item first, as an indexed experiment's newest run is
+# seldom flagged.
+_PROBE_PAGES = (1, 16, 64)
 
 
 # --- request --------------------------------------------------------------------------------------------
@@ -172,6 +180,11 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
     def wanted(candidate: dict[str, Any]) -> bool:
         return candidate["info"]["lifecycle_stage"] in stages and query.matches(candidate) and query.is_after_token(candidate)
 
+    # Every run the search considers may be flagged (a sweep logged a moment ago): then each is read once, whole.
+    probes = _probe_flagged(query, experiment_ids, stages)
+    if all(probe.whole for probe in probes.values()):
+        views = store.read_runs_of_items([item for probe in probes.values() for item in probe.items])
+        return query.run([search_rows.search_entity(view) for view in views.values() if view.info["lifecycle_stage"] in stages])
     # Pages seek: the walk resumes at the token's value, so page N reads about what page 1 reads.
     start_value, past_values = _rank_start(query)
     full = False
@@ -195,7 +208,10 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
         ascending = query.order_by[1].ascending
         lacking_position = query.position[1:] if past_values and query.position else None
         runs_of = _lsi_query(stages, ascending, lacking_position, _status_filter(query))
-        streams = [_ordered_runs(runs_of(experiment_id), ascending, _LSI_PAGE_MAX) for experiment_id in experiment_ids]
+        streams = [
+            _ordered_runs(runs_of(experiment_id), ascending, _LSI_PAGE_MAX, None if lacking_position else probes.get(experiment_id))
+            for experiment_id in experiment_ids
+        ]
         direction = 1 if ascending else -1
         merged = (
             heapq.merge(*streams, key=lambda run: (direction * (run.get("start_time") or 0), run["run_id"]))
@@ -271,33 +287,85 @@ def _lsi_query(stages: set[str], ascending: bool, position: list[list[Any]] | No
     return lambda experiment_id: store.RUN.query(pattern, experiment_id=experiment_id, **fixed).range(low, high)
 
 
-def _ordered_runs(runs: KeyQuery, ascending: bool, first_page: int) -> Iterator[dict[str, Any]]:
+def _ordered_runs(runs: KeyQuery, ascending: bool, first_page: int, probed: _Probe | None = None) -> Iterator[dict[str, Any]]:
     """Run items of one experiment in (start_time, run_id ASC) order for the requested direction.
 
     The LSI orders equal start times by run id in the scan direction; a descending scan therefore
     buffers each group of equal start times and yields it by ascending run id, as MLflow's
     tie-breaker (run_id ASC) wants. Pages are fetched lazily (the first one sized for the page the
-    caller wants, then doubling), so a page of n runs costs about n + 2 item reads.
+    caller wants, then doubling), so a page of n runs costs about n + 2 item reads. ``probed``: the
+    range's first items as ``_probe_flagged`` read them (in this direction), not read again.
     """
+    group: list[dict[str, Any]] = []
+    for items in _run_pages(runs, ascending, first_page, probed):
+        for item in items:
+            if group and group[0]["start_time"] != item["start_time"]:
+                yield from sorted(group, key=lambda run: run["run_id"])
+                group = []
+            group.append(item)
+    yield from sorted(group, key=lambda run: run["run_id"])
+
+
+def _run_pages(runs: KeyQuery, ascending: bool, first_page: int, probed: _Probe | None = None) -> Iterator[list[dict[str, Any]]]:
     page_size = first_page
     start_key: dict[str, Any] | None = None
-    group: list[dict[str, Any]] = []
+    if probed is not None:
+        yield probed.items
+        if probed.last_key is None:
+            return
+        start_key = probed.last_key
     while True:
         last_key = None
         for items, page_last_key in table.query_pages(**runs, forward=ascending, limit=page_size, start_key=start_key):
             last_key = page_last_key
-            for item in items:
-                if group and group[0]["start_time"] != item["start_time"]:
-                    yield from sorted(group, key=lambda run: run["run_id"])
-                    group = []
-                group.append(item)
+            yield items
         if not last_key:
-            break
+            return
         start_key = last_key
         # Past the first page more runs are needed only to close a tie group or to replace runs a
         # filter rejected: start small, then grow.
         page_size = _LSI_PAGE_MIN if page_size == first_page else min(page_size * 2, _LSI_PAGE_MAX)
-    yield from sorted(group, key=lambda run: run["run_id"])
+
+
+@dataclass
+class _Probe:
+    """The first run items of one experiment's LSI range, read while each carried its LSI5 flag."""
+
+    items: list[dict[str, Any]]
+    last_key: dict[str, Any] | None  # where the range goes on (None: read to its end)
+
+    @property
+    def whole(self) -> bool:
+        """Every run of the range read, each flagged: no run summary of it can be trusted."""
+        return self.last_key is None and all(run_summaries.FLAG_ATTRIBUTE in item for item in self.items)
+
+
+def _probe_flagged(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> dict[str, _Probe]:
+    """Each experiment's run items the rank plan's walk of the runs lacking the order key reads first, read ahead in
+    growing pages (one item first) until one is not flagged or the range ends.
+
+    When every run the search considers is flagged (a sweep logged a moment ago), their RANK items are all stale and
+    each is read whole anyway: reading them once, by these items and the rest of their ranges, answers the search in
+    one full read, where the rank walk reads every flagged run item on LSI5 and again in the walk of the runs lacking
+    the key. Otherwise that walk starts with these items; an indexed experiment pays one item (and Query) ahead."""
+    ascending = query.order_by[1].ascending
+    runs_of = _lsi_query(stages, ascending, None, _status_filter(query))
+    probes: dict[str, _Probe] = {}
+    for experiment_id in experiment_ids:
+        items: list[dict[str, Any]] = []
+        start_key: dict[str, Any] | None = None
+        for size in itertools.chain(_PROBE_PAGES, itertools.repeat(_LSI_PAGE_MAX)):
+            last_key = None
+            for page, page_last_key in table.query_pages(**runs_of(experiment_id), forward=ascending, limit=size, start_key=start_key):
+                items.extend(page)
+                last_key = page_last_key
+            start_key = last_key
+            if not last_key or any(run_summaries.FLAG_ATTRIBUTE not in item for item in items):
+                break
+        probes[experiment_id] = _Probe(items, start_key)
+        if not probes[experiment_id].whole:
+            break  # the rank walk it is: the other experiments' tails are read when reached
+    return probes
 
 
 def _search_by_start_time(

@@ -138,6 +138,11 @@ class Flagged:
             self._items[experiment_id] = list(table.iter_query(**COLLECTIONS["unindexed"].query(scope=pk)))
         return self._items[experiment_id]
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the request has read any experiment's LSI5 items."""
+        return bool(self._items)
+
     def all_items(self) -> list[dict[str, Any]]:
         return [item for experiment_id in self.experiment_ids for item in self.items(experiment_id)]
 

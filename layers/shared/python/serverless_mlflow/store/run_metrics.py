@@ -160,16 +160,19 @@ def read_latest(run_id: str) -> list[dict[str, Any]]:
     return table.query(**LATEST.query("of_run", run_id=run_id))
 
 
-def read_latest_except(run_id: str, key: str) -> list[dict[str, Any]]:
-    """The run's latest values but ``key``'s (which the caller read already): the key ranges below and above its
-    item, so it is not read twice."""
-    sk = LATEST.key(run_id=run_id, key=key)[SK]
-    pk = LATEST.key(run_id=run_id, key=key)[PK]
-    prefix = LATEST.sk_prefix()
-    high = table.prefix_successor(prefix) or table.HIGHEST_KEY
+def read_latest_except(run_id: str, known: Iterable[str]) -> list[dict[str, Any]]:
+    """The run's latest values but those of the ``known`` keys (which the caller read already): the key ranges below,
+    between and above their items, so none is read twice (one Query per range: known keys + 1)."""
+    pk = LATEST.key(run_id=run_id, key="")[PK]
+    high = table.prefix_successor(LATEST.sk_prefix()) or table.HIGHEST_KEY
+    sks = sorted(LATEST.key(run_id=run_id, key=key)[SK] for key in set(known))
     # No key of the partition sorts below the latest values ("M#" < "MS" < "RUN" < "S"), and keys are prefix-free
-    # (keys.text): nothing lies between the item's key and that key + TERMINATOR.
-    return [*table.query(pk, sk_before=sk), *table.query(pk, sk_between=(sk + keys.TERMINATOR, high))]
+    # with the lowest character unused (keys.text): no key lies between an item's key and that key + TERMINATOR,
+    # nor between a key without its TERMINATOR and the key.
+    items = table.query(pk, sk_before=sks[0])
+    for low, above in zip(sks, [*sks[1:], None], strict=True):
+        items.extend(table.query(pk, sk_between=(low + keys.TERMINATOR, high if above is None else above[: -len(keys.TERMINATOR)])))
+    return items
 
 
 def newest(items: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:

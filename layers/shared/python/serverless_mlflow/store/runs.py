@@ -42,6 +42,8 @@ RUN_NAME_TAG = "mlflow.runName"
 SQL_MAX_DOUBLE = run_metrics.SQL_MAX_DOUBLE
 RUN_ID_LENGTH = 32
 _LATEST_READ_WORKERS = 16
+# A run whose latest values of more keys than this were read already reads its partition whole (Queries cost too).
+_KNOWN_KEYS_READ_AROUND = 2
 
 # run id -> experiment id. Runs never move between experiments, so entries never go stale.
 LOCATOR_CACHE: dict[str, str] = {}
@@ -219,15 +221,15 @@ def complete_metrics(views: list[RunView], known: dict[str, dict[str, dict[str, 
     partitions (one Query per such run, in parallel).
 
     ``known``: run id -> metric key -> its latest item (None: the run lacks it) the caller read already; a run
-    with one known key reads the rest of its partition around it (two Queries) instead of reading it again."""
+    with a few known keys reads the rest of its partition around them (one Query more per key) instead of reading
+    them again."""
     wanting = [view for view in views if not view.metrics_exact]
 
     def read(view: RunView) -> list[dict[str, Any]]:
         have = (known or {}).get(view.run_id) or {}
-        if len(have) != 1:
+        if not have or len(have) > _KNOWN_KEYS_READ_AROUND:
             return run_metrics.read_latest(view.run_id)
-        ((key, item),) = have.items()
-        return [*run_metrics.read_latest_except(view.run_id, key), *([item] if item is not None else [])]
+        return [*run_metrics.read_latest_except(view.run_id, have), *(item for item in have.values() if item is not None)]
 
     if wanting:
         latest = parallel.parallel_map(read, wanting, workers=_LATEST_READ_WORKERS)
@@ -241,6 +243,18 @@ def read_run_in(experiment_id: str, run_id: str) -> RunView | None:
     of its partition while its metrics wait for the indexer."""
     runs = complete_metrics(assemble_runs(run_range(experiment_id, run_id)))
     return runs[0] if runs else None
+
+
+def read_runs_of_items(run_items: list[dict[str, Any]]) -> dict[str, RunView]:
+    """Runs whose run item the caller has read (consistently) already, with their data, by run id: the rest of each
+    run's range (one Query each, in parallel: the run item is not read again) and ``complete_metrics``'s reads."""
+
+    def read(item: dict[str, Any]) -> list[RunView]:
+        data = table.query(**RUN.query("data", experiment_id=item["experiment_id"], run_id=item["run_id"]))
+        return assemble_runs([item, *data])
+
+    views = [view for found in parallel.parallel_map(read, run_items, workers=_LATEST_READ_WORKERS) for view in found]
+    return {view.run_id: view for view in complete_metrics(views)}
 
 
 def read_run(run_id: str) -> RunView:
