@@ -129,7 +129,8 @@ bench-trace-metrics:
 	$(PY) -m tools.trace_metrics_bench
 
 # make bench's "Sustained trace load" section alone, printed (TRACE_LOAD_SECONDS=60 for a short run; default 300 s
-# of load, then a 60 s throttling storm, each drained to an empty indexer backlog; TRACE_LOAD_METERED: traces metered for the projection).
+# of load, then a 60 s throttling storm, each drained to an empty indexer backlog; TRACE_LOAD_METERED: traces metered for the projection;
+# the runtime runs the built assets, python -m local --built, unless TRACE_LOAD_BUILT=0).
 bench-trace-load:
 	@$(SETUP_DEV)
 	$(PY) -m tools.trace_load_bench

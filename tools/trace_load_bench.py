@@ -16,6 +16,10 @@ deliver), not for a fixed time; then every trace sent is found by ``search_trace
 span), the Overview counts exactly the traces sent, and no stream record was dead-lettered: a shortfall then is a
 loss, not lag.
 
+The runtime runs the assets we ship by default (``TRACE_LOAD_BUILT``, default 1: ``python -m local --built``, the
+layer and functions built from the lock files for this machine, ``local/built.py``; built before the runtime starts,
+cached under build/assets); ``TRACE_LOAD_BUILT=0`` runs the source tree.
+
 The projection to 1,000 traces/s is computed from write units metered here (``TRACE_LOAD_METERED`` 10-span traces,
 default 200, through ``make bench``'s partition-heat scenario (c), ``tools/heat_meter.py``): whatever the write
 path costs when the bench runs.
@@ -50,6 +54,7 @@ THROTTLE = float(os.environ.get("TRACE_LOAD_THROTTLE", "0.05"))
 PROCESSES = int(os.environ.get("TRACE_LOAD_PROCESSES", "2"))
 THREADS = int(os.environ.get("TRACE_LOAD_THREADS", "4"))
 SPANS = int(os.environ.get("TRACE_LOAD_SPANS", "10"))
+BUILT = os.environ.get("TRACE_LOAD_BUILT", "1") != "0"
 SAMPLE_SECONDS = float(os.environ.get("TRACE_LOAD_SAMPLE_SECONDS", "10"))
 # 10-span traces metered for the projection (partition heat (c) on an in-process runtime; 0: no projection).
 METERED = int(os.environ.get("TRACE_LOAD_METERED", "200"))
@@ -65,16 +70,19 @@ HOOK = ROOT / "tools" / "throttle_hook"
 
 
 class _GaveUp(logging.Handler):
-    """Counts the client's warnings that it dropped a trace's info or spans after its retries (429s)."""
+    """Counts the client's messages that it dropped a trace's info (a warning) or a span batch (logged at debug
+    level only) after its retries (429s)."""
 
-    def __init__(self, counter: Any) -> None:
-        super().__init__(logging.WARNING)
-        self.counter = counter
+    def __init__(self, infos: Any, spans: Any) -> None:
+        super().__init__(logging.DEBUG)
+        self.infos, self.spans = infos, spans
 
     def emit(self, record: logging.LogRecord) -> None:
-        if "Failed to " in record.getMessage():
-            with self.counter.get_lock():
-                self.counter.value += 1
+        message = record.getMessage()
+        counter = self.spans if "Failed to log span" in message else self.infos if "Failed to " in message else None
+        if counter is not None:
+            with counter.get_lock():
+                counter.value += 1
 
 
 def _client_process(url: str, experiment_id: str, shared_deadline: Any, ready: Any, sent: Any, out: Any, gave_up: Any) -> None:
@@ -84,7 +92,10 @@ def _client_process(url: str, experiment_id: str, shared_deadline: Any, ready: A
     import mlflow
 
     for name in ("mlflow.tracing.export", "opentelemetry.exporter"):
-        logging.getLogger(name).addHandler(_GaveUp(gave_up))
+        logger = logging.getLogger(name)
+        logger.addHandler(_GaveUp(*gave_up))
+        logger.setLevel(logging.DEBUG)  # a span batch given up is a debug message
+        logger.propagate = False  # counted here, not printed
 
     mlflow.set_tracking_uri(url)
     mlflow.set_experiment(experiment_id=experiment_id)
@@ -158,7 +169,12 @@ def _lag(history: list[tuple[float, int]], counted: int, now: float) -> float:
 def _phase(url: str, experiment_id: str, seconds: float, since_ms: int, base: int, label: str) -> dict[str, Any]:
     """Send for ``seconds``; sample the Overview along the way. The phase's trace ids, rate and lag samples."""
     context = multiprocessing.get_context("spawn")
-    sent, ready, shared_deadline, gave_up = context.Value("i", 0), context.Value("i", 0), context.Value("d", 0.0), context.Value("i", 0)
+    sent, ready, shared_deadline, gave_up = (
+        context.Value("i", 0),
+        context.Value("i", 0),
+        context.Value("d", 0.0),
+        (context.Value("i", 0), context.Value("i", 0)),
+    )
     out = context.Queue()
     args = (url, experiment_id, shared_deadline, ready, sent, out, gave_up)
     workers = [context.Process(target=_client_process, args=args) for _ in range(PROCESSES)]
@@ -196,7 +212,8 @@ def _phase(url: str, experiment_id: str, seconds: float, since_ms: int, base: in
         "samples": samples,
         "seconds": elapsed,
         "load": sum(loads) / max(1, len(loads)),
-        "gave_up": gave_up.value,
+        "gave_up": gave_up[0].value,
+        "gave_up_spans": gave_up[1].value,
     }
 
 
@@ -245,11 +262,19 @@ def _readable(url: str, experiment_id: str, ids: list[str]) -> tuple[int, int, i
         except MlflowException as error:
             unreadable += 1
             print(f"trace_load: {trace_id} unreadable: {error}", file=sys.stderr, flush=True)
+    missing = [trace_id for trace_id in ids if trace_id not in listed]
+    for trace_id in missing[:READ_SAMPLE]:  # what the store holds of a trace it does not list
+        try:
+            held = f"{len(client.get_trace(trace_id).data.spans)} spans readable"
+        except MlflowException as error:
+            held = f"not readable: {error}"
+        print(f"trace_load: {trace_id} sent, not listed: {held}", file=sys.stderr, flush=True)
     return len(listed & set(ids)), len(listed), whole, unreadable
 
 
 def run() -> dict[str, list[tuple[str, str]]]:
     metered = _metered_units() if METERED else None
+    assets = _built_assets() if BUILT else {}
     with tempfile.TemporaryDirectory(prefix="trace-load-") as directory:
         throttle_file = Path(directory) / "throttle"
         status_file = Path(directory) / "indexer-status.json"
@@ -259,6 +284,7 @@ def run() -> dict[str, list[tuple[str, str]]]:
             PYTHONPATH=pythonpath,
             TRACE_LOAD_THROTTLE_FILE=str(throttle_file),
             LOCAL_INDEXER_STATUS_FILE=str(status_file),
+            **assets,
         ) as server:
             url = server.url
             since_ms = int(time.time() * 1000)
@@ -281,6 +307,10 @@ def run() -> dict[str, list[tuple[str, str]]]:
     lags = [s[3] for s in steady["samples"]]
     half = len(lags) // 2
     sustained = [
+        (
+            "runtime",
+            "`python -m local --built` (layer and functions built from the lock files)" if BUILT else "`python -m local` (source tree)",
+        ),
         ("client", f"{PROCESSES} processes x {THREADS} threads, mlflow {_mlflow_version()}, synchronous export"),
         (f"traces sent (each 1 root + {SPANS - 1} child spans)", f"{len(steady['ids']):,} in {steady['seconds']:.0f} s"),
         ("traces/s achieved", f"{steady['rate']:.2f}"),
@@ -299,13 +329,20 @@ def run() -> dict[str, list[tuple[str, str]]]:
     intact = len(sent_all) == storm_found == storm_counted == storm_listed and not storm_status.get("dead_lettered")
     storm_rows = [
         ("throttled DynamoDB calls on request threads", f"{THROTTLE:.0%} ({injected:,} injected in {storm['seconds']:.0f} s)"),
-        ("traces/s during the storm", f"{storm['rate']:.2f}"),
+        ("traces/s during the storm (finished while throttled)", f"{_window_rate(storm, len(steady['ids'])):.2f}"),
+        (
+            "the storm's last traces finished (the client's 429 back-off)",
+            f"{storm['seconds']:.0f} s after it began ({storm['rate']:.2f} traces/s over that time)",
+        ),
         ("indexer backlog empty after the storm", _drain_row(storm_status, storm_waited)),
         ("traces in (both phases)", f"{len(sent_all):,}"),
         ("traces stored (search_traces lists)", f"{storm_found:,} ({storm_listed:,} listed)"),
         ("traces counted by the Overview (backlog empty)", f"{storm_counted:,}"),
         ("stream records dead-lettered (both phases)", f"{storm_status.get('dead_lettered', '?')}"),
-        ("exports the client gave up on after its retries (start_trace or OTLP, 429s)", f"{storm['gave_up']:,}"),
+        (
+            "exports the client gave up on after its retries (429s): start_trace / OTLP span batches",
+            f"{storm['gave_up']:,} / {storm['gave_up_spans']:,}",
+        ),
         (f"sampled traces read whole ({SPANS} spans) / not readable", f"{storm_whole} / {storm_unreadable}"),
         ("nothing lost", "yes" if intact else "NO"),
     ]
@@ -315,6 +352,24 @@ def run() -> dict[str, list[tuple[str, str]]]:
         "Indexer lag over time (Overview trace count vs traces sent)": timeline,
         f"Throttling storm: {STORM_SECONDS:.0f} s at {THROTTLE:.0%} throttled calls": storm_rows,
     }
+
+
+def _window_rate(phase: dict[str, Any], base: int) -> float:
+    """Traces finished within the phase's time (its last sample), per second: the client threads' last traces
+    finish later, once their retries (MLflow's back-off doubles up to 2 minutes) are answered."""
+    if not phase["samples"]:
+        return phase["rate"]
+    elapsed, sent, _, _ = phase["samples"][-1]
+    return (sent - base) / elapsed
+
+
+def _built_assets() -> dict[str, str]:
+    """The runtime's environment for the built assets, built here first (cached): a first build takes minutes,
+    longer than a server's start is waited for."""
+    from local import built
+
+    built.build()
+    return {built.ENVIRONMENT: "built"}
 
 
 def _drain_row(status: dict[str, Any], waited: float) -> str:

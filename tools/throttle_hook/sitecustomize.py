@@ -8,12 +8,19 @@ included; the client's ``after-call`` hooks see it as they see DynamoDB's): the 
 retries, and lose nothing. A second word ``indexer`` (``0.2 indexer``) throttles the stream indexer's calls
 instead (the code acting as the ``indexer`` function): its failed records must be retried, never dropped. Each
 injection adds a line to ``<file>.count``.
+
+At interpreter start botocore is not imported yet, and must not be: ``python -m local --built`` puts the built
+layer's botocore first on the path only afterwards, and refuses to serve a venv module. The hook patches
+``botocore.client`` when it is first imported, from wherever it comes.
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import os
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -81,5 +88,32 @@ def install(path: str) -> Callable[[], None]:
     return uninstall
 
 
+class _InstallOnImport(importlib.abc.MetaPathFinder):
+    """Installs the hook right after ``botocore.client`` is first executed (then steps aside)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
+        if name != "botocore.client":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        execute = spec.loader.exec_module
+        hook_path = self.path
+
+        def exec_module(module):  # type: ignore[no-untyped-def]
+            execute(module)
+            install(hook_path)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
 if _FILE:
-    install(_FILE)
+    if "botocore.client" in sys.modules:
+        install(_FILE)
+    else:
+        sys.meta_path.insert(0, _InstallOnImport(_FILE))
