@@ -198,6 +198,7 @@ ACCESS: dict[str, Access] = {
     # GetItem/PutItem/DeleteItem: run summaries are rebuilt with a condition on their revision.
     # A trace's aggregates (metric rollups, content signature) are rebuilt from its spans, spilled ones read from S3;
     # the spilled spans and archives of traces the table's TTL removed are deleted (index/trace_objects.py);
+    # an experiment's archival cursor is rewound for infos written into an hour it passed (index/archival_rewinds.py);
     # ConditionCheckItem: none, the rollup transactions condition their puts and deletes themselves.
     "indexer": Access(
         table=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"),

@@ -33,6 +33,7 @@ trace_aggregates = deferred("serverless_mlflow.index.trace_aggregates")
 trace_aggregate_writes = deferred("serverless_mlflow.index.trace_aggregate_writes")
 # Spilled spans and archives of trace items the table's TTL removed (boto3's S3 client: loaded on first use).
 trace_objects = deferred("serverless_mlflow.index.trace_objects")
+archival_rewinds = deferred("serverless_mlflow.index.archival_rewinds")
 _TRACE_TYPES = derived.TRACE_AGGREGATE_TYPES | {"trace"}
 # Time kept back from the function's for the last attempt's own work and answer (the deployed timeout is 120 s).
 CAPACITY_RESERVE_SECONDS = 10.0
@@ -76,6 +77,8 @@ def _index(records: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
     failures = set(result.failures) | _aggregate_traces(records)
     if any(record.get("eventName") == "REMOVE" for record in records):
         failures |= trace_objects.release(records)
+    if any(record.get("eventName") == "INSERT" for record in records):
+        failures |= archival_rewinds.rewind(records)
     return result.outcomes, sorted(failures, key=_sequence_order)
 
 

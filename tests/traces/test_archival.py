@@ -372,3 +372,67 @@ def test_a_trace_the_ttl_expires_leaves_no_objects(archival: Any, server: str, c
     archival.drain_stream()
     assert not any(_exists(key) for key in [archive, *spill_keys[spilled]])
     assert all(_exists(key) for key in spill_keys[kept])
+
+
+def _cursor(experiment_id: str) -> dict[str, Any]:
+    from serverless_mlflow.storage import table
+    from serverless_mlflow.store import trace_archival
+
+    return table.get(trace_archival.CURSOR.key(experiment_id=experiment_id)) or {}
+
+
+def test_a_trace_written_into_an_hour_the_pass_has_passed_is_archived_by_the_next(
+    archival: Any, server: str, client: mlflow.MlflowClient
+) -> None:
+    """The pass's cursor only moves forward; a trace whose request time lies in an hour it has passed (an import of
+    old traces, a trace that started before the hour turned) is reported by the indexer and archived next time."""
+    experiment_id = client.create_experiment(unique("archival-behind"))
+    client.set_experiment_tag(experiment_id, "mlflow.trace.archivalRetention", _retention("1h"))
+    now = int(time.time() * 1000)
+    first = _trace(client, experiment_id, now - 5 * HOUR_MS, "first")
+    _stored(server, [first])
+    archival.drain_stream()
+    assert archival.monitor.tick()["archived_traces"] == 1
+    assert int(_cursor(experiment_id)["bucket"]) == (now - 5 * HOUR_MS) // HOUR_MS + 1
+
+    behind = _trace(client, experiment_id, now - 7 * HOUR_MS, "behind")
+    _stored(server, [behind])
+    archival.drain_stream()
+    assert [int(b) for b in _cursor(experiment_id)["rewinds"]] == [(now - 7 * HOUR_MS) // HOUR_MS]
+    assert archival.monitor.tick()["archived_traces"] == 1
+    assert client.get_trace(behind).info.tags["mlflow.trace.spansLocation"] == "ARCHIVE_REPO"
+    # Walked: the rewind is cleared and the cursor is back where it was.
+    cursor = _cursor(experiment_id)
+    assert "rewinds" not in cursor and int(cursor["bucket"]) == (now - 5 * HOUR_MS) // HOUR_MS + 1
+    assert archival.monitor.tick()["archived_traces"] == 0
+
+
+def test_a_trace_written_behind_a_running_pass_is_kept_for_the_next(
+    archival: Any, server: str, client: mlflow.MlflowClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace that lands in an hour after the running pass walked it: the pass moves the cursor past the hour, but
+    keeps the rewind the indexer recorded meanwhile, so the next pass walks the hour again."""
+    from serverless_mlflow.store import trace_archival
+
+    experiment_id = client.create_experiment(unique("archival-race"))
+    client.set_experiment_tag(experiment_id, "mlflow.trace.archivalRetention", _retention("1h"))
+    now = int(time.time() * 1000)
+    first = _trace(client, experiment_id, now - 5 * HOUR_MS, "first")
+    _stored(server, [first])
+    archival.drain_stream()
+    walk = trace_archival._archive_partition
+    late: list[str] = []
+
+    def walk_then_a_trace_lands(plan: Any, partition: Any, budget: Any, outcome: Any) -> None:
+        walk(plan, partition, budget, outcome)
+        if plan.experiment_id == experiment_id and not late:
+            late.append(_trace(client, experiment_id, now - 5 * HOUR_MS + 1_000, "late"))
+            _stored(server, late)
+            archival.drain_stream()
+
+    with monkeypatch.context() as patched:
+        patched.setattr(trace_archival, "_archive_partition", walk_then_a_trace_lands)
+        assert archival.monitor.tick()["archived_traces"] == 1
+    assert client.get_trace(late[0]).info.tags["mlflow.trace.spansLocation"] == "TRACKING_STORE"
+    assert archival.monitor.tick()["archived_traces"] == 1
+    assert client.get_trace(late[0]).info.tags["mlflow.trace.spansLocation"] == "ARCHIVE_REPO"

@@ -1108,8 +1108,9 @@ ENTITIES: tuple[Entity, ...] = (
         "trace_archival_cursor",
         EXP,
         "TACURSOR",
-        "The first hour bucket of the experiment that may still hold traces to archive",
-        attributes=("bucket",),
+        "The first hour bucket of the experiment that may still hold traces to archive, and the earlier hours infos "
+        "were written into since (rewinds, counted by seq)",
+        attributes=("bucket", "rewinds", "seq"),
     ),
     # --- derived items, written only by the stream indexer ----------------------------------
     _e(

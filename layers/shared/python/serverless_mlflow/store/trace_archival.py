@@ -15,6 +15,8 @@ finished (not IN_PROGRESS) trace whose spans are all in the table is archived in
 
 A pass that dies between 2 and 3 leaves ``cleanup`` on the locator: the next pass, still walking that hour (the
 cursor moves past an hour only when nothing in it is left to do), finds it and finishes the deletes.
+An info written into an hour the cursor has passed (a request time in a past hour: a trace that started before
+the hour turned, an import) is reported by the stream indexer (``rewind``): the next pass walks that hour again.
 A trace whose spans cannot be serialized is marked ``mlflow.trace.archivalFailure=MALFORMED_TRACE``, as MLflow does.
 """
 
@@ -41,6 +43,7 @@ CONFIG = ENTITY["config"]
 PASS_KEY = "trace_archival_pass"  # CFG#trace_archival_pass: when the last pass started (MLflow's interval)
 TRACKING_STORE = "TRACKING_STORE"
 MALFORMED_TRACE = "MALFORMED_TRACE"
+MAX_CURSOR_ATTEMPTS = 3
 
 
 @dataclass
@@ -135,8 +138,8 @@ def _plan(
 
 
 def _archive_experiment(plan: ExperimentPlan, budget: Budget) -> int:
-    cursor = table.get(CURSOR.key(experiment_id=plan.experiment_id))
-    start_bucket = int(cursor["bucket"]) if cursor else None
+    cursor = table.get(CURSOR.key(experiment_id=plan.experiment_id)) or {}
+    start_bucket = _start_bucket(cursor)
     low = None if start_bucket is None else start_bucket * TRACE_BUCKET_MS
     # blocked: something up to the cutoff is left for a later pass. The cursor passes an hour only when nothing
     # before it is left and the whole hour is past the cutoff (a later trace of it is not archivable yet).
@@ -153,11 +156,56 @@ def _archive_experiment(plan: ExperimentPlan, budget: Budget) -> int:
         cursor_held = cursor_held or blocked or (hour[0].bucket + 1) * TRACE_BUCKET_MS > plan.cutoff
         if not cursor_held:
             done_through = hour[0].bucket + 1
-    if done_through is not None and done_through != start_bucket:
-        table.put(CURSOR.item({"bucket": done_through}, experiment_id=plan.experiment_id))
+    if done_through is not None and (done_through != cursor.get("bucket") or cursor.get("rewinds")):
+        _advance(plan.experiment_id, done_through, cursor)
     if plan.archive_now_raw is not None and not blocked:
         _clear_archive_now(plan)
     return archived
+
+
+def _start_bucket(cursor: dict[str, Any]) -> int | None:
+    """The first hour a pass walks: the cursor's, or an earlier hour an info was written into since (``rewind``).
+    None: from the experiment's first hour (no pass has moved the cursor yet)."""
+    if cursor.get("bucket") is None:
+        return None
+    return min([int(cursor["bucket"]), *(int(b) for b in cursor.get("rewinds") or [])])
+
+
+def _advance(experiment_id: str, done_through: int, cursor: dict[str, Any]) -> None:
+    """Move the cursor to ``done_through``. The hours rewound before the pass started were walked, so they are
+    cleared, but only if no rewind came in meanwhile (``seq`` unchanged): an info written into an hour after the
+    pass walked it rewinds after its write, so the next pass still walks that hour."""
+    key = CURSOR.key(experiment_id=experiment_id)
+    read, clear = cursor, bool(cursor.get("rewinds"))
+    for _ in range(MAX_CURSOR_ATTEMPTS):
+        seq = read.get("seq")
+        values: dict[str, Any] = {":b": done_through, ":t": CURSOR.name}
+        if seq is not None:
+            values[":seq"] = seq
+        try:
+            table.update(
+                key,
+                "SET #b = :b, entity_type = :t" + (" REMOVE rewinds" if clear else ""),
+                names={"#b": "bucket"},
+                values=values,
+                condition="attribute_not_exists(seq)" if seq is None else "seq = :seq",
+            )
+            return
+        except table.ConditionFailed:
+            # Rewound during the pass: keep every rewind (the next pass walks from the earliest) and move on.
+            read, clear = table.get(key) or {}, False
+    log.warning("the trace archival cursor of experiment %s kept moving; left for the next pass", experiment_id)
+
+
+def rewind(experiment_id: str, bucket: int) -> None:
+    """An info was written into this hour, which the cursor may have passed already (a request time in a past
+    hour): the next pass walks it again. Called after the info's write (by the stream indexer), so a pass that
+    walked the hour before the write sees the ``seq`` change and does not clear it (``_advance``)."""
+    table.update(
+        CURSOR.key(experiment_id=experiment_id),
+        "SET rewinds = list_append(if_not_exists(rewinds, :none), :b), entity_type = :t ADD seq :one",
+        values={":none": [], ":b": [bucket], ":t": CURSOR.name, ":one": 1},
+    )
 
 
 def _archive_partition(plan: ExperimentPlan, partition: trace_partitions.Partition, budget: Budget, outcome: HourOutcome) -> None:
@@ -302,4 +350,4 @@ def _clear_archive_now(plan: ExperimentPlan) -> None:
         pass
 
 
-__all__ = ["archive_trace", "run_pass", "trace_bucket"]
+__all__ = ["archive_trace", "rewind", "run_pass", "trace_bucket"]
