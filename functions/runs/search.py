@@ -181,8 +181,8 @@ def _search_by_rank(query: search.SearchQuery, experiment_ids: list[str], stages
         return candidate["info"]["lifecycle_stage"] in stages and query.matches(candidate) and query.is_after_token(candidate)
 
     # Every run the search considers may be flagged (a sweep logged a moment ago): then each is read once, whole.
-    probes = _probe_flagged(query, experiment_ids, stages)
-    if all(probe.whole for probe in probes.values()):
+    probes, whole = _probe_flagged(query, experiment_ids, stages, flagged)
+    if whole:
         views = store.read_runs_of_items([item for probe in probes.values() for item in probe.items])
         return query.run([search_rows.search_entity(view) for view in views.values() if view.info["lifecycle_stage"] in stages])
     # Pages seek: the walk resumes at the token's value, so page N reads about what page 1 reads.
@@ -340,18 +340,24 @@ class _Probe:
         return self.last_key is None and all(run_summaries.FLAG_ATTRIBUTE in item for item in self.items)
 
 
-def _probe_flagged(query: search.SearchQuery, experiment_ids: list[str], stages: set[str]) -> dict[str, _Probe]:
+def _probe_flagged(
+    query: search.SearchQuery, experiment_ids: list[str], stages: set[str], flagged: Flagged
+) -> tuple[dict[str, _Probe], bool]:
     """Each experiment's run items the rank plan's walk of the runs lacking the order key reads first, read ahead in
-    growing pages (one item first) until one is not flagged or the range ends.
+    growing pages (one item first) until one is not flagged or the range ends; and whether every run read is
+    flagged, in every experiment (then the probes hold them all).
 
     When every run the search considers is flagged (a sweep logged a moment ago), their RANK items are all stale and
     each is read whole anyway: reading them once, by these items and the rest of their ranges, answers the search in
     one full read, where the rank walk reads every flagged run item on LSI5 and again in the walk of the runs lacking
-    the key. Otherwise that walk starts with these items; an indexed experiment pays one item (and Query) ahead."""
+    the key. Otherwise that walk starts with these items. An experiment whose LSI5 range shows no flagged run (two
+    items read at most; a range read whole is the walk's own LSI5 read) is not probed."""
     ascending = query.order_by[1].ascending
     runs_of = _lsi_query(stages, ascending, None, _status_filter(query))
     probes: dict[str, _Probe] = {}
     for experiment_id in experiment_ids:
+        if not flagged.may_flag_runs(experiment_id):
+            return probes, False  # its runs are indexed (or it has none): the rank walk it is
         items: list[dict[str, Any]] = []
         start_key: dict[str, Any] | None = None
         for size in itertools.chain(_PROBE_PAGES, itertools.repeat(_LSI_PAGE_MAX)):
@@ -364,8 +370,8 @@ def _probe_flagged(query: search.SearchQuery, experiment_ids: list[str], stages:
                 break
         probes[experiment_id] = _Probe(items, start_key)
         if not probes[experiment_id].whole:
-            break  # the rank walk it is: the other experiments' tails are read when reached
-    return probes
+            return probes, False  # the rank walk it is: the other experiments' tails are read when reached
+    return probes, True
 
 
 def _search_by_start_time(

@@ -117,7 +117,12 @@ def _string_value(rng: random.Random, like: bool) -> str:
     return quoted(rng.choice(LIKE_PATTERNS if like and rng.random() < 0.7 else STRINGS), rng)
 
 
-def _clause(rng: random.Random, run_ids: list[str]) -> str:
+# run_id LIKE patterns: against another store (random ids on each side) only patterns every id matches alike.
+ID_PATTERNS = ("%a%", "%0%", "0%")
+SAME_ON_ANY_IDS = ("%", "%-%", "%_%")
+
+
+def _clause(rng: random.Random, run_ids: list[str], id_patterns: tuple[str, ...] = ID_PATTERNS) -> str:
     kind = rng.choice(["metric", "metric", "param", "param", "tag", "attr", "attr", "attr", "dataset", "bad"])
     if kind == "metric":
         ident = rng.choice(["metrics", "metric"])
@@ -148,7 +153,7 @@ def _clause(rng: random.Random, run_ids: list[str]) -> str:
         elif key == "artifact_uri":
             value = quoted(rng.choice(["%art%", "%ART%", "%/artifacts"]), rng)
         elif key == "run_id":
-            value = quoted(rng.choice(run_ids) if rng.random() < 0.5 else rng.choice(["%a%", "%0%", "0%"]), rng)
+            value = quoted(rng.choice(run_ids) if rng.random() < 0.5 else rng.choice(id_patterns), rng)
         else:
             value = _string_value(rng, "LIKE" in op)
         return f"{prefix}{key} {op} {value}"

@@ -138,6 +138,18 @@ class Flagged:
             self._items[experiment_id] = list(table.iter_query(**COLLECTIONS["unindexed"].query(scope=pk)))
         return self._items[experiment_id]
 
+    def may_flag_runs(self, experiment_id: str) -> bool:
+        """Whether a run item of the experiment may be flagged, from two LSI5 items at most: an indexed experiment's
+        range holds only its own metadata item (indexed by update time, never a flag), and that whole answer is kept
+        as its items, so the walk does not query it again."""
+        if experiment_id in self._items:
+            return any(item.get(ENTITY_TYPE) == "run" for item in self._items[experiment_id])
+        pk = ENTITY["run"].pk.render({"experiment_id": experiment_id})
+        first, more = next(table.query_pages(**COLLECTIONS["unindexed"].query(scope=pk), limit=2))
+        if more is None:
+            self._items[experiment_id] = first
+        return more is not None or any(item.get(ENTITY_TYPE) == "run" for item in first)
+
     @property
     def loaded(self) -> bool:
         """Whether the request has read any experiment's LSI5 items."""
