@@ -47,6 +47,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # test sets PYTEST_CURRENT_TEST, tries the internet, and when it gives up unsets its session variable while a
 # request thread reads it (a local run's `KeyError: '_MLFLOW_TELEMETRY_SESSION_ID'` in a client call).
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+# Password hashes at scrypt N=1024 (serverless_mlflow.auth.passwords; MLflow's basic-auth servers too, through
+# tests/auth/scrypt_cost): still real scrypt hashes and checks, at ~4 ms a check instead of 0.1-0.2 s. Every request
+# of a basic-auth test checks a password on each side (no authorizer cache), thousands in a run.
+os.environ.setdefault("AUTH_SCRYPT_N", "1024")
 # Stream checkpoints of tables on a shared engine belong to the test run, not to the checkout.
 os.environ.setdefault("STREAM_CHECKPOINT_DIR", tempfile.mkdtemp(prefix="stream-checkpoints-"))
 

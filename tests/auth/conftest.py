@@ -20,6 +20,8 @@ from tools.server_process import stop_process, wait_healthy
 # The modules that compare with MLflow's own basic-auth server share one (it takes a minute to start).
 WITH_MLFLOW = pytest.mark.xdist_group("mlflow-basic-auth")
 
+SCRYPT_COST = Path(__file__).resolve().parent / "scrypt_cost"
+
 ADMIN = "admin"
 ADMIN_PASSWORD = "admin-password-" + os.urandom(6).hex()
 
@@ -80,6 +82,8 @@ def mlflow_basic_auth_server(
         MLFLOW_FLASK_SERVER_SECRET_KEY=os.urandom(16).hex(),
         MLFLOW_CRYPTO_KEK_PASSPHRASE=os.urandom(16).hex(),
         MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
+        # Its password hashes at the suite's scrypt cost (scrypt_cost/sitecustomize.py), as ours are.
+        PYTHONPATH=os.pathsep.join(filter(None, (str(SCRYPT_COST), env.get("PYTHONPATH")))),
     )
     for name in ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
         env.pop(name, None)

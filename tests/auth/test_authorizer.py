@@ -61,3 +61,22 @@ def test_password_hashes_are_salted_and_verified_in_constant_time_form() -> None
     assert "same-password-1" not in first
     assert check_password(first, "same-password-1") and not check_password(first, "other-password")
     assert not check_password("garbage", "same-password-1")
+
+
+def test_the_hash_cost_is_the_default_unless_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    from serverless_mlflow.auth.passwords import check_password, hash_password
+
+    # The suite hashes at a low cost (tests/conftest.py); the stack never sets AUTH_SCRYPT_N.
+    monkeypatch.delenv("AUTH_SCRYPT_N")
+    default = hash_password("same-password-1")
+    assert default.split("$")[1:4] == ["16384", "8", "1"]
+    monkeypatch.setenv("AUTH_SCRYPT_N", "1024")
+    cheap = hash_password("same-password-1")
+    assert cheap.split("$")[1:4] == ["1024", "8", "1"]
+    # A check uses the cost stored with each hash.
+    for stored in (default, cheap):
+        assert check_password(stored, "same-password-1") and not check_password(stored, "same-password-2")
+    for bad in ("1000", "512", str(2**17)):
+        monkeypatch.setenv("AUTH_SCRYPT_N", bad)
+        with pytest.raises(ValueError, match="AUTH_SCRYPT_N"):
+            hash_password("same-password-1")
