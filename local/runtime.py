@@ -418,6 +418,9 @@ class LocalRuntime:
         import json
 
         temporary = Path(f"{path}.tmp")
-        deferred = self.deferrals.pending() if self.deferrals is not None else 0
+        try:
+            deferred = self.deferrals.pending() if self.deferrals is not None else 0
+        except Exception:  # unknown this time (a status reader waits for the next poll's)
+            deferred = -1
         temporary.write_text(json.dumps({**self.follower.status(), "mode": self.indexer_mode, "deferred_pending": deferred}))
         temporary.replace(path)

@@ -9,7 +9,7 @@ bounded number of times, then their stream coordinates go to an SQS queue.
 
 The indexer also reads its trace deferral queue (``serverless_mlflow.index.trace_deferral``): young traces in progress are
 aggregated after a delay, so a trace that ends within it is aggregated once. A message that keeps failing goes
-to the same dead-letter queue (its body names the traces: ``admin`` rebuilds their aggregates).
+to the same dead-letter queue (its body names the traces: sent to the deferral queue again, it has them aggregated).
 """
 
 from __future__ import annotations

@@ -432,8 +432,9 @@ def test_queues_are_encrypted_and_tls_only(synth: Synth) -> None:
     queues = synth.resources("AWS::SQS::Queue")
     assert synth.logical_id(synth.stack.indexer.dead_letter_queue) in queues
     policies = synth.resources("AWS::SQS::QueuePolicy")
-    # Stream dead letters, webhook deliveries, jobs, their dead letters, and the traces' failed asynchronous invocations.
-    assert len(policies) == len(queues) == 6
+    # Stream dead letters, webhook deliveries, jobs, their dead letters, the traces' failed asynchronous invocations,
+    # and the indexer's trace deferrals.
+    assert len(policies) == len(queues) == 7
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     for policy in policies.values():
