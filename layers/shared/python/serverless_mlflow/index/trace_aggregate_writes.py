@@ -37,7 +37,7 @@ from serverless_mlflow.storage.schema import PK, ROLLUP_SHARDS, SK, TRACE_BUCKET
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 8
 # Traces read (in parallel) before their writes are packed into transactions: bounds the spans held in memory
-# (a deployed batch of 100 records names at most 100 traces; a bigger batch shares more hours' rollup items).
+# (a deployed batch of 1,000 records names at most 1,000 traces: read in one window).
 LOAD_WINDOW = 1000
 # A record past this many bytes (compressed) would not fit an item with its keys: the trace fails alone.
 RECORD_MAX_BYTES = 350 * 1024

@@ -112,8 +112,8 @@ def load(trace_id: str, info_changed: bool = True, defer: bool = False) -> Trace
 def _spans_unchanged(trace_id: str, locator: dict[str, Any], record: dict[str, Any] | None) -> bool:
     """Whether the trace holds exactly the spans its record was computed from, when only new spans were
     delivered (an overwritten or removed span, or any info change, always re-aggregates): one keys-only Query
-    instead of reading and parsing every span. One OTLP request of 10,000 spans reaches the indexer as 100
-    batches of span records; the first aggregates the whole trace, the others find nothing new."""
+    instead of reading and parsing every span. One OTLP request of 10,000 spans reaches the indexer as 10
+    batches of span records (of 1,000); the first aggregates the whole trace, the others find nothing new."""
     if not record or record.get("in_progress") or not record.get("span_ids") or layout.layout1_traces_possible():
         return False
     if int(locator.get("span_count") or 0) != int(record.get("span_count") or 0):
