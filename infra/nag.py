@@ -97,6 +97,12 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
         + ". DynamoEventSource also grants dynamodb:ListStreams on '*': ListStreams supports no resource-level "
         "permissions (the stream reads themselves are scoped to this table's stream ARN).",
     )
+    acknowledge(
+        stack.indexer.deferral_source_node(),
+        "Serverless-LambdaEventSourceMappingDestination",
+        "An SQS event source mapping has no on-failure destination: the trace deferral queue's redrive policy moves a "
+        "message that keeps failing to the indexer's dead-letter queue.",
+    )
     stream_reason = XRAY_REASON.removesuffix(" (no other action of this role is on '*').") + (
         ". DynamoEventSource also grants dynamodb:ListStreams on '*': ListStreams supports no resource-level "
         "permissions (the stream reads themselves are scoped to this table's stream ARN)."
@@ -174,7 +180,10 @@ def add_suppressions(stack: MlflowServerlessStack) -> None:
     _web_ui_deployment_acks(stack)
 
     queue = stack.indexer.dead_letter_queue
-    dlq_reason = "This queue is itself the dead-letter (on-failure) destination of the indexer's stream event source mapping."
+    dlq_reason = (
+        "This queue is itself the dead-letter (on-failure) destination of the indexer's stream event source mapping, "
+        "and the dead-letter queue of its trace deferral queue."
+    )
     acknowledge(queue, "AwsSolutions-SQS3", dlq_reason)
     acknowledge(queue, "Serverless-SQSRedrivePolicy", dlq_reason)
     jobs_dlq = stack.jobs.dead_letter_queue

@@ -53,6 +53,8 @@ class Access:
     put_events: bool = False
     # SQS actions on the jobs queue (receiving and deleting are the worker's event source mapping's).
     job_queue: tuple[str, ...] = ()
+    # SQS actions on the indexer's trace deferral queue (receiving and deleting are its event source mapping's).
+    trace_deferrals: tuple[str, ...] = ()
     # secretsmanager:GetSecretValue on the job-token key (basic auth; ``serverless_mlflow.auth.job_tokens``): the
     # functions that mint job tokens or check credentials that may be one.
     job_token_key: bool = False
@@ -205,6 +207,8 @@ ACCESS: dict[str, Access] = {
         objects=("s3:GetObject", "s3:DeleteObject"),
         prefixes=(TRACE_SPANS, TRACE_ARCHIVES),
         stream=True,
+        # Young traces in progress, aggregated after a delay (index/trace_deferral.py).
+        trace_deferrals=("sqs:SendMessage",),
     ),
     # Basic auth's users, grants and roles (functions/auth): user items, the id counters, grants, their gsi4 listing,
     # roles with their permissions and members (ConditionCheckItem: a permission or member is only added to a role

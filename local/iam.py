@@ -184,6 +184,8 @@ def _check_sqs(params: dict[str, Any], model: Any, **_: Any) -> None:
         allowed = action in access.webhook_dead_letters
     elif queue and queue == os.environ.get("JOB_QUEUE_URL"):
         allowed = action in access.job_queue
+    elif queue and queue == os.environ.get("TRACE_DEFERRAL_QUEUE_URL"):
+        allowed = action in access.trace_deferrals
     else:
         allowed = queue == os.environ.get("WEBHOOK_QUEUE_URL") and action in access.webhook_queue
     _decide(function, action, allowed)

@@ -33,6 +33,7 @@ from infra import gateway_catalog  # noqa: E402
 from local import engine, iam, writes  # noqa: E402
 from local.authorizer import UNAUTHORIZED, Authorizer  # noqa: E402
 from local.barrier import ReadBarrier, defers  # noqa: E402
+from local.deferrals import LocalDeferrals  # noqa: E402
 from local.engine import DynamoDBLocal, MotoS3, free_port  # noqa: E402
 from local.events import REGION, LambdaContext, api_gateway_event, invoke_api_function  # noqa: E402
 from local.http_server import serve  # noqa: E402
@@ -41,6 +42,7 @@ from local.monitor import LocalMonitor  # noqa: E402
 from local.streams import BATCHING_WINDOW_SECONDS, StreamFollower, needs_indexing  # noqa: E402
 from local.webhooks import LocalWebhooks  # noqa: E402
 from serverless_mlflow.http import bootstrap, http_api, siblings, static_files  # noqa: E402
+from serverless_mlflow.index import trace_deferral  # noqa: E402
 from serverless_mlflow.jobs import job_queue  # noqa: E402
 from serverless_mlflow.request import routes  # noqa: E402
 from serverless_mlflow.storage import schema  # noqa: E402
@@ -77,6 +79,7 @@ class LocalRuntime:
         self.follower: StreamFollower | None = None
         self.webhooks: LocalWebhooks | None = None
         self.jobs: LocalJobs | None = None
+        self.deferrals: LocalDeferrals | None = None
         self.monitor: LocalMonitor | None = None
         self._http: Any = None
         self._poller: threading.Thread | None = None
@@ -106,6 +109,8 @@ class LocalRuntime:
         self._poller.start()
         if self.webhooks is not None:
             self.webhooks.start()
+        if self.deferrals is not None:
+            self.deferrals.start(lambda: self.indexer_mode != "paused")
         if self.jobs is not None:
             self.jobs.start(self.url)
             # The schedule submits jobs: it runs where a jobs queue does.
@@ -121,6 +126,8 @@ class LocalRuntime:
         self._stopping.set()
         if self.webhooks is not None:
             self.webhooks.stop()
+        if self.deferrals is not None:
+            self.deferrals.stop()
         if self.jobs is not None:
             self.jobs.stop()
         if self.monitor is not None:
@@ -223,6 +230,9 @@ class LocalRuntime:
                 # Registry events to webhooks and EventBridge: a second reader of the stream, as deployed.
                 self.webhooks = LocalWebhooks(self.handler_for, sqs_endpoint, self.table_name)
                 self.webhooks.setup(boto3.client("dynamodbstreams", endpoint_url=endpoint), stream_arn, checkpoints if keep else None)
+                # Young traces in progress, aggregated after a delay: the indexer's second event source, as deployed.
+                self.deferrals = LocalDeferrals(sqs_endpoint, self.table_name, self._invoke_indexer_with)
+                self.deferrals.setup()
                 # Server-side jobs: their queue and the job worker reading it.
                 self.jobs = LocalJobs(self.handler_for, sqs_endpoint, self.table_name)
                 self.jobs.setup()
@@ -351,15 +361,22 @@ class LocalRuntime:
 
     # --- stream -> indexer ----------------------------------------------------------------------
     def drain_stream(self) -> int:
-        """Feed every pending stream record to the indexer; returns how many were delivered."""
+        """Feed every pending stream record to the indexer, then wait for the traces it deferred (async mode:
+        up to the deferral delay; ``local/deferrals.py``); returns how many stream records were delivered."""
         if self.indexer_mode == "paused" or self.follower is None:
             return 0
-        return self.follower.drain()
+        delivered = self.follower.drain()
+        if self.deferrals is not None:
+            self.deferrals.settle()
+        return delivered
 
     def _drain_quietly(self) -> None:
-        # Deployed, indexing is asynchronous and never fails the client's request: same here.
+        # Deployed, indexing is asynchronous and never fails the client's request: same here. The deferred
+        # traces come due on their own (the deferral poller): a poll does not wait for them.
+        if self.indexer_mode == "paused" or self.follower is None:
+            return
         try:
-            self.drain_stream()
+            self.follower.drain()
         except Exception:
             log.exception("stream drain failed; it is retried on the next write or poll")
 
@@ -374,8 +391,14 @@ class LocalRuntime:
             log.exception("stream drain failed; it is retried on the next write or poll")
 
     def _invoke_indexer(self, records: list[dict[str, Any]]) -> dict[str, Any] | None:
+        return self._invoke_indexer_with({"Records": records})
+
+    def _invoke_indexer_with(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """The indexer with a stream batch or deferral messages; the deferral delay is this mode's (sync: 0)."""
+        if self.deferrals is not None:
+            os.environ[trace_deferral.DELAY] = str(self.deferrals.delay_for(self.indexer_mode))
         with iam.acting_as("indexer"):
-            return self.handler_for("indexer")({"Records": records}, LambdaContext("indexer"))
+            return self.handler_for("indexer")(event, LambdaContext("indexer"))
 
     def _poll_forever(self) -> None:
         while not self._stopping.wait(POLL_SECONDS):
@@ -395,5 +418,9 @@ class LocalRuntime:
         import json
 
         temporary = Path(f"{path}.tmp")
-        temporary.write_text(json.dumps({**self.follower.status(), "mode": self.indexer_mode}))
+        try:
+            deferred = self.deferrals.pending() if self.deferrals is not None else 0
+        except Exception:  # unknown this time (a status reader waits for the next poll's)
+            deferred = -1
+        temporary.write_text(json.dumps({**self.follower.status(), "mode": self.indexer_mode, "deferred_pending": deferred}))
         temporary.replace(path)

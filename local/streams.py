@@ -66,7 +66,7 @@ log = logging.getLogger("serverless_mlflow.local")
 MAX_ATTEMPTS = 6
 RETRY_BACKOFF_SECONDS = 0.05  # doubled per retry: 1.55 s in all before a record is dead-lettered
 PAGE_LIMIT = 1000
-BATCH_SIZE = 100  # records per indexer invocation, as deployed (BATCH_SIZE in infra/constructs/indexer.py)
+BATCH_SIZE = 1000  # records per indexer invocation, as deployed (BATCH_SIZE in infra/constructs/indexer.py)
 # How long records gather before an invocation, as deployed (BATCHING_WINDOW_SECONDS in infra/constructs/indexer.py):
 # the runtime's asynchronous mode polls the stream at this interval (sync mode drains before each write's answer).
 BATCHING_WINDOW_SECONDS = 1.0

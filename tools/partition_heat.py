@@ -2,7 +2,7 @@
 
 Every partition key of the table is an LSI item collection: capped at 10 GB and served by one partition (about
 1,000 write units per second). This scenario drives the local runtime over HTTP with the stock ``mlflow`` client,
-with the stream indexer running as deployed (asynchronous, batches of up to 100 records after a batching window),
+with the stream indexer running as deployed (asynchronous, batches of up to 1,000 records after a batching window),
 and counts every DynamoDB write of the process with ``tools.heat_meter.HeatMeter`` (DynamoDB's capacity rules:
 table arm, LSI and GSI entries, transactions):
 

@@ -228,11 +228,12 @@ def _status(path: Path) -> dict[str, Any]:
 
 def _drained(status_file: Path, after: float) -> tuple[dict[str, Any], float]:
     """(the runtime's indexer status, seconds waited) once a drain that started after ``after`` (the phase's last
-    write answered) found nothing left to deliver: the backlog is empty, whatever the Overview says."""
+    write answered) found nothing left to deliver and no trace deferred by the indexer is left in its queue: the
+    backlog is empty, whatever the Overview says."""
     started = time.time()
     while time.time() - started < CATCH_UP_SECONDS:
         status = _status(status_file)
-        if (status.get("idle_since") or 0) > after:
+        if (status.get("idle_since") or 0) > after and not status.get("deferred_pending"):
             return status, time.time() - started
         time.sleep(1)
     return {**_status(status_file), "timed_out": True}, time.time() - started

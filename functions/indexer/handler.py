@@ -6,6 +6,10 @@ records worked again within the invocation, with a growing backoff, while the fu
 Lambda's retries (``RETRY_ATTEMPTS``, then the dead-letter queue) would otherwise be spent in seconds by a
 throttling storm, and a dead-lettered record's share of the trace rollups and indexes would be missing until a
 reindex. Failures of any other cause are reported at once (a poison record must not hold the shard).
+
+The same function is the event source of the trace deferral queue (``index/trace_deferral.py``): young traces in progress
+are aggregated a delay after their first spans, by when most have ended; a message whose traces failed is
+reported and SQS delivers it again (after ``maxReceiveCount`` deliveries, to the indexer's dead-letter queue).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from serverless_mlflow.core import clock, errors
 from serverless_mlflow.core.deferred import deferred
 from serverless_mlflow.http.observability import Observed
-from serverless_mlflow.index import derived
+from serverless_mlflow.index import derived, trace_deferral
 from serverless_mlflow.storage import table
 from serverless_mlflow.storage.schema import ENTITY_TYPE
 
@@ -49,6 +53,8 @@ def _trace_images(record: dict[str, Any]) -> list[dict[str, Any]]:
 @observed.handler()
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     records: list[dict[str, Any]] = event.get("Records") or []
+    if trace_deferral.is_deferral_event(records):
+        return _aggregate_deferred(records)
     # The batch is worked whole (coalesced per item and per run, batch.py); a record that fails is reported, and
     # Lambda retries from the lowest one reported (ReportBatchItemFailures): the rest is idempotent.
     outcomes, failures = _index_through_throttling(records, context)
@@ -121,9 +127,33 @@ def _aggregate_traces(records: list[dict[str, Any]]) -> set[str]:
             touched[trace_id] = touched.get(trace_id, False) or info_changed
     if not touched:
         return set()
-    outcome = trace_aggregate_writes.refresh(touched)
+    delay = trace_deferral.delay_seconds()
+    outcome = trace_aggregate_writes.refresh(touched, defer=delay > 0)
+    if outcome.deferred:
+        try:
+            trace_deferral.send(outcome.deferred, delay)
+            metrics.add_metric(name="TracesDeferred", unit=MetricUnit.Count, value=len(outcome.deferred))
+        except Exception:
+            # Not queued: aggregated in progress now, as without a queue (nothing waits on a message never sent).
+            logger.warning("trace deferrals were not sent: aggregating now", exc_info=True)
+            now = trace_aggregate_writes.refresh(dict.fromkeys(outcome.deferred, True))
+            outcome.changed += now.changed
+            outcome.failed |= now.failed
     metrics.add_metric(name="TracesAggregated", unit=MetricUnit.Count, value=outcome.changed)
     return {record["dynamodb"]["SequenceNumber"] for record, traces in named if outcome.failed & traces.keys()}
+
+
+def _aggregate_deferred(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The deferral queue's messages: their traces refreshed now (never deferred again). Only-new-spans reads
+    (``info_changed=False``): a trace aggregated finished meanwhile costs a keys-only Query, not its spans."""
+    named = [(record, trace_deferral.traces_of(record)) for record in records]
+    traces = {trace_id for _, ids in named for trace_id in ids}
+    outcome = trace_aggregate_writes.refresh(dict.fromkeys(traces, False))
+    metrics.add_metric(name="DeferredTracesAggregated", unit=MetricUnit.Count, value=outcome.changed)
+    failed = [record["messageId"] for record, ids in named if outcome.failed.intersection(ids)]
+    if failed:
+        logger.warning("deferred trace aggregates failed", extra={"traces": len(outcome.failed), "messages": len(failed)})
+    return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
 
 
 def _traces_of(record: dict[str, Any]) -> dict[str, bool]:

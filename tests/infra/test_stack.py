@@ -21,10 +21,19 @@ import infra
 from infra import assets
 from infra.config import StackConfig
 from infra.constructs.functions import LIVE_ALIAS
-from infra.constructs.indexer import BATCHING_WINDOW_SECONDS, RETRY_ATTEMPTS, removal_source_entity_types, source_entity_types
+from infra.constructs.indexer import (
+    BATCHING_WINDOW_SECONDS,
+    DEFERRAL_BATCH_SIZE,
+    DEFERRAL_CONCURRENCY,
+    DEFERRAL_MAX_RECEIVES,
+    RETRY_ATTEMPTS,
+    removal_source_entity_types,
+    source_entity_types,
+)
 from infra.permissions import ACCESS, TABLE_WRITE, TRACE_ARCHIVES, access_for
 from infra.stack import MlflowServerlessStack
 from serverless_mlflow.http import http_api
+from serverless_mlflow.index import trace_deferral
 from serverless_mlflow.request import routes
 from serverless_mlflow.storage import schema
 
@@ -80,12 +89,18 @@ def alias_of(synth: Synth, name: str) -> str:
     return synth.logical_id(construct_of(synth, name).alias)
 
 
-def mapping_of(synth: Synth, name: str) -> dict[str, Any]:
-    """The one event source mapping of a function: on its live alias (``<function name>:live``)."""
+def mapping_of(synth: Synth, name: str, queue: Any = None) -> dict[str, Any]:
+    """The event source mapping of a function, on its live alias (``<function name>:live``): its only one, its
+    stream's (the indexer also reads its trace deferral queue), or the one of ``queue``."""
     alias = alias_of(synth, name)
-    (mapping,) = [
+    mappings = [
         m for m in synth.resources("AWS::Lambda::EventSourceMapping").values() if {"Ref": alias} in _refs(m["Properties"]["FunctionName"])
     ]
+    if queue is not None:
+        mappings = [m for m in mappings if m["Properties"]["EventSourceArn"] == {"Fn::GetAtt": [synth.logical_id(queue), "Arn"]}]
+    elif len(mappings) > 1:
+        mappings = [m for m in mappings if "StartingPosition" in m["Properties"]]
+    (mapping,) = mappings
     assert mapping["Properties"]["FunctionName"]["Fn::Join"][1][-1] == ":live"
     return mapping
 
@@ -387,12 +402,39 @@ def test_indexer_event_source_mapping(synth: Synth) -> None:
     assert not passes(_record("INSERT", "metric_history"))
 
 
+def test_indexer_reads_its_trace_deferral_queue_which_redrives_to_its_dead_letters(synth: Synth) -> None:
+    indexer = synth.stack.indexer
+    queue_id, dead_id = synth.logical_id(indexer.deferral_queue), synth.logical_id(indexer.dead_letter_queue)
+    queue = synth.json["Resources"][queue_id]["Properties"]
+    assert queue["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": [dead_id, "Arn"]}, "maxReceiveCount": DEFERRAL_MAX_RECEIVES}
+    _, function = function_of(synth, "indexer")
+    assert queue["VisibilityTimeout"] > function["Properties"]["Timeout"]  # never redelivered while an invocation runs
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert variables[trace_deferral.QUEUE_URL] == {"Ref": queue_id}
+    assert variables[trace_deferral.DELAY] == str(trace_deferral.DEFAULT_DELAY_SECONDS)
+    props = mapping_of(synth, "indexer", indexer.deferral_queue)["Properties"]
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert props["BatchSize"] == DEFERRAL_BATCH_SIZE and props["ScalingConfig"]["MaximumConcurrency"] == DEFERRAL_CONCURRENCY
+    # Its SQS rights: on that queue (send; the event source's receive and delete) and its stream mapping's
+    # dead-letter queue (the on-failure destination's send), nothing else.
+    rights = [s for s in policy_statements_of(synth, "indexer") if any(a.startswith("sqs:") for a in _actions(s))]
+    resources = {json.dumps(r) for s in rights for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])}
+    assert resources == {json.dumps({"Fn::GetAtt": [one, "Arn"]}) for one in (queue_id, dead_id)}
+    on_queue = {a for s in rights if json.dumps({"Fn::GetAtt": [queue_id, "Arn"]}) in json.dumps(s["Resource"]) for a in _actions(s)}
+    assert {"sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage"} <= on_queue
+
+
+def _actions(statement: dict[str, Any]) -> set[str]:
+    return {statement["Action"]} if isinstance(statement["Action"], str) else set(statement["Action"])
+
+
 def test_queues_are_encrypted_and_tls_only(synth: Synth) -> None:
     queues = synth.resources("AWS::SQS::Queue")
     assert synth.logical_id(synth.stack.indexer.dead_letter_queue) in queues
     policies = synth.resources("AWS::SQS::QueuePolicy")
-    # Stream dead letters, webhook deliveries, jobs, their dead letters, and the traces' failed asynchronous invocations.
-    assert len(policies) == len(queues) == 6
+    # Stream dead letters, webhook deliveries, jobs, their dead letters, the traces' failed asynchronous invocations,
+    # and the indexer's trace deferrals.
+    assert len(policies) == len(queues) == 7
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     for policy in policies.values():

@@ -37,7 +37,7 @@ from serverless_mlflow.storage.schema import PK, ROLLUP_SHARDS, SK, TRACE_BUCKET
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 8
 # Traces read (in parallel) before their writes are packed into transactions: bounds the spans held in memory
-# (a deployed batch of 100 records names at most 100 traces; a bigger batch shares more hours' rollup items).
+# (a deployed batch of 1,000 records names at most 1,000 traces: read in one window).
 LOAD_WINDOW = 1000
 # A record past this many bytes (compressed) would not fit an item with its keys: the trace fails alone.
 RECORD_MAX_BYTES = 350 * 1024
@@ -54,21 +54,26 @@ class Outcome:
     changed: int = 0
     failed: set[str] = field(default_factory=set)
     error: BaseException | None = None
+    deferred: set[str] = field(default_factory=set)  # traces in progress never aggregated, left for later (``defer``)
 
 
-def refresh(traces: Iterable[str] | Mapping[str, bool]) -> Outcome:
+def refresh(traces: Iterable[str] | Mapping[str, bool], defer: bool = False) -> Outcome:
     """Rebuild the aggregates of these traces (trace id -> whether its info changed: ``traces_of``; a plain
-    iterable counts every info as changed). Traces are read ``LOAD_WINDOW`` at a time, in parallel."""
+    iterable counts every info as changed). Traces are read ``LOAD_WINDOW`` at a time, in parallel. ``defer``:
+    traces in progress that were never aggregated are not, but listed in ``Outcome.deferred`` (``load``)."""
     info_changed = dict(traces) if isinstance(traces, Mapping) else dict.fromkeys(traces, True)
     pending = sorted(info_changed)
     outcome = Outcome()
     while pending:
         window, pending = pending[:LOAD_WINDOW], pending[LOAD_WINDOW:]
         changes: list[Change] = []
-        for trace_id, found in zip(window, parallel.parallel_map(lambda t: _guarded_change(t, info_changed), window), strict=True):
+        found_changes = parallel.parallel_map(lambda t: _guarded_change(t, info_changed, defer), window)
+        for trace_id, found in zip(window, found_changes, strict=True):
             if isinstance(found, BaseException):
                 _failed(outcome, trace_id, found)
-            elif found is not None:
+            elif found is DEFERRED:
+                outcome.deferred.add(trace_id)
+            elif isinstance(found, Change):
                 changes.append(found)
         singles = sorted((c for c in changes if _fits(c)), key=_hour_order)
         for pack in _packs(singles):
@@ -88,9 +93,13 @@ def refresh(traces: Iterable[str] | Mapping[str, bool]) -> Outcome:
     return outcome
 
 
-def _guarded_change(trace_id: str, info_changed: Mapping[str, bool]) -> Change | BaseException | None:
+DEFERRED = object()  # ``_guarded_change``: the trace was left for later
+
+
+def _guarded_change(trace_id: str, info_changed: Mapping[str, bool], defer: bool) -> Change | BaseException | object | None:
     try:
-        return _change(load(trace_id, info_changed.get(trace_id, True)))
+        state = load(trace_id, info_changed.get(trace_id, True), defer=defer)
+        return DEFERRED if state.deferred else _change(state)
     except Exception as error:
         return error
 

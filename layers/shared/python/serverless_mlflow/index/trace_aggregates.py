@@ -40,6 +40,8 @@ class TraceState:
     # Not aggregated now: a trace in progress that has not doubled its spans (``_due``), or spans that did not change.
     pending: bool = False
     span_ids: str | None = None  # digest of the ids of the spans read
+    # Not aggregated now, nor read further: a trace in progress never aggregated, left for later (``load``'s ``defer``).
+    deferred: bool = False
 
 
 def traces_of(images: Iterable[dict[str, Any] | None]) -> dict[str, bool]:
@@ -71,9 +73,13 @@ def _span(item: dict[str, Any]) -> Any:
     return span_content.parse(payload)
 
 
-def load(trace_id: str, info_changed: bool = True) -> TraceState:
+def load(trace_id: str, info_changed: bool = True, defer: bool = False) -> TraceState:
     """The trace's aggregation inputs. Spans are read and parsed only when the aggregates are due (``_due``);
-    ``info_changed=False`` (only spans moved) lets a growing trace in progress be skipped on one request."""
+    ``info_changed=False`` (only spans moved) lets a growing trace in progress be skipped on one request.
+
+    ``defer``: a trace in progress that was never aggregated is left ``deferred`` (its spans unread): the indexer
+    aggregates it after a delay instead (``trace_deferral``), by when most traces have ended and
+    are aggregated once, finished, instead of in progress and again finished (every span slice keys the status)."""
     found = {item[SK]: item for item in table.batch_get([store.LOCATOR.key(trace_id=trace_id), RECORD.key(trace_id=trace_id)])}
     locator = found.get(store.LOCATOR.key(trace_id=trace_id)[SK])
     record = found.get(RECORD.key(trace_id=trace_id)[SK])
@@ -87,6 +93,8 @@ def load(trace_id: str, info_changed: bool = True) -> TraceState:
     info = _info(locator, trace_id) if locator is not None else None
     if info is None:  # nothing to aggregate (the target is empty): no span is read
         return TraceState(trace_id, experiment_id, None, [], record)
+    if defer and record is None and info.get("state") == IN_PROGRESS:
+        return TraceState(trace_id, experiment_id, info, [], record, pending=True, deferred=True)
     if not _due(locator, info, record):
         return TraceState(trace_id, experiment_id, info, [], record, pending=True)
     if not info_changed and _spans_unchanged(trace_id, locator, record):
@@ -104,8 +112,8 @@ def load(trace_id: str, info_changed: bool = True) -> TraceState:
 def _spans_unchanged(trace_id: str, locator: dict[str, Any], record: dict[str, Any] | None) -> bool:
     """Whether the trace holds exactly the spans its record was computed from, when only new spans were
     delivered (an overwritten or removed span, or any info change, always re-aggregates): one keys-only Query
-    instead of reading and parsing every span. One OTLP request of 10,000 spans reaches the indexer as 100
-    batches of span records; the first aggregates the whole trace, the others find nothing new."""
+    instead of reading and parsing every span. One OTLP request of 10,000 spans reaches the indexer as 10
+    batches of span records (of 1,000); the first aggregates the whole trace, the others find nothing new."""
     if not record or record.get("in_progress") or not record.get("span_ids") or layout.layout1_traces_possible():
         return False
     if int(locator.get("span_count") or 0) != int(record.get("span_count") or 0):
