@@ -249,7 +249,9 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
     if expected_spans is not None:
         expression, values[":n"] = expression + ", expected_spans = :n", expected_spans
     started = time.monotonic()
-    before = table.update(store.LOCATOR.key(trace_id=trace_id), expression, values=values, return_values="ALL_OLD") or {}
+    before = store.locate(trace_id) or {}
+    if not _locator_current(before, trace_id, experiment_id, request_time, attributes[TTL_ATTRIBUTE], expected_spans):
+        before = table.update(store.LOCATOR.key(trace_id=trace_id), expression, values=values, return_values="ALL_OLD") or {}
     if held := run_links.pending(before):  # link-to-run before the trace arrived
         attributes["linked_runs"] = held
     if before.get(trace_archive.LOCATOR_MARK):  # archived: its spans stay where its archive is
@@ -273,6 +275,23 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
             _mark_spans_stored(trace_id, store.locate(trace_id) or {})
     run_links.apply_late(trace_id, stored, started)
     return store.info_json(stored)
+
+
+def _locator_current(
+    locator: dict[str, Any], trace_id: str, experiment_id: str, request_time: int, expires: int | None, expected: int | None
+) -> bool:
+    """Whether start_trace's locator update would change nothing a reader needs: the span batches placed the info
+    at this request time in this experiment, the locator expires no earlier than the info, and every announced
+    span is stored (so no late batch needs ``expected_spans`` to set the tag). The client sends the info after the
+    root's batch, so this is the usual case: one write per trace less."""
+    if locator.get(trace_archive.LOCATOR_MARK) or str(locator.get("experiment_id")) != experiment_id:
+        return False
+    if locator.get("info_time") is None or int(locator["info_time"]) != request_time:
+        return False
+    kept = locator.get(TTL_ATTRIBUTE)
+    if kept != expires and (kept is None or expires is None or int(kept) < expires):
+        return False
+    return expected is None or store.span_count(experiment_id, trace_id) >= expected
 
 
 def _carried_assessments(trace_id: str, raw: Any) -> dict[str, dict[str, Any]]:

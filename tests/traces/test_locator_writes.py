@@ -6,6 +6,7 @@ and start_trace counts the spans stored."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -109,6 +110,27 @@ def test_a_batch_between_the_first_and_the_root_writes_its_spans_only(server: st
     info = _info(side, trace_id)
     assert (info["state"], info["execution_duration"]) == ("OK", "1s")
     assert info["request_time"] == store.timestamp_json(base)
+    # The client's info, after the root's batch: the locator already says all it would write (the info's place,
+    # every announced span stored), so start_trace writes the info only.
+    with _writes(trace_id) as finished:
+        answer = _start_trace(side, trace_id, base, spans=10)
+    assert finished == [("PutItem", "info")], finished
+    assert answer["tags"]["mlflow.trace.spansLocation"] == "TRACKING_STORE"
+    assert _info(side, trace_id)["trace_metadata"]["mlflow.trace.infoFinalized"] == "true"
+
+
+def _start_trace(side: Side, trace_id: str, request_time: int, spans: int) -> dict[str, Any]:
+    info = {
+        "trace_id": trace_id,
+        "trace_location": {"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": side.experiment_id}},
+        "request_time": store.timestamp_json(request_time),
+        "execution_duration": "1s",
+        "state": "OK",
+        "trace_metadata": {"mlflow.trace.sizeStats": json.dumps({"num_spans": spans})},
+    }
+    answer = requests.post(f"{side.url}/api/3.0/mlflow/traces", json={"trace": {"trace_info": info}}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["trace"]["trace_info"]
 
 
 def test_batches_out_of_the_usual_order_keep_the_info_exact(server: str) -> None:
