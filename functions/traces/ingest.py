@@ -250,14 +250,15 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
         expression, values[":n"] = expression + ", expected_spans = :n", expected_spans
     started = time.monotonic()
     before = store.locate(trace_id) or {}
-    if not _locator_current(before, trace_id, experiment_id, request_time, attributes[TTL_ATTRIBUTE], expected_spans):
+    current = _locator_current(before, trace_id, experiment_id, request_time, attributes[TTL_ATTRIBUTE], expected_spans)
+    if not current:
         before = table.update(store.LOCATOR.key(trace_id=trace_id), expression, values=values, return_values="ALL_OLD") or {}
     if held := run_links.pending(before):  # link-to-run before the trace arrived
         attributes["linked_runs"] = held
     if before.get(trace_archive.LOCATOR_MARK):  # archived: its spans stay where its archive is
         tags[store.SPANS_LOCATION_TAG] = trace_archive.ARCHIVE_REPO
         tags[trace_archive.ARCHIVE_LOCATION_TAG] = before[trace_archive.LOCATOR_MARK]
-    elif _all_spans_stored(experiment_id, trace_id, expected_spans):
+    elif (current and expected_spans is not None) or _all_spans_stored(experiment_id, trace_id, expected_spans):
         tags[store.SPANS_LOCATION_TAG] = store.TRACKING_STORE
     item = trace_writes.info_item(attributes)
     trace_names.ensure_for(item)  # before the info names it: a name search finds the info once it exists
