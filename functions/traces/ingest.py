@@ -165,6 +165,9 @@ def _mark_spans_stored(trace_id: str, locator: dict[str, Any]) -> None:
     key = store.info_key(locator, trace_id)
     if key is None:
         return  # start_trace has not placed the info yet; it reads the count itself
+    found = store.read_info(locator, trace_id, projection="tags")
+    if found is not None and (found.get("tags") or {}).get(store.SPANS_LOCATION_TAG) == store.TRACKING_STORE:
+        return  # a batch after the count was complete: nothing to change (no new revision, no rewrite)
     try:
         trace_writes.update_info(
             {**key, "trace_id": trace_id},
