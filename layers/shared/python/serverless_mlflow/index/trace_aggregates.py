@@ -140,8 +140,9 @@ def _due(locator: dict[str, Any], info: dict[str, Any], record: dict[str, Any] |
 
 
 def _span_count(experiment_id: str | None, trace_id: str) -> int:
-    """The trace's stored spans, counted (span batches write no count on the locator: ``store.span_count``)."""
-    return store.span_count(experiment_id or "", trace_id)
+    """The trace's stored spans, counted (span batches write no count on the locator: ``store.span_count``); an
+    eventually consistent read is enough for a rule that only spaces out aggregations in progress."""
+    return store.span_count(experiment_id or "", trace_id, consistent=False)
 
 
 def _target(state: TraceState) -> tuple[dict[str, rollups.Part], dict[str, str] | None, bytes | None]:
