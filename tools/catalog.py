@@ -705,11 +705,13 @@ PATTERNS: tuple[AccessPattern, ...] = (
         "trace trace_locator trace_spans trace_bucket",
         PUT,
         "table",
-        "Put TRACE#<trace_id> / S#<span_id> IF attribute_not_exists(pk) per OTLP span + Update TRACE#<trace_id> (ADD span_count); "
-        "start_trace: Update EXP#<id> / TB#<hour>#<shard> (once per partition and warm function) + Update TRACE#<trace_id> "
-        "(info_time, expected_spans) + Put TB#<exp>#<hour>#<shard> / T#<time>#<trace_id> IF attribute_not_exists(pk)",
+        "Put TRACE#<trace_id> / S#<span_id> IF attribute_not_exists(pk) per OTLP span + Get TRACE#<trace_id> (the locator; "
+        "Update it only from the batch that places the trace and the root's: info_time, root_state); "
+        "start_trace: Update EXP#<id> / TB#<hour>#<shard> (once per partition and warm function) + Get TRACE#<trace_id>, Update it "
+        "(info_time, expected_spans) unless it holds them + Put TB#<exp>#<hour>#<shard> / T#<time>#<trace_id> IF attribute_not_exists(pk)",
         seed="Create trace + spans",
-        note="spans and info arrive in either order; the locator's count decides spansLocation; a root span claims info_time and puts "
+        note="spans and info arrive in either order; the spans stored (counted by a keys-only Query) decide spansLocation; "
+        "the first span batch claims info_time and puts "
         "an info IF attribute_not_exists(pk); start_trace with another request time moves the info (put, then delete IF rev unchanged); "
         "the locator's pending_runs (link-to-run before the trace) go into the info's linked_runs",
     ),

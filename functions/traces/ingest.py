@@ -1,13 +1,14 @@
 """Writing traces: OTLP span ingestion (``POST /v1/traces``) and ``start_trace`` (``POST /api/3.0/mlflow/traces``).
 
 The 3.17 client exports each span over OTLP as it ends, then sends the trace info once the root span ends.
-Either may arrive first. Spans are stored one item per span (OTLP protobuf bytes; spilled to S3 past
-``SPILL_BYTES``), and the trace locator counts distinct stored spans. ``start_trace`` answers
-``mlflow.trace.spansLocation=TRACKING_STORE`` only when the locator already counts every span the client says
-the trace has (its ``mlflow.trace.sizeStats`` metadata); otherwise the client uploads ``traces.json`` as well,
-so a span that never reached us (a 5 MB span over Lambda's 6 MB request limit) never makes a trace partial.
-A late span that completes the count sets the tag then. The first span batch of a trace makes its info and
-later ones widen it, as MLflow's log_spans does (``span_infos``).
+Either may arrive first. Spans are stored one item per span (OTLP protobuf bytes and the span's start and end;
+spilled to S3 past ``SPILL_BYTES``), in the trace's partition next to its locator. No span count is written:
+``start_trace`` answers ``mlflow.trace.spansLocation=TRACKING_STORE`` only when the trace's span items number
+every span the client says the trace has (its ``mlflow.trace.sizeStats`` metadata); otherwise the client uploads
+``traces.json`` as well, so a span that never reached us (a 5 MB span over Lambda's 6 MB request limit) never
+makes a trace partial. A late span that completes the count sets the tag then. The first span batch of a trace
+makes its info and the root's brings it in line, as MLflow's log_spans does (``span_infos``); the batches
+between write their span items only (and read the locator).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ SPILL_PREFIX = "trace-spans/"
 # own column is TEXT, 65,535 bytes on MySQL; a longer name is refused before anything is written.
 MAX_SPAN_NAME_BYTES = 65_535
 SPAN_WAIT_SECONDS = 2.0
+# Set on the locator by the span batch that places a trace (1); absent when start_trace placed it.
+SPANS_PLACED = "spans_placed"
 SPAN_POLL_SECONDS = 0.1
 
 
@@ -59,31 +62,33 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
         new_spans = sum(parallel.parallel_map(functools.partial(_put_span, experiment_id, trace_id), spans))
         batch = span_infos.Batch.of(spans)
         claim = _claim(experiment_id, trace_id, batch.start)
-        expires = retention.expires_at(experiment_id, batch.start)
         try:
-            before, applied = _count_spans(experiment_id, trace_id, new_spans, expires, claim, batch)
+            before = _locate_or_place(experiment_id, trace_id, claim, batch)
         except table.ConditionFailed:
-            # Archived (the count is conditioned on the locator's mark): its spans live in the archive only.
+            # Archived: its spans live in the archive only (the archiver reads the partition again after its flip,
+            # so a span stored before the flip is archived, and one stored after it finds the mark here).
             table.batch_write(deletes=[store.SPAN.key(trace_id=trace_id, span_id=span.span_id.hex()) for span in spans])
             raise trace_archive.archived_error([trace_id]) from None
+        expected = before.get("expected_spans")
+        if expected is not None and new_spans and store.span_count(experiment_id, trace_id) >= int(expected):
+            _mark_spans_stored(trace_id, {**before, "experiment_id": before.get("experiment_id", experiment_id)})
         if claim is None:
             continue  # a layout 1 info: the migration moves it, start_trace keeps it current
-        widened = span_infos.record(trace_id, batch, before, applied)
         placed = before.get("info_time")
         if placed is None or _unwritten(trace_id, before, new_spans, batch):  # ours to write: at our claim, else where placed
             span_infos.create(experiment, trace_id, claim if placed is None else int(placed), batch, run_links.pending(before))
-            span_infos.sync(trace_id)  # batches that widened the range while the info was not there yet
-        elif widened and (batch.root_state is not None or before.get("root_state") is not None):
-            span_infos.sync(trace_id)
+            span_infos.sync(trace_id)  # batches stored while the info was not there yet
+        elif batch.root_state is not None or before.get("root_state") is not None:
+            span_infos.sync(trace_id)  # the root's batch, or one after it: the info follows the spans stored
 
 
 def _unwritten(trace_id: str, before: dict[str, Any], new_spans: int, batch: span_infos.Batch) -> bool:
     """Whether the info the locator placed may never have been written: its writer was throttled after placing
     its time (a span batch after its claim, start_trace after its locator update) and gave up or is retrying.
-    Looked at (one read) only on a retried batch (its spans were all stored), the first batch after a
-    start_trace and the root's batch (the last the client sends); a put conditioned on no info there makes it,
-    whoever writes first (span_infos.create)."""
-    if new_spans and before.get("span_count") is not None and batch.root_state is None:
+    Looked at (one read) only on a retried batch (its spans were all stored), a batch after a start_trace placed
+    the info (no span batch placed it: ``SPANS_PLACED``) and the root's batch (the last the client sends); a put
+    conditioned on no info there makes it, whoever writes first (span_infos.create)."""
+    if new_spans and before.get(SPANS_PLACED) is not None and batch.root_state is None:
         return False
     return store.read_info(before, trace_id, projection="pk") is None
 
@@ -94,6 +99,7 @@ def _put_span(experiment_id: str, trace_id: str, span: Any) -> int:
     payload = span.SerializeToString()
     attributes: dict[str, Any] = {
         "start_time_unix_nano": span.start_time_unix_nano,
+        "end_time_unix_nano": span.end_time_unix_nano or None,  # the trace's span range is read from its items
         TTL_ATTRIBUTE: retention.expires_at(experiment_id, span.start_time_unix_nano // 1_000_000),
     }
     if len(payload) > SPILL_BYTES:
@@ -118,66 +124,50 @@ def _claim(experiment_id: str, trace_id: str, start: int) -> int | None:
     return start
 
 
-def _count_spans(
-    experiment_id: str, trace_id: str, new_spans: int, expires: int | None, claim: int | None, batch: span_infos.Batch
-) -> tuple[dict[str, Any], frozenset[str]]:
-    """Add the new spans to the locator's count and record the batch's span range; with ``claim``, name that
-    request time as the info's unless an info was placed already. Returns the locator as it was before, and the
-    range bounds the update widened (``span_infos.range_expression``)."""
-    expression = "SET experiment_id = if_not_exists(experiment_id, :e), entity_type = :t"
-    values: dict[str, Any] = {":e": experiment_id, ":n": new_spans, ":t": store.LOCATOR.name}
+def _locate_or_place(experiment_id: str, trace_id: str, claim: int | None, batch: span_infos.Batch) -> dict[str, Any]:
+    """The trace's locator as it was before this batch's write, if the batch writes it: only the batch that
+    places the trace (its experiment, expiry and, with ``claim``, the info's request time unless one was placed)
+    and the root's batch (its state) do. Other batches only read it, after their spans are stored: a batch that
+    reads no ``root_state`` is in the span range the root's sync reads after recording it (``span_infos``), and a
+    start_trace that set ``expected_spans`` after this read counts this batch's spans itself. ConditionFailed when
+    the trace is archived."""
+    key = store.LOCATOR.key(trace_id=trace_id)
+    locator = store.locate(trace_id) or {}
+    if locator.get(trace_archive.LOCATOR_MARK):
+        raise table.ConditionFailed()
+    placed = store.is_placed(locator) and (claim is None or locator.get("info_time") is not None)
+    if placed and batch.root_state in (None, locator.get("root_state")):
+        return locator
+    expression = f"SET experiment_id = if_not_exists(experiment_id, :e), entity_type = :t, {SPANS_PLACED} = :one"
+    values: dict[str, Any] = {":e": experiment_id, ":t": store.LOCATOR.name, ":one": 1}
+    expires = retention.expires_at(experiment_id, batch.start)
     if expires is not None:  # a trace whose info never arrives still expires
         expression, values[":x"] = expression + f", {TTL_ATTRIBUTE} = if_not_exists({TTL_ATTRIBUTE}, :x)", expires
-    key = store.LOCATOR.key(trace_id=trace_id)
-    if claim is None:
-        before = _counting_update(key, expression, values)
-        applied: frozenset[str] = frozenset()
-    else:
+    if claim is not None:
         expression, values[":c"] = expression + ", info_time = if_not_exists(info_time, :c)", claim
-        ranges = span_infos.range_expression(batch)
-        try:
-            before = _counting_update(key, expression, values, ranges)
-        except table.ConditionFailed:  # out of the usual order, or archived: the plain update tells which
-            ranges = span_infos.range_expression(batch, widening=False)
-            before = _counting_update(key, expression, values, ranges)
-        applied = ranges.applied
-    locator = {**before, "experiment_id": before.get("experiment_id", experiment_id)}
-    locator["span_count"] = int(before.get("span_count") or 0) + new_spans
-    if locator.get("info_time") is None and claim is not None:
-        locator["info_time"] = claim
-    expected = locator.get("expected_spans")
-    if expected is not None and locator["span_count"] >= expected and new_spans:
-        _mark_spans_stored(trace_id, locator)
-    return before, applied
-
-
-def _counting_update(
-    key: dict[str, str], expression: str, values: dict[str, Any], ranges: span_infos.RangeUpdate | None = None
-) -> dict[str, Any]:
-    """The locator's counting update; ConditionFailed when the trace is archived (or the range condition fails)."""
-    condition = "attribute_not_exists(#archived)"
-    if ranges is not None:
-        expression = f"{expression}, {ranges.clauses}"
-        values = {**values, **ranges.values}
-        if ranges.condition:
-            condition += f" AND {ranges.condition}"  # its terms are parenthesized (DynamoDB refuses redundant ones)
-    return (
+    if batch.root_state is not None:
+        expression, values[":rs"] = expression + ", root_state = :rs", batch.root_state
+    before = (
         table.update(
             key,
-            f"{expression} ADD span_count :n",
+            expression,
             values=values,
             names={"#archived": trace_archive.LOCATOR_MARK},
-            condition=condition,
+            condition="attribute_not_exists(#archived)",
             return_values="ALL_OLD",
         )
         or {}
     )
+    return before
 
 
 def _mark_spans_stored(trace_id: str, locator: dict[str, Any]) -> None:
     key = store.info_key(locator, trace_id)
     if key is None:
         return  # start_trace has not placed the info yet; it reads the count itself
+    found = store.read_info(locator, trace_id, projection="tags")
+    if found is not None and (found.get("tags") or {}).get(store.SPANS_LOCATION_TAG) == store.TRACKING_STORE:
+        return  # a batch after the count was complete: nothing to change (no new revision, no rewrite)
     try:
         trace_writes.update_info(
             {**key, "trace_id": trace_id},
@@ -262,16 +252,16 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
     if expected_spans is not None:
         expression, values[":n"] = expression + ", expected_spans = :n", expected_spans
     started = time.monotonic()
-    before = table.update(store.LOCATOR.key(trace_id=trace_id), expression, values=values, return_values="ALL_OLD") or {}
+    before = store.locate(trace_id) or {}
+    current = _locator_current(before, trace_id, experiment_id, request_time, attributes[TTL_ATTRIBUTE], expected_spans)
+    if not current:
+        before = table.update(store.LOCATOR.key(trace_id=trace_id), expression, values=values, return_values="ALL_OLD") or {}
     if held := run_links.pending(before):  # link-to-run before the trace arrived
         attributes["linked_runs"] = held
-    locator = {**before, "experiment_id": experiment_id, "info_time": request_time}
-    if expected_spans is not None:
-        locator["expected_spans"] = expected_spans
     if before.get(trace_archive.LOCATOR_MARK):  # archived: its spans stay where its archive is
         tags[store.SPANS_LOCATION_TAG] = trace_archive.ARCHIVE_REPO
         tags[trace_archive.ARCHIVE_LOCATION_TAG] = before[trace_archive.LOCATOR_MARK]
-    elif _all_spans_stored(trace_id, locator):
+    elif (current and expected_spans is not None) or _all_spans_stored(experiment_id, trace_id, expected_spans):
         tags[store.SPANS_LOCATION_TAG] = store.TRACKING_STORE
     item = trace_writes.info_item(attributes)
     trace_names.ensure_for(item)  # before the info names it: a name search finds the info once it exists
@@ -285,11 +275,27 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
     if store.SPANS_LOCATION_TAG not in stored["tags"] and expected_spans is not None:
         # The last span may have completed the count after our last look but before the info existed, when
         # its own attempt to set the tag found no info: look once more (the answer keeps the client's upload).
-        latest = store.locate(trace_id) or {}
-        if latest.get("span_count", 0) >= expected_spans:
-            _mark_spans_stored(trace_id, latest)
+        if store.span_count(experiment_id, trace_id) >= expected_spans:
+            _mark_spans_stored(trace_id, store.locate(trace_id) or {})
     run_links.apply_late(trace_id, stored, started)
     return store.info_json(stored)
+
+
+def _locator_current(
+    locator: dict[str, Any], trace_id: str, experiment_id: str, request_time: int, expires: int | None, expected: int | None
+) -> bool:
+    """Whether start_trace's locator update would change nothing a reader needs: the span batches placed the info
+    at this request time in this experiment, the locator expires no earlier than the info, and every announced
+    span is stored (so no late batch needs ``expected_spans`` to set the tag). The client sends the info after the
+    root's batch, so this is the usual case: one write per trace less."""
+    if locator.get(trace_archive.LOCATOR_MARK) or str(locator.get("experiment_id")) != experiment_id:
+        return False
+    if locator.get("info_time") is None or int(locator["info_time"]) != request_time:
+        return False
+    kept = locator.get(TTL_ATTRIBUTE)
+    if kept != expires and (kept is None or expires is None or int(kept) < expires):
+        return False
+    return expected is None or store.span_count(experiment_id, trace_id) >= expected
 
 
 def _carried_assessments(trace_id: str, raw: Any) -> dict[str, dict[str, Any]]:
@@ -312,22 +318,22 @@ def _carried_assessments(trace_id: str, raw: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _all_spans_stored(trace_id: str, locator: dict[str, Any]) -> bool:
-    """Whether the locator counts every span; waits briefly for spans still in flight.
+def _all_spans_stored(experiment_id: str, trace_id: str, expected: int | None) -> bool:
+    """Whether every span the client announced is stored; waits briefly for spans still in flight.
 
     The client's async export queue sends the last spans and the trace info concurrently, so the info often
-    arrives a few milliseconds before the last span. Polling the locator for up to ``SPAN_WAIT_SECONDS``
-    saves the client a redundant traces.json upload; past it the client uploads traces.json (never a loss).
+    arrives a few milliseconds before the last span. Counting the trace's span items (a keys-only Query; the
+    locator was updated first, so a batch stored after a count sees ``expected_spans`` and sets the tag itself)
+    for up to ``SPAN_WAIT_SECONDS`` saves the client a redundant traces.json upload; past it the client uploads
+    traces.json (never a loss).
     """
-    expected = locator.get("expected_spans")
     if expected is None:
         return False
     deadline = time.monotonic() + SPAN_WAIT_SECONDS
-    while locator.get("span_count", 0) < expected:
+    while store.span_count(experiment_id, trace_id) < expected:
         if time.monotonic() >= deadline:
             return False
         time.sleep(SPAN_POLL_SECONDS)
-        locator = store.locate(trace_id) or {}
     return True
 
 

@@ -5,19 +5,20 @@ duration: to the latest span end; state: the root span's, else IN_PROGRESS), and
 the earlier start, the later end (both only while start_trace has not finalized the info), the root's state
 while the info is IN_PROGRESS or unspecified.
 
-Here the locator keeps the span range of every batch stored (``span_start``/``span_end``, ms, lowered and raised
-by conditional updates) and the root's state (``root_state``). The batch that places the info's time on the
-locator (its claim) writes the info; the root's batch, and any batch after it that widens the range, brings the
-info in line with the locator (``sync``): in place when the request time stays, else by moving it (the item and
-the locator in one transaction, as start_trace moves it). A sync that finds no info at the locator's place
-leaves the work to the writer placing it, which syncs after its write and so sees every range recorded before.
+Here the batch that places the info's time on the locator (its claim) writes the info; the root's batch records
+the root's state on the locator (``root_state``) and brings the info in line (``sync``) with the span range of the
+spans stored (read from the trace's span partition, each span item carrying its start and end): in place when
+the request time stays, else by moving it (the item and the locator in one transaction, as start_trace moves
+it). Any batch after the root's syncs too (it sees ``root_state``; the root's batch recorded it before reading
+the spans, so a batch the root's read missed finds it). Other batches write their span items only. A sync that
+finds no info at the locator's place leaves the work to the writer placing it, which syncs after its write.
 A writer throttled after placing the time (the client retries the batch, or gives up) leaves it to the retried
 batch, or to the trace's first batch after a start_trace, which find no info there and make it (``ingest``).
 
 One difference, for cost: between the first batch and the root's, the info keeps the first batch's range (the
-locator records the others). MLflow's client exports each span as it ends, children first, so widening the info
-per batch would rewrite it (and its index entries, and re-aggregate it) once per span, about doubling a trace's
-write units; the root's batch (its range holds its children's) makes the info what MLflow's is, before
+spans stored hold the others). MLflow's client exports each span as it ends, children first, so widening the
+info per batch would rewrite it (and its index entries, and re-aggregate it) once per span, about doubling a
+trace's write units; the root's batch (its range holds its children's) makes the info what MLflow's is, before
 start_trace finalizes it.
 """
 
@@ -30,7 +31,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from serverless_mlflow.storage import table
 from serverless_mlflow.storage.schema import NOT_INDEXED_FLAG, PK, SK, TTL_ATTRIBUTE
-from serverless_mlflow.store import trace_names, trace_partitions, trace_writes
+from serverless_mlflow.store import span_content, trace_names, trace_partitions, trace_writes
 from serverless_mlflow.store import traces as store
 
 from . import retention, run_links
@@ -56,75 +57,6 @@ class Batch:
         root = next((span for span in spans if not span.parent_span_id), None)
         state = None if root is None else "ERROR" if root.status.code == Status.STATUS_CODE_ERROR else "OK"
         return cls(min(span.start_time_unix_nano for span in spans) // 1_000_000, max(ends) // 1_000_000 if ends else None, state)
-
-
-def record(trace_id: str, batch: Batch, before: dict[str, Any], applied: frozenset[str] = frozenset()) -> bool:
-    """Widen the locator's span range by the batch (``before``: the locator as it was before the batch's counting
-    update, which set the range when it had none, and the bounds in ``applied`` when they widened it). True when
-    the batch changed what the info should say."""
-    key = store.LOCATOR.key(trace_id=trace_id)
-    changed = batch.root_state is not None
-    old_start, old_end = before.get("span_start"), before.get("span_end")
-    if old_start is None:
-        changed = True
-    elif batch.start < int(old_start):
-        changed |= "span_start" in applied or _lower(key, "span_start", batch.start, ">")
-    if batch.end is not None:
-        if old_end is None:
-            changed = True
-        elif batch.end > int(old_end):
-            changed |= "span_end" in applied or _lower(key, "span_end", batch.end, "<")
-    return changed
-
-
-def _lower(key: dict[str, str], attribute: str, value: int, beaten: str) -> bool:
-    """Set ``attribute`` to ``value`` if the stored one is beaten by it (one conditional update)."""
-    try:
-        table.update(key, f"SET {attribute} = :v", values={":v": value}, condition=f"{attribute} {beaten} :v")
-        return True
-    except table.ConditionFailed:
-        return False  # another batch stored a wider range meanwhile: its sync covers ours
-
-
-@dataclass(frozen=True)
-class RangeUpdate:
-    """The counting update's range clauses: SET clauses, their values, the condition they need (None: none) and
-    the bounds they set when it holds."""
-
-    clauses: str
-    values: dict[str, Any]
-    condition: str | None
-    applied: frozenset[str]
-
-
-def range_expression(batch: Batch, widening: bool = True) -> RangeUpdate:
-    """SET clauses for the counting update: the range where the locator has none yet, the root's state.
-
-    ``widening``: also widen the range in the same write, under a condition that holds when the batch widens it
-    (``record`` then has nothing left to write). Clients export each span as it ends, so a batch usually ends
-    after every span stored before it, and the root's batch also starts first: one write per batch, not two.
-    When the condition fails (a batch out of that order), the caller writes again without it (``widening=False``)
-    and ``record`` widens what it still can, one conditional update per bound.
-    """
-    clauses, values = [], {":ss": batch.start}
-    conditions, applied = [], set()
-    # Not beaten by an equal bound either (spans of one millisecond): setting it again changes nothing.
-    bounds = [("span_end", ":se", batch.end, "<=")] if batch.end is not None else []
-    if batch.root_state is not None:
-        bounds.append(("span_start", ":ss", batch.start, ">="))
-    for attribute, name, value, beaten in bounds:
-        values[name] = value
-        if widening:
-            clauses.append(f"{attribute} = {name}")
-            conditions.append(f"(attribute_not_exists({attribute}) OR {attribute} {beaten} {name})")
-            applied.add(attribute)
-    for attribute, name in (("span_start", ":ss"), ("span_end", ":se")):
-        if attribute not in applied and name in values:
-            clauses.append(f"{attribute} = if_not_exists({attribute}, {name})")
-    if batch.root_state is not None:
-        clauses.append("root_state = :rs")
-        values[":rs"] = batch.root_state
-    return RangeUpdate(", ".join(clauses), values, " AND ".join(conditions) or None, frozenset(applied))
 
 
 def create(experiment: dict[str, Any], trace_id: str, request_time: int, batch: Batch, linked_runs: set[str]) -> None:
@@ -167,7 +99,8 @@ def _drop_stale(item: dict[str, Any]) -> None:
 
 
 def sync(trace_id: str) -> None:
-    """Bring the trace's info in line with its locator's span range and root state, as log_spans' updates do."""
+    """Bring the trace's info in line with its stored spans' range and its locator's root state, as log_spans'
+    updates do."""
     for _ in range(MAX_ATTEMPTS):
         locator = store.locate(trace_id)
         if not locator or locator.get("info_time") is None:
@@ -188,16 +121,31 @@ def sync(trace_id: str) -> None:
             pass  # changed meanwhile: read again
 
 
+def span_range(experiment_id: str, trace_id: str) -> tuple[int | None, int | None]:
+    """(earliest start, latest end) in ms of the trace's stored spans (one Query of its span partition; a span item
+    written before items carried their end is parsed)."""
+    starts, ends = [], []
+    for item in store.span_items(experiment_id, trace_id):
+        start, end = item.get("start_time_unix_nano"), item.get("end_time_unix_nano")
+        if start is None or (end is None and item.get("span") is not None):
+            parsed = span_content.parse(bytes(item["span"]))
+            start, end = parsed.start_time_unix_nano, parsed.end_time_unix_nano
+        starts.append(int(start))
+        if end:
+            ends.append(int(end))
+    return (min(starts) // 1_000_000 if starts else None, max(ends) // 1_000_000 if ends else None)
+
+
 def _target(info: dict[str, Any], locator: dict[str, Any]) -> tuple[int, int | None, str] | None:
     """(request time, duration, state) the info should have, or None when it has them."""
     request_time, duration, state = int(info["request_time"]), info.get("execution_duration"), info.get("state")
     new_time, new_duration = request_time, None if duration is None else int(duration)
     if (info.get("trace_metadata") or {}).get(store.INFO_FINALIZED_METADATA) != "true":
-        start, end = locator.get("span_start"), locator.get("span_end")
+        start, end = span_range(str(info["experiment_id"]), info["trace_id"])
         if start is not None:
-            new_time = min(request_time, int(start))
+            new_time = min(request_time, start)
         if end is not None:
-            ends = [int(end)] + ([request_time + int(duration)] if duration is not None else [])
+            ends = [end] + ([request_time + int(duration)] if duration is not None else [])
             new_duration = max(ends) - new_time
     new_state = locator["root_state"] if state in OPEN_STATES and locator.get("root_state") else state
     if (new_time, new_duration, new_state) == (request_time, None if duration is None else int(duration), state):

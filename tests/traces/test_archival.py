@@ -215,6 +215,42 @@ def test_archive_now_takes_everything_and_is_cleared(archival: Any, server: str,
     assert "mlflow.trace.archiveNow" not in client.get_experiment(experiment_id).tags
 
 
+def test_a_span_stored_while_the_pass_flips_the_trace_is_archived_with_it(archival: Any, server: str, client: mlflow.MlflowClient) -> None:
+    """Span batches write no count the flip could be conditioned on: the pass reads the trace's spans again after
+    its flip, so a span stored between its first read and the flip (its batch answered 200) is in the archive."""
+    import boto3
+
+    from serverless_mlflow.storage import table
+
+    experiment_id = client.create_experiment(unique("archival-late"))
+    trace_id = _trace(client, experiment_id, int(time.time() * 1000) - 1_000, "late")
+    _stored(server, [trace_id])
+    client.set_experiment_tag(experiment_id, "mlflow.trace.archiveNow", "{}")
+    sent: list[int] = []
+
+    def span_in_flight(params: dict[str, Any], **_: Any) -> None:
+        flips = [
+            op
+            for op in params.get("TransactItems", [])
+            if "archived" in (op.get("Update") or {}).get("ExpressionAttributeNames", {}).values()
+        ]
+        if flips and not sent:  # the pass read the spans and is about to flip: a batch lands just before
+            sent.append(_export_span(server, experiment_id, trace_id).status_code)
+
+    events = boto3._get_default_session().events
+    events.register("before-parameter-build.dynamodb.TransactWriteItems", span_in_flight)
+    table.reset_client()
+    try:
+        assert archival.monitor.tick()["archived_traces"] == 1
+    finally:
+        events.unregister("before-parameter-build.dynamodb.TransactWriteItems", span_in_flight)
+        table.reset_client()
+    assert sent == [200]
+    assert client.get_trace(trace_id).info.tags["mlflow.trace.spansLocation"] == "ARCHIVE_REPO"
+    assert sorted(span["name"] for span in _spans(server, trace_id)) == ["child", "late", "root"]
+    assert _span_items(trace_id) == []
+
+
 def test_a_pass_that_dies_after_the_flip_is_finished_by_the_next(
     archival: Any, server: str, client: mlflow.MlflowClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -88,7 +88,7 @@ def load(trace_id: str, info_changed: bool = True, defer: bool = False) -> Trace
     if locator is not None and not info_changed and record is not None and record.get("in_progress"):
         # Last aggregated in progress, and the info has not changed since: the info write that ends the trace
         # will deliver it again, so only the doubling rule of ``_due`` can make it due now.
-        if int(locator.get("span_count") or 0) < 2 * int(record.get("span_count") or 0):
+        if _span_count(experiment_id, trace_id) < 2 * int(record.get("span_count") or 0):
             return TraceState(trace_id, experiment_id, None, [], record, pending=True)
     info = _info(locator, trace_id) if locator is not None else None
     if info is None:  # nothing to aggregate (the target is empty): no span is read
@@ -115,8 +115,6 @@ def _spans_unchanged(trace_id: str, locator: dict[str, Any], record: dict[str, A
     instead of reading and parsing every span. One OTLP request of 10,000 spans reaches the indexer as 10
     batches of span records (of 1,000); the first aggregates the whole trace, the others find nothing new."""
     if not record or record.get("in_progress") or not record.get("span_ids") or layout.layout1_traces_possible():
-        return False
-    if int(locator.get("span_count") or 0) != int(record.get("span_count") or 0):
         return False
     keys = table.query(**store.SPAN.query("of_trace", trace_id=trace_id), keys_only=True)
     return _ids_digest([store.span_id_of(key) for key in keys]) == record["span_ids"]
@@ -145,8 +143,14 @@ def _due(locator: dict[str, Any], info: dict[str, Any], record: dict[str, Any] |
     no later moment to wait for (the stream delivers no timer); a late batch delivers the trace again and its
     recomputed contribution replaces the recorded one, so counts stay exact whichever batch comes last."""
     if info.get("state") == IN_PROGRESS and record is not None:
-        return int(locator.get("span_count") or 0) >= 2 * int(record.get("span_count") or 0)
+        return _span_count(str(info["experiment_id"]), str(info["trace_id"])) >= 2 * int(record.get("span_count") or 0)
     return True
+
+
+def _span_count(experiment_id: str | None, trace_id: str) -> int:
+    """The trace's stored spans, counted (span batches write no count on the locator: ``store.span_count``); an
+    eventually consistent read is enough for a rule that only spaces out aggregations in progress."""
+    return store.span_count(experiment_id or "", trace_id, consistent=False)
 
 
 def _target(state: TraceState) -> tuple[dict[str, rollups.Part], dict[str, str] | None, bytes | None]:

@@ -794,10 +794,12 @@ ENTITIES: tuple[Entity, ...] = (
         "TRACE#{trace_id}",
         "TRACE",
         "Trace id -> experiment id and where its info is (info_time: the request time its key was made with; none: "
-        "layout 1 or no info yet); span_count and expected_spans (from the client's size stats) tell whether every "
-        "span is stored; pending_runs: run links that came before the trace (link-to-run), added to the info by its "
+        "layout 1 or no info yet); expected_spans (from the client's size stats) against the trace's span items tells "
+        "whether every span is stored (no count is written: span batches between the first and the root's write their "
+        "spans only; span_count is a stale count an earlier release wrote); root_state: the root span's state, once "
+        "its batch came; pending_runs: run links that came before the trace (link-to-run), added to the info by its "
         "writer (a locator holding only those has no experiment: no trace yet)",
-        attributes=("experiment_id", "info_time", "span_count", "expected_spans", "pending_runs"),
+        attributes=("experiment_id", "info_time", "expected_spans", "root_state", "spans_placed", "pending_runs"),
         expires=True,
         patterns={"with_spans": (None, "The trace's locator and its spans, in one query", "")},
     ),
@@ -805,8 +807,9 @@ ENTITIES: tuple[Entity, ...] = (
         "trace_spans",
         "TRACE#{trace_id}",
         "S#{span_id}",
-        "One span as its OTLP protobuf bytes (a span over the item limit is spilled to S3: spill_key), in the trace's partition",
-        attributes=("span", "spill_key", "start_time_unix_nano"),
+        "One span as its OTLP protobuf bytes (a span over the item limit is spilled to S3: spill_key), in the trace's partition; "
+        "its start and end (the trace info's range is read from them)",
+        attributes=("span", "spill_key", "start_time_unix_nano", "end_time_unix_nano"),
         patterns={"of_trace": (None, "Every span of one trace")},
         expires=True,
     ),

@@ -8,10 +8,12 @@ experiment's cursor hour up to the cutoff, then each partition's infos by reques
 finished (not IN_PROGRESS) trace whose spans are all in the table is archived in three steps, each safe to re-run:
 
 1. its spans are written to S3 as MLflow's ``traces.pb`` (``trace_archive.payload``);
-2. one transaction flips it: the locator gets ``archived`` (on condition that its span count is the one read and
-   it is not archived: a span stored meanwhile makes the flip fail, and the pass deletes its unreferenced payload
-   as MLflow does) with ``cleanup`` set, and the info gets MLflow's tags (on condition of its revision);
-3. the span items (and spilled payloads) are deleted, then ``cleanup`` is removed.
+2. one transaction flips it: the locator gets ``archived`` (on condition that it is not archived) with ``cleanup``
+   set, and the info gets MLflow's tags (on condition of its revision: a change meanwhile makes the flip fail,
+   and the pass deletes its unreferenced payload as MLflow does);
+3. the trace's spans are read again: a span stored between the first read and the flip is added to the payload
+   (span batches write no count to condition the flip on; one stored after the flip sees the mark and removes
+   itself); the span items (and spilled payloads) are deleted, then ``cleanup`` is removed.
 
 A pass that dies between 2 and 3 leaves ``cleanup`` on the locator: the next pass, still walking that hour (the
 cursor moves past an hour only when nothing in it is left to do), finds it and finishes the deletes.
@@ -268,8 +270,8 @@ def archive_trace(info: dict[str, Any], location: str) -> bool:
                     store.LOCATOR.key(trace_id=trace_id),
                     "SET #a = :u, cleanup = :one",
                     names={"#a": trace_archive.LOCATOR_MARK},
-                    values={":u": artifact_uri, ":one": 1, ":n": int(locator.get("span_count") or 0)},
-                    condition="attribute_not_exists(#a) AND span_count = :n",
+                    values={":u": artifact_uri, ":one": 1},
+                    condition="attribute_not_exists(#a)",
                 ),
                 table.update_op(
                     {PK: info[PK], SK: info[SK]},
@@ -284,8 +286,21 @@ def archive_trace(info: dict[str, Any], location: str) -> bool:
         # _delete_unreferenced_archived_trace_payload; the next pass tries again.
         s3.client().delete_object(Bucket=s3.bucket_name(), Key=key)
         return False
-    _delete_spans(trace_id, span_items)
+    _delete_spans(trace_id, _with_late_spans(trace_id, key, span_items))
     return True
+
+
+def _with_late_spans(trace_id: str, key: str, span_items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trace's span items once the locator is marked: a span batch stored after the first read but before the
+    flip (span batches write no count the flip could be conditioned on) is archived too, its payload rewritten;
+    a batch stored after the flip finds the mark and removes its own spans (``ingest``)."""
+    latest = table.query(**store.SPAN.query("of_trace", trace_id=trace_id))
+    if {item[SK] for item in latest} <= {item[SK] for item in span_items}:
+        return span_items
+    every = {item[SK]: item for item in span_items} | {item[SK]: item for item in latest}
+    body = trace_archive.payload([_decode(item) for item in every.values()])
+    s3.client().put_object(Bucket=s3.bucket_name(), Key=key, Body=body)
+    return list(every.values())
 
 
 def _decode(item: dict[str, Any]) -> Any:

@@ -255,6 +255,17 @@ def span_items(experiment_id: str, trace_id: str) -> list[dict[str, Any]]:
     return list(out.values())
 
 
+def span_count(experiment_id: str, trace_id: str, consistent: bool = True) -> int:
+    """How many distinct spans of the trace are stored: keys-only Queries of its span partition (and of layout 1's
+    while the table may hold it). Span batches write no count: whoever needs it (start_trace waiting for spans in
+    flight, the indexer's doubling rule) counts what is there, in read units, not one write per span batch: about
+    one read unit per 4 KB of span items (half that with ``consistent=False``)."""
+    queries = [SPAN.query("of_trace", trace_id=trace_id)]
+    if layout.layout1_traces_possible():
+        queries.append(SPAN_V1.query("of_trace", experiment_id=experiment_id, trace_id=trace_id))
+    return len({span_id_of(key) for query in queries for key in table.query(**query, keys_only=True, consistent=consistent)})
+
+
 def info_and_spans(trace_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The info item and span items of a trace (404 as MLflow when there is no info): the locator and the spans
     in one Query of the trace's partition, then the info."""
