@@ -2,11 +2,14 @@
 
 The 3.17 client exports each span over OTLP as it ends, then sends the trace info once the root span ends.
 Either may arrive first. Spans are stored one item per span (OTLP protobuf bytes; spilled to S3 past
-``SPILL_BYTES``), and the trace locator counts distinct stored spans. ``start_trace`` answers
-``mlflow.trace.spansLocation=TRACKING_STORE`` only when the locator already counts every span the client says
-the trace has (its ``mlflow.trace.sizeStats`` metadata); otherwise the client uploads ``traces.json`` as well,
-so a span that never reached us (a 5 MB span over Lambda's 6 MB request limit) never makes a trace partial.
-A late span that completes the count sets the tag then. The first span batch of a trace makes its info and
+``SPILL_BYTES``), and the trace locator counts the spans a batch stored anew (``span_count``) and those it found
+stored already (``resent_spans``: a retried batch whose first attempt stored its spans, then was throttled before
+counting them, or a duplicate). The stored spans are at least ``span_count`` and at most the sum, so the count
+alone never says a trace is whole when it is not, and only after a resend is the trace's span partition read
+to tell (``_spans_stored``). ``start_trace`` answers ``mlflow.trace.spansLocation=TRACKING_STORE`` only when
+every span the client says the trace has (its ``mlflow.trace.sizeStats`` metadata) is stored; otherwise the
+client uploads ``traces.json`` as well, so a span that never reached us (a 5 MB span over Lambda's 6 MB request
+limit) never makes a trace partial. A late span that completes the trace sets the tag then. The first span batch of a trace makes its info and
 later ones widen it, as MLflow's log_spans does (``span_infos``).
 """
 
@@ -37,6 +40,8 @@ SPILL_PREFIX = "trace-spans/"
 # own column is TEXT, 65,535 bytes on MySQL; a longer name is refused before anything is written.
 MAX_SPAN_NAME_BYTES = 65_535
 SPAN_WAIT_SECONDS = 2.0
+# The locator's count of spans a batch found stored already (a retry after a throttled count, or a duplicate).
+RESENT_SPANS = "resent_spans"
 SPAN_POLL_SECONDS = 0.1
 
 
@@ -60,8 +65,9 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
         batch = span_infos.Batch.of(spans)
         claim = _claim(experiment_id, trace_id, batch.start)
         expires = retention.expires_at(experiment_id, batch.start)
+        counts = (new_spans, len(spans) - new_spans)
         try:
-            before, applied = _count_spans(experiment_id, trace_id, new_spans, expires, claim, batch)
+            before, applied = _count_spans(experiment_id, trace_id, counts, expires, claim, batch)
         except table.ConditionFailed:
             # Archived (the count is conditioned on the locator's mark): its spans live in the archive only.
             table.batch_write(deletes=[store.SPAN.key(trace_id=trace_id, span_id=span.span_id.hex()) for span in spans])
@@ -70,21 +76,19 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
             continue  # a layout 1 info: the migration moves it, start_trace keeps it current
         widened = span_infos.record(trace_id, batch, before, applied)
         placed = before.get("info_time")
-        if placed is None or _unwritten(trace_id, before, new_spans, batch):  # ours to write: at our claim, else where placed
+        if placed is None or _unwritten(trace_id, before):  # ours to write: at our claim, else where placed
             span_infos.create(experiment, trace_id, claim if placed is None else int(placed), batch, run_links.pending(before))
             span_infos.sync(trace_id)  # batches that widened the range while the info was not there yet
         elif widened and (batch.root_state is not None or before.get("root_state") is not None):
             span_infos.sync(trace_id)
 
 
-def _unwritten(trace_id: str, before: dict[str, Any], new_spans: int, batch: span_infos.Batch) -> bool:
-    """Whether the info the locator placed may never have been written: its writer was throttled after placing
-    its time (a span batch after its claim, start_trace after its locator update) and gave up or is retrying.
-    Looked at (one read) only on a retried batch (its spans were all stored), the first batch after a
-    start_trace and the root's batch (the last the client sends); a put conditioned on no info there makes it,
+def _unwritten(trace_id: str, before: dict[str, Any]) -> bool:
+    """Whether the info the locator placed is not there: its writer (the batch that claimed its time, or
+    start_trace after its locator update) was throttled after placing it, and is retrying or gave up. Every batch
+    looks (one read): MLflow lists a trace that any stored span batch made, and in a long storm the client may give
+    up the claiming batch, the root's batch and start_trace alike. A put conditioned on no info there makes it,
     whoever writes first (span_infos.create)."""
-    if new_spans and before.get("span_count") is not None and batch.root_state is None:
-        return False
     return store.read_info(before, trace_id, projection="pk") is None
 
 
@@ -119,40 +123,58 @@ def _claim(experiment_id: str, trace_id: str, start: int) -> int | None:
 
 
 def _count_spans(
-    experiment_id: str, trace_id: str, new_spans: int, expires: int | None, claim: int | None, batch: span_infos.Batch
+    experiment_id: str, trace_id: str, counts: tuple[int, int], expires: int | None, claim: int | None, batch: span_infos.Batch
 ) -> tuple[dict[str, Any], frozenset[str]]:
-    """Add the new spans to the locator's count and record the batch's span range; with ``claim``, name that
-    request time as the info's unless an info was placed already. Returns the locator as it was before, and the
-    range bounds the update widened (``span_infos.range_expression``)."""
+    """Add the batch's spans to the locator's counts (``counts``: stored anew, found stored already) and record the
+    batch's span range; with ``claim``, name that request time as the info's unless an info was placed already.
+    Returns the locator as it was before, and the range bounds the update widened (``span_infos.range_expression``)."""
+    new_spans, resent = counts
     expression = "SET experiment_id = if_not_exists(experiment_id, :e), entity_type = :t"
     values: dict[str, Any] = {":e": experiment_id, ":n": new_spans, ":t": store.LOCATOR.name}
+    adds = "span_count :n"
+    if resent:  # absent until a batch finds its spans stored: the common write stays as it was
+        adds, values[":r"] = f"{adds}, {RESENT_SPANS} :r", resent
     if expires is not None:  # a trace whose info never arrives still expires
         expression, values[":x"] = expression + f", {TTL_ATTRIBUTE} = if_not_exists({TTL_ATTRIBUTE}, :x)", expires
     key = store.LOCATOR.key(trace_id=trace_id)
     if claim is None:
-        before = _counting_update(key, expression, values)
+        before = _counting_update(key, expression, values, adds)
         applied: frozenset[str] = frozenset()
     else:
         expression, values[":c"] = expression + ", info_time = if_not_exists(info_time, :c)", claim
         ranges = span_infos.range_expression(batch)
         try:
-            before = _counting_update(key, expression, values, ranges)
+            before = _counting_update(key, expression, values, adds, ranges)
         except table.ConditionFailed:  # out of the usual order, or archived: the plain update tells which
             ranges = span_infos.range_expression(batch, widening=False)
-            before = _counting_update(key, expression, values, ranges)
+            before = _counting_update(key, expression, values, adds, ranges)
         applied = ranges.applied
     locator = {**before, "experiment_id": before.get("experiment_id", experiment_id)}
     locator["span_count"] = int(before.get("span_count") or 0) + new_spans
+    locator[RESENT_SPANS] = int(before.get(RESENT_SPANS) or 0) + resent
     if locator.get("info_time") is None and claim is not None:
         locator["info_time"] = claim
     expected = locator.get("expected_spans")
-    if expected is not None and locator["span_count"] >= expected and new_spans:
+    # This batch may complete the trace: it stored a span, or resent one whose first attempt was never counted.
+    if expected is not None and int(before.get("span_count") or 0) < expected and _spans_stored(trace_id, locator, expected):
         _mark_spans_stored(trace_id, locator)
     return before, applied
 
 
+def _spans_stored(trace_id: str, locator: dict[str, Any], expected: int, read: bool = True) -> bool:
+    """Whether the trace holds at least ``expected`` spans. The count says so alone when it reaches them, and says
+    no when even the resent spans cannot make up the difference; in between (a batch was resent: its spans may
+    have been stored without being counted) the trace's span keys tell, if ``read``."""
+    counted = int(locator.get("span_count") or 0)
+    if counted >= expected:
+        return True
+    if not read or counted + int(locator.get(RESENT_SPANS) or 0) < expected:
+        return False
+    return len(table.query(**store.SPAN.query("of_trace", trace_id=trace_id), keys_only=True)) >= expected
+
+
 def _counting_update(
-    key: dict[str, str], expression: str, values: dict[str, Any], ranges: span_infos.RangeUpdate | None = None
+    key: dict[str, str], expression: str, values: dict[str, Any], adds: str, ranges: span_infos.RangeUpdate | None = None
 ) -> dict[str, Any]:
     """The locator's counting update; ConditionFailed when the trace is archived (or the range condition fails)."""
     condition = "attribute_not_exists(#archived)"
@@ -164,7 +186,7 @@ def _counting_update(
     return (
         table.update(
             key,
-            f"{expression} ADD span_count :n",
+            f"{expression} ADD {adds}",
             values=values,
             names={"#archived": trace_archive.LOCATOR_MARK},
             condition=condition,
@@ -286,7 +308,7 @@ def start_trace(trace_info: dict[str, Any], *, finalized: bool = True) -> dict[s
         # The last span may have completed the count after our last look but before the info existed, when
         # its own attempt to set the tag found no info: look once more (the answer keeps the client's upload).
         latest = store.locate(trace_id) or {}
-        if latest.get("span_count", 0) >= expected_spans:
+        if _spans_stored(trace_id, latest, expected_spans):
             _mark_spans_stored(trace_id, latest)
     run_links.apply_late(trace_id, stored, started)
     return store.info_json(stored)
@@ -313,22 +335,27 @@ def _carried_assessments(trace_id: str, raw: Any) -> dict[str, dict[str, Any]]:
 
 
 def _all_spans_stored(trace_id: str, locator: dict[str, Any]) -> bool:
-    """Whether the locator counts every span; waits briefly for spans still in flight.
+    """Whether every span the client announced is stored; waits briefly for spans still in flight.
 
     The client's async export queue sends the last spans and the trace info concurrently, so the info often
     arrives a few milliseconds before the last span. Polling the locator for up to ``SPAN_WAIT_SECONDS``
     saves the client a redundant traces.json upload; past it the client uploads traces.json (never a loss).
+    The span keys are read (``_spans_stored``) on the first look and the last only, not at every poll.
     """
     expected = locator.get("expected_spans")
     if expected is None:
         return False
     deadline = time.monotonic() + SPAN_WAIT_SECONDS
-    while locator.get("span_count", 0) < expected:
-        if time.monotonic() >= deadline:
+    first = True
+    while True:
+        last = time.monotonic() >= deadline
+        if _spans_stored(trace_id, locator, expected, read=first or last):
+            return True
+        if last:
             return False
+        first = False
         time.sleep(SPAN_POLL_SECONDS)
         locator = store.locate(trace_id) or {}
-    return True
 
 
 def otlp_error_body(error: OtlpError) -> tuple[int, dict[str, Any]]:

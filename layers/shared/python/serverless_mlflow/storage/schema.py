@@ -794,10 +794,11 @@ ENTITIES: tuple[Entity, ...] = (
         "TRACE#{trace_id}",
         "TRACE",
         "Trace id -> experiment id and where its info is (info_time: the request time its key was made with; none: "
-        "layout 1 or no info yet); span_count and expected_spans (from the client's size stats) tell whether every "
+        "layout 1 or no info yet); span_count (spans stored anew), resent_spans (spans a batch found stored already: "
+        "a retry may have stored them uncounted) and expected_spans (from the client's size stats) tell whether every "
         "span is stored; pending_runs: run links that came before the trace (link-to-run), added to the info by its "
         "writer (a locator holding only those has no experiment: no trace yet)",
-        attributes=("experiment_id", "info_time", "span_count", "expected_spans", "pending_runs"),
+        attributes=("experiment_id", "info_time", "span_count", "resent_spans", "expected_spans", "pending_runs"),
         expires=True,
         patterns={"with_spans": (None, "The trace's locator and its spans, in one query", "")},
     ),
