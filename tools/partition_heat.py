@@ -124,11 +124,14 @@ class Metered:
 @contextmanager
 def metered_runtime(window_seconds: float) -> Iterator[Metered]:
     """A local runtime on a fresh embedded table, indexer asynchronous with a ``window_seconds`` batching window,
-    every DynamoDB write of this process metered."""
+    every DynamoDB write of this process metered. The environment it sets is restored after: a caller that goes on
+    to spawn processes (``trace_load_bench``'s clients) must not inherit its ``MLFLOW_HTTP_REQUEST_MAX_RETRIES=0``,
+    which made every 429 a give-up (a trace lost by the bench's client, not by the store)."""
     from local import engine
     from local import runtime as runtime_module
     from serverless_mlflow.storage import table
 
+    saved = dict(os.environ)
     for name in ("DYNAMODB_ENDPOINT_URL", "S3_ENDPOINT_URL", "KMS_ENDPOINT_URL", "GATEWAY_KMS_KEY_ID"):
         os.environ.pop(name, None)
     os.environ["TABLE_NAME"] = f"heat-{uuid.uuid4().hex[:8]}"
@@ -140,16 +143,20 @@ def metered_runtime(window_seconds: float) -> Iterator[Metered]:
     meter.install()
     table.reset_client()
     runtime_module.POLL_SECONDS = window_seconds
-    runtime = runtime_module.LocalRuntime(port=0, indexer_mode="async").start()
-    batches = Batches()
-    assert runtime.follower is not None
-    runtime.follower.deliver = batches.wrap(runtime.follower.deliver)
     try:
-        yield Metered(runtime, meter, batches)
+        runtime = runtime_module.LocalRuntime(port=0, indexer_mode="async").start()
+        batches = Batches()
+        assert runtime.follower is not None
+        runtime.follower.deliver = batches.wrap(runtime.follower.deliver)
+        try:
+            yield Metered(runtime, meter, batches)
+        finally:
+            runtime.stop()
     finally:
-        runtime.stop()
         meter.uninstall()
         table.reset_client()
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _window_seconds() -> float:

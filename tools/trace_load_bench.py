@@ -65,6 +65,7 @@ READ_PRICE = 0.25  # $ per million read request units
 # A bound on the wait for the backlog to empty (never reached unless the indexer stalls).
 CATCH_UP_SECONDS = float(os.environ.get("TRACE_LOAD_CATCH_UP_SECONDS", "3600"))
 READ_SAMPLE = 20
+PRINTED_GIVE_UPS = 10  # per client process
 METRICS = "/api/3.0/mlflow/traces/metrics"
 HOOK = ROOT / "tools" / "throttle_hook"
 
@@ -76,6 +77,7 @@ class _GaveUp(logging.Handler):
     def __init__(self, infos: Any, spans: Any) -> None:
         super().__init__(logging.DEBUG)
         self.infos, self.spans = infos, spans
+        self.printed = 0
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
@@ -83,6 +85,9 @@ class _GaveUp(logging.Handler):
         if counter is not None:
             with counter.get_lock():
                 counter.value += 1
+            if self.printed < PRINTED_GIVE_UPS:  # what the client gave up on, and the answer it had
+                self.printed += 1
+                print(f"trace_load: the client gave up: {message[:600]}", file=sys.stderr, flush=True)
 
 
 def _client_process(url: str, experiment_id: str, shared_deadline: Any, ready: Any, sent: Any, out: Any, gave_up: Any) -> None:
@@ -312,7 +317,7 @@ def run() -> dict[str, list[tuple[str, str]]]:
             "runtime",
             "`python -m local --built` (layer and functions built from the lock files)" if BUILT else "`python -m local` (source tree)",
         ),
-        ("client", f"{PROCESSES} processes x {THREADS} threads, mlflow {_mlflow_version()}, synchronous export"),
+        ("client", f"{PROCESSES} processes x {THREADS} threads, mlflow {_mlflow_version()}, synchronous export, {_client_retries()}"),
         (f"traces sent (each 1 root + {SPANS - 1} child spans)", f"{len(steady['ids']):,} in {steady['seconds']:.0f} s"),
         ("traces/s achieved", f"{steady['rate']:.2f}"),
         ("the box's load average meanwhile (2 cores, shared)", f"{steady['load']:.1f}"),
@@ -409,6 +414,13 @@ def projection(metered: tuple[float, float, str] | None) -> list[tuple[str, str]
         ("$ per million traces, writes", f"${units * WRITE_PRICE:,.2f} (${WRITE_PRICE} per million write request units, us-east-1)"),
         (f"$ per hour at {TARGET_RATE:,} traces/s, writes", f"${units * WRITE_PRICE * TARGET_RATE * 3600 / 1e6:,.2f}"),
     ]
+
+
+def _client_retries() -> str:
+    """MLflow's HTTP retry settings the client processes inherit (a 429 is retried this many times)."""
+    from mlflow.environment_variables import MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR, MLFLOW_HTTP_REQUEST_MAX_RETRIES
+
+    return f"{MLFLOW_HTTP_REQUEST_MAX_RETRIES.get()} retries (backoff factor {MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR.get()})"
 
 
 def _mlflow_version() -> str:

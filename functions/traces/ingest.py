@@ -75,21 +75,19 @@ def log_spans(experiment_id: str, request: ExportTraceServiceRequest) -> None:
         if claim is None:
             continue  # a layout 1 info: the migration moves it, start_trace keeps it current
         placed = before.get("info_time")
-        if placed is None or _unwritten(trace_id, before, new_spans, batch):  # ours to write: at our claim, else where placed
+        if placed is None or _unwritten(trace_id, before):  # ours to write: at our claim, else where placed
             span_infos.create(experiment, trace_id, claim if placed is None else int(placed), batch, run_links.pending(before))
             span_infos.sync(trace_id)  # batches stored while the info was not there yet
         elif batch.root_state is not None or before.get("root_state") is not None:
             span_infos.sync(trace_id)  # the root's batch, or one after it: the info follows the spans stored
 
 
-def _unwritten(trace_id: str, before: dict[str, Any], new_spans: int, batch: span_infos.Batch) -> bool:
-    """Whether the info the locator placed may never have been written: its writer was throttled after placing
-    its time (a span batch after its claim, start_trace after its locator update) and gave up or is retrying.
-    Looked at (one read) only on a retried batch (its spans were all stored), a batch after a start_trace placed
-    the info (no span batch placed it: ``SPANS_PLACED``) and the root's batch (the last the client sends); a put
-    conditioned on no info there makes it, whoever writes first (span_infos.create)."""
-    if new_spans and before.get(SPANS_PLACED) is not None and batch.root_state is None:
-        return False
+def _unwritten(trace_id: str, before: dict[str, Any]) -> bool:
+    """Whether the info the locator placed is not there: its writer (the batch that placed its time, or
+    start_trace after its locator update) was throttled after placing it, and is retrying or gave up. Every batch
+    looks (one read): MLflow lists a trace that any stored span batch made, and in a long storm the client may give
+    up the placing batch, the root's batch and start_trace alike. A put conditioned on no info there makes it,
+    whoever writes first (span_infos.create)."""
     return store.read_info(before, trace_id, projection="pk") is None
 
 

@@ -24,7 +24,7 @@ from serverless_mlflow.storage.schema import ENTITY_TYPE
 from serverless_mlflow.store import trace_partitions
 from serverless_mlflow.store import traces as store
 from tests.indexer.test_throttled_indexer import _trace_count
-from tests.traces.test_spans_only_reference import CHILD, ROOT, Side
+from tests.traces.test_spans_only_reference import CHILD, GRANDCHILD, ROOT, Side
 
 pytestmark = pytest.mark.e2e
 
@@ -81,6 +81,11 @@ def _throttled(refuse: Callable[[str, dict[str, Any]], bool]) -> Iterator[list[s
 
 def _start_trace(side: Side, trace_id: str, request_time: int, spans: int | None = None) -> int:
     """The client's start_trace; ``spans``: the span count it announces (``mlflow.trace.sizeStats``)."""
+    return _started(side, trace_id, request_time, spans)[0]
+
+
+def _started(side: Side, trace_id: str, request_time: int, spans: int | None = None) -> tuple[int, dict[str, Any]]:
+    """start_trace's status and answer."""
     metadata = {"from": "start_trace"}
     if spans is not None:
         metadata["mlflow.trace.sizeStats"] = json.dumps({"num_spans": spans})
@@ -99,7 +104,7 @@ def _start_trace(side: Side, trace_id: str, request_time: int, spans: int | None
     }
     status, answer = side.call("POST", "traces", body)
     assert status in (200, 429), answer
-    return status
+    return status, answer
 
 
 def _span_count(server: str, experiment_id: str) -> float:
@@ -218,3 +223,69 @@ def test_a_span_batch_throttled_and_given_up_leaves_the_trace_counted_and_its_la
     side.export(trace_bytes, child)
     assert _drained(paused_runtime, side) == ([trace_id], 1)
     assert _span_count(paused_runtime.url, side.experiment_id) == 2
+
+
+def _counts_spans(operation: str, body: dict[str, Any], trace_id: str) -> bool:
+    """Whether a DynamoDB call is a span batch's update of the trace locator (the batch that places the trace, after
+    its spans are stored; an earlier release also counted the spans there)."""
+    key = table.to_item(store.LOCATOR.key(trace_id=trace_id))
+    return operation == "UpdateItem" and body.get("Key") == key
+
+
+def test_a_span_batch_throttled_counting_its_stored_span_leaves_start_trace_answering_every_span_stored(paused_runtime: Any) -> None:
+    """The child's span is stored, then the batch is throttled writing the locator (it counted the span there in an
+    earlier release); the client's retry finds the span stored already. start_trace (announcing both spans, after both are stored) answers that the
+    tracking store holds every span, so the client reads the trace from its spans: before, the count stayed one
+    short, start_trace waited for a span that had come, answered without the tag, and the trace read from a
+    ``traces.json`` the client may never upload (a storm's give-ups left such traces unreadable)."""
+    side = Side(paused_runtime.url)
+    trace_bytes, trace_id = _new_trace()
+    base = int(time.time() * 1000) - 60_000
+    child = [(CHILD, ROOT, base + 10, base + 20, False)]
+    with (
+        _throttled(lambda operation, body: _counts_spans(operation, body, trace_id)) as refused,
+        pytest.raises(AssertionError, match="429"),
+    ):
+        side.export(trace_bytes, child)
+    assert refused == ["UpdateItem"]
+    side.export(trace_bytes, child)  # the client's retry, same body
+    side.export(trace_bytes, [(ROOT, None, base, base + 1000, False)])
+    status, answer = _started(side, trace_id, base, spans=2)
+    assert status == 200
+    assert answer["trace"]["trace_info"]["tags"].get(store.SPANS_LOCATION_TAG) == store.TRACKING_STORE
+    assert _drained(paused_runtime, side) == ([trace_id], 1)
+    assert _span_count(paused_runtime.url, side.experiment_id) == 2
+
+
+def test_the_last_span_after_start_trace_marks_the_trace_whole_when_a_retry_left_the_count_short(paused_runtime: Any) -> None:
+    """start_trace came before the root's span (an asynchronous client): it answered without the tag. The child's
+    batch had been throttled counting its span and retried; the root's batch completes the trace and sets the tag
+    on the info, as when the count is exact."""
+    side = Side(paused_runtime.url)
+    trace_bytes, trace_id = _new_trace()
+    base = int(time.time() * 1000) - 60_000
+    child = [(CHILD, ROOT, base + 10, base + 20, False)]
+    with _throttled(lambda operation, body: _counts_spans(operation, body, trace_id)), pytest.raises(AssertionError, match="429"):
+        side.export(trace_bytes, child)
+    side.export(trace_bytes, child)
+    status, answer = _started(side, trace_id, base, spans=2)
+    assert status == 200
+    assert store.SPANS_LOCATION_TAG not in answer["trace"]["trace_info"]["tags"]  # the root's span is still to come
+    side.export(trace_bytes, [(ROOT, None, base, base + 1000, False)])
+    assert side.info(trace_id)["tags"].get(store.SPANS_LOCATION_TAG) == store.TRACKING_STORE
+
+
+def test_a_span_batch_after_a_claiming_batch_given_up_makes_the_info(paused_runtime: Any) -> None:
+    """The trace's first batch placed the info's time, was throttled writing the info and given up; the next
+    child's batch is served, then the client gives up the root's batch and start_trace too (a long storm). MLflow
+    lists a trace any stored span batch made: so does the store (before, only the root's batch or start_trace
+    looked for an info placed but never written, and the trace's stored spans were listed and counted nowhere)."""
+    side = Side(paused_runtime.url)
+    trace_bytes, trace_id = _new_trace()
+    base = int(time.time() * 1000) - 60_000
+    with _throttled(lambda operation, body: _writes_info(operation, body, trace_id)), pytest.raises(AssertionError, match="429"):
+        side.export(trace_bytes, [(CHILD, ROOT, base + 10, base + 20, False)])
+    side.export(trace_bytes, [(GRANDCHILD, ROOT, base + 30, base + 40, False)])
+    assert _drained(paused_runtime, side) == ([trace_id], 1)
+    info = side.info(trace_id)
+    assert (info["request_time"], info["state"]) == (store.timestamp_json(base + 10), "IN_PROGRESS")
