@@ -10,6 +10,7 @@ experiment's own shorter ``mlflow.trace.archivalRetention`` and ``mlflow.trace.a
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -459,12 +460,18 @@ def test_a_trace_written_behind_a_running_pass_is_kept_for_the_next(
     walk = trace_archival._archive_partition
     late: list[str] = []
 
+    def lands() -> None:
+        late.append(_trace(client, experiment_id, now - 5 * HOUR_MS + 1_000, "late"))
+        _stored(server, late)
+        archival.drain_stream()
+
     def walk_then_a_trace_lands(plan: Any, partition: Any, budget: Any, outcome: Any) -> None:
         walk(plan, partition, budget, outcome)
         if plan.experiment_id == experiment_id and not late:
-            late.append(_trace(client, experiment_id, now - 5 * HOUR_MS + 1_000, "late"))
-            _stored(server, late)
-            archival.drain_stream()
+            # Another client's thread (the pass runs as the monitor function: its rights are not the writer's).
+            writer = threading.Thread(target=lands)
+            writer.start()
+            writer.join()
 
     with monkeypatch.context() as patched:
         patched.setattr(trace_archival, "_archive_partition", walk_then_a_trace_lands)
